@@ -1,0 +1,13 @@
+# Configures and builds the C++ tree into $TAAS_BUILD (default build/). Source, don't run.
+# shellcheck shell=bash
+TAAS_BUILD="${TAAS_BUILD:-$TAAS_ROOT/build}"
+export TAAS_BUILD
+
+taas_build() {
+  # ccache keeps rebuilds of a fresh clone (CI) fast; its cache lives beside the other caches.
+  export CCACHE_DIR="${CCACHE_DIR:-$TAAS_CACHE/ccache}"
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" >/dev/null
+  cmake --build "$TAAS_BUILD" -- -j"$(nproc)"
+}

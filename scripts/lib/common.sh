@@ -1,0 +1,36 @@
+# Shared helpers for the setup fragments and the two top-level commands. Source, don't run.
+# shellcheck shell=bash
+
+TAAS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TAAS_CACHE="${TAAS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taas}"
+export TAAS_ROOT TAAS_CACHE
+
+log() { printf '[taas] %s\n' "$*" >&2; }
+die() { printf '[taas] error: %s\n' "$*" >&2; exit 1; }
+
+# Installs the Debian packages that are not installed yet; installs nothing when all are there,
+# so running setup twice changes nothing.
+need_debian_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null ||
+      die "missing Debian packages; install them as root: apt-get install ${missing[*]}"
+    local SUDO=sudo
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  ${SUDO:-} apt-get update -qq >/dev/null ||
+    die "apt-get update failed; check the Debian mirror, then rerun"
+  DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null ||
+    die "apt-get install failed for: ${missing[*]}"
+}
+
+# Fails with one line naming what to install when a command is missing.
+need_command() {
+  command -v "$1" >/dev/null || die "'$1' is not installed: $2"
+}

@@ -1,0 +1,9 @@
+# C++ toolchain and the libraries the C++ build links (see README "Dependencies").
+# shellcheck shell=bash
+need_debian_packages \
+  g++ cmake ninja-build pkg-config ccache clang-format \
+  libboost-dev libssl-dev zlib1g-dev \
+  nlohmann-json3-dev libyaml-cpp-dev doctest-dev libabsl-dev \
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
+  libdnnl-dev libopenblas-dev \
+  dataset-fashion-mnist
