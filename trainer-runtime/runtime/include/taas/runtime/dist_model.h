@@ -1,0 +1,167 @@
+// The trainer runtime's public API: subclass DistModel, call RunMain from main.
+//
+//   class MyModel : public taas::DistModel {
+//     absl::Status build_model(taas::ModelBuilder& builder) override;  // variables, optimizer
+//     taas::StepResult train(taas::Session& session) override;         // one iteration
+//   };
+//   int main(int argc, char** argv) { return taas::RunMain<MyModel>(argc, argv); }
+//
+// The same binary runs as parameter server, worker, chief or evaluator depending on TF_CONFIG
+// (Kubeflow's format). The runtime does what distributed TensorFlow scripts wrote by hand:
+// variable placement across parameter servers (replica_device_setter), synchronous replicas
+// (SyncReplicasOptimizer), init/restore/checkpoint/summaries on the chief (Supervisor).
+//
+// Training loop on a worker (the chief is a worker too):
+//   pull every registered Variable's value from the parameter servers
+//   -> train(session) computes the loss and writes each Variable's `gradient`
+//   -> push the gradients; the PS holding each shard applies the optimizer.
+// train() never talks to the parameter servers itself: the runtime pulls before and pushes after
+// every call. Training stops when the global step reaches max steps, or when train() sets
+// StepResult::stop.
+//
+// Settings (flags override environment; see docs/trainer-runtime.md for the full list):
+//   --max_steps / TF_MAX_STEPS, --model_dir / TF_LOGDIR,
+//   --save_checkpoints_secs / TF_SAVE_CHECKPOINTS_SECS, --save_summaries_steps /
+//   TF_SAVE_SUMMARIES_STEPS, --sync / TF_SYNC, --replicas_to_aggregate / TF_REPLICAS_TO_AGGREGATE,
+//   --metrics_port / TAAS_METRICS_PORT. Arguments after `--` are left to the model (args()).
+//
+// Exit codes: 0 success; 1..127 permanent (bad configuration, bad model or data: a restart cannot
+// help); kExitTransient (>= 128) for failures a restart can fix (peer lost, timeout), so Kubeflow's
+// ExitCode restart policy restarts exactly those.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taas/base/log.h"
+#include "taas/base/status.h"
+#include "taas/nn/optimizer.h"
+#include "taas/nn/variable.h"
+
+namespace taas {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadConfig = 2;    // TF_CONFIG, flags or environment are wrong.
+inline constexpr int kExitModelError = 3;   // build_model, init fn or the data failed.
+inline constexpr int kExitTransient = 150;  // Peer lost, timeout: restarting can succeed.
+
+enum class Role { kPs, kWorker, kChief, kEvaluator };
+
+// What a replica knows about itself and the job; fixed for the life of the process.
+struct TrainerInfo {
+  Role role = Role::kWorker;
+  int task_index = 0;
+  bool is_chief = false;          // The Chief/Master replica, else worker 0.
+  bool sync = false;              // Synchronous replicas (averaged updates) or asynchronous.
+  int replicas_to_aggregate = 1;  // Gradients averaged per sync step.
+  int num_workers = 1;            // Training replicas: chief (if any) + workers.
+  int num_ps = 0;
+  std::int64_t max_steps = 0;
+  std::string model_dir;          // Checkpoints and chief summaries; the evaluator's under eval/.
+  std::vector<std::string> args;  // The model's own arguments (after `--`).
+};
+
+// Handed to DistModel::build_model. Not thread-safe; valid only during build_model.
+class ModelBuilder {
+ public:
+  struct State;
+  explicit ModelBuilder(State* state);
+
+  // Registers a trainable variable. The runtime keeps the pointer: the Variable must stay at its
+  // address until RunMain returns. Its `value` holds the initial value (set by the layer's
+  // initialiser); the chief pushes it to the parameter servers when the job has no checkpoint.
+  // `gradient` must have the value's element count when train() returns. Names are unique.
+  void AddVariable(nn::Variable* variable);
+  void AddVariables(const std::vector<nn::Variable*>& variables);
+
+  // The update rule the parameter servers apply (default: SGD with learning rate 0.01).
+  void SetOptimizer(const nn::OptimizerConfig& config);
+
+  // Examples per train() call on this replica, for examples/sec when StepResult::examples is 0.
+  void SetBatchSize(std::int64_t batch_size);
+
+  const TrainerInfo& info() const;
+  bool is_chief() const { return info().is_chief; }
+  bool sync() const { return info().sync; }
+  int replicas_to_aggregate() const { return info().replicas_to_aggregate; }
+  // The live global step, updated by the runtime after every pull (TF's global_step tensor).
+  const std::atomic<std::int64_t>& global_step() const;
+  const Logger& logger() const;
+
+ private:
+  State* state_;
+};
+
+// Handed to train(), evaluate(), after_train() and init functions.
+class Session {
+ public:
+  struct State;
+  explicit Session(State* state);
+
+  const TrainerInfo& info() const;
+  bool is_chief() const { return info().is_chief; }
+  // The global step at which the current variable values were pulled (or, in the evaluator, the
+  // step of the checkpoint being evaluated).
+  std::int64_t global_step() const;
+  // train() calls completed by this replica.
+  std::int64_t local_step() const;
+  // The optimizer's learning rate at global_step().
+  float learning_rate() const;
+  const Logger& logger() const;
+
+ private:
+  State* state_;
+};
+
+// What one train() call returns.
+struct StepResult {
+  float loss = 0.0f;
+  std::int64_t examples = 0;  // Examples in this step; 0 means the batch size set in build_model.
+  bool stop = false;          // Ask the runtime to end training (this replica; the chief ends it
+                              // for all).
+  std::map<std::string, float> scalars;  // Extra TensorBoard scalars (chief writes them).
+};
+
+// Runs on the chief after variables are initialised and before other replicas start, only when no
+// checkpoint of this job exists (a checkpoint always wins). It may set Variable values (warm
+// start); the runtime pushes them afterwards.
+using InitFn = std::function<absl::Status(Session&)>;
+
+class DistModel {
+ public:
+  virtual ~DistModel() = default;
+
+  // Creates inputs, variables, loss and optimizer; registers variables with the builder. Called
+  // once on workers, chief and evaluator (never on parameter servers). An error is permanent.
+  virtual absl::Status build_model(ModelBuilder& builder) = 0;
+
+  // Optional warm start; empty by default.
+  virtual InitFn get_init_fn() { return {}; }
+
+  // One training iteration: variable values are fresh; write every Variable's gradient.
+  virtual StepResult train(Session& session) = 0;
+
+  // Evaluator role: variables hold a checkpoint's values; returns metrics such as
+  // {"accuracy": 0.91, "loss": 0.25}, written as TensorBoard scalars under eval/ ("accuracy" also
+  // feeds taas_eval_accuracy). The default returns nothing.
+  virtual std::map<std::string, double> evaluate(Session& session);
+
+  // After training, with the final parameter values pulled (best effort on non-chief workers).
+  virtual void after_train(Session& session, bool is_chief);
+};
+
+// Runs the replica TF_CONFIG names; returns the process exit code. `factory` is called at most
+// once, and never on a parameter server.
+int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> factory);
+
+template <class Model>
+int RunMain(int argc, char** argv) {
+  return RunMain(argc, argv, [] { return std::unique_ptr<DistModel>(new Model()); });
+}
+
+}  // namespace taas
