@@ -1,0 +1,25 @@
+// The CPU compute device that layers run on: one oneDNN engine and one in-order stream.
+//
+// Passed explicitly to every layer (no global engine). oneDNN threads with OpenMP over all cores
+// of the process; a ComputeContext and its layers are used from one thread at a time.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace taas::nn {
+
+class ComputeContext {
+ public:
+  ComputeContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  ComputeContext(const ComputeContext&) = delete;
+  ComputeContext& operator=(const ComputeContext&) = delete;
+
+  dnnl::engine& engine() { return engine_; }
+  dnnl::stream& stream() { return stream_; }
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+};
+
+}  // namespace taas::nn

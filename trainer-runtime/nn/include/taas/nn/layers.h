@@ -1,0 +1,182 @@
+// Layers with forward and backward passes on oneDNN primitives, images in NHWC.
+//
+// NHWC (channels last) is TensorFlow's layout, so kernels ([kh, kw, in, out], TF's HWIO) and the
+// Flatten order match Keras, and oneDNN 2.6's AVX-512 convolutions run on NHWC activations
+// directly; only the small kernels are reordered to oneDNN's preferred blocked layout.
+//
+// Contract shared by all layers:
+// - Forward(input) keeps a pointer to `input`, which must stay unchanged until Backward returns.
+// - Backward(grad_output) overwrites the gradients of the layer's variables and returns
+//   dL/d(input) (an empty tensor when the layer was built with `input_gradient = false`).
+// - Returned references stay valid until the next call on the layer.
+// - Primitives and buffers are created once per input shape and reused.
+// - Shape mismatches are programming errors and throw std::invalid_argument.
+// Layers are not thread-safe; one model is driven by one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "taas/nn/compute.h"
+#include "taas/nn/tensor.h"
+#include "taas/nn/variable.h"
+
+namespace taas::nn {
+
+enum class Activation { kNone, kRelu };
+enum class Padding { kValid, kSame };
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  virtual const Tensor& Forward(const Tensor& input, bool training) = 0;
+  virtual const Tensor& Backward(const Tensor& grad_output) = 0;
+  // The layer's trainable variables, kernel before bias.
+  virtual std::vector<Variable*> variables() { return {}; }
+  // Whether Backward must compute dL/d(input); the first layer of a model does not need it.
+  void set_input_gradient(bool enabled) { input_gradient_ = enabled; }
+
+  const std::string& name() const { return name_; }
+
+ protected:
+  bool input_gradient_ = true;
+
+ private:
+  std::string name_;
+};
+
+// y = activation(x W + b), x [N, in], W [in, out] ("<name>/kernel"), b [out] ("<name>/bias").
+// Matrix products run on oneDNN's sgemm.
+class Dense final : public Layer {
+ public:
+  Dense(std::string name, std::int64_t in, std::int64_t out, Activation activation);
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+  std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
+  Variable& kernel() { return kernel_; }
+  Variable& bias() { return bias_; }
+
+ private:
+  std::int64_t in_, out_;
+  Activation activation_;
+  Variable kernel_, bias_;
+  const Tensor* input_ = nullptr;
+  Tensor output_, masked_grad_, input_grad_;
+};
+
+// 2-D convolution, input [N, H, W, C], kernel [kh, kw, C, filters], bias [filters].
+class Conv2D final : public Layer {
+ public:
+  Conv2D(std::string name, ComputeContext& context, std::int64_t in_channels, std::int64_t filters,
+         std::int64_t kernel_size, std::int64_t stride, Padding padding, Activation activation);
+  ~Conv2D() override;
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+  std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
+  Variable& kernel() { return kernel_; }
+  Variable& bias() { return bias_; }
+  // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
+  std::string ImplementationInfo() const;
+
+ private:
+  struct Plan;
+  Plan& PlanFor(const Shape& input_shape);
+
+  ComputeContext& context_;
+  std::int64_t in_channels_, filters_, kernel_size_, stride_;
+  Padding padding_;
+  Activation activation_;
+  Variable kernel_, bias_;
+  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  Plan* plan_ = nullptr;
+  const Tensor* input_ = nullptr;
+  Tensor output_, masked_grad_, input_grad_;
+};
+
+// Max pooling over pool x pool windows with stride `stride`, no padding (Keras "valid").
+class MaxPool2D final : public Layer {
+ public:
+  MaxPool2D(std::string name, ComputeContext& context, std::int64_t pool, std::int64_t stride);
+  ~MaxPool2D() override;
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+
+ private:
+  struct Plan;
+  Plan& PlanFor(const Shape& input_shape);
+
+  ComputeContext& context_;
+  std::int64_t pool_, stride_;
+  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  Plan* plan_ = nullptr;
+  const Tensor* input_ = nullptr;
+  Tensor output_, input_grad_;
+};
+
+class ReLU final : public Layer {
+ public:
+  explicit ReLU(std::string name) : Layer(std::move(name)) {}
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+
+ private:
+  Tensor output_, input_grad_;
+};
+
+// Inverted dropout: in training, zeroes each element with probability `rate` and scales the rest
+// by 1 / (1 - rate); the identity in evaluation.
+class Dropout final : public Layer {
+ public:
+  Dropout(std::string name, float rate, std::uint64_t seed);
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+
+ private:
+  float rate_;
+  std::mt19937_64 rng_;
+  bool applied_ = false;
+  Tensor mask_, output_, input_grad_;
+};
+
+// [N, d1, d2, ...] -> [N, d1 * d2 * ...] (row-major, so NHWC flattens like Keras).
+class Flatten final : public Layer {
+ public:
+  explicit Flatten(std::string name) : Layer(std::move(name)) {}
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+
+ private:
+  Shape input_shape_;
+  Tensor output_, input_grad_;
+};
+
+// Mean softmax cross-entropy over a batch of logits [N, classes] with integer labels.
+class SoftmaxCrossEntropy {
+ public:
+  struct Result {
+    float loss = 0.0f;         // mean over the batch
+    std::int64_t correct = 0;  // argmax(logits) == label
+  };
+  // Throws std::invalid_argument for a label outside [0, classes).
+  Result Forward(const Tensor& logits, std::span<const std::int32_t> labels);
+  // dL/d(logits) of the last Forward: (softmax - onehot) / N.
+  const Tensor& Backward() const { return grad_; }
+
+ private:
+  Tensor grad_;
+};
+
+// TF's l2_regularizer(scale): scale * sum(w^2) / 2 over `variables`; AddGradients adds scale * w
+// to each variable's gradient (call after the backward pass).
+float L2Loss(const std::vector<Variable*>& variables, float scale);
+void AddL2Gradients(const std::vector<Variable*>& variables, float scale);
+
+}  // namespace taas::nn
