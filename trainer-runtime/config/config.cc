@@ -1,0 +1,340 @@
+#include "taas/config/config.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+namespace taas::config {
+namespace {
+
+// One tunable: its flag, its environment variable, and how to store a value.
+struct Setting {
+  std::string flag;  // without the leading "--"
+  std::string env;
+  std::string help;
+  std::function<absl::Status(const std::string& where, const std::string& value,
+                             RuntimeConfig& config)>
+      apply;
+};
+
+absl::Status Invalid(const std::string& where, const std::string& message) {
+  return absl::InvalidArgumentError(where + ": " + message);
+}
+
+absl::StatusOr<std::int64_t> ParseInt(const std::string& where, const std::string& value,
+                                      std::int64_t min) {
+  std::int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
+    return Invalid(where, "must be an integer, got \"" + value + "\"");
+  }
+  if (out < min) {
+    return Invalid(where, "must be >= " + std::to_string(min) + ", got " + value);
+  }
+  return out;
+}
+
+absl::StatusOr<double> ParseSeconds(const std::string& where, const std::string& value) {
+  char* end = nullptr;
+  double out = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(out) || out < 0) {
+    return Invalid(where, "must be a number of seconds >= 0, got \"" + value + "\"");
+  }
+  return out;
+}
+
+absl::StatusOr<bool> ParseBool(const std::string& where, const std::string& value) {
+  if (value == "1" || value == "true" || value == "True" || value == "yes") return true;
+  if (value == "0" || value == "false" || value == "False" || value == "no") return false;
+  return Invalid(where, "must be true or false, got \"" + value + "\"");
+}
+
+template <class T, class Parse>
+Setting Make(std::string flag, std::string env, std::string help, Parse parse,
+             T RuntimeConfig::*field) {
+  return Setting{std::move(flag), std::move(env), std::move(help),
+                 [parse, field](const std::string& where, const std::string& value,
+                                RuntimeConfig& config) -> absl::Status {
+                   auto parsed = parse(where, value);
+                   if (!parsed.ok()) return parsed.status();
+                   config.*field = static_cast<T>(*parsed);
+                   return absl::OkStatus();
+                 }};
+}
+
+auto IntAtLeast(std::int64_t min) {
+  return [min](const std::string& where, const std::string& value) {
+    return ParseInt(where, value, min);
+  };
+}
+
+std::vector<Setting> Settings() {
+  std::vector<Setting> s;
+  s.push_back({"max_steps", "TF_MAX_STEPS", "stop when the global step reaches this (10000)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(c.info.max_steps, ParseInt(w, v, 1));
+                 return absl::OkStatus();
+               }});
+  s.push_back({"model_dir", "TF_LOGDIR", "checkpoints and summaries (./taas-model)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v.empty()) return Invalid(w, "must not be empty");
+                 c.info.model_dir = v;
+                 return absl::OkStatus();
+               }});
+  s.push_back({"sync", "TF_SYNC", "synchronous replicas (false: asynchronous)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(c.info.sync, ParseBool(w, v));
+                 return absl::OkStatus();
+               }});
+  s.push_back({"replicas_to_aggregate", "TF_REPLICAS_TO_AGGREGATE",
+               "gradients averaged per sync step (all training replicas)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(c.info.replicas_to_aggregate, ParseInt(w, v, 1));
+                 return absl::OkStatus();
+               }});
+  s.push_back(Make("save_checkpoints_secs", "TF_SAVE_CHECKPOINTS_SECS",
+                   "seconds between checkpoints, 0 = off (600)", ParseSeconds,
+                   &RuntimeConfig::save_checkpoints_secs));
+  s.push_back(Make("save_checkpoints_steps", "TAAS_SAVE_CHECKPOINTS_STEPS",
+                   "global steps between checkpoints, 0 = off (0)", IntAtLeast(0),
+                   &RuntimeConfig::save_checkpoints_steps));
+  s.push_back(Make("keep_checkpoints", "TAAS_KEEP_CHECKPOINTS", "checkpoints kept (5)",
+                   IntAtLeast(1), &RuntimeConfig::keep_checkpoints));
+  s.push_back(Make("save_summaries_steps", "TF_SAVE_SUMMARIES_STEPS",
+                   "global steps between TensorBoard summaries, 0 = off (100)", IntAtLeast(0),
+                   &RuntimeConfig::save_summaries_steps));
+  s.push_back(Make("log_steps", "TAAS_LOG_STEPS", "local steps between progress lines (10)",
+                   IntAtLeast(1), &RuntimeConfig::log_steps));
+  s.push_back(Make("wait_timeout_secs", "TAAS_WAIT_TIMEOUT_SECS",
+                   "longest wait for a peer before exiting with the transient code (600)",
+                   ParseSeconds, &RuntimeConfig::wait_timeout_secs));
+  s.push_back(Make("eval_interval_secs", "TAAS_EVAL_INTERVAL_SECS",
+                   "evaluator's poll period for new checkpoints (5)", ParseSeconds,
+                   &RuntimeConfig::eval_interval_secs));
+  s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
+                   "variables at least this large are split across all PS (1048576)", IntAtLeast(4),
+                   &RuntimeConfig::partition_bytes));
+  s.push_back({"metrics_port", "TAAS_METRICS_PORT",
+               "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(std::int64_t port, ParseInt(w, v, 0));
+                 if (port > 65535) return Invalid(w, "must be a port <= 65535, got " + v);
+                 c.metrics_port = static_cast<int>(port);
+                 return absl::OkStatus();
+               }});
+  s.push_back({"job_name", "TAAS_JOB_NAME", "job name for log lines",
+               [](const std::string&, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 c.job_name = v;
+                 return absl::OkStatus();
+               }});
+  return s;
+}
+
+std::optional<Role> RoleFromKey(const std::string& key) {
+  if (key == "ps") return Role::kPs;
+  if (key == "worker") return Role::kWorker;
+  if (key == "chief" || key == "master") return Role::kChief;
+  if (key == "evaluator") return Role::kEvaluator;
+  return std::nullopt;
+}
+
+absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return Invalid("TF_CONFIG", std::string("is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return Invalid("TF_CONFIG", "must be a JSON object");
+  if (!j.contains("cluster") || !j["cluster"].is_object()) {
+    return Invalid("TF_CONFIG.cluster", "must be an object mapping replica types to addresses");
+  }
+  std::map<std::string, std::vector<std::string>> cluster;
+  for (const auto& [key, hosts] : j["cluster"].items()) {
+    std::string field = "TF_CONFIG.cluster." + key;
+    if (!RoleFromKey(key)) {
+      return Invalid(field, "unknown replica type (expected chief, master, worker, ps, evaluator)");
+    }
+    if (!hosts.is_array()) return Invalid(field, "must be a list of host:port addresses");
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const std::string item = field + "[" + std::to_string(i) + "]";
+      if (!hosts[i].is_string()) return Invalid(item, "must be a \"host:port\" string");
+      std::string address = hosts[i].get<std::string>();
+      auto colon = address.rfind(':');
+      if (colon == std::string::npos || colon == 0 ||
+          !ParseInt(item, address.substr(colon + 1), 1).ok()) {
+        return Invalid(item, "must be \"host:port\", got \"" + address + "\"");
+      }
+      cluster[key].push_back(address);
+    }
+  }
+  if (cluster.count("chief") && cluster.count("master")) {
+    return Invalid("TF_CONFIG.cluster", "has both chief and master; use one");
+  }
+  for (const char* key : {"chief", "master"}) {
+    if (cluster.count(key) && cluster[key].size() != 1) {
+      return Invalid(std::string("TF_CONFIG.cluster.") + key,
+                     "must have exactly 1 replica, got " + std::to_string(cluster[key].size()));
+    }
+  }
+  if (!j.contains("task") || !j["task"].is_object()) {
+    return Invalid("TF_CONFIG.task", "must be an object {\"type\": ..., \"index\": ...}");
+  }
+  const auto& task = j["task"];
+  if (!task.contains("type") || !task["type"].is_string()) {
+    return Invalid("TF_CONFIG.task.type", "must be a string");
+  }
+  std::string type = task["type"].get<std::string>();
+  auto role = RoleFromKey(type);
+  if (!role) return Invalid("TF_CONFIG.task.type", "unknown replica type \"" + type + "\"");
+  if (!cluster.count(type)) {
+    return Invalid("TF_CONFIG.task.type", "\"" + type + "\" is not in TF_CONFIG.cluster");
+  }
+  std::int64_t index = 0;
+  if (task.contains("index")) {
+    if (!task["index"].is_number_integer()) {
+      return Invalid("TF_CONFIG.task.index", "must be an integer");
+    }
+    index = task["index"].get<std::int64_t>();
+  }
+  if (index < 0 || index >= static_cast<std::int64_t>(cluster[type].size())) {
+    return Invalid("TF_CONFIG.task.index",
+                   std::to_string(index) + " is out of range for TF_CONFIG.cluster." + type + " (" +
+                       std::to_string(cluster[type].size()) + " replicas)");
+  }
+  c.info.role = *role;
+  c.info.task_index = static_cast<int>(index);
+  c.listen_address = cluster[type][index];
+  c.ps_addresses = cluster["ps"];
+  const bool has_chief = cluster.count("chief") || cluster.count("master");
+  for (const char* key : {"chief", "master", "worker"}) {
+    for (const auto& a : cluster[key]) c.worker_addresses.push_back(a);
+  }
+  c.info.is_chief = *role == Role::kChief || (!has_chief && *role == Role::kWorker && index == 0);
+  if (c.info.role != Role::kEvaluator) {
+    if (c.ps_addresses.empty()) {
+      return Invalid("TF_CONFIG.cluster.ps", "needs at least one parameter server");
+    }
+    if (c.worker_addresses.empty()) {
+      return Invalid("TF_CONFIG.cluster.worker", "needs at least one chief or worker");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string RoleName(Role role) {
+  switch (role) {
+    case Role::kPs:
+      return "ps";
+    case Role::kWorker:
+      return "worker";
+    case Role::kChief:
+      return "chief";
+    case Role::kEvaluator:
+      return "evaluator";
+  }
+  return "unknown";
+}
+
+std::string HelpText() {
+  std::string out = "Settings (flag --name=value, or the environment variable):\n";
+  for (const auto& s : Settings()) out += "  --" + s.flag + " / " + s.env + ": " + s.help + "\n";
+  out += "  TF_CONFIG: Kubeflow's cluster/task JSON; absent = one local process with its own PS\n";
+  out += "Arguments after -- are passed to the model.\n";
+  return out;
+}
+
+absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
+                                          const std::map<std::string, std::string>& env) {
+  RuntimeConfig c;
+  c.info.max_steps = 10000;
+  c.info.model_dir = "taas-model";
+  if (env.count("KUBERNETES_SERVICE_HOST")) c.metrics_port = 9090;
+  const std::vector<Setting> settings = Settings();
+
+  for (const auto& s : settings) {
+    auto it = env.find(s.env);
+    if (it != env.end()) TAAS_RETURN_IF_ERROR(s.apply(s.env, it->second, c));
+  }
+  std::string replicas_source =
+      env.count("TF_REPLICAS_TO_AGGREGATE") ? "TF_REPLICAS_TO_AGGREGATE" : "";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      c.info.args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      return Invalid(arg, "unexpected argument (the model's own arguments go after --)");
+    }
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const Setting* found = nullptr;
+    for (const auto& s : settings) {
+      if (s.flag == name) found = &s;
+    }
+    if (!found) return Invalid("--" + name, "unknown flag; see --help");
+    if (!has_value) {
+      if (name == "sync") {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return Invalid("--" + name, "needs a value");
+      }
+    }
+    TAAS_RETURN_IF_ERROR(found->apply("--" + name, value, c));
+    if (name == "replicas_to_aggregate") replicas_source = "--replicas_to_aggregate";
+  }
+
+  auto tf_config = env.find("TF_CONFIG");
+  if (tf_config == env.end() || tf_config->second.empty()) {
+    c.local = true;
+    c.info.role = Role::kChief;
+    c.info.is_chief = true;
+    c.info.task_index = 0;
+    c.worker_addresses = {"local"};
+  } else {
+    TAAS_RETURN_IF_ERROR(ParseTfConfig(tf_config->second, c));
+  }
+  c.info.num_ps = static_cast<int>(c.ps_addresses.size());
+  c.info.num_workers = static_cast<int>(c.worker_addresses.size());
+  if (replicas_source.empty()) {
+    c.info.replicas_to_aggregate = c.info.num_workers;
+  } else if (c.info.replicas_to_aggregate > c.info.num_workers) {
+    return Invalid(replicas_source, std::to_string(c.info.replicas_to_aggregate) + " exceeds the " +
+                                        std::to_string(c.info.num_workers) +
+                                        " training replicas (chief + workers)");
+  }
+  return c;
+}
+
+absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = entry.substr(0, eq);
+    if (key == "TF_CONFIG" || key == "KUBERNETES_SERVICE_HOST" || key.rfind("TF_", 0) == 0 ||
+        key.rfind("TAAS_", 0) == 0) {
+      env[key] = entry.substr(eq + 1);
+    }
+  }
+  return ParseConfig(args, env);
+}
+
+}  // namespace taas::config

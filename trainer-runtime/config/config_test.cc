@@ -1,0 +1,131 @@
+#include "taas/config/config.h"
+
+#include <doctest/doctest.h>
+
+namespace taas::config {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const char* kCluster =
+    R"({"cluster":{"ps":["127.0.0.1:1000","127.0.0.1:1001"],"worker":["127.0.0.1:2000",)"
+    R"("127.0.0.1:2001"]},"task":{"type":"worker","index":1},"environment":"cloud"})";
+
+std::string ErrorOf(const std::vector<std::string>& args, const Env& env) {
+  auto c = ParseConfig(args, env);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == absl::StatusCode::kInvalidArgument);
+  return std::string(c.status().message());
+}
+
+TEST_CASE("TF_CONFIG gives role, index, chief and addresses") {
+  auto c = ParseConfig({}, {{"TF_CONFIG", kCluster}});
+  REQUIRE(c.ok());
+  CHECK(c->info.role == Role::kWorker);
+  CHECK(c->info.task_index == 1);
+  CHECK_FALSE(c->info.is_chief);
+  CHECK(c->info.num_ps == 2);
+  CHECK(c->info.num_workers == 2);
+  CHECK(c->info.replicas_to_aggregate == 2);  // default: all training replicas
+  CHECK(c->listen_address == "127.0.0.1:2001");
+  CHECK_FALSE(c->local);
+}
+
+TEST_CASE("worker 0 is chief without a chief replica; with one, the chief is") {
+  std::string w0 = kCluster;
+  w0.replace(w0.find("\"index\":1"), 9, "\"index\":0");
+  auto c = ParseConfig({}, {{"TF_CONFIG", w0}});
+  REQUIRE(c.ok());
+  CHECK(c->info.is_chief);
+
+  auto chief = ParseConfig({}, {{"TF_CONFIG", R"({"cluster":{"chief":["h:1"],"worker":["h:2"],)"
+                                              R"("ps":["h:3"]},"task":{"type":"worker",)"
+                                              R"("index":0}})"}});
+  REQUIRE(chief.ok());
+  CHECK_FALSE(chief->info.is_chief);
+  CHECK(chief->info.num_workers == 2);
+  CHECK(chief->worker_addresses.front() == "h:1");
+  auto master = ParseConfig({}, {{"TF_CONFIG", R"({"cluster":{"master":["h:1"],"ps":["h:3"]},)"
+                                               R"("task":{"type":"master","index":0}})"}});
+  REQUIRE(master.ok());
+  CHECK(master->info.role == Role::kChief);
+  CHECK(master->info.is_chief);
+}
+
+TEST_CASE("no TF_CONFIG is a local single-process run") {
+  auto c = ParseConfig({}, {});
+  REQUIRE(c.ok());
+  CHECK(c->local);
+  CHECK(c->info.is_chief);
+  CHECK(c->info.num_workers == 1);
+  CHECK(c->info.max_steps == 10000);
+  CHECK(c->metrics_port == 0);
+  auto k8s = ParseConfig({}, {{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}});
+  REQUIRE(k8s.ok());
+  CHECK(k8s->metrics_port == 9090);
+}
+
+TEST_CASE("flags override environment; model args after --") {
+  auto c = ParseConfig({"--max_steps=50", "--sync", "--model_dir", "/tmp/m", "--", "--lr=3"},
+                       {{"TF_MAX_STEPS", "10"},
+                        {"TF_SAVE_CHECKPOINTS_SECS", "2.5"},
+                        {"TF_SAVE_SUMMARIES_STEPS", "7"},
+                        {"TAAS_METRICS_PORT", "9100"},
+                        {"TF_CONFIG", kCluster}});
+  REQUIRE(c.ok());
+  CHECK(c->info.max_steps == 50);
+  CHECK(c->info.sync);
+  CHECK(c->info.model_dir == "/tmp/m");
+  CHECK(c->save_checkpoints_secs == doctest::Approx(2.5));
+  CHECK(c->save_summaries_steps == 7);
+  CHECK(c->metrics_port == 9100);
+  REQUIRE(c->info.args.size() == 1);
+  CHECK(c->info.args[0] == "--lr=3");
+  auto env_only = ParseConfig({}, {{"TF_MAX_STEPS", "10"}, {"TF_SYNC", "true"}});
+  REQUIRE(env_only.ok());
+  CHECK(env_only->info.max_steps == 10);
+  CHECK(env_only->info.sync);
+}
+
+TEST_CASE("bad settings name the flag or variable") {
+  CHECK(ErrorOf({}, {{"TF_MAX_STEPS", "ten"}}).find("TF_MAX_STEPS") == 0);
+  CHECK(ErrorOf({"--max_steps=0"}, {}).find("--max_steps: must be >= 1") == 0);
+  CHECK(ErrorOf({}, {{"TF_SAVE_CHECKPOINTS_SECS", "-1"}}).find("TF_SAVE_CHECKPOINTS_SECS") == 0);
+  CHECK(ErrorOf({}, {{"TF_SYNC", "maybe"}}).find("TF_SYNC: must be true or false") == 0);
+  CHECK(ErrorOf({}, {{"TAAS_METRICS_PORT", "70000"}}).find("TAAS_METRICS_PORT") == 0);
+  CHECK(ErrorOf({"--nope=1"}, {}).find("--nope: unknown flag") == 0);
+  CHECK(ErrorOf({"stray"}, {}).find("stray: unexpected argument") == 0);
+  CHECK(ErrorOf({"--replicas_to_aggregate=3"}, {{"TF_CONFIG", kCluster}})
+            .find("--replicas_to_aggregate: 3 exceeds the 2 training replicas") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", kCluster}, {"TF_REPLICAS_TO_AGGREGATE", "9"}})
+            .find("TF_REPLICAS_TO_AGGREGATE: 9 exceeds") == 0);
+}
+
+TEST_CASE("malformed or inconsistent TF_CONFIG names the field") {
+  CHECK(ErrorOf({}, {{"TF_CONFIG", "{not json"}}).find("TF_CONFIG: is not valid JSON") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"task":{"type":"worker"}})"}}).find("TF_CONFIG.cluster:") ==
+        0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":["a:1"],"worker":["b:2"]}})"}})
+            .find("TF_CONFIG.task:") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":["a:1"],"worker":["b:2"]},)"
+                                   R"("task":{"type":"worker","index":2}})"}})
+            .find("TF_CONFIG.task.index: 2 is out of range for TF_CONFIG.cluster.worker") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":["a:1"],"worker":["b:2"]},)"
+                                   R"("task":{"type":"chief","index":0}})"}})
+            .find("TF_CONFIG.task.type: \"chief\" is not in TF_CONFIG.cluster") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":["a"],"worker":["b:2"]},)"
+                                   R"("task":{"type":"worker","index":0}})"}})
+            .find("TF_CONFIG.cluster.ps[0]: must be \"host:port\"") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"gpu":["a:1"],"worker":["b:2"]},)"
+                                   R"("task":{"type":"worker","index":0}})"}})
+            .find("TF_CONFIG.cluster.gpu: unknown replica type") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"worker":["b:2"]},)"
+                                   R"("task":{"type":"worker","index":0}})"}})
+            .find("TF_CONFIG.cluster.ps: needs at least one parameter server") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"chief":["a:1","c:3"],"ps":["b:2"]},)"
+                                   R"("task":{"type":"ps","index":0}})"}})
+            .find("TF_CONFIG.cluster.chief: must have exactly 1 replica") == 0);
+}
+
+}  // namespace
+}  // namespace taas::config

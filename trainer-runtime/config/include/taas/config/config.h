@@ -1,0 +1,52 @@
+// Everything a trainer process is told, read and validated in one place: TF_CONFIG (Kubeflow's
+// format), command-line flags and TF_*/TAAS_* environment variables. Nothing else in the runtime
+// reads the environment.
+//
+// Flags override environment variables, which override defaults. Errors name the flag or variable
+// (and, for TF_CONFIG, the JSON field): `TF_CONFIG.task.index: 3 is out of range ...`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+#include "taas/runtime/dist_model.h"
+
+namespace taas::config {
+
+struct RuntimeConfig {
+  TrainerInfo info;  // role, index, chief, sync, replicas, max steps, model dir, model args
+
+  // True when there is no TF_CONFIG: one process trains with an in-process parameter server.
+  bool local = false;
+  std::vector<std::string> ps_addresses;
+  // Training replicas in order: the chief (if the cluster has a chief/master) then the workers.
+  std::vector<std::string> worker_addresses;
+  std::string listen_address;  // This replica's own address from TF_CONFIG ("" if none).
+  std::string job_name;        // For log lines (TAAS_JOB_NAME), may be empty.
+
+  double save_checkpoints_secs = 600;
+  std::int64_t save_checkpoints_steps = 0;  // 0: by time only.
+  int keep_checkpoints = 5;
+  std::int64_t save_summaries_steps = 100;
+  std::int64_t log_steps = 10;
+  double wait_timeout_secs = 600;          // Longest any wait for a peer may last.
+  double eval_interval_secs = 5;           // Evaluator's poll period for new checkpoints.
+  std::int64_t partition_bytes = 1 << 20;  // Variables this large are split across all PS.
+  int metrics_port = 0;                    // 0: no metrics endpoint.
+};
+
+// `args` excludes argv[0]; `env` maps variable names to values.
+absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
+                                          const std::map<std::string, std::string>& env);
+
+// Reads argv and the process environment, then ParseConfig.
+absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv);
+
+// One line per setting with its value, for the start-up log and `--help`.
+std::string RoleName(Role role);
+std::string HelpText();
+
+}  // namespace taas::config
