@@ -1,0 +1,86 @@
+// An input pipeline over an in-memory image data set, in tf.data's order:
+// shard(num_shards, shard_index) -> shuffle(buffer, reshuffled every epoch) -> repeat -> batch,
+// with the batches produced ahead of time on a background thread (prefetch), so a training step
+// takes a ready batch instead of waiting for input.
+//
+// Batches cross epoch boundaries when repeating (as `shuffle().repeat().batch()` does); without
+// repeat the last batch may be smaller unless `drop_remainder`. Pixels become floats in [0, 1].
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "taas/base/status.h"
+#include "taas/data/idx.h"
+#include "taas/nn/tensor.h"
+
+namespace taas::data {
+
+struct PipelineOptions {
+  std::int64_t batch_size = 32;
+  std::int64_t shuffle_buffer = 0;  // 0 or 1: keep the data set's order
+  std::uint64_t seed = 0;
+  bool repeat = false;
+  bool drop_remainder = false;
+  int shard_index = 0;  // this worker takes examples shard_index, shard_index + num_shards, ...
+  int num_shards = 1;
+  int prefetch = 2;  // batches prepared ahead; 0 builds each batch on the calling thread
+  // Shape of one example without the batch dimension, e.g. {28, 28, 1} or {784}; its element
+  // count must equal rows * cols. Empty means {rows, cols, 1}.
+  nn::Shape example_shape;
+};
+
+struct Batch {
+  nn::Tensor images;                 // [batch, example_shape...]
+  std::vector<std::int32_t> labels;  // batch
+  std::int64_t epoch = 0;            // epoch of the batch's first example
+};
+
+class Pipeline {
+ public:
+  // InvalidArgument naming the option for bad options (batch_size < 1, shard out of range,
+  // a shard with no examples, example_shape of the wrong size).
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(
+      std::shared_ptr<const ImageDataset> dataset, PipelineOptions options);
+  ~Pipeline();  // Stops and joins the background thread.
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // The next batch, blocking until it is ready; nullopt when a non-repeating pipeline is done.
+  // Called from one thread.
+  std::optional<Batch> Next();
+
+  // Examples in this worker's shard (one epoch).
+  std::int64_t shard_size() const { return static_cast<std::int64_t>(indices_.size()); }
+
+ private:
+  Pipeline(std::shared_ptr<const ImageDataset> dataset, PipelineOptions options);
+  std::optional<Batch> Produce();  // builds the next batch (producer side)
+  std::int64_t NextIndex();        // -1 at the end
+  void Run();
+
+  std::shared_ptr<const ImageDataset> dataset_;
+  PipelineOptions options_;
+  std::vector<std::int64_t> indices_;  // this shard's examples in data set order
+
+  // Producer state (only the producer thread, or the caller when prefetch == 0).
+  std::uint64_t rng_state_;
+  std::vector<std::int64_t> buffer_;
+  std::size_t cursor_ = 0;
+  std::int64_t epoch_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::optional<Batch>> ready_;  // guarded by mu_; nullopt marks the end
+  bool stop_ = false;                       // guarded by mu_
+  bool finished_ = false;                   // consumer saw the end
+  std::thread thread_;
+};
+
+}  // namespace taas::data

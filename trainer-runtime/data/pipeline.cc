@@ -1,0 +1,150 @@
+#include "taas/data/pipeline.h"
+
+#include <utility>
+
+namespace taas::data {
+namespace {
+
+// splitmix64: small, fast and seedable; the sequence only has to be reproducible.
+std::uint64_t NextRandom(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(
+    std::shared_ptr<const ImageDataset> dataset, PipelineOptions options) {
+  if (dataset == nullptr) return absl::InvalidArgumentError("pipeline: dataset is null");
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError("pipeline: batch_size must be >= 1, got " +
+                                      std::to_string(options.batch_size));
+  }
+  if (options.num_shards < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.num_shards) {
+    return absl::InvalidArgumentError(
+        "pipeline: shard_index must be in [0, num_shards), got shard_index " +
+        std::to_string(options.shard_index) + " of num_shards " +
+        std::to_string(options.num_shards));
+  }
+  if (options.shard_index >= dataset->count) {
+    return absl::InvalidArgumentError("pipeline: shard " + std::to_string(options.shard_index) +
+                                      " of " + std::to_string(options.num_shards) +
+                                      " has no examples in a data set of " +
+                                      std::to_string(dataset->count));
+  }
+  if (options.example_shape.empty()) options.example_shape = {dataset->rows, dataset->cols, 1};
+  if (nn::NumElements(options.example_shape) != dataset->rows * dataset->cols) {
+    return absl::InvalidArgumentError("pipeline: example_shape " +
+                                      nn::ShapeString(options.example_shape) + " does not hold " +
+                                      std::to_string(dataset->rows * dataset->cols) + " pixels");
+  }
+  if (options.prefetch < 0) options.prefetch = 0;
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(dataset), std::move(options)));
+  if (pipeline->options_.prefetch > 0)
+    pipeline->thread_ = std::thread([p = pipeline.get()] { p->Run(); });
+  return pipeline;
+}
+
+Pipeline::Pipeline(std::shared_ptr<const ImageDataset> dataset, PipelineOptions options)
+    : dataset_(std::move(dataset)), options_(std::move(options)), rng_state_(options_.seed) {
+  for (std::int64_t i = options_.shard_index; i < dataset_->count; i += options_.num_shards) {
+    indices_.push_back(i);
+  }
+}
+
+Pipeline::~Pipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t Pipeline::NextIndex() {
+  const std::size_t capacity =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, options_.shuffle_buffer));
+  // The buffer holds examples of the current epoch only, so each epoch is a permutation of the
+  // shard (tf.data's shuffle().repeat()); the next epoch starts once the buffer has drained.
+  if (buffer_.empty() && cursor_ == indices_.size() && options_.repeat && !indices_.empty()) {
+    cursor_ = 0;
+    ++epoch_;
+  }
+  while (buffer_.size() < capacity && cursor_ < indices_.size()) {
+    buffer_.push_back(indices_[cursor_++]);
+  }
+  if (buffer_.empty()) return -1;
+  std::size_t pick = 0;
+  if (capacity > 1) pick = NextRandom(rng_state_) % buffer_.size();
+  const std::int64_t index = buffer_[pick];
+  if (capacity > 1) {
+    buffer_[pick] = buffer_.back();
+    buffer_.pop_back();
+  } else {
+    buffer_.erase(buffer_.begin());
+  }
+  return index;
+}
+
+std::optional<Batch> Pipeline::Produce() {
+  const std::int64_t pixels = dataset_->rows * dataset_->cols;
+  std::vector<std::int64_t> picked;
+  picked.reserve(static_cast<std::size_t>(options_.batch_size));
+  std::int64_t epoch = epoch_;
+  while (static_cast<std::int64_t>(picked.size()) < options_.batch_size) {
+    const std::int64_t index = NextIndex();
+    if (index < 0) break;
+    if (picked.empty()) epoch = epoch_;
+    picked.push_back(index);
+  }
+  if (picked.empty()) return std::nullopt;
+  if (options_.drop_remainder && static_cast<std::int64_t>(picked.size()) < options_.batch_size) {
+    return std::nullopt;
+  }
+  nn::Shape shape = {static_cast<std::int64_t>(picked.size())};
+  shape.insert(shape.end(), options_.example_shape.begin(), options_.example_shape.end());
+  Batch batch{nn::Tensor(shape), std::vector<std::int32_t>(picked.size()), epoch};
+  float* out = batch.images.data();
+  constexpr float kScale = 1.0f / 255.0f;
+  for (std::size_t b = 0; b < picked.size(); ++b) {
+    const std::uint8_t* in = dataset_->pixels.data() + picked[b] * pixels;
+    float* row = out + static_cast<std::int64_t>(b) * pixels;
+    for (std::int64_t p = 0; p < pixels; ++p) row[p] = static_cast<float>(in[p]) * kScale;
+    batch.labels[b] = dataset_->labels[static_cast<std::size_t>(picked[b])];
+  }
+  return batch;
+}
+
+void Pipeline::Run() {
+  for (;;) {
+    std::optional<Batch> batch = Produce();
+    const bool end = !batch.has_value();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stop_ || static_cast<int>(ready_.size()) < options_.prefetch; });
+    if (stop_) return;
+    ready_.push_back(std::move(batch));
+    cv_.notify_all();
+    if (end) return;
+  }
+}
+
+std::optional<Batch> Pipeline::Next() {
+  if (finished_) return std::nullopt;
+  if (options_.prefetch == 0) {
+    auto batch = Produce();
+    finished_ = !batch.has_value();
+    return batch;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !ready_.empty(); });
+  std::optional<Batch> batch = std::move(ready_.front());
+  ready_.pop_front();
+  cv_.notify_all();
+  finished_ = !batch.has_value();
+  return batch;
+}
+
+}  // namespace taas::data

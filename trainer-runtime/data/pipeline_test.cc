@@ -1,0 +1,152 @@
+#include "taas/data/pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace taas::data {
+namespace {
+
+// n examples of 2x2 pixels; example i has every pixel = i and label i % 10.
+std::shared_ptr<const ImageDataset> Tiny(std::int64_t n) {
+  auto dataset = std::make_shared<ImageDataset>();
+  dataset->count = n;
+  dataset->rows = 2;
+  dataset->cols = 2;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int p = 0; p < 4; ++p) dataset->pixels.push_back(static_cast<std::uint8_t>(i));
+    dataset->labels.push_back(static_cast<std::uint8_t>(i % 10));
+  }
+  return dataset;
+}
+
+// The example ids of every batch, read back from the pixels.
+std::vector<std::vector<int>> Drain(Pipeline& pipeline, int max_batches = 1000) {
+  std::vector<std::vector<int>> batches;
+  while (max_batches-- > 0) {
+    auto batch = pipeline.Next();
+    if (!batch) break;
+    std::vector<int> ids;
+    const std::int64_t n = batch->images.shape()[0];
+    for (std::int64_t b = 0; b < n; ++b) {
+      const float v = batch->images.data()[b * 4];
+      ids.push_back(static_cast<int>(v * 255.0f + 0.5f));
+      CHECK(batch->labels[b] == ids.back() % 10);
+    }
+    batches.push_back(ids);
+  }
+  return batches;
+}
+
+std::unique_ptr<Pipeline> Make(std::int64_t n, PipelineOptions options) {
+  auto pipeline = Pipeline::Create(Tiny(n), options);
+  REQUIRE_MESSAGE(pipeline.ok(), pipeline.status().message());
+  return std::move(pipeline).value();
+}
+
+TEST_CASE("batches in order with a short last batch, floats in [0, 1]") {
+  PipelineOptions options;
+  options.batch_size = 4;
+  auto pipeline = Make(10, options);
+  auto batches = Drain(*pipeline);
+  REQUIRE(batches.size() == 3);
+  CHECK(batches[0] == std::vector<int>{0, 1, 2, 3});
+  CHECK(batches[2] == std::vector<int>{8, 9});
+  CHECK_FALSE(pipeline->Next().has_value());
+
+  options.drop_remainder = true;
+  options.example_shape = {4};
+  auto dropping = Make(10, options);
+  auto first = dropping->Next();
+  REQUIRE(first.has_value());
+  CHECK(first->images.shape() == nn::Shape{4, 4});
+  CHECK(Drain(*dropping).size() == 1);
+}
+
+TEST_CASE("sharding gives each worker a disjoint slice") {
+  PipelineOptions options;
+  options.batch_size = 100;
+  options.num_shards = 3;
+  std::set<int> seen;
+  for (int shard = 0; shard < 3; ++shard) {
+    options.shard_index = shard;
+    auto pipeline = Make(10, options);
+    auto batches = Drain(*pipeline);
+    REQUIRE(batches.size() == 1);
+    for (int id : batches[0]) {
+      CHECK(id % 3 == shard);
+      CHECK(seen.insert(id).second);
+    }
+  }
+  CHECK(seen.size() == 10);
+}
+
+TEST_CASE("shuffle is a seeded permutation, different every epoch; repeat crosses epochs") {
+  PipelineOptions options;
+  options.batch_size = 50;
+  options.shuffle_buffer = 20;
+  options.seed = 7;
+  options.repeat = true;
+  auto pipeline = Make(50, options);
+  auto batches = Drain(*pipeline, 3);
+  REQUIRE(batches.size() == 3);
+  for (auto& epoch : batches) {
+    auto sorted = epoch;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < 50; ++i) CHECK(sorted[i] == i);
+  }
+  CHECK(batches[0] != batches[1]);
+  std::vector<int> identity(50);
+  for (int i = 0; i < 50; ++i) identity[i] = i;
+  CHECK(batches[0] != identity);
+
+  auto again = Make(50, options);
+  CHECK(Drain(*again, 3) == batches);  // same seed, same order
+
+  options.batch_size = 30;  // 30 does not divide 50: batches straddle epochs
+  auto straddle = Make(50, options);
+  auto second = straddle->Next();
+  second = straddle->Next();
+  REQUIRE(second.has_value());
+  CHECK(second->epoch == 0);
+  CHECK(straddle->Next()->epoch == 1);
+}
+
+TEST_CASE("prefetch on a thread yields the same batches as building them inline") {
+  PipelineOptions options;
+  options.batch_size = 7;
+  options.shuffle_buffer = 10;
+  options.seed = 3;
+  options.prefetch = 0;
+  auto inline_pipeline = Make(40, options);
+  options.prefetch = 3;
+  auto prefetching = Make(40, options);
+  CHECK(Drain(*inline_pipeline) == Drain(*prefetching));
+  // Destroying a repeating pipeline whose producer is blocked on a full queue must not hang.
+  options.repeat = true;
+  auto endless = Make(40, options);
+  CHECK(endless->Next().has_value());
+}
+
+TEST_CASE("bad options are rejected by name") {
+  PipelineOptions options;
+  options.batch_size = 0;
+  auto bad = Pipeline::Create(Tiny(4), options);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("batch_size") != std::string::npos);
+  options.batch_size = 1;
+  options.num_shards = 2;
+  options.shard_index = 2;
+  bad = Pipeline::Create(Tiny(4), options);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("shard_index") != std::string::npos);
+  options.shard_index = 0;
+  options.example_shape = {3};
+  bad = Pipeline::Create(Tiny(4), options);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("example_shape") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace taas::data
