@@ -6,10 +6,11 @@ namespace taas::tfjob {
 
 ClusterSpec KubernetesClusterSpec(const TFJob& job, const ServiceAddressing& addressing) {
   ClusterSpec cluster;
-  for (const auto& [type, spec] : job.replica_specs) {
+  for (const auto& [type, spec] : job.spec.replica_specs) {
     auto& hosts = cluster[std::string(ReplicaTypeKey(type))];
     for (int index = 0; index < spec.replicas; ++index) {
-      std::string host = ReplicaName(job.name, type, index) + "." + job.namespace_name + ".svc";
+      std::string host =
+          ReplicaName(job.metadata.name, type, index) + "." + job.metadata.namespace_name + ".svc";
       if (!addressing.cluster_domain.empty()) host += "." + addressing.cluster_domain;
       hosts.push_back(host + ":" + std::to_string(addressing.port));
     }

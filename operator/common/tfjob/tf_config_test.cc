@@ -7,9 +7,9 @@ namespace {
 
 TFJob JobWith(std::map<ReplicaType, int> replicas) {
   TFJob job;
-  job.name = "j";
-  job.namespace_name = "ns";
-  for (const auto& [type, count] : replicas) job.replica_specs[type].replicas = count;
+  job.metadata.name = "j";
+  job.metadata.namespace_name = "ns";
+  for (const auto& [type, count] : replicas) job.spec.replica_specs[type].replicas = count;
   return job;
 }
 

@@ -1,0 +1,10 @@
+// Every public header compiles on its own.
+#include "taas/tfjob/defaults.h"
+#include "taas/tfjob/labels.h"
+#include "taas/tfjob/restart.h"
+#include "taas/tfjob/rfc3339.h"
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/status.h"
+#include "taas/tfjob/tf_config.h"
+#include "taas/tfjob/tfjob.h"
+#include "taas/tfjob/validation.h"

@@ -1,0 +1,43 @@
+// Names, labels and selectors of replica pods and services, as Kubeflow's training-operator sets
+// them, so tools and scripts written for Kubeflow keep working.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "taas/tfjob/tfjob.h"
+
+namespace taas::tfjob {
+
+inline constexpr std::string_view kLabelOperatorName = "training.kubeflow.org/operator-name";
+inline constexpr std::string_view kLabelJobName = "training.kubeflow.org/job-name";
+inline constexpr std::string_view kLabelReplicaType = "training.kubeflow.org/replica-type";
+inline constexpr std::string_view kLabelReplicaIndex = "training.kubeflow.org/replica-index";
+inline constexpr std::string_view kLabelJobRole = "training.kubeflow.org/job-role";
+inline constexpr std::string_view kOperatorName = "tfjob-controller";
+inline constexpr std::string_view kJobRoleMaster = "master";
+
+using Labels = std::map<std::string, std::string>;
+
+// operator-name and job-name: selects every pod and service of one job.
+Labels JobLabels(std::string_view job_name);
+
+// JobLabels plus replica-type (lower case): selects the pods of one replica type.
+Labels ReplicaTypeLabels(std::string_view job_name, ReplicaType type);
+
+// The labels of one replica's pod and service: ReplicaTypeLabels plus replica-index, plus
+// job-role=master when IsMasterRole.
+Labels ReplicaLabels(const TFJobSpec& spec, std::string_view job_name, ReplicaType type, int index);
+
+// The chief role: a Chief/Master replica, or worker 0 when the spec has neither.
+bool IsMasterRole(const TFJobSpec& spec, ReplicaType type, int index);
+
+// "k1=v1,k2=v2" with keys sorted, as labels.Selector.String() prints matchLabels.
+std::string SelectorString(const Labels& labels);
+
+// {"matchLabels": {...}}, a metav1.LabelSelector.
+nlohmann::json LabelSelectorJson(const Labels& labels);
+
+}  // namespace taas::tfjob

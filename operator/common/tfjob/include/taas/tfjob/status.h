@@ -1,0 +1,161 @@
+// The job status computation, with Kubeflow's condition semantics, from the observed state of
+// each replica. The operator feeds it pod states, the launcher process states; both act on the
+// same answer. Pure: `now` is passed in, nothing is read from the environment.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taas/tfjob/tfjob.h"
+
+namespace taas::tfjob {
+
+// Condition reasons, as Kubeflow's NewReason("TFJob", ...) spells them.
+inline constexpr std::string_view kReasonCreated = "TFJobCreated";
+inline constexpr std::string_view kReasonRunning = "TFJobRunning";
+inline constexpr std::string_view kReasonRestarting = "TFJobRestarting";
+inline constexpr std::string_view kReasonSucceeded = "TFJobSucceeded";
+inline constexpr std::string_view kReasonFailed = "TFJobFailed";
+inline constexpr std::string_view kReasonSuspended = "TFJobSuspended";
+inline constexpr std::string_view kReasonResumed = "TFJobResumed";
+// Reason of a Stuck condition with status False once no replica is stuck any more.
+inline constexpr std::string_view kReasonUnstuck = "TFJobReplicasProgressing";
+
+// ---------------------------------------------------------------------------------------------
+// Conditions
+
+// The condition of that type, or nullptr.
+const JobCondition* FindCondition(const JobStatus& status, ConditionType type);
+// True when the condition of that type exists with status True.
+bool HasTrueCondition(const JobStatus& status, ConditionType type);
+bool IsSucceeded(const JobStatus& status);
+bool IsFailed(const JobStatus& status);
+bool IsFinished(const JobStatus& status);  // Succeeded or Failed
+bool IsRunning(const JobStatus& status);
+bool IsSuspended(const JobStatus& status);
+
+// Kubeflow's UpdateJobConditions, plus "finished is final". Returns whether `status` changed.
+//  - nothing changes once the job is Succeeded or Failed;
+//  - nothing changes when the condition exists with the same status and reason (a new message
+//    alone is not a change);
+//  - lastUpdateTime becomes `now`; lastTransitionTime becomes `now` only when the status changes;
+//  - the condition moves to the end of the list; Running and Restarting replace each other;
+//    setting Succeeded or Failed sets an existing Running condition to False.
+bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus condition_status,
+                  std::string_view reason, std::string message, Time now);
+
+// Whether the status must be written: any difference except lastReconcileTime.
+bool StatusChanged(const JobStatus& before, const JobStatus& after);
+
+// ---------------------------------------------------------------------------------------------
+// Observed replicas
+
+enum class ReplicaPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };  // pod phases
+
+std::string_view ToString(ReplicaPhase phase);
+std::optional<ReplicaPhase> ParseReplicaPhase(std::string_view text);  // "Pending", ...
+
+struct ReplicaRef {
+  ReplicaType type = ReplicaType::kWorker;
+  int index = 0;
+
+  auto operator<=>(const ReplicaRef&) const = default;
+};
+
+// What the caller sees of one replica (a pod, or a local process).
+struct ObservedReplica {
+  ReplicaType type = ReplicaType::kWorker;
+  int index = 0;
+  ReplicaPhase phase = ReplicaPhase::kPending;
+  // Exit code of the `tensorflow` container's last termination, when it terminated.
+  std::optional<int> exit_code;
+  // Restarts the object itself records (the container's restartCount; the launcher's in-place
+  // restarts under Always/OnFailure). Restarts done by recreating the replica are NOT included:
+  // the status counts those (ReplicaStatus::restarts).
+  int restarts = 0;
+  // Being deleted (the pod has a deletionTimestamp).
+  bool terminating = false;
+  // Why it is not running: the pod's reason or its container's waiting reason
+  // ("Unschedulable", "ImagePullBackOff", "CrashLoopBackOff", ...), with its message.
+  std::string reason;
+  std::string message;
+  // Since when it has been Pending or waiting for `reason` (for the Stuck condition).
+  std::optional<Time> waiting_since;
+};
+
+struct StatusOptions {
+  // A replica that is Pending, or waits in ImagePullBackOff, ErrImagePull, CrashLoopBackOff,
+  // CreateContainerConfigError, CreateContainerError or InvalidImageName, for at least this long
+  // makes the Stuck condition True. Zero disables the Stuck condition.
+  std::chrono::seconds stuck_after{std::chrono::minutes(5)};
+};
+
+// An event worth a Kubernetes Event (or a log line locally): one per condition change.
+struct JobEvent {
+  bool warning = false;  // Warning (Failed, Restarting, Stuck) or Normal
+  std::string reason;    // the condition's reason, e.g. "TFJobRestarting"
+  std::string message;
+
+  bool operator==(const JobEvent&) const = default;
+};
+
+struct StatusUpdate {
+  JobStatus status;
+  // Failed replicas to run again (the operator deletes the pod and recreates it later through
+  // ReplicasToCreate; the launcher starts the process again). Their restarts are already counted
+  // in status.replica_statuses[type].restarts, so the caller must act on each exactly once and
+  // must not report the old incarnation again (creation/deletion expectations).
+  std::vector<ReplicaRef> restart;
+  std::vector<JobEvent> events;
+  // When the status may change with no new observation (activeDeadlineSeconds, the Stuck
+  // timeout); the caller should reconcile again then.
+  std::optional<Time> requeue_at;
+};
+
+// The new status of `job` (whose `status` is the previous one) given what is observed now.
+// Rules, in order:
+//  1. Finished (Succeeded/Failed) jobs keep their conditions; a succeeded job's active replicas
+//     are counted as succeeded. Nothing else changes.
+//  2. Created (TFJobCreated) is set when missing; startTime is set to `now` when missing.
+//  3. runPolicy.suspend: Running becomes False and Suspended True (TFJobSuspended), active counts
+//     are zeroed; when resumed, Suspended becomes False (TFJobResumed) and startTime = now.
+//  4. replicaStatuses are recounted for every type of the spec: Running and not terminating ->
+//     active; Succeeded -> succeeded (and its index remembered in succeededIndexes, so a
+//     garbage-collected pod still counts); Failed and not terminating -> failed, and
+//     DecideOnExit(policy, exit code) picks restart or fail (a Failed replica without an exit code
+//     is retryable, like Kubeflow's 0xbeef). A terminating Running replica counts as failed only
+//     under Never. Replicas of other types or indices are ignored (ReplicasToDelete removes them).
+//  5. activeDeadlineSeconds passed since startTime -> Failed. Restarts (recorded + in place +
+//     decided now) above backoffLimit -> Failed (no restart happens).
+//  6. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default
+//     successPolicy) or every worker has (AllWorkers). Running (TFJobRunning) while the chief, or
+//     without a chief any worker, is active.
+//  7. Restarting (TFJobRestarting) when a replica is restarted; Failed (TFJobFailed) when a
+//     replica failed for good, except workers under enableDynamicWorker.
+//  8. Stuck (taas): True while a replica is stuck (options.stuck_after), False once none is.
+// Finishing sets completionTime and Running to False; conditions change per SetCondition.
+StatusUpdate ComputeJobStatus(const TFJob& job, const std::vector<ObservedReplica>& observed,
+                              Time now, const StatusOptions& options = {});
+
+// Replicas to create now: none when the job is finished or suspended; otherwise every index of
+// every type of the spec with no observed replica and not in succeededIndexes. Pass the job with
+// the status returned by ComputeJobStatus.
+std::vector<ReplicaRef> ReplicasToCreate(const TFJob& job,
+                                         const std::vector<ObservedReplica>& observed);
+
+// Replicas to delete now (terminating ones are never listed): indices or types outside the spec;
+// every replica while suspended; once finished, per cleanPodPolicy (All: every replica; Running:
+// Running and Pending ones, as Kubeflow; None: none).
+std::vector<ReplicaRef> ReplicasToDelete(const TFJob& job,
+                                         const std::vector<ObservedReplica>& observed);
+
+// When a finished job with ttlSecondsAfterFinished is to be deleted (completionTime + ttl);
+// std::nullopt when it is not finished, has no TTL or no completionTime.
+std::optional<Time> TtlExpiry(const TFJob& job);
+bool TtlExpired(const TFJob& job, Time now);
+
+}  // namespace taas::tfjob
