@@ -1,0 +1,53 @@
+// Checkpoints in the model dir, laid out like TensorFlow's so tools and people find them:
+//   checkpoint                 text index: model_checkpoint_path + all_model_checkpoint_paths
+//   model.ckpt-<step>.index    JSON: global step, entries (name, offset, count, CRC-32C)
+//   model.ckpt-<step>.data     the float32 values of every entry, back to back
+//
+// Every file is written to a temporary name, flushed and renamed, data before index before the
+// `checkpoint` file, so a crash at any point leaves the previous checkpoint intact. Restores verify
+// each entry's checksum; a corrupt latest checkpoint is skipped for the newest valid one.
+// Not thread-safe per directory: one writer (the chief) per model dir.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+
+namespace taas::checkpoint {
+
+struct Entry {
+  std::string name;  // variable name, or "<variable>/slot_<k>" for optimizer slots
+  std::vector<float> values;
+};
+
+struct Checkpoint {
+  std::int64_t global_step = 0;
+  std::string path;  // prefix, e.g. "<dir>/model.ckpt-200"
+  std::vector<Entry> entries;
+
+  const Entry* Find(const std::string& name) const;
+};
+
+// Writes a checkpoint at `global_step`, makes it the latest, and deletes all but the newest
+// `keep` checkpoints. Returns the new checkpoint's prefix.
+absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
+                                 const std::vector<Entry>& entries, int keep);
+
+// Prefixes listed in `<dir>/checkpoint`, oldest first; empty when there is none.
+std::vector<std::string> ListCheckpoints(const std::string& dir);
+
+// Global step of the latest checkpoint, or nullopt when the dir has none.
+std::optional<std::int64_t> LatestStep(const std::string& dir);
+
+// Loads and verifies one checkpoint (DataLoss on a checksum or size mismatch).
+absl::StatusOr<Checkpoint> Load(const std::string& prefix);
+
+// The newest checkpoint that verifies, or nullopt when there is none. Prefixes that failed are
+// appended to `skipped` with their error.
+absl::StatusOr<std::optional<Checkpoint>> LoadLatest(const std::string& dir,
+                                                     std::vector<std::string>* skipped);
+
+}  // namespace taas::checkpoint
