@@ -1,0 +1,45 @@
+#include "taas/summary/event_writer.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace taas::summary {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST_CASE("events round-trip through TFRecord framing with checksums") {
+  std::string tmpl = (fs::temp_directory_path() / "taas-events-XXXXXX").string();
+  fs::path dir = ::mkdtemp(tmpl.data());
+  std::string path;
+  {
+    auto writer = EventWriter::Create((dir / "eval").string());
+    REQUIRE(writer.ok());
+    path = (*writer)->path();
+    CHECK(fs::path(path).filename().string().rfind("events.out.tfevents.", 0) == 0);
+    REQUIRE((*writer)->WriteScalars(10, {{"loss", 1.5f}, {"learning_rate", 0.1f}}).ok());
+    REQUIRE((*writer)->WriteScalars(20, {{"loss", 0.75f}}).ok());
+  }
+  auto events = ReadEventFile(path);
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 3);
+  CHECK((*events)[0].file_version == "brain.Event:2");
+  CHECK((*events)[1].step == 10);
+  CHECK((*events)[1].scalars == Scalars{{"loss", 1.5f}, {"learning_rate", 0.1f}});
+  CHECK((*events)[2].step == 20);
+
+  {  // Flip one byte of the last record's payload: the reader must notice.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-6, std::ios::end);
+    f.put('\x55');
+  }
+  auto corrupt = ReadEventFile(path);
+  CHECK(corrupt.status().code() == absl::StatusCode::kDataLoss);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace taas::summary
