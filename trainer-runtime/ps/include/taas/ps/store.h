@@ -1,0 +1,115 @@
+// The state of one parameter server, without transport: variable shards, their optimizer slots,
+// the step counter, and synchronous gradient aggregation. The gRPC service (server.h) is a thin
+// shell around it; tests drive it directly.
+//
+// Steps: every training replica pushes to every PS once per iteration (possibly with no
+// gradients for this PS), tagged with the step it pulled from this PS. In async mode each push is
+// applied at once and advances the step. In sync mode a push tagged with another step than the
+// current one is stale and dropped; the first `replicas_to_aggregate` pushes of the current step
+// are averaged, applied once, the step advances, and all of them are released together. Later
+// pushes of that step are stale (backup workers). PS 0's step is the job's global step.
+//
+// Until Initialize() the store refuses Pull/Push/Snapshot with FAILED_PRECONDITION: a restarted
+// PS never serves made-up values. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+#include "taas/nn/optimizer.h"
+
+namespace taas::ps {
+
+struct TrainingSpec {
+  bool sync = false;
+  int replicas_to_aggregate = 1;
+  nn::OptimizerConfig optimizer;
+};
+
+struct ShardState {
+  std::string name;
+  std::vector<float> values;
+  std::vector<std::vector<float>> slots;  // Empty on initialise = zero slots.
+};
+
+enum class PushOutcome { kApplied, kStale, kReset, kDone };
+
+struct PushResult {
+  PushOutcome outcome = PushOutcome::kApplied;
+  std::int64_t step = 0;  // The store's step after the push was handled.
+};
+
+struct Gradient {
+  std::string name;
+  std::span<const float> values;
+};
+
+class ParameterStore {
+ public:
+  explicit ParameterStore(std::uint64_t incarnation);
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
+
+  // Replaces every shard, the optimizer and the step (chief's init or restore). Pending sync
+  // pushes are released with kReset. Slots missing or of the wrong count start at zero.
+  absl::Status Initialize(const TrainingSpec& spec, std::vector<ShardState> shards,
+                          std::int64_t step);
+
+  struct Status {
+    std::uint64_t incarnation = 0;
+    bool initialized = false;
+    bool done = false;
+    std::int64_t step = 0;
+    std::int64_t pending = 0;  // Sync pushes waiting for the step to complete.
+  };
+  Status GetStatus() const;
+
+  // Calls `read(name, values)` for each requested shard under the lock; returns the step.
+  absl::StatusOr<std::int64_t> Pull(
+      const std::vector<std::string>& names,
+      const std::function<void(const std::string&, std::span<const float>)>& read) const;
+
+  // Handles one replica's push; `done` is called exactly once, possibly later from another
+  // push's thread (sync mode), never under the store's lock. Errors (uninitialised, unknown shard,
+  // wrong size) are reported through `done` as a non-OK status.
+  void Push(std::int64_t step, const std::vector<Gradient>& gradients,
+            std::function<void(absl::StatusOr<PushResult>)> done);
+
+  // Copies of every shard with its slots, and the step (for checkpoints).
+  absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot() const;
+
+  // Training is over: pending pushes are released with kDone, later pushes get kDone; pulls
+  // still work so workers can fetch the final values.
+  void MarkDone();
+
+ private:
+  struct Shard {
+    std::vector<float> values;
+    std::vector<std::vector<float>> slots;
+    std::vector<float> accumulator;  // Sync mode: sum of this step's gradients.
+  };
+  using Done = std::function<void(absl::StatusOr<PushResult>)>;
+
+  absl::Status NotInitialized() const;
+  void ApplyLocked(Shard& shard, std::span<const float> gradient);
+
+  const std::uint64_t incarnation_;
+  mutable std::mutex mu_;
+  bool initialized_ = false;                  // guarded by mu_
+  bool done_ = false;                         // guarded by mu_
+  std::int64_t step_ = 0;                     // guarded by mu_
+  TrainingSpec spec_;                         // guarded by mu_
+  std::unique_ptr<nn::Optimizer> optimizer_;  // guarded by mu_
+  std::map<std::string, Shard> shards_;       // guarded by mu_
+  std::vector<Done> waiting_;                 // guarded by mu_: counted pushes of this step
+  std::vector<std::string> touched_;          // guarded by mu_: shards with accumulated grads
+};
+
+}  // namespace taas::ps

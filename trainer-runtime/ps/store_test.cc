@@ -1,0 +1,166 @@
+#include "taas/ps/store.h"
+
+#include <doctest/doctest.h>
+
+#include <optional>
+
+namespace taas::ps {
+namespace {
+
+TrainingSpec Sgd(bool sync, int replicas, float lr = 1.0f) {
+  TrainingSpec spec;
+  spec.sync = sync;
+  spec.replicas_to_aggregate = replicas;
+  spec.optimizer.name = "sgd";
+  spec.optimizer.learning_rate.initial = lr;
+  return spec;
+}
+
+// Records the result of one push.
+struct Outcome {
+  std::optional<absl::StatusOr<PushResult>> result;
+  std::function<void(absl::StatusOr<PushResult>)> Callback() {
+    return [this](absl::StatusOr<PushResult> r) {
+      REQUIRE_FALSE(result.has_value());  // called exactly once
+      result = std::move(r);
+    };
+  }
+  PushOutcome outcome() const {
+    REQUIRE(result.has_value());
+    REQUIRE(result->ok());
+    return (*result)->outcome;
+  }
+};
+
+std::vector<float> Read(const ParameterStore& store, const std::string& name) {
+  std::vector<float> out;
+  auto step = store.Pull({name}, [&](const std::string&, std::span<const float> v) {
+    out.assign(v.begin(), v.end());
+  });
+  REQUIRE(step.ok());
+  return out;
+}
+
+TEST_CASE("an uninitialised store refuses to serve with FAILED_PRECONDITION") {
+  ParameterStore store(7);
+  auto pull = store.Pull({"w"}, [](const std::string&, std::span<const float>) {});
+  CHECK(pull.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(pull.status().message()).find("waiting for the chief") != std::string::npos);
+  Outcome push;
+  std::vector<float> g = {1};
+  store.Push(0, {{"w", g}}, push.Callback());
+  REQUIRE(push.result.has_value());
+  CHECK(push.result->status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(store.Snapshot().status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(store.GetStatus().incarnation == 7);
+  CHECK_FALSE(store.GetStatus().initialized);
+}
+
+TEST_CASE("async: every push is applied at once and advances the step") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(false, 1, 0.5f), {{"w", {1, 2}, {}}}, 10).ok());
+  std::vector<float> g = {2, 4};
+  Outcome a, b;
+  store.Push(3, {{"w", g}}, a.Callback());  // even an old step is applied in async mode
+  CHECK(a.outcome() == PushOutcome::kApplied);
+  CHECK((*a.result)->step == 11);
+  store.Push(11, {}, b.Callback());  // a push with no gradients for this PS still counts
+  CHECK((*b.result)->step == 12);
+  CHECK(Read(store, "w") == std::vector<float>{0, 0});
+}
+
+TEST_CASE("sync: averages replicas_to_aggregate pushes and releases them together") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {10, 10}, {}}, {"b", {1}, {}}}, 0).ok());
+  std::vector<float> g1 = {2, 4}, g2 = {4, 8}, gb = {1};
+  Outcome first, second;
+  store.Push(0, {{"w", g1}, {"b", gb}}, first.Callback());
+  CHECK_FALSE(first.result.has_value());  // waits for the second replica
+  CHECK(store.GetStatus().pending == 1);
+  CHECK(Read(store, "w") == std::vector<float>{10, 10});
+  store.Push(0, {{"w", g2}}, second.Callback());
+  CHECK(first.outcome() == PushOutcome::kApplied);
+  CHECK(second.outcome() == PushOutcome::kApplied);
+  CHECK((*first.result)->step == 1);
+  CHECK(Read(store, "w") == std::vector<float>{7, 4});  // 10 - mean(2,4), 10 - mean(4,8)
+  CHECK(Read(store, "b") == std::vector<float>{0.5f});  // mean over the step's pushes
+}
+
+TEST_CASE("sync: gradients computed at an older step are dropped") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 1), {{"w", {0}, {}}}, 5).ok());
+  std::vector<float> g = {1};
+  Outcome stale, fresh;
+  store.Push(4, {{"w", g}}, stale.Callback());
+  CHECK(stale.outcome() == PushOutcome::kStale);
+  CHECK((*stale.result)->step == 5);
+  CHECK(Read(store, "w") == std::vector<float>{0});
+  store.Push(5, {{"w", g}}, fresh.Callback());
+  CHECK(fresh.outcome() == PushOutcome::kApplied);
+  CHECK(Read(store, "w") == std::vector<float>{-1});
+}
+
+TEST_CASE("sync with backup workers: 3 workers, 2 aggregate, the straggler is dropped") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 0).ok());
+  std::vector<float> fast1 = {1}, fast2 = {3}, slow = {100};
+  Outcome a, b, c;
+  store.Push(0, {{"w", fast1}}, a.Callback());
+  store.Push(0, {{"w", fast2}}, b.Callback());
+  CHECK(a.outcome() == PushOutcome::kApplied);
+  CHECK(b.outcome() == PushOutcome::kApplied);
+  store.Push(0, {{"w", slow}}, c.Callback());  // arrives after step 0 completed
+  CHECK(c.outcome() == PushOutcome::kStale);
+  CHECK(Read(store, "w") == std::vector<float>{-2});
+  CHECK(store.GetStatus().step == 1);
+}
+
+TEST_CASE("re-initialising (chief restore) releases waiting pushes and resets the step") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 8).ok());
+  std::vector<float> g = {1};
+  Outcome waiting, after;
+  store.Push(8, {{"w", g}}, waiting.Callback());
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {5}, {}}}, 4).ok());
+  CHECK(waiting.outcome() == PushOutcome::kReset);
+  CHECK(store.GetStatus().step == 4);
+  CHECK(Read(store, "w") == std::vector<float>{5});
+  store.Push(8, {{"w", g}}, after.Callback());  // computed before the restore: dropped
+  CHECK(after.outcome() == PushOutcome::kStale);
+}
+
+TEST_CASE("done releases waiting pushes; snapshots carry slots") {
+  ParameterStore store(1);
+  TrainingSpec spec = Sgd(true, 2);
+  spec.optimizer.name = "momentum";
+  REQUIRE(store.Initialize(spec, {{"w", {1, 1}, {{0.5f, 0.5f}}}}, 2).ok());
+  auto snap = store.Snapshot();
+  REQUIRE(snap.ok());
+  CHECK(snap->first == 2);
+  REQUIRE(snap->second.size() == 1);
+  CHECK(snap->second[0].slots.size() == 1);
+  CHECK(snap->second[0].slots[0] == std::vector<float>{0.5f, 0.5f});
+  std::vector<float> g = {1, 1};
+  Outcome waiting, later;
+  store.Push(2, {{"w", g}}, waiting.Callback());
+  store.MarkDone();
+  CHECK(waiting.outcome() == PushOutcome::kDone);
+  store.Push(2, {{"w", g}}, later.Callback());
+  CHECK(later.outcome() == PushOutcome::kDone);
+  CHECK(Read(store, "w") == std::vector<float>{1, 1});  // still served after done
+}
+
+TEST_CASE("pushes that do not match the variables are errors") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(false, 1), {{"w", {0, 0}, {}}}, 0).ok());
+  std::vector<float> g = {1};
+  Outcome wrong_size, unknown;
+  store.Push(0, {{"w", g}}, wrong_size.Callback());
+  CHECK(wrong_size.result->status().code() == absl::StatusCode::kInvalidArgument);
+  store.Push(0, {{"v", g}}, unknown.Callback());
+  CHECK(unknown.result->status().code() == absl::StatusCode::kNotFound);
+  CHECK(store.GetStatus().step == 0);
+}
+
+}  // namespace
+}  // namespace taas::ps
