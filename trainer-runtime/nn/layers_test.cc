@@ -66,6 +66,13 @@ void GradientCheck(Layer& layer, Tensor x, std::uint64_t seed) {
   }
 }
 
+TEST_CASE("compute threads can be set per calling thread") {
+  SetComputeThreads(1);
+  CHECK(ComputeThreads() == 1);
+  SetComputeThreads(0);
+  CHECK(ComputeThreads() >= 1);
+}
+
 TEST_CASE("dense forward matches a hand computation") {
   Dense dense("d", 2, 2, Activation::kRelu);
   float w[] = {1, -1, 2, 0.5f};

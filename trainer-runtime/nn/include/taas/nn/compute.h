@@ -8,6 +8,13 @@
 
 namespace taas::nn {
 
+// Sets how many threads oneDNN uses for the primitives and sgemm calls made from the calling
+// thread (OpenMP's per-thread nthreads setting); 0 restores the default (all cores). On a busy
+// machine one thread can be much faster than two: a preempted thread stalls every barrier.
+void SetComputeThreads(int threads);
+// The threads oneDNN calls from this thread will use.
+int ComputeThreads();
+
 class ComputeContext {
  public:
   ComputeContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}

@@ -1,0 +1,83 @@
+// The two Fashion-MNIST networks, shared by the distributed examples and the benchmark.
+//
+// - Mlp: 784-500-10 with ReLU, L2 1e-4 on the kernels, truncated-normal(0.1) kernels and 0.1
+//   biases, SGD with exponential decay and moving averages for evaluation (TensorFlow's classic
+//   MNIST tutorial network).
+// - Cnn: Conv32 3x3 - MaxPool 2 - Conv64 3x3 - MaxPool 2 - Conv64 3x3 - Flatten - Dense64 -
+//   Dense10, ReLU, Glorot-uniform kernels and zero biases, Adam (the Keras ConvNet).
+//
+// A model is driven by one thread. Batches come from a taas::data::Pipeline built with
+// example_shape().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taas/data/pipeline.h"
+#include "taas/nn/compute.h"
+#include "taas/nn/optimizer.h"
+#include "taas/nn/sequential.h"
+
+namespace taas::fashion_mnist {
+
+struct BatchStats {
+  float loss = 0.0f;         // mean cross-entropy plus the L2 term
+  std::int64_t correct = 0;  // predictions equal to the label
+  std::int64_t examples = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // Variables in a stable order with unique names ("conv1/kernel", "conv1/bias", ...).
+  std::vector<nn::Variable*> variables() { return network_.variables(); }
+  // Forward and backward on one batch: overwrites every variable's gradient (L2 included).
+  BatchStats TrainStep(const data::Batch& batch);
+  // Forward only, in inference mode.
+  BatchStats Evaluate(const data::Batch& batch);
+
+  virtual std::string name() const = 0;
+  // {784} for the MLP, {28, 28, 1} (NHWC) for the CNN.
+  virtual nn::Shape example_shape() const = 0;
+  // The optimizer of the reference tutorial; `steps_per_epoch` sets the decay period.
+  virtual nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const = 0;
+  // Moving-average decay for evaluation weights, 0 when the model uses none.
+  virtual float MovingAverageDecay() const { return 0.0f; }
+
+ protected:
+  Model() = default;
+  nn::ComputeContext context_;
+  nn::Sequential network_;
+  std::vector<nn::Variable*> regularized_;  // kernels under L2
+  float l2_scale_ = 0.0f;
+
+ private:
+  nn::SoftmaxCrossEntropy loss_;
+};
+
+class Mlp final : public Model {
+ public:
+  explicit Mlp(std::uint64_t seed = 1);
+  std::string name() const override { return "mlp"; }
+  nn::Shape example_shape() const override { return {784}; }
+  nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
+  float MovingAverageDecay() const override { return 0.99f; }
+};
+
+class Cnn final : public Model {
+ public:
+  explicit Cnn(std::uint64_t seed = 1);
+  std::string name() const override { return "cnn"; }
+  nn::Shape example_shape() const override { return {28, 28, 1}; }
+  nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
+};
+
+// "mlp" or "cnn"; InvalidArgument otherwise.
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& name, std::uint64_t seed);
+
+}  // namespace taas::fashion_mnist

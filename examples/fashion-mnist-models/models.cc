@@ -1,0 +1,81 @@
+#include "taas/fashion_mnist/models.h"
+
+#include "taas/nn/initializers.h"
+
+namespace taas::fashion_mnist {
+
+BatchStats Model::TrainStep(const data::Batch& batch) {
+  const nn::Tensor& logits = network_.Forward(batch.images, true);
+  const auto result = loss_.Forward(logits, batch.labels);
+  network_.Backward(loss_.Backward());
+  BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
+  if (l2_scale_ > 0.0f) {
+    stats.loss += nn::L2Loss(regularized_, l2_scale_);
+    nn::AddL2Gradients(regularized_, l2_scale_);
+  }
+  return stats;
+}
+
+BatchStats Model::Evaluate(const data::Batch& batch) {
+  const nn::Tensor& logits = network_.Forward(batch.images, false);
+  const auto result = loss_.Forward(logits, batch.labels);
+  BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
+  if (l2_scale_ > 0.0f) stats.loss += nn::L2Loss(regularized_, l2_scale_);
+  return stats;
+}
+
+Mlp::Mlp(std::uint64_t seed) {
+  using nn::Activation;
+  auto& hidden = network_.Add(std::make_unique<nn::Dense>("hidden", 784, 500, Activation::kRelu));
+  auto& logits = network_.Add(std::make_unique<nn::Dense>("logits", 500, 10, Activation::kNone));
+  nn::TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
+  nn::TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
+  nn::Constant(hidden.bias().value, 0.1f);
+  nn::Constant(logits.bias().value, 0.1f);
+  regularized_ = {&hidden.kernel(), &logits.kernel()};
+  l2_scale_ = 1e-4f;
+}
+
+nn::OptimizerConfig Mlp::DefaultOptimizer(std::int64_t steps_per_epoch) const {
+  nn::OptimizerConfig config;
+  config.name = "sgd";
+  config.learning_rate = {0.1f, 0.99f, steps_per_epoch, true};
+  return config;
+}
+
+Cnn::Cnn(std::uint64_t seed) {
+  using nn::Activation;
+  using nn::Padding;
+  auto& conv1 = network_.Add(std::make_unique<nn::Conv2D>("conv1", context_, 1, 32, 3, 1,
+                                                          Padding::kValid, Activation::kRelu));
+  network_.Add(std::make_unique<nn::MaxPool2D>("pool1", context_, 2, 2));
+  auto& conv2 = network_.Add(std::make_unique<nn::Conv2D>("conv2", context_, 32, 64, 3, 1,
+                                                          Padding::kValid, Activation::kRelu));
+  network_.Add(std::make_unique<nn::MaxPool2D>("pool2", context_, 2, 2));
+  auto& conv3 = network_.Add(std::make_unique<nn::Conv2D>("conv3", context_, 64, 64, 3, 1,
+                                                          Padding::kValid, Activation::kRelu));
+  network_.Add(std::make_unique<nn::Flatten>("flatten"));
+  auto& dense1 =
+      network_.Add(std::make_unique<nn::Dense>("dense1", 3 * 3 * 64, 64, Activation::kRelu));
+  auto& logits = network_.Add(std::make_unique<nn::Dense>("logits", 64, 10, Activation::kNone));
+  nn::GlorotUniform(conv1.kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
+  nn::GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
+  nn::GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
+  nn::GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);
+  nn::GlorotUniform(logits.kernel().value, 64, 10, seed * 8 + 5);
+}
+
+nn::OptimizerConfig Cnn::DefaultOptimizer(std::int64_t) const {
+  nn::OptimizerConfig config;
+  config.name = "adam";
+  config.learning_rate = {0.001f, 1.0f, 0, false};
+  return config;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& name, std::uint64_t seed) {
+  if (name == "mlp") return std::unique_ptr<Model>(new Mlp(seed));
+  if (name == "cnn") return std::unique_ptr<Model>(new Cnn(seed));
+  return absl::InvalidArgumentError("model must be \"mlp\" or \"cnn\", got \"" + name + "\"");
+}
+
+}  // namespace taas::fashion_mnist
