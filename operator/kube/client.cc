@@ -21,6 +21,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -280,7 +281,8 @@ class Client::Impl {
       if (ec)
         return cancelled() ? absl::OkStatus() : TransportError("watch " + std::string(path), ec);
       http::response_parser<http::buffer_body> parser;
-      parser.body_limit(boost::none);
+      // Not boost::none: Boost 1.74 then rejects every body with a Content-Length.
+      parser.body_limit(std::numeric_limits<std::uint64_t>::max());
       c->lowest().expires_after(config_.timeout);
       ec = c->Run(
           [&](auto handler) { http::async_read_header(stream, c->buffer, parser, handler); });

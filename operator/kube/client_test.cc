@@ -1,0 +1,328 @@
+// Client tests without a cluster: status mapping, kubeconfig parsing, and the HTTP/streaming
+// path against a tiny loopback server written with plain sockets.
+#include "taas/kube/client.h"
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+using taas::kube::Client;
+using taas::kube::ClientConfig;
+using taas::kube::KubeStatusOf;
+using taas::kube::StatusFromHttp;
+using taas::kube::WatchEvent;
+
+TEST_CASE("HTTP codes map to absl codes and keep the Kubernetes Status") {
+  std::string body =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"tfjobs \"x\" not found","reason":"NotFound","code":404})";
+  absl::Status s = StatusFromHttp(404, body);
+  CHECK(s.code() == absl::StatusCode::kNotFound);
+  CHECK(s.message() == "tfjobs \"x\" not found");
+  auto raw = KubeStatusOf(s);
+  REQUIRE(raw);
+  CHECK((*raw)["reason"] == "NotFound");
+
+  CHECK(StatusFromHttp(200, "").ok());
+  CHECK(StatusFromHttp(201, "{}").ok());
+  CHECK(StatusFromHttp(422, "{}").code() == absl::StatusCode::kInvalidArgument);
+  CHECK(StatusFromHttp(400, "").code() == absl::StatusCode::kInvalidArgument);
+  CHECK(StatusFromHttp(401, "").code() == absl::StatusCode::kUnauthenticated);
+  CHECK(StatusFromHttp(403, "").code() == absl::StatusCode::kPermissionDenied);
+  CHECK(StatusFromHttp(409, R"({"kind":"Status","reason":"AlreadyExists","message":"m"})").code() ==
+        absl::StatusCode::kAlreadyExists);
+  CHECK(StatusFromHttp(409, R"({"kind":"Status","reason":"Conflict","message":"m"})").code() ==
+        absl::StatusCode::kAborted);
+  CHECK(StatusFromHttp(410, "").code() == absl::StatusCode::kOutOfRange);
+  CHECK(StatusFromHttp(429, "").code() == absl::StatusCode::kResourceExhausted);
+  CHECK(StatusFromHttp(503, "").code() == absl::StatusCode::kUnavailable);
+  CHECK(StatusFromHttp(500, "").code() == absl::StatusCode::kInternal);
+  CHECK_FALSE(KubeStatusOf(StatusFromHttp(500, "not json")).has_value());
+  CHECK(StatusFromHttp(500, "oops").message() == "HTTP 500: oops");
+}
+
+TEST_CASE("422 keeps the field causes for callers") {
+  std::string body =
+      R"({"kind":"Status","code":422,"reason":"Invalid","message":"TFJob.kubeflow.org \"bad\" is invalid: spec.tfReplicaSpecs.Worker.replicas: Invalid value: -1","details":{"causes":[{"field":"spec.tfReplicaSpecs.Worker.replicas","reason":"FieldValueInvalid"}]}})";
+  auto raw = KubeStatusOf(StatusFromHttp(422, body));
+  REQUIRE(raw);
+  CHECK((*raw)["details"]["causes"][0]["field"] == "spec.tfReplicaSpecs.Worker.replicas");
+}
+
+TEST_CASE("QueryEscape") {
+  CHECK(taas::kube::QueryEscape("a=b,c in (x y)") == "a%3Db%2Cc%20in%20%28x%20y%29");
+  CHECK(taas::kube::QueryEscape("training.kubeflow.org/job-name") ==
+        "training.kubeflow.org%2Fjob-name");
+}
+
+TEST_CASE("LoadKubeconfig reads the current context, inline data and relative files") {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("taas-kubeconfig-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "ca.crt") << "CA-PEM";
+  std::ofstream(dir / "config") << R"(apiVersion: v1
+kind: Config
+current-context: second
+clusters:
+- name: c1
+  cluster: {server: "https://10.0.0.1:6443"}
+- name: c2
+  cluster:
+    server: https://127.0.0.1:7443
+    certificate-authority: ca.crt
+contexts:
+- name: first
+  context: {cluster: c1, user: u1}
+- name: second
+  context: {cluster: c2, user: u2, namespace: team}
+users:
+- name: u1
+  user: {token: nope}
+- name: u2
+  user:
+    client-certificate-data: Q0VSVA==
+    client-key-data: S0VZ
+    token: tok
+)";
+  auto config = taas::kube::LoadKubeconfig((dir / "config").string());
+  REQUIRE(config.ok());
+  CHECK(config->server == "https://127.0.0.1:7443");
+  CHECK(config->ca_pem == "CA-PEM");
+  CHECK(config->client_cert_pem == "CERT");
+  CHECK(config->client_key_pem == "KEY");
+  CHECK(config->bearer_token == "tok");
+  CHECK(config->namespace_name == "team");
+  CHECK_FALSE(taas::kube::LoadKubeconfig((dir / "missing").string()).ok());
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Serves each accepted connection with `respond(request_head)` -> list of raw writes.
+class TinyServer {
+ public:
+  using Responder = std::function<std::vector<std::string>(const std::string&)>;
+  explicit TinyServer(Responder respond) : respond_(std::move(respond)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~TinyServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+    for (auto& t : conns_) t.join();
+  }
+  int port() const { return port_; }
+  int connections() const { return accepted_.load(); }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      accepted_.fetch_add(1);
+      conns_.emplace_back([this, c] { Serve(c); });
+    }
+  }
+  void Serve(int c) {
+    std::string buf;
+    char tmp[4096];
+    for (;;) {
+      auto end = buf.find("\r\n\r\n");
+      while (end == std::string::npos) {
+        ssize_t n = ::read(c, tmp, sizeof(tmp));
+        if (n <= 0) {
+          ::close(c);
+          return;
+        }
+        buf.append(tmp, static_cast<std::size_t>(n));
+        end = buf.find("\r\n\r\n");
+      }
+      std::string head = buf.substr(0, end);
+      buf.erase(0, end + 4);
+      // Bodies in these tests are small and declared with Content-Length.
+      auto cl = head.find("Content-Length: ");
+      if (cl != std::string::npos) {
+        std::size_t n = std::stoul(head.substr(cl + 16));
+        while (buf.size() < n) {
+          ssize_t r = ::read(c, tmp, sizeof(tmp));
+          if (r <= 0) break;
+          buf.append(tmp, static_cast<std::size_t>(r));
+        }
+        head += "\n" + buf.substr(0, n);
+        buf.erase(0, n);
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(head);
+      }
+      for (const auto& part : respond_(head)) {
+        if (part == "CLOSE") {
+          ::close(c);
+          return;
+        }
+        if (part.rfind("SLEEP", 0) == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(part.substr(5))));
+          continue;
+        }
+        if (::write(c, part.data(), part.size()) < 0) break;
+      }
+    }
+  }
+  Responder respond_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+  std::vector<std::thread> conns_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+std::string Response(int code, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(code) +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+std::string Chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+
+std::unique_ptr<Client> MakeClient(int port) {
+  ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(port);
+  config.bearer_token = "secret";
+  config.timeout = std::chrono::milliseconds(5000);
+  auto client = Client::Create(config);
+  REQUIRE(client.ok());
+  return std::move(*client);
+}
+
+}  // namespace
+
+TEST_CASE("JSON calls reuse one connection and map errors") {
+  TinyServer server([](const std::string& head) -> std::vector<std::string> {
+    if (head.find("GET /api/v1/namespaces/ns/pods/missing") == 0)
+      return {Response(
+          404,
+          R"({"kind":"Status","message":"pods \"missing\" not found","reason":"NotFound","code":404})")};
+    if (head.find("POST ") == 0) return {Response(201, R"({"created":true})")};
+    return {Response(200, R"({"kind":"Pod","metadata":{"name":"p"}})")};
+  });
+  auto client = MakeClient(server.port());
+  auto pod = client->Get("/api/v1/namespaces/ns/pods/p");
+  REQUIRE(pod.ok());
+  CHECK((*pod)["metadata"]["name"] == "p");
+  auto missing = client->Get("/api/v1/namespaces/ns/pods/missing");
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(missing.status().message() == "pods \"missing\" not found");
+  auto created = client->Post("/api/v1/namespaces/ns/pods", {{"a", 1}});
+  REQUIRE(created.ok());
+  CHECK((*created)["created"] == true);
+  CHECK(server.connections() == 1);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 3);
+  CHECK(requests[0].find("Authorization: Bearer secret") != std::string::npos);
+  CHECK(requests[2].find("{\"a\":1}") != std::string::npos);
+  CHECK(client->stats().requests == 3);
+  CHECK(client->stats().errors == 1);
+}
+
+TEST_CASE("a closed keep-alive connection is replaced transparently") {
+  TinyServer server([](const std::string&) -> std::vector<std::string> {
+    return {Response(200, "{}"), "CLOSE"};
+  });
+  auto client = MakeClient(server.port());
+  CHECK(client->Get("/a").ok());
+  CHECK(client->Get("/b").ok());
+  CHECK(server.connections() == 2);
+}
+
+TEST_CASE("Watch splits events across chunk boundaries, in order") {
+  TinyServer server([](const std::string&) -> std::vector<std::string> {
+    std::string e1 = R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
+    std::string e2 = R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}})";
+    std::string all = e1 + "\n" + e2 + "\n";
+    return {
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        Chunk(all.substr(0, 10)),
+        "SLEEP20",
+        Chunk(all.substr(10, 50)),
+        Chunk(all.substr(60)),
+        Chunk(""),
+        "CLOSE"};
+  });
+  auto client = MakeClient(server.port());
+  std::vector<WatchEvent> events;
+  absl::Status s = client->Watch("/api/v1/pods?watch=1", [&](const WatchEvent& e) {
+    events.push_back(e);
+    return true;
+  });
+  CHECK(s.ok());
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].type == "ADDED");
+  CHECK(events[0].object["metadata"]["name"] == "a");
+  CHECK(events[1].type == "BOOKMARK");
+}
+
+TEST_CASE("a watch answered with 410 is OutOfRange; a broken stream is Unavailable") {
+  TinyServer server([](const std::string& head) -> std::vector<std::string> {
+    if (head.find("GET /gone") == 0)
+      return {Response(
+          410,
+          R"({"kind":"Status","code":410,"reason":"Expired","message":"too old resource version"})")};
+    return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", Chunk("{\"type\":\"ADDED\","),
+            "CLOSE"};
+  });
+  auto client = MakeClient(server.port());
+  absl::Status gone = client->Watch("/gone", [](const WatchEvent&) { return true; });
+  CHECK(gone.code() == absl::StatusCode::kOutOfRange);
+  absl::Status broken = client->Watch("/broken", [](const WatchEvent&) { return true; });
+  CHECK(broken.code() == absl::StatusCode::kUnavailable);
+}
+
+TEST_CASE("Cancel ends an idle watch promptly") {
+  TinyServer server([](const std::string&) -> std::vector<std::string> {
+    return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP3000", "CLOSE"};
+  });
+  auto client = MakeClient(server.port());
+  taas::kube::Cancellation cancel;
+  taas::kube::StreamOptions options;
+  options.cancel = &cancel;
+  auto start = std::chrono::steady_clock::now();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel.Cancel();
+  });
+  absl::Status s = client->Watch(
+      "/w", [](const WatchEvent&) { return true; }, options);
+  canceller.join();
+  CHECK(s.ok());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));
+}

@@ -1,0 +1,316 @@
+#include "taas/kube/informer.h"
+
+#include <algorithm>
+#include <random>
+
+namespace taas::kube {
+namespace {
+
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  const auto& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
+  if (meta.is_object() && meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
+    return meta["resourceVersion"].get<std::string>();
+  return "";
+}
+
+std::string WithQuery(const std::string& path, const std::string& query) {
+  return path + (path.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+}  // namespace
+
+std::string ObjectKey(const nlohmann::json& object) {
+  const auto it = object.find("metadata");
+  if (it == object.end() || !it->is_object()) return "";
+  std::string name = it->value("name", "");
+  std::string ns = it->value("namespace", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+// ---- Store ----
+
+Store::Store(IndexFunc index) : index_(std::move(index)) {}
+
+void Store::IndexLocked(const std::string& key, const nlohmann::json& object, bool add) {
+  if (!index_) return;
+  for (const auto& value : index_(object)) {
+    if (add) {
+      index_map_[value].insert(key);
+    } else if (auto it = index_map_.find(value); it != index_map_.end()) {
+      it->second.erase(key);
+      if (it->second.empty()) index_map_.erase(it);
+    }
+  }
+}
+
+std::optional<Delta> Store::Apply(const std::string& event_type, const nlohmann::json& object) {
+  std::string key = ObjectKey(object);
+  if (key.empty()) return std::nullopt;
+  auto ptr = std::make_shared<const nlohmann::json>(object);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = items_.find(key);
+  if (event_type == "DELETED") {
+    Delta delta{DeltaType::kDeleted, ptr, nullptr};
+    if (it != items_.end()) {
+      IndexLocked(key, *it->second, false);
+      items_.erase(it);
+    }
+    return delta;
+  }
+  if (event_type != "ADDED" && event_type != "MODIFIED") return std::nullopt;
+  if (it == items_.end()) {
+    items_.emplace(key, ptr);
+    IndexLocked(key, *ptr, true);
+    return Delta{DeltaType::kAdded, ptr, nullptr};
+  }
+  ObjectPtr old = it->second;
+  IndexLocked(key, *old, false);
+  it->second = ptr;
+  IndexLocked(key, *ptr, true);
+  return Delta{DeltaType::kUpdated, ptr, old};
+}
+
+std::vector<Delta> Store::Replace(const std::vector<nlohmann::json>& objects) {
+  std::vector<Delta> deltas;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unordered_map<std::string, ObjectPtr> next;
+  next.reserve(objects.size());
+  for (const auto& object : objects) {
+    std::string key = ObjectKey(object);
+    if (key.empty()) continue;
+    auto ptr = std::make_shared<const nlohmann::json>(object);
+    auto it = items_.find(key);
+    if (it == items_.end()) {
+      deltas.push_back(Delta{DeltaType::kAdded, ptr, nullptr});
+    } else if (ResourceVersionOf(*it->second) != ResourceVersionOf(object)) {
+      deltas.push_back(Delta{DeltaType::kUpdated, ptr, it->second});
+    } else {
+      ptr = it->second;  // unchanged: keep the cached copy
+    }
+    next[key] = ptr;
+  }
+  for (const auto& [key, old] : items_) {
+    if (next.count(key) == 0) deltas.push_back(Delta{DeltaType::kDeleted, old, nullptr});
+  }
+  items_ = std::move(next);
+  index_map_.clear();
+  for (const auto& [key, ptr] : items_) IndexLocked(key, *ptr, true);
+  return deltas;
+}
+
+ObjectPtr Store::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Store::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(items_.size());
+  for (const auto& [key, ptr] : items_) out.push_back(ptr);
+  return out;
+}
+
+std::vector<ObjectPtr> Store::ByIndex(const std::string& value) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  auto it = index_map_.find(value);
+  if (it == index_map_.end()) return out;
+  for (const auto& key : it->second) {
+    if (auto item = items_.find(key); item != items_.end()) out.push_back(item->second);
+  }
+  return out;
+}
+
+std::size_t Store::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return items_.size();
+}
+
+// ---- Informer ----
+
+Informer::Informer(Client* client, Options options, Logger logger)
+    : client_(client),
+      options_(std::move(options)),
+      logger_(logger.With({{"informer", options_.path}})),
+      store_(options_.index) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandler(Handler handler) { handlers_.push_back(std::move(handler)); }
+
+void Informer::Start() {
+  thread_ = std::thread([this] { Run(); });
+  if (options_.resync_period.count() > 0) resync_thread_ = std::thread([this] { ResyncLoop(); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ && !thread_.joinable()) return;
+    stopped_ = true;
+  }
+  cv_.notify_all();
+  cancel_.Cancel();
+  if (thread_.joinable()) thread_.join();
+  if (resync_thread_.joinable()) resync_thread_.join();
+}
+
+bool Informer::HasSynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return synced_ || stopped_; });
+  return synced_;
+}
+
+int Informer::lists() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lists_;
+}
+
+int Informer::watches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watches_;
+}
+
+bool Informer::SleepFor(std::chrono::milliseconds duration) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, duration, [this] { return stopped_; });
+  return !stopped_;
+}
+
+void Informer::Dispatch(const Delta& delta) {
+  std::lock_guard<std::mutex> lock(dispatch_mu_);
+  for (const auto& handler : handlers_) handler(delta);
+}
+
+absl::Status Informer::ListAll() {
+  std::vector<nlohmann::json> items;
+  std::string continue_token;
+  std::string resource_version;
+  do {
+    std::string query = "limit=" + std::to_string(options_.page_size);
+    if (!options_.label_selector.empty())
+      query += "&labelSelector=" + QueryEscape(options_.label_selector);
+    if (!continue_token.empty()) query += "&continue=" + QueryEscape(continue_token);
+    auto page = client_->Get(WithQuery(options_.path, query));
+    if (!page.ok()) return page.status();
+    if (page->contains("items") && (*page)["items"].is_array()) {
+      for (auto& item : (*page)["items"]) items.push_back(std::move(item));
+    }
+    const auto& meta = (*page)["metadata"];
+    continue_token = meta.is_object() ? meta.value("continue", "") : "";
+    if (meta.is_object()) resource_version = meta.value("resourceVersion", "");
+  } while (!continue_token.empty());
+  auto deltas = store_.Replace(items);
+  resource_version_ = resource_version;
+  for (const auto& delta : deltas) Dispatch(delta);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++lists_;
+    synced_ = true;
+  }
+  cv_.notify_all();
+  logger_.Debug("listed", {{"objects", static_cast<std::int64_t>(items.size())},
+                           {"resourceVersion", resource_version}});
+  return absl::OkStatus();
+}
+
+absl::Status Informer::WatchOnce() {
+  // Random server-side timeouts spread the re-watches of many informers (client-go does so too).
+  static thread_local std::minstd_rand rng(std::random_device{}());
+  int timeout_seconds = 300 + static_cast<int>(rng() % 300);
+  std::string query =
+      "watch=1&allowWatchBookmarks=true&resourceVersion=" + QueryEscape(resource_version_) +
+      "&timeoutSeconds=" + std::to_string(timeout_seconds);
+  if (!options_.label_selector.empty())
+    query += "&labelSelector=" + QueryEscape(options_.label_selector);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++watches_;
+  }
+  absl::Status event_error;
+  StreamOptions stream_options;
+  stream_options.cancel = &cancel_;
+  stream_options.idle_timeout = std::chrono::seconds(timeout_seconds + 60);
+  absl::Status status = client_->Watch(
+      WithQuery(options_.path, query),
+      [&](const WatchEvent& event) {
+        if (event.type == "ERROR") {
+          int code = event.object.is_object() ? event.object.value("code", 0) : 0;
+          std::string message = event.object.is_object() ? event.object.value("message", "") : "";
+          event_error = code == 410 ? absl::OutOfRangeError(message)
+                                    : absl::InternalError("watch error event: " + message);
+          return false;
+        }
+        std::string rv = ResourceVersionOf(event.object);
+        if (event.type == "BOOKMARK") {
+          if (!rv.empty()) resource_version_ = rv;
+          return true;
+        }
+        if (auto delta = store_.Apply(event.type, event.object)) Dispatch(*delta);
+        if (!rv.empty()) resource_version_ = rv;
+        return true;
+      },
+      stream_options);
+  if (!event_error.ok()) return event_error;
+  return status;
+}
+
+void Informer::Run() {
+  std::chrono::milliseconds backoff = options_.min_backoff;
+  bool need_list = true;
+  auto stopped = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopped_;
+  };
+  while (!stopped()) {
+    if (need_list) {
+      absl::Status status = ListAll();
+      if (!status.ok()) {
+        if (stopped()) break;
+        logger_.Warning("list failed; retrying", {{"error", std::string(status.message())},
+                                                  {"backoff_ms", backoff.count()}});
+        if (!SleepFor(backoff)) break;
+        backoff = std::min(backoff * 2, options_.max_backoff);
+        continue;
+      }
+      need_list = false;
+    }
+    auto started = std::chrono::steady_clock::now();
+    absl::Status status = WatchOnce();
+    if (stopped()) break;
+    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(10))
+      backoff = options_.min_backoff;
+    if (status.ok()) continue;  // the server ended the watch: resume from resource_version_
+    need_list = true;
+    if (status.code() == absl::StatusCode::kOutOfRange) {
+      logger_.Info("resourceVersion expired (410 Gone); relisting",
+                   {{"resourceVersion", resource_version_}});
+      continue;
+    }
+    logger_.Warning("watch failed; relisting",
+                    {{"error", std::string(status.message())}, {"backoff_ms", backoff.count()}});
+    if (!SleepFor(backoff)) break;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void Informer::ResyncLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, options_.resync_period, [this] { return stopped_; });
+      if (stopped_) return;
+      if (!synced_) continue;
+    }
+    for (const auto& object : store_.List()) Dispatch(Delta{DeltaType::kSync, object, object});
+  }
+}
+
+}  // namespace taas::kube
