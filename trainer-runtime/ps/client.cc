@@ -1,0 +1,303 @@
+#include "taas/ps/client.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "ps.grpc.pb.h"
+#include "rpc_util.h"
+
+namespace taas::ps {
+namespace {
+
+std::chrono::system_clock::time_point Deadline(double secs) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(secs));
+}
+
+// Waits for a fixed number of asynchronous calls to complete.
+class Countdown {
+ public:
+  explicit Countdown(int n) : left_(n) {}
+  void Done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--left_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;  // guarded by mu_
+};
+
+// One call of the same method to several PS at once: a context, request, reply and status each.
+template <class Request, class Reply>
+struct FanOut {
+  explicit FanOut(std::size_t n) : contexts(n), requests(n), replies(n), statuses(n) {}
+  std::vector<grpc::ClientContext> contexts;
+  std::vector<Request> requests;
+  std::vector<Reply> replies;
+  std::vector<grpc::Status> statuses;
+};
+
+}  // namespace
+
+bool IsTransient(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kAborted:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct PsClient::Impl {
+  std::vector<std::unique_ptr<rpc::ParameterServer::Stub>> stubs;
+
+  // Runs `call(ps, context, request, reply, done)` on the PS in `targets` concurrently and waits.
+  template <class Request, class Reply, class Call>
+  void Run(FanOut<Request, Reply>& f, const std::vector<int>& targets, double timeout_secs,
+           Call call) {
+    Countdown countdown(static_cast<int>(targets.size()));
+    for (int ps : targets) {
+      auto i = static_cast<std::size_t>(ps);
+      f.contexts[i].set_deadline(Deadline(timeout_secs));
+      call(stubs[i]->async(), &f.contexts[i], &f.requests[i], &f.replies[i],
+           [&f, i, &countdown](grpc::Status s) {
+             f.statuses[i] = std::move(s);
+             countdown.Done();
+           });
+    }
+    countdown.Wait();
+  }
+};
+
+PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger)
+    : addresses_(std::move(addresses)), logger_(logger), impl_(std::make_unique<Impl>()) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reconnect quickly when a PS restarts at the same address.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  for (const auto& a : addresses_) {
+    impl_->stubs.push_back(rpc::ParameterServer::NewStub(
+        grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args)));
+  }
+}
+
+PsClient::~PsClient() = default;
+
+absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
+  const std::size_t n = addresses_.size();
+  FanOut<rpc::StatusRequest, rpc::StatusReply> f(n);
+  std::vector<int> all;
+  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
+  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
+    async->GetStatus(ctx, req, reply, std::move(done));
+  });
+  std::vector<PsStatus> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    TAAS_RETURN_IF_ERROR(
+        FromGrpc(f.statuses[i], "ps " + std::to_string(i) + " at " + addresses_[i] + " GetStatus"));
+    out[i] = {f.replies[i].incarnation(), f.replies[i].initialized(), f.replies[i].done(),
+              f.replies[i].step()};
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(double timeout_secs) {
+  const auto start = std::chrono::steady_clock::now();
+  double backoff = 0.1;
+  bool logged = false;
+  while (true) {
+    auto statuses = Statuses(std::max(1.0, backoff));
+    if (statuses.ok()) {
+      if (logged) logger_.Info("all parameter servers reachable", {{"ps", num_ps()}});
+      return statuses;
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!IsTransient(statuses.status())) return statuses.status();
+    if (waited >= timeout_secs) {
+      return absl::DeadlineExceededError("parameter servers unreachable after " +
+                                         std::to_string(static_cast<int>(waited)) +
+                                         "s: " + std::string(statuses.status().message()));
+    }
+    if (!logged) {
+      logger_.Info(
+          "waiting for parameter servers to start (retrying with backoff)",
+          {{"error", std::string(statuses.status().message())}, {"timeout_secs", timeout_secs}});
+      logged = true;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(backoff * 2, 2.0);
+  }
+}
+
+absl::Status PsClient::Initialize(int ps, bool sync, int replicas_to_aggregate,
+                                  const nn::OptimizerConfig& optimizer, std::int64_t step,
+                                  std::vector<ShardState> shards, double timeout_secs) {
+  rpc::InitializeRequest req;
+  req.set_sync(sync);
+  req.set_replicas_to_aggregate(replicas_to_aggregate);
+  ToProto(optimizer, req.mutable_optimizer());
+  req.set_step(step);
+  for (auto& s : shards) {
+    auto* shard = req.add_shards();
+    shard->set_name(s.name);
+    SetFloats(shard->mutable_values(), s.values);
+    for (const auto& slot : s.slots) SetFloats(shard->add_slots(), slot);
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout_secs));
+  rpc::InitializeReply reply;
+  return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Initialize(&ctx, req, &reply),
+                  "ps " + std::to_string(ps) + " at " + address(ps) + " Initialize");
+}
+
+absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& placement,
+                                        const std::vector<ParamBuffers>& params,
+                                        double timeout_secs) {
+  const std::size_t n = addresses_.size();
+  FanOut<rpc::PullRequest, rpc::PullReply> f(n);
+  // Where each requested shard lands: (variable, shard) per PS, in request order.
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> where(n);
+  for (std::size_t v = 0; v < placement.size(); ++v) {
+    for (std::size_t s = 0; s < placement[v].shards.size(); ++s) {
+      const auto& shard = placement[v].shards[s];
+      auto ps = static_cast<std::size_t>(shard.ps);
+      f.requests[ps].add_names(shard.name);
+      where[ps].emplace_back(v, s);
+    }
+  }
+  std::vector<int> all;
+  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
+  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
+    async->Pull(ctx, req, reply, std::move(done));
+  });
+  PullInfo info;
+  info.ps_steps.resize(n);
+  info.incarnations.resize(n);
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    TAAS_RETURN_IF_ERROR(
+        FromGrpc(f.statuses[ps], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull"));
+    const auto& reply = f.replies[ps];
+    if (reply.shards_size() != static_cast<int>(where[ps].size())) {
+      return absl::InternalError("ps " + std::to_string(ps) + " answered a pull with " +
+                                 std::to_string(reply.shards_size()) + " shards, expected " +
+                                 std::to_string(where[ps].size()));
+    }
+    for (std::size_t k = 0; k < where[ps].size(); ++k) {
+      const auto [v, s] = where[ps][k];
+      const Shard& shard = placement[v].shards[s];
+      const std::string& bytes = reply.shards(static_cast<int>(k)).values();
+      const auto& target = params[v].value;
+      if (bytes.size() != static_cast<std::size_t>(shard.size) * sizeof(float) ||
+          static_cast<std::int64_t>(target.size()) != placement[v].size) {
+        return absl::InvalidArgumentError(
+            "variable shard " + shard.name + " on ps " + std::to_string(ps) + " has " +
+            std::to_string(bytes.size() / sizeof(float)) + " elements; the model expects " +
+            std::to_string(shard.size) + " (the model differs from the chief's)");
+      }
+      std::memcpy(target.data() + shard.offset, bytes.data(), bytes.size());
+    }
+    info.ps_steps[ps] = reply.step();
+    info.incarnations[ps] = reply.incarnation();
+    info.done = info.done || reply.done();
+  }
+  info.global_step = info.ps_steps.empty() ? 0 : info.ps_steps[0];
+  return info;
+}
+
+absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& placement,
+                                        const std::vector<ParamBuffers>& params,
+                                        const std::vector<std::int64_t>& ps_steps,
+                                        double timeout_secs) {
+  const std::size_t n = addresses_.size();
+  FanOut<rpc::PushRequest, rpc::PushReply> f(n);
+  for (std::size_t ps = 0; ps < n; ++ps) f.requests[ps].set_step(ps_steps.at(ps));
+  for (std::size_t v = 0; v < placement.size(); ++v) {
+    if (static_cast<std::int64_t>(params[v].gradient.size()) != placement[v].size) {
+      return absl::InvalidArgumentError(
+          "gradient of " + placement[v].name + " has " + std::to_string(params[v].gradient.size()) +
+          " elements, the variable " + std::to_string(placement[v].size) +
+          " (did train() write every gradient?)");
+    }
+    for (const auto& shard : placement[v].shards) {
+      auto* g = f.requests[static_cast<std::size_t>(shard.ps)].add_gradients();
+      g->set_name(shard.name);
+      SetFloats(g->mutable_values(),
+                params[v].gradient.subspan(static_cast<std::size_t>(shard.offset),
+                                           static_cast<std::size_t>(shard.size)));
+    }
+  }
+  std::vector<int> all;
+  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
+  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
+    async->Push(ctx, req, reply, std::move(done));
+  });
+  PushInfo info;
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    TAAS_RETURN_IF_ERROR(
+        FromGrpc(f.statuses[ps], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push"));
+    switch (f.replies[ps].outcome()) {
+      case rpc::PushReply::APPLIED:
+        ++info.applied;
+        break;
+      case rpc::PushReply::STALE:
+        ++info.stale;
+        break;
+      case rpc::PushReply::RESET:
+        ++info.reset;
+        break;
+      case rpc::PushReply::DONE:
+        info.done = true;
+        break;
+      default:
+        break;
+    }
+    if (ps == 0) info.global_step = f.replies[ps].step();
+  }
+  return info;
+}
+
+absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snapshot(
+    int ps, double timeout_secs) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout_secs));
+  rpc::SnapshotRequest req;
+  rpc::SnapshotReply reply;
+  TAAS_RETURN_IF_ERROR(
+      FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Snapshot(&ctx, req, &reply),
+               "ps " + std::to_string(ps) + " at " + address(ps) + " Snapshot"));
+  std::vector<ShardState> shards;
+  for (const auto& s : reply.shards()) {
+    ShardState state{s.name(), FloatVector(s.values()), {}};
+    for (const auto& slot : s.slots()) state.slots.push_back(FloatVector(slot));
+    shards.push_back(std::move(state));
+  }
+  return std::make_pair(reply.step(), std::move(shards));
+}
+
+absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout_secs));
+  rpc::ShutdownRequest req;
+  req.set_exit(exit);
+  rpc::ShutdownReply reply;
+  return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Shutdown(&ctx, req, &reply),
+                  "ps " + std::to_string(ps) + " at " + address(ps) + " Shutdown");
+}
+
+}  // namespace taas::ps

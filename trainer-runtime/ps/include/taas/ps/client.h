@@ -1,0 +1,100 @@
+// The training replicas' side of the PS protocol: one channel per PS, calls to all PS in flight
+// at once. Engine-agnostic: parameters are named float buffers (a value to fill on pull, a
+// gradient to send on push), laid out by a placement (placement.h).
+//
+// Errors: gRPC codes map one-to-one onto absl codes. UNAVAILABLE / DEADLINE_EXCEEDED mean a peer
+// is gone or slow (transient); FAILED_PRECONDITION means a PS holds no variables yet (wait for
+// the chief); others are permanent (model mismatch, bad request). Thread-compatible: one thread
+// uses a client at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "taas/base/log.h"
+#include "taas/base/status.h"
+#include "taas/nn/optimizer.h"
+#include "taas/ps/placement.h"
+#include "taas/ps/store.h"
+
+namespace taas::ps {
+
+struct ParamBuffers {
+  std::span<float> value;           // Filled by Pull.
+  std::span<const float> gradient;  // Sent by Push.
+};
+
+struct PsStatus {
+  std::uint64_t incarnation = 0;
+  bool initialized = false;
+  bool done = false;
+  std::int64_t step = 0;
+};
+
+struct PullInfo {
+  std::int64_t global_step = 0;        // PS 0's step.
+  std::vector<std::int64_t> ps_steps;  // Each PS's step, to tag the next push.
+  std::vector<std::uint64_t> incarnations;
+  bool done = false;
+};
+
+struct PushInfo {
+  int applied = 0, stale = 0, reset = 0;
+  bool done = false;
+  std::int64_t global_step = 0;
+};
+
+class PsClient {
+ public:
+  PsClient(std::vector<std::string> addresses, const Logger& logger);
+  ~PsClient();
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  int num_ps() const { return static_cast<int>(addresses_.size()); }
+  const std::string& address(int ps) const { return addresses_[static_cast<std::size_t>(ps)]; }
+
+  // Status of every PS, asking all at once; the first error wins.
+  absl::StatusOr<std::vector<PsStatus>> Statuses(double timeout_secs);
+
+  // Retries Statuses with backoff until every PS answers; logs one line naming the missing PS
+  // while waiting. DeadlineExceeded after `timeout_secs`.
+  absl::StatusOr<std::vector<PsStatus>> WaitForServers(double timeout_secs);
+
+  // Replaces PS `ps`'s whole state (chief: init or restore).
+  absl::Status Initialize(int ps, bool sync, int replicas_to_aggregate,
+                          const nn::OptimizerConfig& optimizer, std::int64_t step,
+                          std::vector<ShardState> shards, double timeout_secs);
+
+  // Fills every params[i].value from the shards of placement[i] on all PS.
+  absl::StatusOr<PullInfo> Pull(const std::vector<VariablePlacement>& placement,
+                                const std::vector<ParamBuffers>& params, double timeout_secs);
+
+  // Sends every params[i].gradient to the PS holding its shards, one push per PS tagged with
+  // ps_steps[ps]. In sync mode returns when the step completed (or the push was dropped).
+  absl::StatusOr<PushInfo> Push(const std::vector<VariablePlacement>& placement,
+                                const std::vector<ParamBuffers>& params,
+                                const std::vector<std::int64_t>& ps_steps, double timeout_secs);
+
+  // PS `ps`'s shards with slots, and its step.
+  absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot(int ps,
+                                                                            double timeout_secs);
+
+  // Marks training done on PS `ps`; with `exit`, the PS process exits shortly after.
+  absl::Status Shutdown(int ps, bool exit, double timeout_secs);
+
+  struct Impl;
+
+ private:
+  std::vector<std::string> addresses_;
+  Logger logger_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True for errors a restart of this process can outlive (peer gone, timeout).
+bool IsTransient(const absl::Status& status);
+
+}  // namespace taas::ps

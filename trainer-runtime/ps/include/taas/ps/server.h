@@ -1,0 +1,46 @@
+// The parameter-server process's gRPC service (callback API) around a ParameterStore.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "taas/base/log.h"
+#include "taas/base/status.h"
+#include "taas/ps/store.h"
+
+namespace taas::ps {
+
+class PsServer {
+ public:
+  // Listens on `address` ("host:port"). A numeric IPv4 host is bound as given (127.0.0.1 stays on
+  // loopback); a name (a Kubernetes service) means every interface. Port 0 picks a free one.
+  static absl::StatusOr<std::unique_ptr<PsServer>> Start(const std::string& address,
+                                                         std::uint64_t incarnation,
+                                                         const Logger& logger);
+  ~PsServer();
+  PsServer(const PsServer&) = delete;
+  PsServer& operator=(const PsServer&) = delete;
+
+  int port() const { return port_; }
+  ParameterStore& store() { return *store_; }
+
+  // Blocks until a Shutdown RPC asked the process to exit; false on timeout (seconds, <0 = none).
+  bool WaitForExitRequest(double timeout_secs);
+
+  // Stops serving (in-flight calls get a short grace).
+  void Stop();
+
+  struct Impl;
+
+ private:
+  PsServer() = default;
+
+  std::unique_ptr<ParameterStore> store_;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace taas::ps

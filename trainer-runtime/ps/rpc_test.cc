@@ -1,0 +1,157 @@
+// The PS service and client over real gRPC on 127.0.0.1.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "taas/ps/client.h"
+#include "taas/ps/server.h"
+
+namespace taas::ps {
+namespace {
+
+Logger Quiet() { return Logger(stderr, LogLevel::kWarning); }
+
+struct Cluster {
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> addresses;
+  explicit Cluster(int n) {
+    for (int i = 0; i < n; ++i) {
+      auto s = PsServer::Start("127.0.0.1:0", 100 + static_cast<std::uint64_t>(i), Quiet());
+      REQUIRE(s.ok());
+      addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
+      servers.push_back(std::move(*s));
+    }
+  }
+};
+
+nn::OptimizerConfig Sgd(float lr) {
+  nn::OptimizerConfig c;
+  c.name = "sgd";
+  c.learning_rate.initial = lr;
+  return c;
+}
+
+// Pushes each PS's shards of `values` as its initial state.
+void InitAll(PsClient& client, const std::vector<VariablePlacement>& placement,
+             const std::vector<std::vector<float>>& values, bool sync, int replicas) {
+  for (int ps = 0; ps < client.num_ps(); ++ps) {
+    std::vector<ShardState> shards;
+    for (std::size_t v = 0; v < placement.size(); ++v) {
+      for (const auto& s : placement[v].shards) {
+        if (s.ps != ps) continue;
+        shards.push_back({s.name,
+                          std::vector<float>(values[v].begin() + s.offset,
+                                             values[v].begin() + s.offset + s.size),
+                          {}});
+      }
+    }
+    REQUIRE(client.Initialize(ps, sync, replicas, Sgd(1.0f), 0, shards, 10).ok());
+  }
+}
+
+TEST_CASE("uninitialised PS refuses pulls with FAILED_PRECONDITION over gRPC") {
+  Cluster cluster(1);
+  PsClient client(cluster.addresses, Quiet());
+  auto statuses = client.WaitForServers(10);
+  REQUIRE(statuses.ok());
+  CHECK((*statuses)[0].incarnation == 100);
+  CHECK_FALSE((*statuses)[0].initialized);
+  auto placement = PlaceVariables({{"w", 2}}, 1, 1 << 20);
+  std::vector<float> value(2), grad(2);
+  auto pull = client.Pull(placement, {{value, grad}}, 10);
+  REQUIRE_FALSE(pull.ok());
+  CHECK(pull.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(pull.status().message()).find("waiting for the chief") != std::string::npos);
+}
+
+TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {
+  Cluster cluster(2);
+  PsClient client(cluster.addresses, Quiet());
+  REQUIRE(client.WaitForServers(10).ok());
+  // "big" (1000 floats = 4000 bytes) is partitioned; "small" goes whole.
+  auto placement = PlaceVariables({{"big", 1000}, {"small", 3}}, 2, 4000);
+  REQUIRE(placement[0].shards.size() == 2);
+  std::vector<float> big(1000), small = {1, 2, 3};
+  for (int i = 0; i < 1000; ++i) big[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  InitAll(client, placement, {big, small}, false, 1);
+
+  std::vector<float> got_big(1000), got_small(3), g_big(1000, 1.0f), g_small(3, 0.5f);
+  std::vector<ParamBuffers> params = {{got_big, g_big}, {got_small, g_small}};
+  auto pulled = client.Pull(placement, params, 10);
+  REQUIRE(pulled.ok());
+  CHECK(got_big == big);
+  CHECK(got_small == small);
+  CHECK(pulled->global_step == 0);
+  auto pushed = client.Push(placement, params, pulled->ps_steps, 10);
+  REQUIRE(pushed.ok());
+  CHECK(pushed->applied == 2);
+  CHECK(pushed->global_step == 1);
+  REQUIRE(client.Pull(placement, params, 10).ok());
+  CHECK(got_big[999] == 998.0f);
+  CHECK(got_small == std::vector<float>{0.5f, 1.5f, 2.5f});
+
+  auto snap = client.Snapshot(1, 10);
+  REQUIRE(snap.ok());
+  CHECK(snap->first == 1);
+}
+
+TEST_CASE("sync over gRPC: two workers' pushes are averaged and released together") {
+  Cluster cluster(2);
+  PsClient setup(cluster.addresses, Quiet());
+  REQUIRE(setup.WaitForServers(10).ok());
+  auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
+  InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
+
+  auto worker = [&](float g, PushInfo* out) {
+    PsClient client(cluster.addresses, Quiet());
+    std::vector<float> w(4), b(1), gw(4, g), gb(1, g);
+    std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
+    auto pulled = client.Pull(placement, params, 10);
+    REQUIRE(pulled.ok());
+    auto pushed = client.Push(placement, params, pulled->ps_steps, 30);
+    REQUIRE(pushed.ok());
+    *out = *pushed;
+  };
+  PushInfo a, b;
+  std::thread t1(worker, 1.0f, &a), t2(worker, 3.0f, &b);
+  t1.join();
+  t2.join();
+  CHECK(a.applied == 2);
+  CHECK(b.applied == 2);
+  CHECK(a.global_step == 1);
+  std::vector<float> w(4), bias(1), gw(4), gb(1);
+  REQUIRE(setup.Pull(placement, {{w, gw}, {bias, gb}}, 10).ok());
+  CHECK(w == std::vector<float>{-2, -2, -2, -2});
+  CHECK(bias == std::vector<float>{-2});
+
+  // A push tagged with the old step is dropped; shutdown releases nothing pending and says done.
+  auto stale = setup.Push(placement, {{w, gw}, {bias, gb}}, {0, 0}, 10);
+  REQUIRE(stale.ok());
+  CHECK(stale->stale == 2);
+  REQUIRE(setup.Shutdown(0, true, 10).ok());
+  CHECK(cluster.servers[0]->WaitForExitRequest(5));
+  REQUIRE(setup.Shutdown(1, false, 10).ok());
+  CHECK_FALSE(cluster.servers[1]->WaitForExitRequest(0.1));
+  auto done = setup.Push(placement, {{w, gw}, {bias, gb}}, {1, 1}, 10);
+  REQUIRE(done.ok());
+  CHECK(done->done);
+}
+
+TEST_CASE("an unreachable PS gives a clear transient error after the timeout") {
+  // Reserve a port, then close it so nothing listens there.
+  std::string address;
+  {
+    Cluster gone(1);
+    address = gone.addresses[0];
+  }
+  PsClient client({address}, Quiet());
+  auto statuses = client.WaitForServers(1.5);
+  REQUIRE_FALSE(statuses.ok());
+  CHECK(statuses.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(IsTransient(statuses.status()));
+  CHECK(std::string(statuses.status().message()).find(address) != std::string::npos);
+}
+
+}  // namespace
+}  // namespace taas::ps
