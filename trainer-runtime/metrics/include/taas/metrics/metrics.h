@@ -1,0 +1,52 @@
+// A Prometheus text-format endpoint (GET /metrics, any path answers) serving gauges the trainer
+// updates: taas_global_step, taas_loss, taas_examples_per_second, taas_learning_rate,
+// taas_eval_accuracy. One background thread; Set() is thread-safe and cheap.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "taas/base/status.h"
+
+namespace taas::metrics {
+
+class Gauges {
+ public:
+  // Declares a gauge with its help text; undeclared names are served without HELP.
+  void Describe(const std::string& name, const std::string& help);
+  void Set(const std::string& name, double value);
+  // The exposition text, gauges in name order.
+  std::string Render() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<std::string, double>> gauges_;  // guarded by mu_
+};
+
+class MetricsServer {
+ public:
+  // Serves `gauges` (not owned; must outlive the server) on host:port; port 0 picks a free one.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
+                                                              const Gauges* gauges);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  MetricsServer() = default;
+  void Serve();
+
+  const Gauges* gauges_ = nullptr;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace taas::metrics

@@ -1,0 +1,106 @@
+#include "taas/metrics/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace taas::metrics {
+
+void Gauges::Describe(const std::string& name, const std::string& help) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& g = gauges_[name];
+  g.first = help;
+  g.second = std::nan("");
+}
+
+void Gauges::Set(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_[name].second = value;
+}
+
+std::string Gauges::Render() const {
+  std::ostringstream out;
+  out.precision(10);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, g] : gauges_) {
+    if (std::isnan(g.second)) continue;  // never set yet
+    if (!g.first.empty()) out << "# HELP " << name << " " << g.first << "\n";
+    out << "# TYPE " << name << " gauge\n" << name << " " << g.second << "\n";
+  }
+  return out.str();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host,
+                                                                    int port,
+                                                                    const Gauges* gauges) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    ::close(fd);
+    return absl::InvalidArgumentError("metrics host " + host + " is not an IPv4 address");
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 16) != 0) {
+    const std::string error = std::strerror(errno);
+    ::close(fd);
+    return absl::UnavailableError("metrics endpoint cannot listen on " + host + ":" +
+                                  std::to_string(port) + ": " + error);
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::unique_ptr<MetricsServer> server(new MetricsServer());
+  server->gauges_ = gauges;
+  server->fd_ = fd;
+  server->port_ = ntohs(addr.sin_port);
+  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  return server;
+}
+
+MetricsServer::~MetricsServer() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsServer::Serve() {
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    // Read the request head (scrapers send a small GET); give up on slow clients after 1 s.
+    char buffer[2048];
+    std::string request;
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+      pollfd c{client, POLLIN, 0};
+      if (::poll(&c, 1, 1000) <= 0) break;
+      ssize_t n = ::recv(client, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      request.append(buffer, static_cast<std::size_t>(n));
+    }
+    const std::string body = gauges_->Render();
+    const std::string response =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    std::size_t sent = 0;
+    while (sent < response.size()) {
+      ssize_t n = ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    ::close(client);
+  }
+}
+
+}  // namespace taas::metrics

@@ -1,0 +1,49 @@
+#include "taas/metrics/metrics.h"
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace taas::metrics {
+namespace {
+
+std::string Get(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size()));
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST_CASE("serves gauges in Prometheus text format over HTTP") {
+  Gauges gauges;
+  gauges.Describe("taas_global_step", "Global training step");
+  gauges.Describe("taas_eval_accuracy", "Accuracy of the last evaluation");
+  gauges.Set("taas_global_step", 1234);
+  gauges.Set("taas_loss", 0.25);
+  auto server = MetricsServer::Start("127.0.0.1", 0, &gauges);
+  REQUIRE(server.ok());
+  const std::string response = Get((*server)->port());
+  CHECK(response.rfind("HTTP/1.1 200 OK", 0) == 0);
+  CHECK(response.find("# HELP taas_global_step Global training step\n"
+                      "# TYPE taas_global_step gauge\ntaas_global_step 1234\n") !=
+        std::string::npos);
+  CHECK(response.find("taas_loss 0.25\n") != std::string::npos);
+  CHECK(response.find("taas_eval_accuracy") == std::string::npos);  // not set yet
+  gauges.Set("taas_eval_accuracy", 0.5);
+  CHECK(Get((*server)->port()).find("taas_eval_accuracy 0.5\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace taas::metrics
