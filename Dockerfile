@@ -1,0 +1,76 @@
+# taas images, built from Debian bookworm in three stages (docs/install.md):
+#
+#   builder   the repository's own setup script and CMake build, as in the README
+#   operator  taas-operator, taas-ui and the web UI assets            (--target operator)
+#   trainer   runtime shared libraries + example trainers in /opt/taas/bin (--target trainer)
+#
+#   docker build --target operator -t taas/operator:0.1.0 .
+#   docker build --target trainer  -t taas/trainer:0.1.0 .
+#   buildah bud --layers --target trainer -t taas/trainer:0.1.0 .   # daemonless, same file
+#
+# Runtime images hold no compiler, no headers and no package manager caches, and run as the
+# unprivileged user taas (uid 10001). Their shared libraries are the Debian runtime packages the
+# built binaries link, found by scripts/packaging/runtime-packages.sh in the builder, so the
+# list never goes stale.
+ARG BASE_IMAGE=debian:bookworm-slim
+
+# ---------------------------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS builder
+ENV DEBIAN_FRONTEND=noninteractive \
+    TAAS_CACHE=/var/cache/taas \
+    TAAS_BUILD=/src/taas/build
+WORKDIR /src/taas
+# The whole tree first: setup fragments may read component files (e.g. web-ui/package.json).
+COPY . .
+# The README's setup script, less the fragments that only tests need (the test control plane,
+# Python tools, Helm): they are removed from this copy of the tree before it runs.
+ARG TAAS_SETUP_SKIP="30-kubernetes 40-python 60-packaging"
+RUN for fragment in $TAAS_SETUP_SKIP; do rm -f "scripts/setup.d/$fragment.sh"; done \
+ && scripts/setup.sh
+RUN . scripts/lib/common.sh && . scripts/lib/build.sh && taas_build
+
+# ---------------------------------------------------------------------------------------------
+# What the runtime stages copy: binaries (stripped), web UI, runtime package list.
+FROM builder AS staging
+RUN scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
+
+# ---------------------------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS runtime-base
+COPY --from=staging /out/runtime-packages.txt /tmp/runtime-packages.txt
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      ca-certificates $(cat /tmp/runtime-packages.txt) \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt \
+ && groupadd --gid 10001 taas \
+ && useradd --uid 10001 --gid taas --home-dir /home/taas --create-home \
+      --shell /usr/sbin/nologin taas
+ENV PATH=/opt/taas/bin:$PATH
+COPY --from=staging /out/lib/ /opt/taas/lib/
+ENV LD_LIBRARY_PATH=/opt/taas/lib
+WORKDIR /home/taas
+USER 10001:10001
+
+# ---------------------------------------------------------------------------------------------
+FROM runtime-base AS trainer
+LABEL org.opencontainers.image.title="taas trainer" \
+      org.opencontainers.image.description="taas trainer runtime and the example trainers; extend it FROM this image with your own model binary in /opt/taas/bin"
+USER root
+# The example jobs read Fashion-MNIST from /usr/share/datasets/fashion-mnist.
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      dataset-fashion-mnist \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+COPY --from=staging /out/trainer/bin/ /opt/taas/bin/
+USER 10001:10001
+# Trainers serve gRPC on the TF_CONFIG port (2222 under the operator) and metrics on 9090.
+EXPOSE 2222 9090
+CMD ["/opt/taas/bin/fashion-mnist-cnn", "--help"]
+
+# ---------------------------------------------------------------------------------------------
+FROM runtime-base AS operator
+LABEL org.opencontainers.image.title="taas operator" \
+      org.opencontainers.image.description="taas TFJob operator, UI/API server and web UI"
+COPY --from=staging /out/operator/bin/ /opt/taas/bin/
+COPY --from=staging /out/operator/share/ /opt/taas/share/
+EXPOSE 8080 8081
+ENTRYPOINT ["/opt/taas/bin/taas-operator"]

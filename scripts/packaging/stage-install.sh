@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Gathers what the runtime images need from a finished build tree into one staging folder, the
+# only thing the Dockerfile's runtime stages copy from the builder:
+#   OUT/operator/bin/          taas-operator, taas-ui                 (stripped)
+#   OUT/operator/share/web-ui/ the built web UI (web-ui/dist)
+#   OUT/trainer/bin/           the example trainers and the launcher  (stripped)
+#   OUT/lib/                   shared libraries from the build tree, if any
+#   OUT/runtime-packages.txt   Debian runtime packages those binaries load
+# Fails naming the binary when a required one was not built.
+#   scripts/packaging/stage-install.sh BUILD_DIR OUT
+# Environment (for tests): TAAS_WEB_UI_SRC (default <repo>/web-ui; the assets are its dist/),
+# TAAS_OPERATOR_BINARIES, TAAS_TRAINER_BINARIES (space-separated names).
+set -euo pipefail
+
+[ $# -eq 2 ] || {
+  echo "usage: $0 BUILD_DIR OUT" >&2
+  exit 2
+}
+build="$(cd "$1" && pwd)"
+out="$2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+operator_binaries=(${TAAS_OPERATOR_BINARIES:-taas-operator taas-ui})
+trainer_binaries=(${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp taas})
+web_src="${TAAS_WEB_UI_SRC:-$root/web-ui}"
+web_dist="$web_src/dist"
+
+say() { printf 'stage-install: %s\n' "$*" >&2; }
+fail() {
+  say "error: $*"
+  exit 1
+}
+
+# The one executable file called NAME in the build tree (CMake puts it beside its CMakeLists).
+find_binary() {
+  local name="$1" found
+  mapfile -t found < <(find "$build" -type f -name "$name" -perm -u+x -not -path '*/CMakeFiles/*')
+  [ ${#found[@]} -gt 0 ] || fail "'$name' was not built (no executable named $name under $build)"
+  [ ${#found[@]} -eq 1 ] || fail "'$name' is ambiguous under $build: ${found[*]}"
+  echo "${found[0]}"
+}
+
+rm -rf "$out"
+mkdir -p "$out/operator/bin" "$out/operator/share" "$out/trainer/bin" "$out/lib"
+staged=()
+stage() { # NAME DEST_DIR
+  local src
+  src="$(find_binary "$1")"
+  install -m 0755 "$src" "$2/$1"
+  # Debug info stays in the builder; the runtime images carry stripped binaries.
+  if command -v strip >/dev/null; then strip --strip-unneeded "$2/$1"; fi
+  staged+=("$2/$1")
+  say "staged $1 from ${src#"$build"/}"
+}
+for name in "${operator_binaries[@]}"; do stage "$name" "$out/operator/bin"; done
+for name in "${trainer_binaries[@]}"; do stage "$name" "$out/trainer/bin"; done
+
+# The web UI: built by its own toolchain when the C++ build did not already produce it.
+if [ ! -f "$web_dist/index.html" ] && [ -f "$web_src/package.json" ] && command -v npm >/dev/null; then
+  say "building the web UI (npm ci && npm run build)"
+  (cd "$web_src" && npm ci --no-audit --no-fund >/dev/null && npm run build >/dev/null) ||
+    fail "the web UI build failed (cd web-ui && npm run build)"
+fi
+[ -f "$web_dist/index.html" ] || fail "no web UI at $web_dist (index.html missing)"
+cp -R "$web_dist" "$out/operator/share/web-ui"
+
+"$here/runtime-packages.sh" "${staged[@]}" >"$out/needs.txt"
+grep -v '^file:' "$out/needs.txt" >"$out/runtime-packages.txt" || true
+while read -r lib; do
+  case "$lib" in
+    "$build"/*) cp -L "$lib" "$out/lib/" ;;
+    *) fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build" ;;
+  esac
+done < <(sed -n 's/^file://p' "$out/needs.txt")
+rm "$out/needs.txt"
+say "runtime packages: $(tr '\n' ' ' <"$out/runtime-packages.txt")"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Tests the builder stage's install step on its own (scripts/packaging/stage-install.sh and
+# runtime-packages.sh), on a fake build tree: real ELF binaries that load Debian libraries and a
+# library of the build tree itself, so it runs in seconds without the full build.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+stage="$root/scripts/packaging/stage-install.sh"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-stage-test.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+passes=0 failures=0
+check() { # DESCRIPTION COMMAND...
+  local what="$1"
+  shift
+  if "$@"; then
+    echo "ok: $what"
+    passes=$((passes + 1))
+  else
+    echo "FAILED: $what"
+    failures=$((failures + 1))
+  fi
+}
+
+# A fake build tree: binaries at the kind of paths CMake uses, plus one that loads a shared
+# library built in the tree (found through its RPATH) and carries debug info.
+build="$tmp/build"
+mkdir -p "$build/operator/cmd" "$build/operator/server" "$build/examples/a" "$build/lib" \
+  "$build/operator/cmd/CMakeFiles/x.dir"
+cp /usr/bin/openssl "$build/operator/cmd/taas-operator"
+cp /usr/bin/openssl "$build/operator/cmd/CMakeFiles/x.dir/taas-operator" # never picked
+cp /usr/bin/ninja "$build/operator/server/taas-ui"
+printf 'int answer() { return 42; }\n' >"$tmp/answer.cc"
+printf 'int answer();\nint main() { return answer() == 42 ? 0 : 1; }\n' >"$tmp/main.cc"
+g++ -g -shared -fPIC -o "$build/lib/libtaas_answer.so" "$tmp/answer.cc"
+g++ -g -o "$build/examples/a/trainer-one" "$tmp/main.cc" -L"$build/lib" -ltaas_answer \
+  -Wl,-rpath,"$build/lib"
+web="$tmp/web-ui"
+mkdir -p "$web/dist/assets"
+echo '<!doctype html><title>taas</title>' >"$web/dist/index.html"
+echo 'console.log(1)' >"$web/dist/assets/app.js"
+
+export TAAS_OPERATOR_BINARIES="taas-operator taas-ui" TAAS_TRAINER_BINARIES="trainer-one"
+export TAAS_WEB_UI_SRC="$web"
+out="$tmp/out"
+check "stage-install succeeds" "$stage" "$build" "$out"
+check "operator binaries staged" test -x "$out/operator/bin/taas-operator" -a -x "$out/operator/bin/taas-ui"
+check "trainer binary staged" test -x "$out/trainer/bin/trainer-one"
+check "debug info stripped" bash -c "! readelf -S '$out/trainer/bin/trainer-one' | grep -q debug_info"
+check "web UI assets staged" test -f "$out/operator/share/web-ui/index.html" -a -f "$out/operator/share/web-ui/assets/app.js"
+check "libssl3 needed (openssl)" grep -qx libssl3 "$out/runtime-packages.txt"
+check "libstdc++6 needed" grep -qx 'libstdc++6' "$out/runtime-packages.txt"
+check "no -dev package" bash -c "! grep -q -- '-dev$' '$out/runtime-packages.txt'"
+check "no file: lines in the package list" bash -c "! grep -q '^file:' '$out/runtime-packages.txt'"
+check "build-tree library copied" test -f "$out/lib/libtaas_answer.so"
+check "staged trainer runs with the copied library" env LD_LIBRARY_PATH="$out/lib" "$out/trainer/bin/trainer-one"
+
+# The package list installs: every name is a known Debian package.
+check "packages exist in dpkg" bash -c "xargs dpkg-query -W <'$out/runtime-packages.txt' >/dev/null"
+
+# Failures name what is missing.
+msg="$(TAAS_TRAINER_BINARIES="fashion-mnist-cnn" "$stage" "$build" "$tmp/out2" 2>&1 || true)"
+check "missing binary named" grep -q "'fashion-mnist-cnn' was not built" <<<"$msg"
+cp /usr/bin/ninja "$build/examples/a/taas-ui"
+msg="$("$stage" "$build" "$tmp/out3" 2>&1 || true)"
+check "ambiguous binary named" grep -q "'taas-ui' is ambiguous" <<<"$msg"
+rm "$build/examples/a/taas-ui"
+msg="$(TAAS_WEB_UI_SRC="$tmp/nothing" "$stage" "$build" "$tmp/out4" 2>&1 || true)"
+check "missing web UI named" grep -q "no web UI at $tmp/nothing/dist" <<<"$msg"
+msg="$("$root/scripts/packaging/runtime-packages.sh" /etc/hostname 2>&1 || true)"
+check "non-ELF refused" grep -q "not an ELF binary" <<<"$msg"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
