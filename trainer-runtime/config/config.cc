@@ -216,6 +216,7 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
     for (const auto& a : cluster[key]) c.worker_addresses.push_back(a);
   }
   c.info.is_chief = *role == Role::kChief || (!has_chief && *role == Role::kWorker && index == 0);
+  if (*role == Role::kWorker) c.info.worker_rank = static_cast<int>(index) + (has_chief ? 1 : 0);
   if (c.info.role != Role::kEvaluator) {
     if (c.ps_addresses.empty()) {
       return Invalid("TF_CONFIG.cluster.ps", "needs at least one parameter server");

@@ -23,6 +23,7 @@ TEST_CASE("TF_CONFIG gives role, index, chief and addresses") {
   REQUIRE(c.ok());
   CHECK(c->info.role == Role::kWorker);
   CHECK(c->info.task_index == 1);
+  CHECK(c->info.worker_rank == 1);
   CHECK_FALSE(c->info.is_chief);
   CHECK(c->info.num_ps == 2);
   CHECK(c->info.num_workers == 2);
@@ -45,6 +46,7 @@ TEST_CASE("worker 0 is chief without a chief replica; with one, the chief is") {
   CHECK_FALSE(chief->info.is_chief);
   CHECK(chief->info.num_workers == 2);
   CHECK(chief->worker_addresses.front() == "h:1");
+  CHECK(chief->info.worker_rank == 1);
   auto master = ParseConfig({}, {{"TF_CONFIG", R"({"cluster":{"master":["h:1"],"ps":["h:3"]},)"
                                                R"("task":{"type":"master","index":0}})"}});
   REQUIRE(master.ok());

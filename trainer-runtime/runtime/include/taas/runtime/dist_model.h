@@ -55,7 +55,8 @@ enum class Role { kPs, kWorker, kChief, kEvaluator };
 // What a replica knows about itself and the job; fixed for the life of the process.
 struct TrainerInfo {
   Role role = Role::kWorker;
-  int task_index = 0;
+  int task_index = 0;             // Index within the replica type (TF_CONFIG task.index).
+  int worker_rank = 0;            // Index among training replicas, chief first: shards the data.
   bool is_chief = false;          // The Chief/Master replica, else worker 0.
   bool sync = false;              // Synchronous replicas (averaged updates) or asynchronous.
   int replicas_to_aggregate = 1;  // Gradients averaged per sync step.

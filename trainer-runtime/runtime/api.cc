@@ -1,0 +1,80 @@
+#include <set>
+
+#include "internal.h"
+
+namespace taas {
+
+ModelBuilder::ModelBuilder(State* state) : state_(state) {}
+
+void ModelBuilder::AddVariable(nn::Variable* variable) {
+  if (variable == nullptr) {
+    state_->errors.push_back("AddVariable got a null Variable");
+    return;
+  }
+  state_->variables.push_back(variable);
+}
+
+void ModelBuilder::AddVariables(const std::vector<nn::Variable*>& variables) {
+  for (auto* v : variables) AddVariable(v);
+}
+
+void ModelBuilder::SetOptimizer(const nn::OptimizerConfig& config) { state_->optimizer = config; }
+
+void ModelBuilder::SetBatchSize(std::int64_t batch_size) { state_->batch_size = batch_size; }
+
+const TrainerInfo& ModelBuilder::info() const { return *state_->info; }
+
+const std::atomic<std::int64_t>& ModelBuilder::global_step() const { return *state_->global_step; }
+
+const Logger& ModelBuilder::logger() const { return *state_->logger; }
+
+Session::Session(State* state) : state_(state) {}
+const TrainerInfo& Session::info() const { return *state_->info; }
+std::int64_t Session::global_step() const { return state_->global_step; }
+std::int64_t Session::local_step() const { return state_->local_step; }
+float Session::learning_rate() const { return state_->learning_rate; }
+const Logger& Session::logger() const { return *state_->logger; }
+
+std::map<std::string, double> DistModel::evaluate(Session&) { return {}; }
+void DistModel::after_train(Session&, bool) {}
+
+namespace runtime {
+
+std::unique_ptr<BuiltModel> BuildModel(Context& ctx) {
+  auto built = std::make_unique<BuiltModel>();
+  built->state.info = &ctx.config->info;
+  built->state.logger = &ctx.logger;
+  built->state.global_step = &built->global_step;
+  built->model = ctx.factory();
+  if (!built->model) {
+    ctx.logger.Error("the model factory returned no model");
+    return nullptr;
+  }
+  ModelBuilder builder(&built->state);
+  absl::Status status = built->model->build_model(builder);
+  if (!status.ok()) {
+    ctx.logger.Error("build_model failed", {{"error", status.ToString()}});
+    return nullptr;
+  }
+  std::set<std::string> names;
+  for (auto* v : built->state.variables) {
+    if (v->name.empty()) built->state.errors.push_back("a registered Variable has no name");
+    if (!names.insert(v->name).second) {
+      built->state.errors.push_back("Variable name " + v->name + " is registered twice");
+    }
+  }
+  if (built->state.variables.empty() && ctx.config->info.role != Role::kEvaluator) {
+    built->state.errors.push_back(
+        "build_model registered no variables (ModelBuilder::AddVariable)");
+  }
+  auto optimizer = nn::CreateOptimizer(built->state.optimizer);
+  if (!optimizer.ok()) built->state.errors.push_back(optimizer.status().ToString());
+  if (!built->state.errors.empty()) {
+    for (const auto& e : built->state.errors) ctx.logger.Error("invalid model", {{"error", e}});
+    return nullptr;
+  }
+  return built;
+}
+
+}  // namespace runtime
+}  // namespace taas

@@ -1,0 +1,66 @@
+// Private to the runtime: the state behind ModelBuilder and Session, and the role drivers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taas/config/config.h"
+#include "taas/metrics/metrics.h"
+#include "taas/runtime/dist_model.h"
+
+namespace taas {
+
+struct ModelBuilder::State {
+  const TrainerInfo* info = nullptr;
+  const Logger* logger = nullptr;
+  const std::atomic<std::int64_t>* global_step = nullptr;
+  std::vector<nn::Variable*> variables;
+  nn::OptimizerConfig optimizer;
+  std::int64_t batch_size = 0;
+  std::vector<std::string> errors;  // Reported after build_model returns.
+};
+
+struct Session::State {
+  const TrainerInfo* info = nullptr;
+  const Logger* logger = nullptr;
+  std::int64_t global_step = 0;
+  std::int64_t local_step = 0;
+  float learning_rate = 0.0f;
+};
+
+namespace runtime {
+
+// Everything a role driver needs; owned by RunMain.
+struct Context {
+  const config::RuntimeConfig* config = nullptr;
+  Logger logger;
+  metrics::Gauges* gauges = nullptr;
+  std::function<std::unique_ptr<DistModel>()> factory;
+};
+
+int RunParameterServer(Context& ctx);
+int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses);
+int RunEvaluator(Context& ctx);
+
+// Builds the model and validates what it registered; nullptr with the error logged on failure.
+struct BuiltModel {
+  std::unique_ptr<DistModel> model;
+  ModelBuilder::State state;
+  std::atomic<std::int64_t> global_step{0};
+};
+std::unique_ptr<BuiltModel> BuildModel(Context& ctx);
+
+// Seconds since `start`.
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The name of the marker the chief leaves in the model dir once training is over; it holds the
+// final global step, and tells the evaluator to finish.
+inline constexpr const char* kDoneMarker = "TRAINING_DONE";
+
+}  // namespace runtime
+}  // namespace taas

@@ -1,0 +1,120 @@
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "internal.h"
+#include "taas/ps/server.h"
+
+namespace taas {
+namespace runtime {
+namespace {
+
+// The host to bind servers on: a numeric IPv4 host from TF_CONFIG as is (127.0.0.1 stays on
+// loopback), a name (a Kubernetes service) means every interface.
+std::string BindHost(const config::RuntimeConfig& cfg) {
+  if (cfg.local) return "127.0.0.1";
+  std::string host = cfg.listen_address.substr(0, cfg.listen_address.rfind(':'));
+  in_addr ignored;
+  return ::inet_pton(AF_INET, host.c_str(), &ignored) == 1 ? host : "0.0.0.0";
+}
+
+std::uint64_t NewIncarnation() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+int RunParameterServer(Context& ctx) {
+  const std::uint64_t incarnation = NewIncarnation();
+  auto server = ps::PsServer::Start(ctx.config->listen_address, incarnation, ctx.logger);
+  if (!server.ok()) {
+    ctx.logger.Error("parameter server cannot start", {{"error", server.status().ToString()}});
+    return kExitTransient;
+  }
+  ctx.logger.Info(
+      "parameter server listening, waiting for the chief to initialise variables",
+      {{"address", ctx.config->listen_address}, {"incarnation", std::to_string(incarnation)}});
+  while (!(*server)->WaitForExitRequest(1.0)) {
+    ctx.gauges->Set("taas_global_step", static_cast<double>((*server)->store().GetStatus().step));
+  }
+  // Give workers a moment to fetch the final values before the port closes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  (*server)->Stop();
+  ctx.logger.Info("parameter server exiting: training is done");
+  return kExitOk;
+}
+
+}  // namespace runtime
+
+int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> factory) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") break;
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf("usage: %s [--setting=value...] [-- model arguments]\n%s", argv[0],
+                  config::HelpText().c_str());
+      return kExitOk;
+    }
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  auto cfg = config::ConfigFromProcess(argc, argv);
+  if (!cfg.ok()) {
+    Logger().Error("invalid configuration", {{"error", std::string(cfg.status().message())}});
+    return kExitBadConfig;
+  }
+  const auto& info = cfg->info;
+  Logger base;
+  if (!cfg->job_name.empty()) base = base.With({{"job", cfg->job_name}});
+  runtime::Context ctx;
+  ctx.config = &*cfg;
+  ctx.logger = base.With({{"role", config::RoleName(info.role)}, {"index", info.task_index}});
+  ctx.factory = std::move(factory);
+  metrics::Gauges gauges;
+  gauges.Describe("taas_global_step", "Global training step this replica last saw");
+  gauges.Describe("taas_loss", "Loss of this replica's last training step");
+  gauges.Describe("taas_examples_per_second", "Training examples per second on this replica");
+  gauges.Describe("taas_learning_rate", "Learning rate at the current global step");
+  gauges.Describe("taas_eval_accuracy", "Accuracy of the evaluator's last evaluation");
+  ctx.gauges = &gauges;
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (cfg->metrics_port > 0) {
+    auto server =
+        metrics::MetricsServer::Start(runtime::BindHost(*cfg), cfg->metrics_port, &gauges);
+    if (!server.ok()) {
+      ctx.logger.Error("metrics endpoint cannot start", {{"error", server.status().ToString()}});
+      return kExitTransient;
+    }
+    metrics_server = std::move(*server);
+  }
+  ctx.logger.Info("starting", {{"max_steps", info.max_steps},
+                               {"model_dir", info.model_dir},
+                               {"sync", info.sync},
+                               {"replicas_to_aggregate", info.replicas_to_aggregate},
+                               {"workers", info.num_workers},
+                               {"ps", info.num_ps},
+                               {"chief", info.is_chief},
+                               {"metrics_port", cfg->metrics_port}});
+  switch (info.role) {
+    case Role::kPs:
+      return runtime::RunParameterServer(ctx);
+    case Role::kEvaluator:
+      return runtime::RunEvaluator(ctx);
+    case Role::kWorker:
+    case Role::kChief:
+      break;
+  }
+  if (!cfg->local) return runtime::RunTrainer(ctx, cfg->ps_addresses);
+  // No TF_CONFIG: one process with its own in-process parameter server on loopback.
+  auto server = ps::PsServer::Start("127.0.0.1:0", runtime::NewIncarnation(), ctx.logger);
+  if (!server.ok()) {
+    ctx.logger.Error("in-process parameter server cannot start",
+                     {{"error", server.status().ToString()}});
+    return kExitTransient;
+  }
+  return runtime::RunTrainer(ctx, {"127.0.0.1:" + std::to_string((*server)->port())});
+}
+
+}  // namespace taas

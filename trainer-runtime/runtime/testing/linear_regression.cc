@@ -1,0 +1,135 @@
+// A tiny model for the runtime's own tests: linear regression y = w.x + b on synthetic data,
+// gradients by hand (no layers needed). The data of each step depends only on the global step and
+// the worker's rank, so synchronous training on N workers sees exactly the samples a single
+// process sees with `--shards=N` (N sub-batches per step): their parameters must agree.
+//
+// Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
+// --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
+// --optimizer=sgd|momentum|adam.
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "taas/runtime/dist_model.h"
+
+namespace {
+
+constexpr int kFeatures = 8;
+
+float TrueWeight(int i) { return 0.5f * static_cast<float>(i + 1); }
+constexpr float kTrueBias = 2.0f;
+
+class LinearRegression : public taas::DistModel {
+ public:
+  absl::Status build_model(taas::ModelBuilder& builder) override {
+    for (const auto& arg : builder.info().args) {
+      auto eq = arg.find('=');
+      std::string key = arg.substr(0, eq),
+                  value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+      if (key == "--shards") {
+        shards_ = std::stoi(value);
+      } else if (key == "--batch") {
+        batch_ = std::stoi(value);
+      } else if (key == "--step_ms") {
+        step_ms_ = std::stoi(value);
+      } else if (key == "--lr") {
+        lr_ = std::stof(value);
+      } else if (key == "--optimizer") {
+        optimizer_ = value;
+      } else {
+        return absl::InvalidArgumentError("unknown model argument " + arg);
+      }
+    }
+    w_.name = "linear/w";
+    w_.value = taas::nn::Tensor({kFeatures});
+    w_.gradient = taas::nn::Tensor({kFeatures});
+    b_.name = "linear/b";
+    b_.value = taas::nn::Tensor({1});
+    b_.gradient = taas::nn::Tensor({1});
+    // Initial values the chief pushes when there is no checkpoint.
+    for (int i = 0; i < kFeatures; ++i) w_.value.data()[i] = 0.01f * static_cast<float>(i);
+    builder.AddVariables({&w_, &b_});
+    taas::nn::OptimizerConfig opt;
+    opt.name = optimizer_;
+    opt.learning_rate.initial = lr_;
+    builder.SetOptimizer(opt);
+    builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
+    rank_ = builder.info().worker_rank;
+    return absl::OkStatus();
+  }
+
+  taas::StepResult train(taas::Session& session) override {
+    if (step_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
+    float gw[kFeatures] = {}, gb = 0, loss = 0;
+    for (int s = 0; s < shards_; ++s) {
+      // One sub-batch: the data of (global step, rank * shards + s).
+      float sw[kFeatures] = {}, sb = 0, sl = 0;
+      Batch(session.global_step(), rank_ * shards_ + s, [&](const float* x, float y) {
+        float err = Predict(x) - y;
+        sl += err * err;
+        for (int i = 0; i < kFeatures; ++i) sw[i] += 2 * err * x[i];
+        sb += 2 * err;
+      });
+      for (int i = 0; i < kFeatures; ++i) gw[i] += sw[i] / static_cast<float>(batch_);
+      gb += sb / static_cast<float>(batch_);
+      loss += sl / static_cast<float>(batch_);
+    }
+    for (int i = 0; i < kFeatures; ++i) w_.gradient.data()[i] = gw[i] / static_cast<float>(shards_);
+    b_.gradient.data()[0] = gb / static_cast<float>(shards_);
+    taas::StepResult result;
+    result.loss = loss / static_cast<float>(shards_);
+    return result;
+  }
+
+  std::map<std::string, double> evaluate(taas::Session&) override {
+    double mse = 0;
+    int close = 0, n = 0;
+    Batch(-1, 0, [&](const float* x, float y) {  // step -1: held-out data
+      double err = Predict(x) - y;
+      mse += err * err;
+      close += std::abs(err) < 0.5 ? 1 : 0;
+      ++n;
+    });
+    return {{"loss", mse / n}, {"accuracy", static_cast<double>(close) / n}};
+  }
+
+  void after_train(taas::Session& session, bool is_chief) override {
+    std::string w;
+    for (int i = 0; i < kFeatures; ++i) w += std::to_string(w_.value.data()[i]) + " ";
+    session.logger().Info("final parameters",
+                          {{"chief", is_chief}, {"w", w}, {"b", b_.value.data()[0]}});
+  }
+
+ private:
+  float Predict(const float* x) const {
+    float y = b_.value.data()[0];
+    for (int i = 0; i < kFeatures; ++i) y += w_.value.data()[i] * x[i];
+    return y;
+  }
+
+  template <class F>
+  void Batch(std::int64_t step, int shard, F&& visit) const {
+    std::mt19937 rng(static_cast<std::uint32_t>(step * 7919 + shard * 104729 + 17));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    float x[kFeatures];
+    for (int n = 0; n < batch_; ++n) {
+      float y = kTrueBias;
+      for (int i = 0; i < kFeatures; ++i) {
+        x[i] = normal(rng);
+        y += TrueWeight(i) * x[i];
+      }
+      visit(x, y + 0.01f * normal(rng));
+    }
+  }
+
+  taas::nn::Variable w_, b_;
+  int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
+  float lr_ = 0.05f;
+  std::string optimizer_ = "sgd";
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return taas::RunMain<LinearRegression>(argc, argv); }

@@ -1,0 +1,494 @@
+// The training replicas: workers and the chief (who also initialises, restores, checkpoints and
+// writes summaries).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "internal.h"
+#include "taas/checkpoint/checkpoint.h"
+#include "taas/ps/client.h"
+#include "taas/summary/event_writer.h"
+
+namespace taas::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Tracks one stretch of waiting (PS unreachable, variables not initialised): logs once, backs
+// off, and gives up after the configured timeout.
+class Patience {
+ public:
+  Patience(const Logger& logger, double timeout_secs) : logger_(logger), timeout_(timeout_secs) {}
+
+  // Returns false when the wait has lasted too long (the caller exits with kExitTransient).
+  bool Wait(const std::string& why, const absl::Status& status) {
+    if (!since_) {
+      since_ = Clock::now();
+      backoff_ = 0.05;
+      logger_.Info(why, {{"detail", std::string(status.message())}, {"timeout_secs", timeout_}});
+    }
+    if (SecondsSince(*since_) > timeout_) {
+      logger_.Error("gave up waiting", {{"why", why},
+                                        {"waited_secs", SecondsSince(*since_)},
+                                        {"detail", std::string(status.message())}});
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff_));
+    backoff_ = std::min(backoff_ * 2, 1.0);
+    return true;
+  }
+
+  void Reset() {
+    if (since_) logger_.Info("resumed", {{"waited_secs", SecondsSince(*since_)}});
+    since_.reset();
+  }
+
+ private:
+  const Logger& logger_;
+  double timeout_;
+  std::optional<Clock::time_point> since_;
+  double backoff_ = 0.05;
+};
+
+class Trainer {
+ public:
+  Trainer(Context& ctx, BuiltModel& built, const std::vector<std::string>& ps_addresses)
+      : ctx_(ctx),
+        cfg_(*ctx.config),
+        info_(cfg_.info),
+        built_(built),
+        vars_(built.state.variables),
+        client_(ps_addresses, ctx.logger),
+        patience_(ctx.logger, cfg_.wait_timeout_secs),
+        session_(&session_state_) {
+    session_state_.info = &info_;
+    session_state_.logger = &ctx_.logger;
+  }
+
+  int Run();
+
+ private:
+  std::vector<ps::ParamBuffers> Buffers() const {
+    std::vector<ps::ParamBuffers> out;
+    out.reserve(vars_.size());
+    for (auto* v : vars_) out.push_back({v->value.values(), v->gradient.values()});
+    return out;
+  }
+
+  absl::Status InitializeOrRestore(bool first_time);
+  absl::Status SaveCheckpoint(std::int64_t global_step);
+  void ChiefAfterStep(std::int64_t global_step, const StepResult& result, double step_secs,
+                      std::int64_t examples);
+  int Finish(bool chief_ends_training);
+
+  Context& ctx_;
+  const config::RuntimeConfig& cfg_;
+  const TrainerInfo& info_;
+  BuiltModel& built_;
+  const std::vector<nn::Variable*>& vars_;
+  std::vector<ps::VariablePlacement> placement_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  ps::PsClient client_;
+  Patience patience_;
+  Session::State session_state_;
+  Session session_;
+  std::vector<std::uint64_t> incarnations_;
+  std::int64_t last_global_step_ = 0;
+
+  // Chief only.
+  std::unique_ptr<summary::EventWriter> events_;
+  Clock::time_point last_checkpoint_time_ = Clock::now();
+  std::int64_t last_checkpoint_step_ = -1;
+  std::int64_t next_summary_step_ = 0;
+  Clock::time_point summary_window_start_ = Clock::now();
+  std::int64_t summary_window_step_ = 0;
+  std::int64_t summary_window_examples_ = 0;
+  double summary_window_loss_ = 0;
+  std::int64_t summary_window_count_ = 0;
+};
+
+absl::Status Trainer::InitializeOrRestore(bool first_time) {
+  const std::size_t n = vars_.size();
+  const int slot_count = optimizer_->slot_count();
+  std::vector<std::vector<float>> values(n);
+  std::vector<std::vector<std::vector<float>>> slots(n);
+  std::int64_t step = 0;
+
+  std::vector<std::string> skipped;
+  TAAS_ASSIGN_OR_RETURN(auto ckpt, checkpoint::LoadLatest(info_.model_dir, &skipped));
+  for (const auto& s : skipped) {
+    ctx_.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
+  }
+  InitFn init_fn = first_time ? built_.model->get_init_fn() : InitFn();
+  if (ckpt) {
+    for (std::size_t v = 0; v < n; ++v) {
+      const auto* entry = ckpt->Find(vars_[v]->name);
+      if (!entry) {
+        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " has no variable " +
+                                          vars_[v]->name + ": it belongs to another model");
+      }
+      if (static_cast<std::int64_t>(entry->values.size()) != placement_[v].size) {
+        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " holds " +
+                                          std::to_string(entry->values.size()) + " elements for " +
+                                          vars_[v]->name + ", the model " +
+                                          std::to_string(placement_[v].size));
+      }
+      values[v] = entry->values;
+      for (int k = 0; k < slot_count; ++k) {
+        const auto* slot = ckpt->Find(vars_[v]->name + "/slot_" + std::to_string(k));
+        slots[v].push_back(slot && slot->values.size() == entry->values.size()
+                               ? slot->values
+                               : std::vector<float>(entry->values.size(), 0.0f));
+      }
+    }
+    step = ckpt->global_step;
+    ctx_.logger.Info("restoring variables from checkpoint",
+                     {{"checkpoint", ckpt->path}, {"global_step", step}});
+    if (init_fn) {
+      ctx_.logger.Info(
+          "a checkpoint of this job exists: it wins over the init fn (warm start "
+          "skipped)");
+    }
+  } else {
+    if (first_time && init_fn) {
+      session_state_.global_step = 0;
+      absl::Status s = init_fn(session_);
+      if (!s.ok()) return absl::InvalidArgumentError("init fn failed: " + s.ToString());
+      ctx_.logger.Info("no checkpoint: variables initialised and the init fn ran (warm start)");
+    } else if (first_time) {
+      ctx_.logger.Info("no checkpoint: variables initialised by the model's initialisers");
+    } else {
+      step = last_global_step_;
+      ctx_.logger.Warning(
+          "no checkpoint to restore from: re-initialising the parameter servers "
+          "with the chief's last pulled values",
+          {{"global_step", step}});
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      auto src = vars_[v]->value.values();
+      values[v].assign(src.begin(), src.end());
+    }
+  }
+  for (int p = 0; p < client_.num_ps(); ++p) {
+    std::vector<ps::ShardState> shards;
+    for (std::size_t v = 0; v < n; ++v) {
+      for (const auto& shard : placement_[v].shards) {
+        if (shard.ps != p) continue;
+        auto begin = static_cast<std::ptrdiff_t>(shard.offset);
+        auto end = begin + static_cast<std::ptrdiff_t>(shard.size);
+        ps::ShardState state{
+            shard.name, std::vector<float>(values[v].begin() + begin, values[v].begin() + end), {}};
+        for (const auto& slot : slots[v]) {
+          state.slots.emplace_back(slot.begin() + begin, slot.begin() + end);
+        }
+        shards.push_back(std::move(state));
+      }
+    }
+    TAAS_RETURN_IF_ERROR(client_.Initialize(p, info_.sync, info_.replicas_to_aggregate,
+                                            built_.state.optimizer, step, std::move(shards),
+                                            cfg_.wait_timeout_secs));
+  }
+  last_checkpoint_step_ = ckpt ? step : -1;
+  last_checkpoint_time_ = Clock::now();
+  last_global_step_ = step;
+  ctx_.logger.Info("parameter servers ready: other replicas may start",
+                   {{"global_step", step}, {"ps", client_.num_ps()}});
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
+  const int slot_count = optimizer_->slot_count();
+  std::vector<std::map<std::string, ps::ShardState>> by_ps(
+      static_cast<std::size_t>(client_.num_ps()));
+  std::int64_t step = global_step;
+  for (int p = 0; p < client_.num_ps(); ++p) {
+    TAAS_ASSIGN_OR_RETURN(auto snap, client_.Snapshot(p, cfg_.wait_timeout_secs));
+    if (p == 0) step = snap.first;
+    for (auto& s : snap.second) {
+      std::string name = s.name;
+      by_ps[static_cast<std::size_t>(p)].emplace(std::move(name), std::move(s));
+    }
+  }
+  std::vector<checkpoint::Entry> entries;
+  for (std::size_t v = 0; v < vars_.size(); ++v) {
+    const auto size = static_cast<std::size_t>(placement_[v].size);
+    checkpoint::Entry value{vars_[v]->name, std::vector<float>(size)};
+    std::vector<checkpoint::Entry> slot_entries;
+    for (int k = 0; k < slot_count; ++k) {
+      slot_entries.push_back(
+          {vars_[v]->name + "/slot_" + std::to_string(k), std::vector<float>(size)});
+    }
+    for (const auto& shard : placement_[v].shards) {
+      auto& held = by_ps[static_cast<std::size_t>(shard.ps)];
+      auto it = held.find(shard.name);
+      if (it == held.end() || it->second.values.size() != static_cast<std::size_t>(shard.size)) {
+        return absl::InternalError("ps " + std::to_string(shard.ps) + " lacks shard " + shard.name +
+                                   " while checkpointing");
+      }
+      std::copy(it->second.values.begin(), it->second.values.end(),
+                value.values.begin() + static_cast<std::ptrdiff_t>(shard.offset));
+      for (int k = 0; k < slot_count && k < static_cast<int>(it->second.slots.size()); ++k) {
+        const auto& slot = it->second.slots[static_cast<std::size_t>(k)];
+        std::copy(slot.begin(), slot.end(),
+                  slot_entries[static_cast<std::size_t>(k)].values.begin() +
+                      static_cast<std::ptrdiff_t>(shard.offset));
+      }
+    }
+    entries.push_back(std::move(value));
+    for (auto& e : slot_entries) entries.push_back(std::move(e));
+  }
+  const auto start = Clock::now();
+  TAAS_ASSIGN_OR_RETURN(std::string path,
+                        checkpoint::Save(info_.model_dir, step, entries, cfg_.keep_checkpoints));
+  ctx_.logger.Info("saved checkpoint",
+                   {{"checkpoint", path}, {"global_step", step}, {"secs", SecondsSince(start)}});
+  last_checkpoint_step_ = step;
+  last_checkpoint_time_ = Clock::now();
+  return absl::OkStatus();
+}
+
+void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result, double,
+                             std::int64_t examples) {
+  summary_window_loss_ += result.loss;
+  ++summary_window_count_;
+  summary_window_examples_ += examples;
+  if (cfg_.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
+    const double secs = std::max(SecondsSince(summary_window_start_), 1e-9);
+    summary::Scalars scalars = {
+        {"loss",
+         static_cast<float>(summary_window_loss_ /
+                            static_cast<double>(std::max<std::int64_t>(summary_window_count_, 1)))},
+        {"learning_rate", optimizer_->LearningRate(global_step)},
+        {"examples_per_sec", static_cast<float>(summary_window_examples_ / secs)},
+        {"global_step/sec",
+         static_cast<float>(static_cast<double>(global_step - summary_window_step_) / secs)}};
+    for (const auto& [tag, value] : result.scalars) scalars.emplace_back(tag, value);
+    absl::Status s = events_->WriteScalars(global_step, scalars);
+    if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
+    next_summary_step_ = (global_step / cfg_.save_summaries_steps + 1) * cfg_.save_summaries_steps;
+    summary_window_start_ = Clock::now();
+    summary_window_step_ = global_step;
+    summary_window_examples_ = 0;
+    summary_window_loss_ = 0;
+    summary_window_count_ = 0;
+  }
+  const bool by_time = cfg_.save_checkpoints_secs > 0 &&
+                       SecondsSince(last_checkpoint_time_) >= cfg_.save_checkpoints_secs;
+  const bool by_steps =
+      cfg_.save_checkpoints_steps > 0 &&
+      global_step - std::max<std::int64_t>(last_checkpoint_step_, 0) >= cfg_.save_checkpoints_steps;
+  if ((by_time || by_steps) && global_step != last_checkpoint_step_) {
+    absl::Status s = SaveCheckpoint(global_step);
+    if (!s.ok()) {
+      // Try again at the next step; a PS that lost its variables is noticed by the next pull.
+      ctx_.logger.Warning("checkpoint failed", {{"error", s.ToString()}});
+      last_checkpoint_time_ = Clock::now();
+    }
+  }
+}
+
+int Trainer::Run() {
+  std::vector<ps::VariableInfo> infos;
+  for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
+  placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes);
+  optimizer_ = std::move(nn::CreateOptimizer(built_.state.optimizer)).value();
+  {
+    std::string bytes;
+    for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {
+      bytes += (bytes.empty() ? "" : ",") + std::to_string(b);
+    }
+    ctx_.logger.Info("model built", {{"variables", static_cast<std::int64_t>(vars_.size())},
+                                     {"bytes_per_ps", bytes},
+                                     {"sync", info_.sync},
+                                     {"replicas_to_aggregate", info_.replicas_to_aggregate}});
+  }
+  auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
+  if (!reachable.ok()) {
+    ctx_.logger.Error("parameter servers unreachable", {{"error", reachable.status().ToString()}});
+    return ps::IsTransient(reachable.status()) ? kExitTransient : kExitBadConfig;
+  }
+  if (info_.is_chief) {
+    std::error_code ec;
+    fs::create_directories(info_.model_dir, ec);
+    fs::remove(fs::path(info_.model_dir) / kDoneMarker, ec);
+    while (true) {
+      absl::Status s = InitializeOrRestore(/*first_time=*/true);
+      if (s.ok()) break;
+      if (!ps::IsTransient(s)) {
+        ctx_.logger.Error("cannot initialise the parameter servers", {{"error", s.ToString()}});
+        return kExitModelError;
+      }
+      if (!patience_.Wait("parameter servers not answering initialisation", s)) {
+        return kExitTransient;
+      }
+    }
+    patience_.Reset();
+    auto writer = summary::EventWriter::Create(info_.model_dir);
+    if (writer.ok()) {
+      events_ = std::move(*writer);
+    } else {
+      ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
+    }
+    next_summary_step_ = last_global_step_;
+    summary_window_step_ = last_global_step_;
+  }
+
+  const Logger progress = ctx_.logger;
+  std::int64_t local_step = 0;
+  auto window_start = Clock::now();
+  std::int64_t window_steps = 0, window_examples = 0, dropped = 0;
+  bool chief_stop = false;
+  while (true) {
+    auto pulled = client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+    if (!pulled.ok()) {
+      const absl::Status& s = pulled.status();
+      if (s.code() == absl::StatusCode::kFailedPrecondition) {
+        if (info_.is_chief) {
+          ctx_.logger.Warning(
+              "a parameter server lost its variables (restarted): restoring all "
+              "parameter servers from the latest checkpoint",
+              {{"detail", std::string(s.message())}});
+          absl::Status r = InitializeOrRestore(/*first_time=*/false);
+          if (r.ok()) continue;
+          if (!ps::IsTransient(r)) {
+            ctx_.logger.Error("cannot restore the parameter servers", {{"error", r.ToString()}});
+            return kExitModelError;
+          }
+          if (!patience_.Wait("restoring parameter servers", r)) return kExitTransient;
+          continue;
+        }
+        if (!patience_.Wait("waiting for the chief to initialise or restore the variables", s)) {
+          return kExitTransient;
+        }
+        continue;
+      }
+      if (ps::IsTransient(s)) {
+        if (!patience_.Wait("parameter server unreachable, retrying", s)) return kExitTransient;
+        continue;
+      }
+      ctx_.logger.Error("pull failed", {{"error", s.ToString()}});
+      return kExitModelError;
+    }
+    patience_.Reset();
+    if (info_.is_chief && !incarnations_.empty()) {
+      for (std::size_t p = 0; p < incarnations_.size(); ++p) {
+        if (incarnations_[p] != pulled->incarnations[p]) {
+          ctx_.logger.Info("parameter server incarnation changed",
+                           {{"ps", static_cast<std::int64_t>(p)},
+                            {"incarnation", std::to_string(pulled->incarnations[p])}});
+        }
+      }
+    }
+    incarnations_ = pulled->incarnations;
+    last_global_step_ = pulled->global_step;
+    built_.global_step = pulled->global_step;
+    ctx_.gauges->Set("taas_global_step", static_cast<double>(pulled->global_step));
+    if (pulled->done || pulled->global_step >= info_.max_steps) break;
+
+    session_state_.global_step = pulled->global_step;
+    session_state_.local_step = local_step;
+    session_state_.learning_rate = optimizer_->LearningRate(pulled->global_step);
+    const auto step_start = Clock::now();
+    StepResult result = built_.model->train(session_);
+    const std::int64_t examples = result.examples > 0 ? result.examples : built_.state.batch_size;
+
+    auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, cfg_.wait_timeout_secs);
+    if (!pushed.ok()) {
+      const absl::Status& s = pushed.status();
+      if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
+        ctx_.logger.Info("gradients not applied; pulling again", {{"detail", s.ToString()}});
+        continue;  // The next pull waits for the PS or the chief's restore.
+      }
+      ctx_.logger.Error("push failed", {{"error", s.ToString()}});
+      return kExitModelError;
+    }
+    ++local_step;
+    dropped += pushed->stale + pushed->reset;
+    const double step_secs = SecondsSince(step_start);
+    const std::int64_t global_step = std::max(pushed->global_step, pulled->global_step);
+    last_global_step_ = global_step;
+    built_.global_step = global_step;
+    ++window_steps;
+    window_examples += examples;
+    ctx_.gauges->Set("taas_global_step", static_cast<double>(global_step));
+    ctx_.gauges->Set("taas_loss", result.loss);
+    ctx_.gauges->Set("taas_learning_rate", session_state_.learning_rate);
+    if (local_step % cfg_.log_steps == 0) {
+      const double secs = std::max(SecondsSince(window_start), 1e-9);
+      ctx_.gauges->Set("taas_examples_per_second", static_cast<double>(window_examples) / secs);
+      progress.Info("training", {{"step", local_step},
+                                 {"global_step", global_step},
+                                 {"loss", static_cast<double>(result.loss)},
+                                 {"sec_per_batch", secs / static_cast<double>(window_steps)},
+                                 {"examples_per_sec", static_cast<double>(window_examples) / secs},
+                                 {"dropped_pushes", dropped}});
+      window_start = Clock::now();
+      window_steps = window_examples = 0;
+    }
+    if (info_.is_chief) ChiefAfterStep(global_step, result, step_secs, examples);
+    if (pushed->done || global_step >= info_.max_steps) break;
+    if (result.stop) {
+      chief_stop = info_.is_chief;
+      ctx_.logger.Info("train() asked to stop", {{"global_step", global_step}});
+      break;
+    }
+  }
+  return Finish(chief_stop);
+}
+
+int Trainer::Finish(bool chief_stop) {
+  ctx_.logger.Info("training finished", {{"global_step", last_global_step_},
+                                         {"max_steps", info_.max_steps},
+                                         {"stopped_by_model", chief_stop}});
+  if (!info_.is_chief) {
+    // Best effort: the final values for after_train (the PS may already be gone).
+    auto pulled = client_.Pull(placement_, Buffers(), 10);
+    if (pulled.ok()) session_state_.global_step = pulled->global_step;
+    built_.model->after_train(session_, false);
+    return kExitOk;
+  }
+  // Release workers waiting in sync pushes; pulls and snapshots keep working.
+  for (int p = 0; p < client_.num_ps(); ++p) {
+    absl::Status s = client_.Shutdown(p, /*exit=*/false, cfg_.wait_timeout_secs);
+    if (!s.ok()) ctx_.logger.Warning("cannot mark training done", {{"error", s.ToString()}});
+  }
+  auto pulled = client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+  if (!pulled.ok()) {
+    ctx_.logger.Error("cannot fetch the final variables", {{"error", pulled.status().ToString()}});
+    return kExitTransient;
+  }
+  session_state_.global_step = pulled->global_step;
+  if (pulled->global_step != last_checkpoint_step_) {
+    absl::Status s = SaveCheckpoint(pulled->global_step);
+    if (!s.ok()) {
+      ctx_.logger.Error("final checkpoint failed", {{"error", s.ToString()}});
+      return kExitTransient;
+    }
+  }
+  {
+    std::ofstream marker(fs::path(info_.model_dir) / kDoneMarker);
+    marker << pulled->global_step << "\n";
+  }
+  built_.model->after_train(session_, true);
+  for (int p = 0; p < client_.num_ps(); ++p) {
+    absl::Status s = client_.Shutdown(p, /*exit=*/true, 10);
+    if (!s.ok()) ctx_.logger.Warning("cannot stop a parameter server", {{"error", s.ToString()}});
+  }
+  ctx_.logger.Info("job done", {{"global_step", pulled->global_step}});
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses) {
+  auto built = BuildModel(ctx);
+  if (!built) return kExitModelError;
+  Trainer trainer(ctx, *built, ps_addresses);
+  return trainer.Run();
+}
+
+}  // namespace taas::runtime
