@@ -55,5 +55,49 @@ TEST_CASE("TF_CONFIG matches Kubeflow's format byte for byte") {
         R"("environment":"cloud"})");
 }
 
+TEST_CASE(
+    "TF_CONFIG is needed unless the job has exactly one replica, as Kubeflow's isDistributed") {
+  CHECK_FALSE(NeedsTfConfig(JobWith({{ReplicaType::kWorker, 1}}).spec));
+  CHECK_FALSE(NeedsTfConfig(JobWith({{ReplicaType::kChief, 1}, {ReplicaType::kWorker, 0}}).spec));
+  CHECK(NeedsTfConfig(JobWith({{ReplicaType::kWorker, 2}}).spec));
+  CHECK(NeedsTfConfig(JobWith({{ReplicaType::kChief, 1}, {ReplicaType::kEvaluator, 1}}).spec));
+  CHECK(NeedsTfConfig(JobWith({{ReplicaType::kWorker, 0}}).spec));
+}
+
+TEST_CASE("each replica type listens on its template's tfjob-port") {
+  TFJob job = JobWith({{ReplicaType::kPS, 1}, {ReplicaType::kWorker, 1}});
+  job.spec.replica_specs[ReplicaType::kPS].pod_template = nlohmann::json::parse(R"({"spec":{
+      "containers":[{"name":"tensorflow","ports":[{"name":"tfjob-port","containerPort":4444}]}]}})");
+  job.spec.replica_specs[ReplicaType::kWorker].pod_template = nlohmann::json::parse(
+      R"({"spec":{"containers":[{"name":"tensorflow","ports":[{"name":"metrics","containerPort":9090}]}]}})");
+  const auto cluster = KubernetesClusterSpec(job, ServiceAddressing{});
+  CHECK(cluster.at("ps") == std::vector<std::string>{"j-ps-0.ns.svc:4444"});
+  CHECK(cluster.at("worker") == std::vector<std::string>{"j-worker-0.ns.svc:2222"});
+}
+
+TEST_CASE("the launcher builds the cluster from its own addresses") {
+  const auto cluster = BuildClusterSpec(
+      JobWith({{ReplicaType::kPS, 1}, {ReplicaType::kWorker, 2}}).spec,
+      [](ReplicaType type, int index) {
+        return "127.0.0.1:" + std::to_string(type == ReplicaType::kPS ? 5000 : 6000 + index);
+      });
+  CHECK(cluster ==
+        ClusterSpec{{"ps", {"127.0.0.1:5000"}}, {"worker", {"127.0.0.1:6000", "127.0.0.1:6001"}}});
+}
+
+TEST_CASE("enableDynamicWorker gives Kubeflow's sparse TF_CONFIG") {
+  TFJob job = JobWith({{ReplicaType::kPS, 2}, {ReplicaType::kWorker, 2}});
+  job.spec.enable_dynamic_worker = true;
+  CHECK(KubernetesTfConfig(job, TaskId{ReplicaType::kWorker, 1}, ServiceAddressing{}) ==
+        R"({"sparseCluster":{"worker":{"1":"j-worker-1.ns.svc:2222"},)"
+        R"("ps":["j-ps-0.ns.svc:2222","j-ps-1.ns.svc:2222"]},"task":{"type":"worker","index":1}})");
+  CHECK(KubernetesTfConfig(job, TaskId{ReplicaType::kPS, 1}, ServiceAddressing{}) ==
+        R"({"sparseCluster":{"worker":{},"ps":["j-ps-1.ns.svc:2222"]},)"
+        R"("task":{"type":"ps","index":1}})");
+  job.spec.enable_dynamic_worker = false;
+  CHECK(KubernetesTfConfig(job, TaskId{ReplicaType::kPS, 0}, ServiceAddressing{}) ==
+        TfConfigJson(KubernetesClusterSpec(job, ServiceAddressing{}), TaskId{ReplicaType::kPS, 0}));
+}
+
 }  // namespace
 }  // namespace taas::tfjob

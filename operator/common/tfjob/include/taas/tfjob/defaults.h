@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "taas/tfjob/tfjob.h"
 
@@ -17,5 +18,8 @@ void SetDefaults(TFJob& job);
 // The port replicas of this template listen on: the `tfjob-port` containerPort of the
 // `tensorflow` container, else kDefaultPort (2222), like Kubeflow's GetPortFromTFJob.
 int TfJobPort(const nlohmann::json& pod_template);
+
+// The `tfjob-port` containerPort the `tensorflow` container declares, if any.
+std::optional<int> DeclaredTfJobPort(const nlohmann::json& pod_template);
 
 }  // namespace taas::tfjob

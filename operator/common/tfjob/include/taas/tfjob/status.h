@@ -126,9 +126,11 @@ struct StatusUpdate {
 //  4. replicaStatuses are recounted for every type of the spec: Running and not terminating ->
 //     active; Succeeded -> succeeded (and its index remembered in succeededIndexes, so a
 //     garbage-collected pod still counts); Failed and not terminating -> failed, and
-//     DecideOnExit(policy, exit code) picks restart or fail (a Failed replica without an exit code
-//     is retryable, like Kubeflow's 0xbeef). A terminating Running replica counts as failed only
-//     under Never. Replicas of other types or indices are ignored (ReplicasToDelete removes them).
+//     the policy picks restart or fail (Never: fail; OnFailure/Always: restart; ExitCode: restart
+//     on IsRetryableExitCode, and a Failed replica without an exit code is retryable, like
+//     Kubeflow's 0xbeef). A terminating replica counts as neither active nor failed: once gone it
+//     is recreated (a pod deleted by hand or lost with its node). Replicas of other types or
+//     indices are ignored (ReplicasToDelete removes them).
 //  5. activeDeadlineSeconds passed since startTime -> Failed. Restarts (recorded + in place +
 //     decided now) above backoffLimit -> Failed (no restart happens).
 //  6. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default

@@ -1,0 +1,52 @@
+#include "taas/tfjob/restart.h"
+
+#include <doctest/doctest.h>
+
+namespace taas::tfjob {
+namespace {
+
+TEST_CASE("retryable exit codes are 128 and above, as Kubeflow's IsRetryableExitCode") {
+  CHECK_FALSE(IsRetryableExitCode(0));
+  CHECK_FALSE(IsRetryableExitCode(1));
+  CHECK_FALSE(IsRetryableExitCode(127));
+  CHECK(IsRetryableExitCode(128));
+  CHECK(IsRetryableExitCode(137));
+  CHECK(IsRetryableExitCode(143));
+  CHECK(IsRetryableExitCode(255));
+  CHECK_FALSE(IsRetryableExitCode(-1));
+}
+
+TEST_CASE("the exit decision per restart policy and exit code") {
+  using enum ExitAction;
+  struct Case {
+    RestartPolicy policy;
+    int exit_code;
+    ExitAction expected;
+  };
+  const Case cases[] = {
+      {RestartPolicy::kAlways, 0, kRestart},     {RestartPolicy::kAlways, 1, kRestart},
+      {RestartPolicy::kAlways, 137, kRestart},   {RestartPolicy::kOnFailure, 0, kSucceed},
+      {RestartPolicy::kOnFailure, 1, kRestart},  {RestartPolicy::kOnFailure, 143, kRestart},
+      {RestartPolicy::kNever, 0, kSucceed},      {RestartPolicy::kNever, 1, kFail},
+      {RestartPolicy::kNever, 137, kFail},       {RestartPolicy::kExitCode, 0, kSucceed},
+      {RestartPolicy::kExitCode, 1, kFail},      {RestartPolicy::kExitCode, 2, kFail},
+      {RestartPolicy::kExitCode, 127, kFail},    {RestartPolicy::kExitCode, 128, kRestart},
+      {RestartPolicy::kExitCode, 130, kRestart}, {RestartPolicy::kExitCode, 137, kRestart},
+      {RestartPolicy::kExitCode, 143, kRestart}, {RestartPolicy::kExitCode, 255, kRestart},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(ToString(c.policy));
+    CAPTURE(c.exit_code);
+    CHECK(ToString(DecideOnExit(c.policy, c.exit_code)) == ToString(c.expected));
+  }
+}
+
+TEST_CASE("pods get the kubelet restart policy; ExitCode becomes Never") {
+  CHECK(PodRestartPolicy(RestartPolicy::kExitCode) == "Never");
+  CHECK(PodRestartPolicy(RestartPolicy::kNever) == "Never");
+  CHECK(PodRestartPolicy(RestartPolicy::kOnFailure) == "OnFailure");
+  CHECK(PodRestartPolicy(RestartPolicy::kAlways) == "Always");
+}
+
+}  // namespace
+}  // namespace taas::tfjob

@@ -1,0 +1,485 @@
+#include "taas/tfjob/status.h"
+
+#include <algorithm>
+#include <set>
+
+#include "taas/tfjob/labels.h"
+#include "taas/tfjob/restart.h"
+
+namespace taas::tfjob {
+namespace {
+
+// Kubeflow's stand-in exit code for a Failed pod whose container never reported one (it is
+// >= 128, hence retryable under ExitCode).
+constexpr int kUnknownExitCode = 0xbeef;
+
+constexpr std::string_view kStuckWaitingReasons[] = {
+    "ImagePullBackOff",     "ErrImagePull",     "CrashLoopBackOff",
+    "CreateContainerError", "InvalidImageName", "CreateContainerConfigError"};
+
+bool IsStuckWaitingReason(std::string_view reason) {
+  return std::find(std::begin(kStuckWaitingReasons), std::end(kStuckWaitingReasons), reason) !=
+         std::end(kStuckWaitingReasons);
+}
+
+// What becomes of a replica observed in phase Failed (the container may or may not have said
+// why): Kubeflow restarts it under OnFailure/Always, under ExitCode when the code is retryable.
+ExitAction FailedReplicaAction(RestartPolicy policy, std::optional<int> exit_code) {
+  switch (policy) {
+    case RestartPolicy::kNever:
+      return ExitAction::kFail;
+    case RestartPolicy::kOnFailure:
+    case RestartPolicy::kAlways:
+      return ExitAction::kRestart;
+    case RestartPolicy::kExitCode:
+      return IsRetryableExitCode(exit_code.value_or(kUnknownExitCode)) ? ExitAction::kRestart
+                                                                       : ExitAction::kFail;
+  }
+  return ExitAction::kFail;
+}
+
+bool InSpec(const TFJobSpec& spec, ReplicaType type, int index) {
+  const auto it = spec.replica_specs.find(type);
+  return it != spec.replica_specs.end() && index >= 0 && index < it->second.replicas;
+}
+
+void MoveActiveToSucceeded(JobStatus& status) {
+  for (auto& [type, replica] : status.replica_statuses) {
+    replica.succeeded += replica.active;
+    replica.active = 0;
+  }
+}
+
+// Per replica type, what this round observed.
+struct Tally {
+  int failed_for_good = 0;
+  int restarting = 0;
+};
+
+// A replica that has been stuck since `since`.
+struct Stuck {
+  ReplicaRef replica;
+  std::string reason;
+  std::string message;
+};
+
+// The computation, step by step; each step reads and writes `update_`.
+class StatusComputation {
+ public:
+  StatusComputation(const TFJob& job, const std::vector<ObservedReplica>& observed, Time now,
+                    const StatusOptions& options)
+      : job_(job), observed_(observed), now_(now), options_(options) {
+    update_.status = job.status;
+  }
+
+  StatusUpdate Run() {
+    if (IsFinished(status())) {
+      if (IsSucceeded(status())) MoveActiveToSucceeded(status());
+      return std::move(update_);
+    }
+    SetCreated();
+    InitReplicaStatuses();
+    if (job_.spec.run_policy.suspend) {
+      Suspend();
+      return std::move(update_);
+    }
+    Resume();
+    if (!status().start_time) status().start_time = now_;
+    CountReplicas();
+    if (Decide()) UpdateStuck();
+    ScheduleDeadline();
+    return std::move(update_);
+  }
+
+ private:
+  JobStatus& status() { return update_.status; }
+  std::string Key() const { return JobKey(job_.metadata); }
+
+  void Set(ConditionType type, ConditionStatus condition_status, std::string_view reason,
+           std::string message, bool warning) {
+    if (SetCondition(status(), type, condition_status, reason, message, now_)) {
+      update_.events.push_back({warning, std::string(reason), std::move(message)});
+    }
+  }
+
+  void Finish(ConditionType type, std::string_view reason, std::string message) {
+    Set(type, ConditionStatus::kTrue, reason, std::move(message), type == ConditionType::kFailed);
+    if (!status().completion_time) status().completion_time = now_;
+    if (type == ConditionType::kSucceeded) MoveActiveToSucceeded(status());
+    update_.restart.clear();
+  }
+
+  void SetCreated() {
+    if (FindCondition(status(), ConditionType::kCreated) != nullptr) return;
+    Set(ConditionType::kCreated, ConditionStatus::kTrue, kReasonCreated,
+        "TFJob " + job_.metadata.name + " is created.", false);
+  }
+
+  // Keeps one entry per replica type of the spec, with its selectors; counts are recomputed.
+  void InitReplicaStatuses() {
+    std::map<ReplicaType, ReplicaStatus> fresh;
+    for (const auto& [type, spec] : job_.spec.replica_specs) {
+      ReplicaStatus replica;
+      if (const auto old = status().replica_statuses.find(type);
+          old != status().replica_statuses.end()) {
+        replica = old->second;
+      }
+      const Labels labels = ReplicaTypeLabels(job_.metadata.name, type);
+      replica.label_selector = LabelSelectorJson(labels);
+      replica.selector = SelectorString(labels);
+      std::erase_if(replica.succeeded_indexes,
+                    [&](int index) { return index < 0 || index >= spec.replicas; });
+      fresh[type] = std::move(replica);
+    }
+    status().replica_statuses = std::move(fresh);
+  }
+
+  void Suspend() {
+    const std::string message = "TFJob " + job_.metadata.name + " is suspended.";
+    if (IsRunning(status())) {
+      Set(ConditionType::kRunning, ConditionStatus::kFalse, kReasonSuspended, message, false);
+    }
+    if (!IsSuspended(status())) {
+      Set(ConditionType::kSuspended, ConditionStatus::kTrue, kReasonSuspended, message, false);
+    }
+    for (auto& [type, replica] : status().replica_statuses) replica.active = 0;
+  }
+
+  void Resume() {
+    if (!IsSuspended(status())) return;
+    Set(ConditionType::kSuspended, ConditionStatus::kFalse, kReasonResumed,
+        "TFJob " + job_.metadata.name + " is resumed.", false);
+    status().start_time = now_;
+  }
+
+  void CountReplicas() {
+    std::map<ReplicaType, std::set<int>> succeeded;
+    for (auto& [type, replica] : status().replica_statuses) {
+      succeeded[type].insert(replica.succeeded_indexes.begin(), replica.succeeded_indexes.end());
+      replica.active = replica.succeeded = replica.failed = 0;
+    }
+    for (const ObservedReplica& replica : observed_) {
+      if (!InSpec(job_.spec, replica.type, replica.index) || replica.terminating) continue;
+      ReplicaStatus& counts = status().replica_statuses[replica.type];
+      in_place_restarts_ += replica.restarts;
+      switch (replica.phase) {
+        case ReplicaPhase::kRunning:
+          ++counts.active;
+          break;
+        case ReplicaPhase::kSucceeded:
+          succeeded[replica.type].insert(replica.index);
+          break;
+        case ReplicaPhase::kFailed:
+          ++counts.failed;
+          CountFailure(replica);
+          break;
+        case ReplicaPhase::kPending:
+        case ReplicaPhase::kUnknown:
+          break;
+      }
+    }
+    for (auto& [type, replica] : status().replica_statuses) {
+      replica.succeeded_indexes.assign(succeeded[type].begin(), succeeded[type].end());
+      replica.succeeded = static_cast<std::int32_t>(replica.succeeded_indexes.size());
+    }
+  }
+
+  void CountFailure(const ObservedReplica& replica) {
+    const RestartPolicy policy = job_.spec.replica_specs.at(replica.type).restart_policy;
+    if (FailedReplicaAction(policy, replica.exit_code) == ExitAction::kRestart) {
+      ++tally_[replica.type].restarting;
+      restarts_.push_back({replica.type, replica.index});
+    } else {
+      ++tally_[replica.type].failed_for_good;
+    }
+  }
+
+  // Deadline, backoff limit, success, failure, restarts, in that order. Returns false when the
+  // job finished.
+  bool Decide() {
+    if (PastDeadline()) {
+      Finish(ConditionType::kFailed, kReasonFailed,
+             "TFJob " + Key() + " has failed because it was active longer than specified deadline");
+      return false;
+    }
+    if (PastBackoffLimit()) {
+      Finish(ConditionType::kFailed, kReasonFailed,
+             "TFJob " + Key() + " has failed because it has reached the specified backoff limit");
+      return false;
+    }
+    if (UpdateSuccessAndRunning()) return false;
+    for (ReplicaType type : kStatusOrder) {
+      const int failed = tally_[type].failed_for_good;
+      if (failed == 0) continue;
+      if (job_.spec.enable_dynamic_worker && type == ReplicaType::kWorker) continue;
+      Finish(ConditionType::kFailed, kReasonFailed,
+             "TFJob " + Key() + " has failed because " + std::to_string(failed) + " " +
+                 std::string(ReplicaTypeName(type)) + " replica(s) failed.");
+      return false;
+    }
+    CommitRestarts();
+    return true;
+  }
+
+  bool PastDeadline() const {
+    const auto& deadline = job_.spec.run_policy.active_deadline_seconds;
+    const auto& start = update_.status.start_time;
+    return deadline && start && now_ - *start >= std::chrono::seconds(*deadline);
+  }
+
+  // Every restart so far (recorded in status, and in place in the observed replicas) plus the
+  // ones this round would do, against backoffLimit.
+  bool PastBackoffLimit() const {
+    const auto& limit = job_.spec.run_policy.backoff_limit;
+    if (!limit) return false;
+    std::int64_t total = in_place_restarts_ + static_cast<std::int64_t>(restarts_.size());
+    for (const auto& [type, replica] : update_.status.replica_statuses) total += replica.restarts;
+    return total > *limit;
+  }
+
+  // Kubeflow's UpdateJobStatus for success and Running. Returns true when the job succeeded.
+  bool UpdateSuccessAndRunning() {
+    const bool has_chief = HasChiefOrMaster(job_.spec);
+    for (ReplicaType type : kStatusOrder) {
+      const auto spec = job_.spec.replica_specs.find(type);
+      if (spec == job_.spec.replica_specs.end()) continue;
+      const ReplicaStatus& counts = status().replica_statuses[type];
+      const int expected = spec->second.replicas - counts.succeeded;
+      const bool running = counts.active > 0;
+      bool succeeded = false;
+      if (has_chief) {
+        if (!IsChiefOrMaster(type)) continue;
+        if (running) SetRunning();
+        succeeded = expected <= 0;
+      } else if (type == ReplicaType::kWorker) {
+        const auto& indexes = counts.succeeded_indexes;
+        const bool worker0_done = std::binary_search(indexes.begin(), indexes.end(), 0);
+        succeeded = expected <= 0 ||
+                    (worker0_done && job_.spec.success_policy != SuccessPolicy::kAllWorkers);
+        if (!succeeded && running) SetRunning();
+      }
+      if (succeeded) {
+        Finish(ConditionType::kSucceeded, kReasonSucceeded,
+               "TFJob " + Key() + " successfully completed.");
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void SetRunning() {
+    Set(ConditionType::kRunning, ConditionStatus::kTrue, kReasonRunning,
+        "TFJob " + Key() + " is running.", false);
+  }
+
+  void CommitRestarts() {
+    if (restarts_.empty()) return;
+    for (const ReplicaRef& replica : restarts_) {
+      ++status().replica_statuses[replica.type].restarts;
+    }
+    update_.restart = restarts_;
+    for (ReplicaType type : kStatusOrder) {
+      const int restarting = tally_[type].restarting;
+      if (restarting == 0) continue;
+      Set(ConditionType::kRestarting, ConditionStatus::kTrue, kReasonRestarting,
+          "TFJob " + Key() + " is restarting because " + std::to_string(restarting) + " " +
+              std::string(ReplicaTypeName(type)) + " replica(s) failed.",
+          true);
+      break;
+    }
+  }
+
+  void UpdateStuck() {
+    if (options_.stuck_after.count() <= 0) return;
+    std::optional<Stuck> stuck;
+    for (const ObservedReplica& replica : observed_) {
+      if (!InSpec(job_.spec, replica.type, replica.index) || replica.terminating) continue;
+      const bool waiting =
+          replica.phase == ReplicaPhase::kPending ||
+          (replica.phase == ReplicaPhase::kRunning && IsStuckWaitingReason(replica.reason));
+      if (!waiting || !replica.waiting_since) continue;
+      const Time due = *replica.waiting_since + options_.stuck_after;
+      if (now_ < due) {
+        Requeue(due);
+      } else if (!stuck) {
+        stuck = Stuck{{replica.type, replica.index},
+                      replica.reason.empty() ? std::string("Pending") : replica.reason,
+                      replica.message};
+      }
+    }
+    if (stuck) {
+      std::string message =
+          "replica " + ReplicaName(job_.metadata.name, stuck->replica.type, stuck->replica.index) +
+          " is stuck: " + stuck->reason;
+      if (!stuck->message.empty()) message += ": " + stuck->message;
+      Set(ConditionType::kStuck, ConditionStatus::kTrue, stuck->reason, std::move(message), true);
+    } else if (HasTrueCondition(status(), ConditionType::kStuck)) {
+      Set(ConditionType::kStuck, ConditionStatus::kFalse, kReasonUnstuck,
+          "no replica is stuck any more", false);
+    }
+  }
+
+  void ScheduleDeadline() {
+    const auto& deadline = job_.spec.run_policy.active_deadline_seconds;
+    if (IsFinished(status()) || !deadline || !status().start_time) return;
+    Requeue(*status().start_time + std::chrono::seconds(*deadline));
+  }
+
+  void Requeue(Time at) {
+    if (!update_.requeue_at || at < *update_.requeue_at) update_.requeue_at = at;
+  }
+
+  const TFJob& job_;
+  const std::vector<ObservedReplica>& observed_;
+  const Time now_;
+  const StatusOptions& options_;
+  StatusUpdate update_;
+  std::map<ReplicaType, Tally> tally_;
+  std::vector<ReplicaRef> restarts_;
+  std::int64_t in_place_restarts_ = 0;
+};
+
+}  // namespace
+
+const JobCondition* FindCondition(const JobStatus& status, ConditionType type) {
+  for (const JobCondition& condition : status.conditions) {
+    if (condition.type == type) return &condition;
+  }
+  return nullptr;
+}
+
+bool HasTrueCondition(const JobStatus& status, ConditionType type) {
+  const JobCondition* condition = FindCondition(status, type);
+  return condition != nullptr && condition->status == ConditionStatus::kTrue;
+}
+
+bool IsSucceeded(const JobStatus& status) {
+  return HasTrueCondition(status, ConditionType::kSucceeded);
+}
+bool IsFailed(const JobStatus& status) { return HasTrueCondition(status, ConditionType::kFailed); }
+bool IsFinished(const JobStatus& status) { return IsSucceeded(status) || IsFailed(status); }
+bool IsRunning(const JobStatus& status) {
+  return HasTrueCondition(status, ConditionType::kRunning);
+}
+bool IsSuspended(const JobStatus& status) {
+  return HasTrueCondition(status, ConditionType::kSuspended);
+}
+
+bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus condition_status,
+                  std::string_view reason, std::string message, Time now) {
+  if (IsFinished(status)) return false;
+  const JobCondition* current = FindCondition(status, type);
+  if (current != nullptr && current->status == condition_status && current->reason == reason) {
+    return false;
+  }
+  JobCondition condition{type, condition_status, std::string(reason), std::move(message), now, now};
+  if (current != nullptr && current->status == condition_status) {
+    condition.last_transition_time = current->last_transition_time;
+  }
+  const bool finishing = type == ConditionType::kSucceeded || type == ConditionType::kFailed;
+  std::vector<JobCondition> kept;
+  for (JobCondition existing : status.conditions) {
+    if (existing.type == type) continue;
+    if (type == ConditionType::kRestarting && existing.type == ConditionType::kRunning) continue;
+    if (type == ConditionType::kRunning && existing.type == ConditionType::kRestarting) continue;
+    if (finishing && existing.type == ConditionType::kRunning &&
+        existing.status != ConditionStatus::kFalse) {
+      existing.status = ConditionStatus::kFalse;
+      existing.last_update_time = existing.last_transition_time = now;
+    }
+    kept.push_back(std::move(existing));
+  }
+  kept.push_back(std::move(condition));
+  status.conditions = std::move(kept);
+  return true;
+}
+
+bool StatusChanged(const JobStatus& before, const JobStatus& after) {
+  JobStatus a = before;
+  JobStatus b = after;
+  a.last_reconcile_time.reset();
+  b.last_reconcile_time.reset();
+  return a != b;
+}
+
+std::string_view ToString(ReplicaPhase phase) {
+  switch (phase) {
+    case ReplicaPhase::kPending:
+      return "Pending";
+    case ReplicaPhase::kRunning:
+      return "Running";
+    case ReplicaPhase::kSucceeded:
+      return "Succeeded";
+    case ReplicaPhase::kFailed:
+      return "Failed";
+    case ReplicaPhase::kUnknown:
+      return "Unknown";
+  }
+  return "Unknown";
+}
+
+std::optional<ReplicaPhase> ParseReplicaPhase(std::string_view text) {
+  for (ReplicaPhase phase :
+       {ReplicaPhase::kPending, ReplicaPhase::kRunning, ReplicaPhase::kSucceeded,
+        ReplicaPhase::kFailed, ReplicaPhase::kUnknown}) {
+    if (ToString(phase) == text) return phase;
+  }
+  return std::nullopt;
+}
+
+StatusUpdate ComputeJobStatus(const TFJob& job, const std::vector<ObservedReplica>& observed,
+                              Time now, const StatusOptions& options) {
+  return StatusComputation(job, observed, now, options).Run();
+}
+
+std::vector<ReplicaRef> ReplicasToCreate(const TFJob& job,
+                                         const std::vector<ObservedReplica>& observed) {
+  if (IsFinished(job.status) || job.spec.run_policy.suspend) return {};
+  std::set<ReplicaRef> present;
+  for (const ObservedReplica& replica : observed) present.insert({replica.type, replica.index});
+  std::vector<ReplicaRef> missing;
+  for (const auto& [type, spec] : job.spec.replica_specs) {
+    std::vector<int> succeeded;
+    if (const auto it = job.status.replica_statuses.find(type);
+        it != job.status.replica_statuses.end()) {
+      succeeded = it->second.succeeded_indexes;
+    }
+    for (int index = 0; index < spec.replicas; ++index) {
+      if (present.contains({type, index})) continue;
+      if (std::find(succeeded.begin(), succeeded.end(), index) != succeeded.end()) continue;
+      missing.push_back({type, index});
+    }
+  }
+  return missing;
+}
+
+std::vector<ReplicaRef> ReplicasToDelete(const TFJob& job,
+                                         const std::vector<ObservedReplica>& observed) {
+  const bool finished = IsFinished(job.status);
+  const bool suspended = !finished && job.spec.run_policy.suspend;
+  const CleanPodPolicy policy = job.spec.run_policy.clean_pod_policy;
+  std::vector<ReplicaRef> doomed;
+  for (const ObservedReplica& replica : observed) {
+    if (replica.terminating) continue;
+    const bool active =
+        replica.phase == ReplicaPhase::kRunning || replica.phase == ReplicaPhase::kPending;
+    const bool remove = !InSpec(job.spec, replica.type, replica.index) || suspended ||
+                        (finished && (policy == CleanPodPolicy::kAll ||
+                                      (policy == CleanPodPolicy::kRunning && active)));
+    if (remove) doomed.push_back({replica.type, replica.index});
+  }
+  return doomed;
+}
+
+std::optional<Time> TtlExpiry(const TFJob& job) {
+  const auto& ttl = job.spec.run_policy.ttl_seconds_after_finished;
+  if (!IsFinished(job.status) || !ttl || !job.status.completion_time) return std::nullopt;
+  return *job.status.completion_time + std::chrono::seconds(*ttl);
+}
+
+bool TtlExpired(const TFJob& job, Time now) {
+  const std::optional<Time> expiry = TtlExpiry(job);
+  return expiry && now >= *expiry;
+}
+
+}  // namespace taas::tfjob

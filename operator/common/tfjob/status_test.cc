@@ -1,0 +1,552 @@
+#include "taas/tfjob/status.h"
+
+#include <doctest/doctest.h>
+
+#include "taas/tfjob/serialization.h"
+#include "test_support.h"
+
+namespace taas::tfjob {
+namespace {
+
+using testing::At;
+using testing::TestJob;
+using enum ReplicaType;
+using enum ReplicaPhase;
+
+ObservedReplica Replica(ReplicaType type, int index, ReplicaPhase phase,
+                        std::optional<int> exit_code = std::nullopt) {
+  ObservedReplica replica;
+  replica.type = type;
+  replica.index = index;
+  replica.phase = phase;
+  replica.exit_code = exit_code;
+  return replica;
+}
+
+// Feeds the result back into the job, as the operator does after writing status.
+StatusUpdate Step(TFJob& job, const std::vector<ObservedReplica>& observed, Time now,
+                  const StatusOptions& options = {}) {
+  StatusUpdate update = ComputeJobStatus(job, observed, now, options);
+  job.status = update.status;
+  return update;
+}
+
+const JobCondition& Condition(const JobStatus& status, ConditionType type) {
+  const JobCondition* condition = FindCondition(status, type);
+  REQUIRE(condition != nullptr);
+  return *condition;
+}
+
+std::vector<ConditionType> TypesOf(const JobStatus& status) {
+  std::vector<ConditionType> types;
+  for (const auto& condition : status.conditions) types.push_back(condition.type);
+  return types;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SetCondition
+
+TEST_CASE("setting a condition: new, unchanged, reason change and status change") {
+  JobStatus status;
+  CHECK(SetCondition(status, ConditionType::kCreated, ConditionStatus::kTrue, "TFJobCreated",
+                     "created", At(0)));
+  CHECK(Condition(status, ConditionType::kCreated).last_update_time == At(0));
+  CHECK(Condition(status, ConditionType::kCreated).last_transition_time == At(0));
+
+  SUBCASE("same status and reason is no change, even with a new message") {
+    CHECK_FALSE(SetCondition(status, ConditionType::kCreated, ConditionStatus::kTrue,
+                             "TFJobCreated", "other", At(5)));
+    CHECK(Condition(status, ConditionType::kCreated).message == "created");
+  }
+  SUBCASE("a new reason with the same status keeps the transition time") {
+    CHECK(
+        SetCondition(status, ConditionType::kCreated, ConditionStatus::kTrue, "Other", "m", At(5)));
+    CHECK(Condition(status, ConditionType::kCreated).last_update_time == At(5));
+    CHECK(Condition(status, ConditionType::kCreated).last_transition_time == At(0));
+  }
+  SUBCASE("a new status moves the transition time") {
+    CHECK(SetCondition(status, ConditionType::kCreated, ConditionStatus::kFalse, "TFJobCreated",
+                       "m", At(5)));
+    CHECK(Condition(status, ConditionType::kCreated).last_transition_time == At(5));
+  }
+}
+
+TEST_CASE("Running and Restarting replace each other; finishing turns Running False") {
+  JobStatus status;
+  SetCondition(status, ConditionType::kCreated, ConditionStatus::kTrue, kReasonCreated, "", At(0));
+  SetCondition(status, ConditionType::kRunning, ConditionStatus::kTrue, kReasonRunning, "", At(1));
+  SetCondition(status, ConditionType::kRestarting, ConditionStatus::kTrue, kReasonRestarting, "",
+               At(2));
+  CHECK(TypesOf(status) ==
+        std::vector<ConditionType>{ConditionType::kCreated, ConditionType::kRestarting});
+  SetCondition(status, ConditionType::kRunning, ConditionStatus::kTrue, kReasonRunning, "", At(3));
+  CHECK(TypesOf(status) ==
+        std::vector<ConditionType>{ConditionType::kCreated, ConditionType::kRunning});
+
+  SetCondition(status, ConditionType::kSucceeded, ConditionStatus::kTrue, kReasonSucceeded, "",
+               At(4));
+  CHECK(Condition(status, ConditionType::kRunning).status == ConditionStatus::kFalse);
+  CHECK(Condition(status, ConditionType::kRunning).last_transition_time == At(4));
+  CHECK(IsSucceeded(status));
+  CHECK(IsFinished(status));
+  CHECK_FALSE(IsRunning(status));
+}
+
+TEST_CASE("once finished, conditions never change again") {
+  for (ConditionType final_type : {ConditionType::kFailed, ConditionType::kSucceeded}) {
+    JobStatus status;
+    SetCondition(status, final_type, ConditionStatus::kTrue, "X", "", At(0));
+    const JobStatus frozen = status;
+    CHECK_FALSE(SetCondition(status, ConditionType::kRunning, ConditionStatus::kTrue,
+                             kReasonRunning, "", At(1)));
+    CHECK_FALSE(SetCondition(status, ConditionType::kFailed, ConditionStatus::kTrue, kReasonFailed,
+                             "", At(1)));
+    CHECK(status == frozen);
+  }
+}
+
+TEST_CASE("status changes ignore lastReconcileTime") {
+  JobStatus a;
+  JobStatus b;
+  b.last_reconcile_time = At(9);
+  CHECK_FALSE(StatusChanged(a, b));
+  b.start_time = At(1);
+  CHECK(StatusChanged(a, b));
+}
+
+TEST_CASE("replica phases parse from pod phases") {
+  CHECK(ParseReplicaPhase("Running") == kRunning);
+  CHECK(ParseReplicaPhase("Failed") == kFailed);
+  CHECK_FALSE(ParseReplicaPhase("running").has_value());
+  CHECK(ToString(kSucceeded) == "Succeeded");
+}
+
+// ---------------------------------------------------------------------------------------------
+// ComputeJobStatus: lifecycle
+
+TEST_CASE("a new job is Created with a start time and replica selectors") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}});
+  const StatusUpdate update = Step(job, {}, At(0));
+  CHECK(TypesOf(job.status) == std::vector<ConditionType>{ConditionType::kCreated});
+  const JobCondition& created = Condition(job.status, ConditionType::kCreated);
+  CHECK(created.reason == "TFJobCreated");
+  CHECK(created.message == "TFJob j is created.");
+  CHECK(job.status.start_time == At(0));
+  CHECK(job.status.replica_statuses.at(kWorker).selector ==
+        "training.kubeflow.org/job-name=j,training.kubeflow.org/operator-name=tfjob-controller,"
+        "training.kubeflow.org/replica-type=worker");
+  CHECK(update.events == std::vector<JobEvent>{{false, "TFJobCreated", "TFJob j is created."}});
+  CHECK(ReplicasToCreate(job, {}) == std::vector<ReplicaRef>{{kPS, 0}, {kWorker, 0}, {kWorker, 1}});
+
+  SUBCASE("a second computation with the same observations changes nothing") {
+    const StatusUpdate again = ComputeJobStatus(job, {}, At(10));
+    CHECK_FALSE(StatusChanged(job.status, again.status));
+    CHECK(again.events.empty());
+  }
+}
+
+TEST_CASE("workers running make the job Running; replica counts follow the phases") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}});
+  Step(job, {}, At(0));
+  Step(job,
+       {Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kPending),
+        Replica(kWorker, 2, kRunning)},
+       At(5));
+  const JobCondition& running = Condition(job.status, ConditionType::kRunning);
+  CHECK(running.status == ConditionStatus::kTrue);
+  CHECK(running.reason == "TFJobRunning");
+  CHECK(running.message == "TFJob default/j is running.");
+  CHECK(job.status.replica_statuses.at(kPS).active == 1);
+  CHECK(job.status.replica_statuses.at(kWorker).active == 2);
+  CHECK(job.status.replica_statuses.at(kWorker).failed == 0);
+}
+
+TEST_CASE("with a chief, only the chief makes the job Running and Succeeded") {
+  TFJob job = TestJob({{kChief, 1}, {kPS, 1}, {kWorker, 2}}, RestartPolicy::kNever);
+  job.spec.run_policy.clean_pod_policy = CleanPodPolicy::kRunning;
+  Step(job, {}, At(0));
+  Step(job, {Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning)}, At(1));
+  CHECK_FALSE(FindCondition(job.status, ConditionType::kRunning));
+
+  Step(job, {Replica(kChief, 0, kRunning), Replica(kPS, 0, kRunning)}, At(2));
+  CHECK(IsRunning(job.status));
+
+  SUBCASE("worker 0 finishing does not finish a job that has a chief") {
+    Step(job, {Replica(kChief, 0, kRunning), Replica(kWorker, 0, kSucceeded, 0)}, At(3));
+    CHECK_FALSE(IsFinished(job.status));
+  }
+  SUBCASE("the chief finishing does") {
+    const std::vector<ObservedReplica> observed = {
+        Replica(kChief, 0, kSucceeded, 0), Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning),
+        Replica(kWorker, 1, kSucceeded, 0)};
+    const StatusUpdate update = Step(job, observed, At(4));
+    const JobCondition& succeeded = Condition(job.status, ConditionType::kSucceeded);
+    CHECK(succeeded.reason == "TFJobSucceeded");
+    CHECK(succeeded.message == "TFJob default/j successfully completed.");
+    CHECK(Condition(job.status, ConditionType::kRunning).status == ConditionStatus::kFalse);
+    CHECK(job.status.completion_time == At(4));
+    // Kubeflow counts replicas still active at the end as succeeded.
+    CHECK(job.status.replica_statuses.at(kPS).active == 0);
+    CHECK(job.status.replica_statuses.at(kPS).succeeded == 1);
+    CHECK(update.events.back().reason == "TFJobSucceeded");
+    // cleanPodPolicy Running removes what still runs.
+    CHECK(ReplicasToDelete(job, observed) == std::vector<ReplicaRef>{{kPS, 0}, {kWorker, 0}});
+    CHECK(ReplicasToCreate(job, observed).empty());
+  }
+}
+
+TEST_CASE("Master is the chief too") {
+  TFJob job = TestJob({{kMaster, 1}, {kWorker, 1}});
+  Step(job, {Replica(kMaster, 0, kSucceeded, 0), Replica(kWorker, 0, kRunning)}, At(1));
+  CHECK(IsSucceeded(job.status));
+}
+
+TEST_CASE("without a chief, worker 0 succeeding finishes the job by default") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}});
+  Step(job, {Replica(kWorker, 0, kSucceeded, 0), Replica(kWorker, 1, kRunning)}, At(1));
+  CHECK(IsSucceeded(job.status));
+  CHECK(job.status.replica_statuses.at(kWorker).succeeded == 2);  // worker 1 moved over
+}
+
+TEST_CASE("AllWorkers waits for every worker") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}});
+  job.spec.success_policy = SuccessPolicy::kAllWorkers;
+  Step(job, {Replica(kWorker, 0, kSucceeded, 0), Replica(kWorker, 1, kRunning)}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(IsRunning(job.status));
+  Step(job,
+       {Replica(kWorker, 0, kSucceeded, 0), Replica(kWorker, 1, kSucceeded, 0),
+        Replica(kWorker, 2, kSucceeded, 0), Replica(kPS, 0, kRunning)},
+       At(2));
+  CHECK(IsSucceeded(job.status));
+}
+
+TEST_CASE("a succeeded index is remembered when its pod disappears and never run again") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}});
+  job.spec.success_policy = SuccessPolicy::kAllWorkers;
+  Step(job, {Replica(kWorker, 1, kSucceeded, 0), Replica(kWorker, 0, kRunning)}, At(1));
+  CHECK(job.status.replica_statuses.at(kWorker).succeeded_indexes == std::vector<int>{1});
+  // worker 1's pod is garbage-collected
+  const std::vector<ObservedReplica> observed = {Replica(kWorker, 0, kRunning),
+                                                 Replica(kPS, 0, kRunning)};
+  Step(job, observed, At(2));
+  CHECK(job.status.replica_statuses.at(kWorker).succeeded == 1);
+  CHECK(ReplicasToCreate(job, observed) == std::vector<ReplicaRef>{{kWorker, 2}});
+  Step(job,
+       {Replica(kWorker, 0, kSucceeded, 0), Replica(kWorker, 2, kSucceeded, 0),
+        Replica(kPS, 0, kRunning)},
+       At(3));
+  CHECK(IsSucceeded(job.status));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ComputeJobStatus: failures and restarts
+
+TEST_CASE("under Never a failed worker fails the job") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}}, RestartPolicy::kNever);
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(1));
+  const StatusUpdate update =
+      Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kFailed, 1)}, At(2));
+  const JobCondition& failed = Condition(job.status, ConditionType::kFailed);
+  CHECK(failed.reason == "TFJobFailed");
+  CHECK(failed.message == "TFJob default/j has failed because 1 Worker replica(s) failed.");
+  CHECK(Condition(job.status, ConditionType::kRunning).status == ConditionStatus::kFalse);
+  CHECK(job.status.completion_time == At(2));
+  CHECK(job.status.replica_statuses.at(kWorker).failed == 1);
+  CHECK(update.restart.empty());
+  CHECK(update.events == std::vector<JobEvent>{{true, "TFJobFailed", failed.message}});
+
+  SUBCASE("a failed job never changes again, whatever is observed") {
+    const JobStatus frozen = job.status;
+    Step(job, {Replica(kWorker, 0, kSucceeded, 0)}, At(3));
+    CHECK(job.status == frozen);
+  }
+  SUBCASE("cleanPodPolicy None keeps every pod; All removes them all") {
+    const std::vector<ObservedReplica> observed = {Replica(kWorker, 0, kRunning),
+                                                   Replica(kWorker, 1, kFailed, 1)};
+    CHECK(ReplicasToDelete(job, observed).empty());
+    job.spec.run_policy.clean_pod_policy = CleanPodPolicy::kAll;
+    CHECK(ReplicasToDelete(job, observed) == std::vector<ReplicaRef>{{kWorker, 0}, {kWorker, 1}});
+  }
+}
+
+TEST_CASE("ExitCode restarts retryable exits and fails on permanent ones") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}}, RestartPolicy::kExitCode);
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(1));
+
+  SUBCASE("137 (SIGKILL) restarts") {
+    const StatusUpdate update =
+        Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kFailed, 137)}, At(2));
+    CHECK_FALSE(IsFinished(job.status));
+    CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 1}});
+    const JobCondition& restarting = Condition(job.status, ConditionType::kRestarting);
+    CHECK(restarting.reason == "TFJobRestarting");
+    CHECK(restarting.message ==
+          "TFJob default/j is restarting because 1 Worker replica(s) failed.");
+    CHECK_FALSE(FindCondition(job.status, ConditionType::kRunning));
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 1);
+    CHECK(job.status.replica_statuses.at(kWorker).failed == 1);
+    CHECK(update.events.back().warning);
+
+    // The operator deletes the pod; while it terminates it is not a failure, then it is
+    // recreated and runs again.
+    ObservedReplica terminating = Replica(kWorker, 1, kFailed, 137);
+    terminating.terminating = true;
+    const StatusUpdate next = Step(job, {Replica(kWorker, 0, kRunning), terminating}, At(3));
+    CHECK(next.restart.empty());
+    CHECK(job.status.replica_statuses.at(kWorker).failed == 0);
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 1);
+    CHECK(ReplicasToCreate(job, {Replica(kWorker, 0, kRunning), terminating}) ==
+          std::vector<ReplicaRef>{{kPS, 0}});
+    CHECK(ReplicasToCreate(job, {Replica(kWorker, 0, kRunning)}) ==
+          std::vector<ReplicaRef>{{kPS, 0}, {kWorker, 1}});
+    Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(4));
+    CHECK(IsRunning(job.status));
+    CHECK_FALSE(FindCondition(job.status, ConditionType::kRestarting));
+  }
+  SUBCASE("a Failed pod without an exit code (evicted) is retryable") {
+    const StatusUpdate update = Step(job, {Replica(kWorker, 1, kFailed)}, At(2));
+    CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 1}});
+  }
+  SUBCASE("exit code 1 fails the job") {
+    const StatusUpdate update =
+        Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kFailed, 1)}, At(2));
+    CHECK(IsFailed(job.status));
+    CHECK(update.restart.empty());
+  }
+  SUBCASE("a permanent failure wins over a restart in the same round") {
+    const StatusUpdate update =
+        Step(job, {Replica(kWorker, 0, kFailed, 143), Replica(kWorker, 1, kFailed, 2)}, At(2));
+    CHECK(IsFailed(job.status));
+    CHECK(update.restart.empty());
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 0);
+  }
+}
+
+TEST_CASE("OnFailure and Always restart a Failed pod whatever its exit code") {
+  for (RestartPolicy policy : {RestartPolicy::kOnFailure, RestartPolicy::kAlways}) {
+    CAPTURE(ToString(policy));
+    TFJob job = TestJob({{kWorker, 2}}, policy);
+    const StatusUpdate update = Step(job, {Replica(kWorker, 1, kFailed, 1)}, At(1));
+    CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 1}});
+    CHECK_FALSE(IsFinished(job.status));
+  }
+}
+
+TEST_CASE("enableDynamicWorker lets the job continue past failed workers") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}});
+  job.spec.enable_dynamic_worker = true;
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 2, kFailed, 1)}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  Step(job, {Replica(kPS, 0, kFailed, 1)}, At(2));
+  CHECK(IsFailed(job.status));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "TFJob default/j has failed because 1 PS replica(s) failed.");
+}
+
+TEST_CASE("a terminating replica is neither active nor failed, under any policy") {
+  TFJob job = TestJob({{kWorker, 2}}, RestartPolicy::kNever);
+  ObservedReplica leaving = Replica(kWorker, 0, kRunning);
+  leaving.terminating = true;
+  ObservedReplica gone = Replica(kWorker, 1, kFailed, 1);
+  gone.terminating = true;
+  Step(job, {leaving, gone}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(job.status.replica_statuses.at(kWorker).active == 0);
+  CHECK(job.status.replica_statuses.at(kWorker).failed == 0);
+  CHECK(ReplicasToDelete(job, {leaving, gone}).empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// ComputeJobStatus: limits
+
+TEST_CASE("backoffLimit counts recorded, in-place and new restarts") {
+  TFJob job = TestJob({{kWorker, 2}}, RestartPolicy::kExitCode);
+  job.spec.run_policy.backoff_limit = 2;
+
+  const StatusUpdate first = Step(job, {Replica(kWorker, 0, kFailed, 137)}, At(1));
+  CHECK(first.restart.size() == 1);
+  const StatusUpdate second = Step(job, {Replica(kWorker, 1, kFailed, 137)}, At(2));
+  CHECK(second.restart.size() == 1);
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 2);
+  const StatusUpdate third = Step(job, {Replica(kWorker, 0, kFailed, 137)}, At(3));
+  CHECK(third.restart.empty());
+  CHECK(IsFailed(job.status));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "TFJob default/j has failed because it has reached the specified backoff limit");
+}
+
+TEST_CASE("backoffLimit counts restarts the kubelet did in place") {
+  TFJob job = TestJob({{kWorker, 2}}, RestartPolicy::kOnFailure);
+  job.spec.run_policy.backoff_limit = 3;
+  ObservedReplica crashing = Replica(kWorker, 0, kRunning);
+  crashing.restarts = 3;
+  Step(job, {crashing, Replica(kWorker, 1, kRunning)}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  crashing.restarts = 4;
+  Step(job, {crashing, Replica(kWorker, 1, kRunning)}, At(2));
+  CHECK(IsFailed(job.status));
+}
+
+TEST_CASE("backoffLimit 0 allows no restart at all") {
+  TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kExitCode);
+  job.spec.run_policy.backoff_limit = 0;
+  const StatusUpdate update = Step(job, {Replica(kWorker, 0, kFailed, 143)}, At(1));
+  CHECK(update.restart.empty());
+  CHECK(IsFailed(job.status));
+}
+
+TEST_CASE("activeDeadlineSeconds fails the job on time and asks for a requeue at the deadline") {
+  TFJob job = TestJob({{kWorker, 1}});
+  job.spec.run_policy.active_deadline_seconds = 60;
+  const StatusUpdate started = Step(job, {}, At(0));
+  CHECK(started.requeue_at == At(60));
+  const StatusUpdate before = Step(job, {Replica(kWorker, 0, kRunning)}, At(59));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(before.requeue_at == At(60));
+  const StatusUpdate after = Step(job, {Replica(kWorker, 0, kRunning)}, At(60));
+  CHECK(IsFailed(job.status));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "TFJob default/j has failed because it was active longer than specified deadline");
+  CHECK(job.status.completion_time == At(60));
+  CHECK_FALSE(after.requeue_at.has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// ComputeJobStatus: suspend and resume
+
+TEST_CASE("suspend stops every replica and resume restarts the clock") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}});
+  job.spec.run_policy.active_deadline_seconds = 100;
+  const std::vector<ObservedReplica> running = {
+      Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)};
+  Step(job, running, At(0));
+  REQUIRE(IsRunning(job.status));
+
+  job.spec.run_policy.suspend = true;
+  const StatusUpdate suspended = Step(job, running, At(10));
+  CHECK(IsSuspended(job.status));
+  const JobCondition& condition = Condition(job.status, ConditionType::kSuspended);
+  CHECK(condition.reason == "TFJobSuspended");
+  CHECK(condition.message == "TFJob j is suspended.");
+  CHECK(Condition(job.status, ConditionType::kRunning).status == ConditionStatus::kFalse);
+  CHECK(Condition(job.status, ConditionType::kRunning).reason == "TFJobSuspended");
+  CHECK(job.status.replica_statuses.at(kWorker).active == 0);
+  CHECK(ReplicasToDelete(job, running).size() == 3);
+  CHECK(ReplicasToCreate(job, {}).empty());
+  CHECK(suspended.events.size() == 2);
+
+  SUBCASE("no deadline while suspended") {
+    Step(job, {}, At(500));
+    CHECK_FALSE(IsFinished(job.status));
+  }
+
+  job.spec.run_policy.suspend = false;
+  Step(job, {}, At(600));
+  const JobCondition& resumed = Condition(job.status, ConditionType::kSuspended);
+  CHECK(resumed.status == ConditionStatus::kFalse);
+  CHECK(resumed.reason == "TFJobResumed");
+  CHECK(resumed.message == "TFJob j is resumed.");
+  CHECK(job.status.start_time == At(600));
+  CHECK(ReplicasToCreate(job, {}).size() == 3);
+  Step(job, running, At(650));
+  CHECK(IsRunning(job.status));
+  CHECK_FALSE(IsFinished(job.status));
+}
+
+TEST_CASE("a job created suspended has no start time until resumed") {
+  TFJob job = TestJob({{kWorker, 1}});
+  job.spec.run_policy.suspend = true;
+  Step(job, {}, At(0));
+  CHECK(IsSuspended(job.status));
+  CHECK_FALSE(job.status.start_time.has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stuck replicas (taas)
+
+TEST_CASE("a replica stuck in ImagePullBackOff surfaces as a Stuck condition") {
+  TFJob job = TestJob({{kWorker, 2}});
+  StatusOptions options;
+  options.stuck_after = std::chrono::seconds(60);
+  ObservedReplica pulling = Replica(kWorker, 1, kPending);
+  pulling.reason = "ImagePullBackOff";
+  pulling.message = "Back-off pulling image \"nope\"";
+  pulling.waiting_since = At(0);
+
+  const StatusUpdate early = Step(job, {Replica(kWorker, 0, kRunning), pulling}, At(30), options);
+  CHECK_FALSE(FindCondition(job.status, ConditionType::kStuck));
+  CHECK(early.requeue_at == At(60));
+
+  Step(job, {Replica(kWorker, 0, kRunning), pulling}, At(60), options);
+  const JobCondition& stuck = Condition(job.status, ConditionType::kStuck);
+  CHECK(stuck.status == ConditionStatus::kTrue);
+  CHECK(stuck.reason == "ImagePullBackOff");
+  CHECK(stuck.message ==
+        "replica j-worker-1 is stuck: ImagePullBackOff: Back-off pulling image "
+        "\"nope\"");
+  CHECK(IsRunning(job.status));  // Stuck sits beside Running, it does not replace it
+
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(90), options);
+  CHECK(Condition(job.status, ConditionType::kStuck).status == ConditionStatus::kFalse);
+}
+
+TEST_CASE("a running replica in CrashLoopBackOff is stuck; a plain running one is not") {
+  TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kOnFailure);
+  ObservedReplica crashing = Replica(kWorker, 0, kRunning);
+  crashing.waiting_since = At(0);
+  Step(job, {crashing}, At(1000));
+  CHECK_FALSE(FindCondition(job.status, ConditionType::kStuck));
+  crashing.reason = "CrashLoopBackOff";
+  Step(job, {crashing}, At(1000));
+  CHECK(Condition(job.status, ConditionType::kStuck).reason == "CrashLoopBackOff");
+
+  SUBCASE("disabled with stuck_after = 0") {
+    TFJob other = TestJob({{kWorker, 1}});
+    Step(other, {crashing}, At(1000), StatusOptions{std::chrono::seconds(0)});
+    CHECK_FALSE(FindCondition(other.status, ConditionType::kStuck));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup helpers
+
+TEST_CASE("replicas outside the spec are deleted and ignored by the counts") {
+  TFJob job = TestJob({{kWorker, 2}});
+  const std::vector<ObservedReplica> observed = {
+      Replica(kWorker, 0, kRunning), Replica(kWorker, 2, kRunning), Replica(kPS, 0, kFailed, 1)};
+  Step(job, observed, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(job.status.replica_statuses.at(kWorker).active == 1);
+  CHECK_FALSE(job.status.replica_statuses.contains(kPS));
+  CHECK(ReplicasToDelete(job, observed) == std::vector<ReplicaRef>{{kWorker, 2}, {kPS, 0}});
+}
+
+TEST_CASE("TTL expires ttlSecondsAfterFinished after completion") {
+  TFJob job = TestJob({{kWorker, 1}});
+  job.spec.run_policy.ttl_seconds_after_finished = 30;
+  Step(job, {Replica(kWorker, 0, kRunning)}, At(0));
+  CHECK_FALSE(TtlExpiry(job).has_value());
+  Step(job, {Replica(kWorker, 0, kSucceeded, 0)}, At(100));
+  CHECK(TtlExpiry(job) == At(130));
+  CHECK_FALSE(TtlExpired(job, At(129)));
+  CHECK(TtlExpired(job, At(130)));
+  job.spec.run_policy.ttl_seconds_after_finished.reset();
+  CHECK_FALSE(TtlExpired(job, At(100000)));
+}
+
+TEST_CASE("the computed status serialises the way Kubeflow's does") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 1}});
+  Step(job, {Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning)}, At(0));
+  const nlohmann::json written = StatusToJson(job.status);
+  CHECK(written["conditions"][0]["type"] == "Created");
+  CHECK(written["conditions"][1]["type"] == "Running");
+  CHECK(written["conditions"][1]["reason"] == "TFJobRunning");
+  CHECK(written["replicaStatuses"]["PS"]["active"] == 1);
+  CHECK(written["replicaStatuses"]["Worker"]["labelSelector"]["matchLabels"]
+               ["training.kubeflow.org/replica-type"] == "worker");
+  CHECK(written["startTime"] == "2026-01-01T00:00:00Z");
+}
+
+}  // namespace
+}  // namespace taas::tfjob

@@ -1,0 +1,195 @@
+// YAML manifests -> JSON, resolving plain scalars the way kubectl's YAML 1.1 decoder does, then
+// JSON -> TFJob. yaml-cpp throws; its exceptions stop here.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/validation.h"
+
+namespace taas::tfjob {
+namespace {
+
+using nlohmann::json;
+
+template <std::size_t N>
+bool OneOf(const std::string& text, const std::array<std::string_view, N>& words) {
+  return std::find(words.begin(), words.end(), text) != words.end();
+}
+
+constexpr std::array<std::string_view, 5> kNulls = {"", "~", "null", "Null", "NULL"};
+constexpr std::array<std::string_view, 11> kTrues = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                                     "True", "TRUE", "on",  "On",  "ON"};
+constexpr std::array<std::string_view, 11> kFalses = {"n",     "N",     "no",  "No",  "NO", "false",
+                                                      "False", "FALSE", "off", "Off", "OFF"};
+
+// An integer as Go's strconv.ParseInt(text, 0, 64) reads it after YAML 1.1 drops '_':
+// optional sign, then 0x hex, 0b binary, a leading 0 for octal, or decimal.
+std::optional<json> ResolveInteger(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+  if (text.empty()) return std::nullopt;
+  bool negative = false;
+  std::size_t pos = 0;
+  if (text[0] == '+' || text[0] == '-') {
+    negative = text[0] == '-';
+    pos = 1;
+  }
+  int base = 10;
+  if (text.compare(pos, 2, "0x") == 0 || text.compare(pos, 2, "0X") == 0) {
+    base = 16;
+    pos += 2;
+  } else if (text.compare(pos, 2, "0b") == 0 || text.compare(pos, 2, "0B") == 0) {
+    base = 2;
+    pos += 2;
+  } else if (text.size() - pos > 1 && text[pos] == '0') {
+    base = 8;
+    pos += 1;
+  }
+  if (pos >= text.size()) return std::nullopt;
+  std::uint64_t magnitude = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data() + pos, end, magnitude, base);
+  if (error != std::errc() || ptr != end) return std::nullopt;
+  if (!negative) {
+    if (magnitude <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return json(static_cast<std::int64_t>(magnitude));
+    }
+    return json(magnitude);
+  }
+  if (magnitude > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + 1) {
+    return std::nullopt;
+  }
+  return json(static_cast<std::int64_t>(0 - magnitude));
+}
+
+// A float matching YAML's ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ or .inf/.nan.
+std::optional<json> ResolveFloat(const std::string& text) {
+  if (OneOf(text, std::array<std::string_view, 3>{".nan", ".NaN", ".NAN"})) {
+    return json(std::numeric_limits<double>::quiet_NaN());
+  }
+  for (std::string_view sign : {"", "+", "-"}) {
+    for (std::string_view inf : {".inf", ".Inf", ".INF"}) {
+      if (text == std::string(sign) + std::string(inf)) {
+        return json(sign == "-" ? -std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::infinity());
+      }
+    }
+  }
+  std::size_t pos = 0;
+  auto digits = [&] {
+    const std::size_t start = pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    return pos - start;
+  };
+  if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) ++pos;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    if (digits() == 0) return std::nullopt;
+  } else {
+    if (digits() == 0) return std::nullopt;
+    if (pos < text.size() && text[pos] == '.') {
+      ++pos;
+      digits();
+    }
+  }
+  if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+    ++pos;
+    if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) ++pos;
+    if (digits() == 0) return std::nullopt;
+  }
+  if (pos != text.size()) return std::nullopt;
+  try {
+    return json(std::stod(text));
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
+}
+
+json ResolvePlainScalar(const std::string& text) {
+  if (OneOf(text, kNulls)) return nullptr;
+  if (OneOf(text, kTrues)) return true;
+  if (OneOf(text, kFalses)) return false;
+  if (auto integer = ResolveInteger(text)) return *integer;
+  if (auto number = ResolveFloat(text)) return *number;
+  return text;
+}
+
+json ResolveScalar(const YAML::Node& node) {
+  const std::string& tag = node.Tag();
+  const std::string& text = node.Scalar();
+  // "!" marks a quoted or block scalar, which is always a string; so does an explicit !!str.
+  if (tag == "!" || tag == "tag:yaml.org,2002:str") return text;
+  return ResolvePlainScalar(text);
+}
+
+json ToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return ResolveScalar(node);
+    case YAML::NodeType::Sequence: {
+      json array = json::array();
+      for (const auto& item : node) array.push_back(ToJson(item));
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      json object = json::object();
+      for (const auto& entry : node) {
+        const json key = ToJson(entry.first);
+        object[key.is_string() ? key.get<std::string>() : key.dump()] = ToJson(entry.second);
+      }
+      return object;
+    }
+  }
+  return nullptr;
+}
+
+absl::Status WithDocumentPrefix(const absl::Status& status, std::size_t index) {
+  absl::Status prefixed(status.code(),
+                        "document " + std::to_string(index) + ": " + std::string(status.message()));
+  status.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+    prefixed.SetPayload(type_url, payload);
+  });
+  return prefixed;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::Exception& error) {
+    return absl::InvalidArgumentError("invalid YAML at line " +
+                                      std::to_string(error.mark.line + 1) + ", column " +
+                                      std::to_string(error.mark.column + 1) + ": " + error.msg);
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& document : documents) {
+    json converted = ToJson(document);
+    if (!converted.is_null()) out.push_back(std::move(converted));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TFJob>> TFJobsFromYaml(std::string_view yaml) {
+  TAAS_ASSIGN_OR_RETURN(std::vector<nlohmann::json> documents, YamlToJson(yaml));
+  std::vector<TFJob> jobs;
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    absl::StatusOr<TFJob> job = TFJobFromJson(documents[i]);
+    if (!job.ok()) {
+      return documents.size() > 1 ? WithDocumentPrefix(job.status(), i) : job.status();
+    }
+    jobs.push_back(*std::move(job));
+  }
+  return jobs;
+}
+
+}  // namespace taas::tfjob
