@@ -21,8 +21,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <vector>
 

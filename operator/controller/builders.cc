@@ -1,0 +1,226 @@
+#include "taas/controller/builders.h"
+
+#include "taas/tfjob/defaults.h"
+#include "taas/tfjob/labels.h"
+#include "taas/tfjob/restart.h"
+#include "taas/tfjob/rfc3339.h"
+
+namespace taas::controller {
+
+namespace tf = taas::tfjob;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+
+json LabelsJson(const tf::Labels& labels, json base) {
+  if (!base.is_object()) base = json::object();
+  for (const auto& [k, v] : labels) base[k] = v;
+  return base;
+}
+
+const json* FindOwner(const json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return nullptr;
+  const auto refs = meta->find("ownerReferences");
+  if (refs == meta->end() || !refs->is_array()) return nullptr;
+  for (const auto& ref : *refs) {
+    if (ref.is_object() && ref.value("controller", false) && ref.value("kind", "") == "TFJob")
+      return &ref;
+  }
+  return nullptr;
+}
+
+std::optional<tf::Time> TimeField(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return std::nullopt;
+  auto parsed = tf::ParseRfc3339(object[key].get<std::string>());
+  if (!parsed.ok()) return std::nullopt;
+  return *parsed;
+}
+
+}  // namespace
+
+json OwnerReference(const tf::TFJob& job) {
+  return {{"apiVersion", std::string(tf::kApiVersion)},
+          {"kind", std::string(tf::kKind)},
+          {"name", job.metadata.name},
+          {"uid", job.metadata.uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const BuildOptions& options) {
+  const tf::ReplicaSpec& spec = job.spec.replica_specs.at(type);
+  const json& tmpl = spec.pod_template;
+  std::string name = tf::ReplicaName(job.metadata.name, type, index);
+
+  json metadata =
+      tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"] : json::object();
+  for (const char* drop : {"name", "generateName", "namespace", "resourceVersion", "uid",
+                           "creationTimestamp", "ownerReferences"}) {
+    metadata.erase(drop);
+  }
+  metadata["name"] = name;
+  metadata["namespace"] = job.metadata.namespace_name;
+  metadata["labels"] = LabelsJson(tf::ReplicaLabels(job.spec, job.metadata.name, type, index),
+                                  metadata.value("labels", json::object()));
+  metadata["ownerReferences"] = json::array({OwnerReference(job)});
+
+  json pod_spec = tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
+  pod_spec["restartPolicy"] = std::string(tf::PodRestartPolicy(spec.restart_policy));
+
+  if (tf::NeedsTfConfig(job.spec) && pod_spec.contains("containers") &&
+      pod_spec["containers"].is_array()) {
+    std::string tf_config =
+        tf::KubernetesTfConfig(job, tf::TaskId{type, index}, options.addressing);
+    for (auto& container : pod_spec["containers"]) {
+      if (container.value("name", "") != tf::kDefaultContainerName) continue;
+      json env = json::array();
+      if (container.contains("env") && container["env"].is_array()) {
+        for (const auto& var : container["env"]) {
+          if (var.value("name", "") != "TF_CONFIG") env.push_back(var);
+        }
+      }
+      env.push_back({{"name", "TF_CONFIG"}, {"value", tf_config}});
+      container["env"] = std::move(env);
+    }
+  }
+
+  if (job.spec.run_policy.scheduling_policy.has_value()) {
+    metadata["labels"][std::string(kPodGroupLabel)] = job.metadata.name;
+    if (!pod_spec.contains("schedulerName"))
+      pod_spec["schedulerName"] = options.gang_scheduler_name;
+  }
+
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+}
+
+json BuildService(const tf::TFJob& job, tf::ReplicaType type, int index,
+                  const BuildOptions& options) {
+  const tf::ReplicaSpec& spec = job.spec.replica_specs.at(type);
+  tf::Labels labels = tf::ReplicaLabels(job.spec, job.metadata.name, type, index);
+  json ports = json::array();
+  if (const json* container = tf::FindDefaultContainer(spec.pod_template)) {
+    if (container->contains("ports") && (*container)["ports"].is_array()) {
+      for (const auto& port : (*container)["ports"]) {
+        if (!port.contains("containerPort")) continue;
+        json p = {{"port", port["containerPort"]}};
+        if (port.contains("name")) p["name"] = port["name"];
+        if (port.contains("protocol")) p["protocol"] = port["protocol"];
+        ports.push_back(std::move(p));
+      }
+    }
+  }
+  if (ports.empty()) {
+    int port = options.addressing.port;
+    if (const json* container = tf::FindDefaultContainer(spec.pod_template); container != nullptr)
+      port = tf::TfJobPort(spec.pod_template);
+    ports.push_back({{"name", std::string(tf::kDefaultPortName)}, {"port", port}});
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", tf::ReplicaName(job.metadata.name, type, index)},
+            {"namespace", job.metadata.namespace_name},
+            {"labels", LabelsJson(labels, json::object())},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"selector", LabelsJson(labels, json::object())},
+            {"ports", ports}}}};
+}
+
+json BuildPodGroup(const tf::TFJob& job) {
+  const json policy = job.spec.run_policy.scheduling_policy.value_or(json::object());
+  int min_member = tf::TotalReplicas(job.spec);
+  if (policy.is_object() && policy.contains("minAvailable") && policy["minAvailable"].is_number())
+    min_member = policy["minAvailable"].get<int>();
+  json spec = {{"minMember", min_member}};
+  if (policy.is_object()) {
+    if (policy.contains("minResources")) spec["minResources"] = policy["minResources"];
+    if (policy.contains("scheduleTimeoutSeconds"))
+      spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"];
+  }
+  return {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+          {"kind", "PodGroup"},
+          {"metadata",
+           {{"name", job.metadata.name},
+            {"namespace", job.metadata.namespace_name},
+            {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"spec", spec}};
+}
+
+std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
+  const json& meta = pod.contains("metadata") ? pod["metadata"] : json::object();
+  const json labels = meta.value("labels", json::object());
+  std::string type_text = labels.value(std::string(tf::kLabelReplicaType), "");
+  std::string index_text = labels.value(std::string(tf::kLabelReplicaIndex), "");
+  auto type = tf::ParseReplicaTypeIgnoringCase(type_text);
+  if (!type || index_text.empty()) return std::nullopt;
+  tf::ObservedReplica r;
+  r.type = *type;
+  try {
+    std::size_t used = 0;
+    r.index = std::stoi(index_text, &used);
+    if (used != index_text.size() || r.index < 0) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const json status = pod.value("status", json::object());
+  r.phase =
+      tf::ParseReplicaPhase(status.value("phase", "Pending")).value_or(tf::ReplicaPhase::kUnknown);
+  r.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  r.reason = status.value("reason", "");
+  r.message = status.value("message", "");
+
+  std::optional<tf::Time> waiting_since;
+  if (status.contains("containerStatuses") && status["containerStatuses"].is_array()) {
+    for (const auto& cs : status["containerStatuses"]) {
+      if (cs.value("name", "") != tf::kDefaultContainerName) continue;
+      r.restarts = cs.value("restartCount", 0);
+      const json state = cs.value("state", json::object());
+      const json last = cs.value("lastState", json::object());
+      if (state.contains("terminated")) {
+        r.exit_code = state["terminated"].value("exitCode", 0);
+      } else if (last.contains("terminated")) {
+        r.exit_code = last["terminated"].value("exitCode", 0);
+      }
+      if (state.contains("waiting")) {
+        std::string reason = state["waiting"].value("reason", "");
+        if (!reason.empty()) {
+          r.reason = reason;
+          r.message = state["waiting"].value("message", "");
+        }
+        if (last.contains("terminated"))
+          waiting_since = TimeField(last["terminated"], "finishedAt");
+      }
+    }
+  }
+  if (r.phase == tf::ReplicaPhase::kPending && r.reason.empty() && status.contains("conditions") &&
+      status["conditions"].is_array()) {
+    for (const auto& c : status["conditions"]) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+        r.reason = c.value("reason", "Unschedulable");
+        r.message = c.value("message", "");
+      }
+    }
+  }
+  if (!r.reason.empty() || r.phase == tf::ReplicaPhase::kPending) {
+    r.waiting_since = waiting_since ? waiting_since : TimeField(meta, "creationTimestamp");
+  }
+  return r;
+}
+
+std::string ControllerUid(const json& object) {
+  const json* owner = FindOwner(object);
+  return owner == nullptr ? "" : owner->value("uid", "");
+}
+
+std::string ControllerName(const json& object) {
+  const json* owner = FindOwner(object);
+  return owner == nullptr ? "" : owner->value("name", "");
+}
+
+}  // namespace taas::controller

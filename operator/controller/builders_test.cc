@@ -1,0 +1,205 @@
+#include "taas/controller/builders.h"
+
+#include <doctest/doctest.h>
+
+#include "taas/tfjob/validation.h"
+
+namespace tf = taas::tfjob;
+using nlohmann::json;
+using taas::controller::BuildOptions;
+
+namespace {
+
+json Template(json extra_env = json::array()) {
+  json container = {{"name", "tensorflow"},
+                    {"image", "taas/trainer:latest"},
+                    {"command", {"/opt/taas/bin/fashion-mnist-cnn"}},
+                    {"ports", {{{"name", "metrics"}, {"containerPort", 9090}}}}};
+  if (!extra_env.empty()) container["env"] = extra_env;
+  return {{"metadata", {{"labels", {{"team", "vision"}}}, {"annotations", {{"a", "b"}}}}},
+          {"spec", {{"containers", {container, {{"name", "sidecar"}, {"image", "busybox"}}}}}}};
+}
+
+tf::TFJob Job(json specs, json run_policy = json::object()) {
+  json object = {{"apiVersion", "kubeflow.org/v1"},
+                 {"kind", "TFJob"},
+                 {"metadata", {{"name", "mnist"}, {"namespace", "team-a"}, {"uid", "uid-123"}}},
+                 {"spec", {{"tfReplicaSpecs", specs}}}};
+  if (!run_policy.empty()) object["spec"]["runPolicy"] = run_policy;
+  auto job = tf::LoadTFJob(object);
+  REQUIRE_MESSAGE(job.ok(), job.status().ToString());
+  return *job;
+}
+
+tf::TFJob PsWorkers() {
+  return Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
+              {"Worker",
+               {{"replicas", 2},
+                {"restartPolicy", "ExitCode"},
+                {"template", Template({{{"name", "TF_CONFIG"}, {"value", "stale"}},
+                                       {{"name", "KEEP"}, {"value", "1"}}})}}}});
+}
+
+std::string EnvValue(const json& pod, const std::string& container, const std::string& name) {
+  for (const auto& c : pod["spec"]["containers"]) {
+    if (c["name"] != container || !c.contains("env")) continue;
+    for (const auto& e : c["env"]) {
+      if (e["name"] == name) return e["value"];
+    }
+  }
+  return "<unset>";
+}
+
+}  // namespace
+
+TEST_CASE("pods carry name, labels, owner reference, restart policy and exact TF_CONFIG") {
+  tf::TFJob job = PsWorkers();
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, BuildOptions{});
+  CHECK(pod["kind"] == "Pod");
+  CHECK(pod["metadata"]["name"] == "mnist-worker-1");
+  CHECK(pod["metadata"]["namespace"] == "team-a");
+  const json& labels = pod["metadata"]["labels"];
+  CHECK(labels["training.kubeflow.org/operator-name"] == "tfjob-controller");
+  CHECK(labels["training.kubeflow.org/job-name"] == "mnist");
+  CHECK(labels["training.kubeflow.org/replica-type"] == "worker");
+  CHECK(labels["training.kubeflow.org/replica-index"] == "1");
+  CHECK_FALSE(labels.contains("training.kubeflow.org/job-role"));
+  CHECK(labels["team"] == "vision");
+  CHECK(pod["metadata"]["annotations"]["a"] == "b");
+  const json& owner = pod["metadata"]["ownerReferences"][0];
+  CHECK(owner["apiVersion"] == "kubeflow.org/v1");
+  CHECK(owner["kind"] == "TFJob");
+  CHECK(owner["name"] == "mnist");
+  CHECK(owner["uid"] == "uid-123");
+  CHECK(owner["controller"] == true);
+  CHECK(owner["blockOwnerDeletion"] == true);
+  CHECK(pod["spec"]["restartPolicy"] == "Never");  // ExitCode: the operator restarts
+  CHECK(
+      EnvValue(pod, "tensorflow", "TF_CONFIG") ==
+      R"({"cluster":{"ps":["mnist-ps-0.team-a.svc:2222"],"worker":["mnist-worker-0.team-a.svc:2222","mnist-worker-1.team-a.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
+  CHECK(EnvValue(pod, "tensorflow", "KEEP") == "1");
+  CHECK(EnvValue(pod, "sidecar", "TF_CONFIG") == "<unset>");
+
+  json worker0 = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  CHECK(worker0["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master");
+  json ps = taas::controller::BuildPod(job, tf::ReplicaType::kPS, 0, BuildOptions{});
+  CHECK(ps["metadata"]["name"] == "mnist-ps-0");
+  CHECK(EnvValue(ps, "tensorflow", "TF_CONFIG").find(R"("task":{"type":"ps","index":0})") !=
+        std::string::npos);
+}
+
+TEST_CASE("a single-replica job gets no TF_CONFIG; a custom cluster domain is honoured") {
+  tf::TFJob single = Job({{"Worker", {{"replicas", 1}, {"template", Template()}}}});
+  json pod = taas::controller::BuildPod(single, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  CHECK(EnvValue(pod, "tensorflow", "TF_CONFIG") == "<unset>");
+
+  tf::TFJob job = Job({{"Chief", {{"replicas", 1}, {"template", Template()}}},
+                       {"Evaluator", {{"replicas", 1}, {"template", Template()}}}});
+  BuildOptions options;
+  options.addressing.cluster_domain = "cluster.local";
+  json chief = taas::controller::BuildPod(job, tf::ReplicaType::kChief, 0, options);
+  CHECK(
+      EnvValue(chief, "tensorflow", "TF_CONFIG") ==
+      R"({"cluster":{"chief":["mnist-chief-0.team-a.svc.cluster.local:2222"],"evaluator":["mnist-evaluator-0.team-a.svc.cluster.local:2222"]},"task":{"type":"chief","index":0},"environment":"cloud"})");
+  CHECK(chief["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master");
+}
+
+TEST_CASE("restart policies map to pod restart policies like Kubeflow") {
+  for (auto [policy, expected] :
+       {std::pair{"Always", "Always"}, std::pair{"OnFailure", "OnFailure"},
+        std::pair{"Never", "Never"}, std::pair{"ExitCode", "Never"}}) {
+    tf::TFJob job =
+        Job({{"Worker", {{"replicas", 2}, {"restartPolicy", policy}, {"template", Template()}}}});
+    json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+    CHECK(pod["spec"]["restartPolicy"] == expected);
+  }
+}
+
+TEST_CASE("services are headless, select their pod and expose the container's ports") {
+  tf::TFJob job = PsWorkers();
+  json svc = taas::controller::BuildService(job, tf::ReplicaType::kPS, 0, BuildOptions{});
+  CHECK(svc["kind"] == "Service");
+  CHECK(svc["metadata"]["name"] == "mnist-ps-0");
+  CHECK(svc["spec"]["clusterIP"] == "None");
+  CHECK(svc["spec"]["selector"]["training.kubeflow.org/replica-type"] == "ps");
+  CHECK(svc["spec"]["selector"]["training.kubeflow.org/replica-index"] == "0");
+  CHECK(svc["spec"]["selector"]["training.kubeflow.org/job-name"] == "mnist");
+  CHECK(svc["metadata"]["ownerReferences"][0]["uid"] == "uid-123");
+  std::map<std::string, int> ports;
+  for (const auto& p : svc["spec"]["ports"]) ports[p["name"]] = p["port"];
+  CHECK(ports["tfjob-port"] == 2222);
+  CHECK(ports["metrics"] == 9090);
+}
+
+TEST_CASE("schedulingPolicy adds a PodGroup, the pod-group label and the gang scheduler") {
+  tf::TFJob job = Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
+                       {"Worker", {{"replicas", 4}, {"template", Template()}}}},
+                      {{"schedulingPolicy", {{"minAvailable", 3}}}});
+  json pg = taas::controller::BuildPodGroup(job);
+  CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
+  CHECK(pg["spec"]["minMember"] == 3);
+  CHECK(pg["metadata"]["ownerReferences"][0]["kind"] == "TFJob");
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  CHECK(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
+  CHECK(pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler");
+
+  tf::TFJob all = Job({{"Worker", {{"replicas", 4}, {"template", Template()}}}},
+                      {{"schedulingPolicy", json::object()}});
+  CHECK(taas::controller::BuildPodGroup(all)["spec"]["minMember"] == 4);
+  tf::TFJob none = PsWorkers();
+  json plain = taas::controller::BuildPod(none, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  CHECK_FALSE(plain["spec"].contains("schedulerName"));
+}
+
+TEST_CASE("ObserveReplica reads type, index, phase, exit code and waiting reasons") {
+  json pod = {{"metadata",
+               {{"name", "mnist-worker-1"},
+                {"creationTimestamp", "2026-01-01T00:00:00Z"},
+                {"labels",
+                 {{"training.kubeflow.org/replica-type", "worker"},
+                  {"training.kubeflow.org/replica-index", "1"}}},
+                {"ownerReferences",
+                 {{{"kind", "TFJob"}, {"name", "mnist"}, {"uid", "u"}, {"controller", true}}}}}},
+              {"status",
+               {{"phase", "Failed"},
+                {"containerStatuses",
+                 {{{"name", "sidecar"}, {"state", {{"terminated", {{"exitCode", 3}}}}}},
+                  {{"name", "tensorflow"},
+                   {"restartCount", 2},
+                   {"state", {{"terminated", {{"exitCode", 137}}}}}}}}}}};
+  auto r = taas::controller::ObserveReplica(pod);
+  REQUIRE(r);
+  CHECK(r->type == tf::ReplicaType::kWorker);
+  CHECK(r->index == 1);
+  CHECK(r->phase == tf::ReplicaPhase::kFailed);
+  CHECK(r->exit_code == 137);
+  CHECK(r->restarts == 2);
+  CHECK_FALSE(r->terminating);
+  CHECK(taas::controller::ControllerUid(pod) == "u");
+  CHECK(taas::controller::ControllerName(pod) == "mnist");
+
+  json pending = {
+      {"metadata",
+       {{"creationTimestamp", "2026-01-01T00:00:00Z"},
+        {"deletionTimestamp", "2026-01-01T00:01:00Z"},
+        {"labels",
+         {{"training.kubeflow.org/replica-type", "ps"},
+          {"training.kubeflow.org/replica-index", "0"}}}}},
+      {"status",
+       {{"phase", "Pending"},
+        {"containerStatuses",
+         {{{"name", "tensorflow"},
+           {"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "m"}}}}}}}}}}};
+  auto p = taas::controller::ObserveReplica(pending);
+  REQUIRE(p);
+  CHECK(p->type == tf::ReplicaType::kPS);
+  CHECK(p->phase == tf::ReplicaPhase::kPending);
+  CHECK(p->terminating);
+  CHECK(p->reason == "ImagePullBackOff");
+  CHECK(p->waiting_since.has_value());
+
+  CHECK_FALSE(taas::controller::ObserveReplica({{"metadata", {{"name", "x"}}}}).has_value());
+  json bad = pending;
+  bad["metadata"]["labels"]["training.kubeflow.org/replica-index"] = "1x";
+  CHECK_FALSE(taas::controller::ObserveReplica(bad).has_value());
+}
