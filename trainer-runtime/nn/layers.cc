@@ -93,13 +93,19 @@ const Tensor& Dense::Forward(const Tensor& input, bool) {
   return output_;
 }
 
+bool Dense::SkipReluMask() {
+  if (activation_ != Activation::kRelu) return false;
+  skip_relu_mask_ = true;
+  return true;
+}
+
 const Tensor& Dense::Backward(const Tensor& grad_output) {
   Require(input_ != nullptr && grad_output.shape() == output_.shape(), name(),
           "gradient shape " + ShapeString(grad_output.shape()) + " does not match output " +
               ShapeString(output_.shape()));
   const std::int64_t n = grad_output.shape()[0];
   const Tensor* dy = &grad_output;
-  if (activation_ == Activation::kRelu) {
+  if (activation_ == Activation::kRelu && !skip_relu_mask_) {
     ReluMask(output_, grad_output, masked_grad_);
     dy = &masked_grad_;
   }
@@ -158,6 +164,12 @@ Conv2D::Conv2D(std::string name, ComputeContext& context, std::int64_t in_channe
 }
 
 Conv2D::~Conv2D() = default;
+
+bool Conv2D::SkipReluMask() {
+  if (activation_ != Activation::kRelu) return false;
+  skip_relu_mask_ = true;
+  return true;
+}
 
 Conv2D::Plan& Conv2D::PlanFor(const Shape& input_shape) {
   auto it = plans_.find(input_shape);
@@ -275,7 +287,7 @@ const Tensor& Conv2D::Backward(const Tensor& grad_output) {
               ShapeString(output_.shape()));
   if (plan_->has_bwd_data != input_gradient_) plan_ = &PlanFor(input_->shape());
   const Tensor* dy = &grad_output;
-  if (activation_ == Activation::kRelu) {
+  if (activation_ == Activation::kRelu && !skip_relu_mask_) {
     ReluMask(output_, grad_output, masked_grad_);
     dy = &masked_grad_;
   }
@@ -322,6 +334,12 @@ MaxPool2D::MaxPool2D(std::string name, ComputeContext& context, std::int64_t poo
     : Layer(std::move(name)), context_(context), pool_(pool), stride_(stride) {}
 
 MaxPool2D::~MaxPool2D() = default;
+
+std::string MaxPool2D::ImplementationInfo() const {
+  if (plan_ == nullptr) return "";
+  return "fwd: " + std::string(plan_->fwd_pd.impl_info_str()) +
+         ", bwd: " + plan_->bwd_pd.impl_info_str();
+}
 
 MaxPool2D::Plan& MaxPool2D::PlanFor(const Shape& input_shape) {
   auto it = plans_.find(input_shape);
@@ -380,8 +398,13 @@ const Tensor& MaxPool2D::Backward(const Tensor& grad_output) {
     return input_grad_;
   }
   Ensure(input_grad_, input_->shape());
+  const Tensor* dy = &grad_output;
+  if (relu_input_) {
+    ReluMask(output_, grad_output, masked_grad_);
+    dy = &masked_grad_;
+  }
   auto& stream = context_.stream();
-  plan_->diff_dst.set_data_handle(const_cast<float*>(grad_output.data()));
+  plan_->diff_dst.set_data_handle(const_cast<float*>(dy->data()));
   plan_->diff_src.set_data_handle(input_grad_.data());
   plan_->bwd.execute(stream, {{DNNL_ARG_DIFF_DST, plan_->diff_dst},
                               {DNNL_ARG_WORKSPACE, plan_->workspace},

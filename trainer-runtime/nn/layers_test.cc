@@ -230,5 +230,60 @@ TEST_CASE("sequential names variables uniquely and in order; first layer skips i
   CHECK(norm > 0);
 }
 
+TEST_CASE("a pool after a ReLU conv masks its small gradient instead: same gradients") {
+  ComputeContext context;
+  auto build = [&](Sequential& model) {
+    auto& conv = model.Add(
+        std::make_unique<Conv2D>("conv", context, 2, 3, 3, 1, Padding::kValid, Activation::kRelu));
+    Constant(conv.bias().value, -0.3f);  // many windows entirely zero after the ReLU
+    model.Add(std::make_unique<MaxPool2D>("pool", context, 2, 2));
+    model.Add(std::make_unique<Flatten>("flatten"));
+    model.Add(std::make_unique<Dense>("dense", 3 * 3 * 3, 2, Activation::kNone));
+  };
+  Sequential fused;
+  build(fused);
+  Tensor x = Random({2, 8, 8, 2}, 31);
+  Tensor r = Random({2, 2}, 32);
+  fused.Forward(x, true);
+  fused.Backward(r);
+  Tensor fused_grad = fused.variables()[0]->gradient;
+
+  // The same layers driven one by one, so each applies its own ReLU mask.
+  Conv2D conv("conv", context, 2, 3, 3, 1, Padding::kValid, Activation::kRelu);
+  Constant(conv.bias().value, -0.3f);
+  MaxPool2D pool("pool", context, 2, 2);
+  Flatten flatten("flatten");
+  Dense dense("dense", 27, 2, Activation::kNone);
+  conv.set_input_gradient(false);
+  dense.Forward(flatten.Forward(pool.Forward(conv.Forward(x, true), true), true), true);
+  conv.Backward(pool.Backward(flatten.Backward(dense.Backward(r))));
+  for (std::int64_t i = 0; i < fused_grad.size(); ++i) {
+    CHECK(fused_grad.data()[i] == doctest::Approx(conv.kernel().gradient.data()[i]));
+  }
+  int zero_windows = 0;
+  for (float v : pool.Forward(conv.Forward(x, true), true).values()) zero_windows += v == 0.0f;
+  CHECK(zero_windows > 0);
+
+  // And against finite differences through the whole network.
+  // A small step: a kernel weight moves all 216 pre-activations, so a large one crosses kinks.
+  Variable* kernel = fused.variables()[0];
+  const float eps = 1e-3f;
+  for (std::int64_t i = 0; i < kernel->value.size(); i += 5) {
+    auto objective = [&] {
+      const Tensor& y = fused.Forward(x, true);
+      double sum = 0;
+      for (std::int64_t k = 0; k < y.size(); ++k) sum += double(y.data()[k]) * r.data()[k];
+      return sum;
+    };
+    const float saved = kernel->value.data()[i];
+    kernel->value.data()[i] = saved + eps;
+    const double plus = objective();
+    kernel->value.data()[i] = saved - eps;
+    const double minus = objective();
+    kernel->value.data()[i] = saved;
+    CheckClose(fused_grad.data()[i], (plus - minus) / (2 * eps), "kernel " + std::to_string(i));
+  }
+}
+
 }  // namespace
 }  // namespace taas::nn

@@ -1,16 +1,55 @@
 #include "taas/nn/sequential.h"
 
+#include <time.h>
+
 namespace taas::nn {
+namespace {
+
+// CPU time of the calling thread: with one compute thread this is the layer's own cost, unskewed
+// by other processes on a busy machine.
+double Now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace
 
 const Tensor& Sequential::Forward(const Tensor& input, bool training) {
   const Tensor* x = &input;
-  for (auto& layer : layers_) x = &layer->Forward(*x, training);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const double start = timing_ ? Now() : 0.0;
+    x = &layers_[i]->Forward(*x, training);
+    if (timing_) timings_[i].forward_seconds += Now() - start;
+  }
   return *x;
 }
 
 void Sequential::Backward(const Tensor& grad_output) {
   const Tensor* g = &grad_output;
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) g = &(*it)->Backward(*g);
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const double start = timing_ ? Now() : 0.0;
+    g = &layers_[i]->Backward(*g);
+    if (timing_) timings_[i].backward_seconds += Now() - start;
+  }
+}
+
+void Sequential::EnableTiming(bool enabled) {
+  timing_ = enabled;
+  timings_.clear();
+  if (enabled) {
+    for (auto& layer : layers_) timings_.push_back({layer->name()});
+  }
+}
+
+void Sequential::Wire(Layer& next) {
+  if (layers_.empty()) {
+    next.set_input_gradient(false);
+    return;
+  }
+  if (auto* pool = dynamic_cast<MaxPool2D*>(&next); pool != nullptr) {
+    if (layers_.back()->SkipReluMask()) pool->set_relu_input(true);
+  }
 }
 
 std::vector<Variable*> Sequential::variables() {

@@ -49,6 +49,8 @@ class Model {
   // Moving-average decay for evaluation weights, 0 when the model uses none.
   virtual float MovingAverageDecay() const { return 0.0f; }
 
+  nn::Sequential& network() { return network_; }
+
  protected:
   Model() = default;
   nn::ComputeContext context_;

@@ -43,6 +43,10 @@ class Layer {
   virtual std::vector<Variable*> variables() { return {}; }
   // Whether Backward must compute dL/d(input); the first layer of a model does not need it.
   void set_input_gradient(bool enabled) { input_gradient_ = enabled; }
+  // For a layer with a fused ReLU: from now on Backward receives gradients that are already zero
+  // wherever the output is zero, so it skips its own mask pass. Returns false (and changes
+  // nothing) for layers without a fused ReLU.
+  virtual bool SkipReluMask() { return false; }
 
   const std::string& name() const { return name_; }
 
@@ -61,12 +65,14 @@ class Dense final : public Layer {
   const Tensor& Forward(const Tensor& input, bool training) override;
   const Tensor& Backward(const Tensor& grad_output) override;
   std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
+  bool SkipReluMask() override;
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
 
  private:
   std::int64_t in_, out_;
   Activation activation_;
+  bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
   const Tensor* input_ = nullptr;
   Tensor output_, masked_grad_, input_grad_;
@@ -81,6 +87,7 @@ class Conv2D final : public Layer {
   const Tensor& Forward(const Tensor& input, bool training) override;
   const Tensor& Backward(const Tensor& grad_output) override;
   std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
+  bool SkipReluMask() override;
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
   // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
@@ -94,6 +101,7 @@ class Conv2D final : public Layer {
   std::int64_t in_channels_, filters_, kernel_size_, stride_;
   Padding padding_;
   Activation activation_;
+  bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   Plan* plan_ = nullptr;
@@ -106,6 +114,11 @@ class MaxPool2D final : public Layer {
  public:
   MaxPool2D(std::string name, ComputeContext& context, std::int64_t pool, std::int64_t stride);
   ~MaxPool2D() override;
+  std::string ImplementationInfo() const;
+  // The input is a ReLU's output whose layer skips its own mask (SkipReluMask): Backward then
+  // zeroes the gradient of windows whose maximum is 0, which is exactly the ReLU's mask at the
+  // positions the gradient flows to, on a tensor pool^2 times smaller.
+  void set_relu_input(bool enabled) { relu_input_ = enabled; }
   const Tensor& Forward(const Tensor& input, bool training) override;
   const Tensor& Backward(const Tensor& grad_output) override;
 
@@ -115,10 +128,11 @@ class MaxPool2D final : public Layer {
 
   ComputeContext& context_;
   std::int64_t pool_, stride_;
+  bool relu_input_ = false;
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   Plan* plan_ = nullptr;
   const Tensor* input_ = nullptr;
-  Tensor output_, input_grad_;
+  Tensor output_, masked_grad_, input_grad_;
 };
 
 class ReLU final : public Layer {

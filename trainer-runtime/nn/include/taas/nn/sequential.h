@@ -14,11 +14,12 @@ class Sequential {
   Sequential(const Sequential&) = delete;
   Sequential& operator=(const Sequential&) = delete;
 
-  // Appends `layer` and returns it; the first layer skips its input gradient.
+  // Appends `layer` and returns it. The first layer skips its input gradient; a MaxPool2D after
+  // a layer with a fused ReLU applies the ReLU mask on its 4x smaller output gradient instead.
   template <typename L>
   L& Add(std::unique_ptr<L> layer) {
     L& result = *layer;
-    if (layers_.empty()) result.set_input_gradient(false);
+    Wire(result);
     layers_.push_back(std::move(layer));
     return result;
   }
@@ -31,8 +32,22 @@ class Sequential {
   std::vector<Variable*> variables();
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 
+  // Per-layer CPU time of the calling thread in Forward and Backward, for profiling with one
+  // compute thread (SetComputeThreads(1)); off by default.
+  struct LayerTiming {
+    std::string name;
+    double forward_seconds = 0.0;
+    double backward_seconds = 0.0;
+  };
+  void EnableTiming(bool enabled);
+  const std::vector<LayerTiming>& timings() const { return timings_; }
+
  private:
+  void Wire(Layer& next);
+
   std::vector<std::unique_ptr<Layer>> layers_;
+  bool timing_ = false;
+  std::vector<LayerTiming> timings_;
 };
 
 }  // namespace taas::nn
