@@ -1,0 +1,567 @@
+#include "launcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "taas/tfjob/defaults.h"
+#include "taas/tfjob/restart.h"
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/status.h"
+#include "taas/tfjob/tf_config.h"
+#include "taas/tfjob/validation.h"
+
+extern char** environ;
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using tfjob::ReplicaType;
+
+constexpr const char* kBinPrefix = "/opt/taas/bin/";
+
+std::atomic<int> g_signal{0};  // Set by the SIGINT/SIGTERM handler; read by the main loop.
+
+void OnSignal(int sig) { g_signal = sig; }
+
+// Output of every replica goes through here, one whole line at a time.
+class Console {
+ public:
+  void Line(const std::string& prefix, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::fprintf(stdout, "%s%s\n", prefix.c_str(), line.c_str());
+    std::fflush(stdout);
+  }
+  void Say(const std::string& line) { Line("[taas] ", line); }
+
+ private:
+  std::mutex mu_;
+};
+
+struct Replica {
+  ReplicaType type = ReplicaType::kWorker;
+  int index = 0;
+  std::string name;
+  int port = 0;
+  int metrics_port = 0;
+  tfjob::RestartPolicy policy = tfjob::RestartPolicy::kNever;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+
+  pid_t pid = -1;
+  std::thread reader;
+  tfjob::ObservedReplica observed;
+  std::optional<Clock::time_point> start_at;  // Scheduled (re)start.
+  int starts = 0;
+};
+
+absl::StatusOr<std::vector<int>> FreePorts(int count) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = 0;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      for (int f : fds) ::close(f);
+      if (fd >= 0) ::close(fd);
+      return absl::UnavailableError(std::string("cannot reserve a loopback port: ") +
+                                    std::strerror(errno));
+    }
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int f : fds) ::close(f);  // Held until all are chosen, so no port is handed out twice.
+  return ports;
+}
+
+// GET /metrics from 127.0.0.1:port and return one gauge's value.
+std::optional<double> ScrapeGauge(int port, const std::string& gauge) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  std::string body;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(gauge + " ", 0) == 0) return std::stod(line.substr(gauge.size() + 1));
+  }
+  return std::nullopt;
+}
+
+std::string Now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return buf;
+}
+
+class JobRunner {
+ public:
+  JobRunner(const Options& options, tfjob::TFJob job) : options_(options), job_(std::move(job)) {}
+
+  int Run();
+
+ private:
+  absl::Status Prepare();
+  absl::Status Start(Replica& r);
+  void Reap();
+  void StopAll();
+  void Progress();
+
+  const Options& options_;
+  tfjob::TFJob job_;
+  Console console_;
+  std::deque<Replica> replicas_;  // deque: Replica holds a thread and must not move
+  std::string model_dir_;
+  Clock::time_point last_progress_ = Clock::now();
+};
+
+absl::Status JobRunner::Prepare() {
+  model_dir_ = options_.model_dir;
+  if (model_dir_.empty()) {
+    model_dir_ = (fs::temp_directory_path() / "taas" / (job_.metadata.name + "-" + Now())).string();
+  }
+  std::error_code ec;
+  fs::create_directories(model_dir_, ec);
+  if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
+  model_dir_ = fs::absolute(model_dir_).string();
+  console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
+
+  int count = tfjob::TotalReplicas(job_.spec);
+  TAAS_ASSIGN_OR_RETURN(auto ports, FreePorts(2 * count));
+  std::size_t next = 0;
+  std::map<std::pair<ReplicaType, int>, int> port_of;
+  for (ReplicaType type : tfjob::kStatusOrder) {
+    auto it = job_.spec.replica_specs.find(type);
+    if (it == job_.spec.replica_specs.end()) continue;
+    for (int i = 0; i < it->second.replicas; ++i) {
+      Replica& r = replicas_.emplace_back();
+      r.type = type;
+      r.index = i;
+      r.name = tfjob::ReplicaName(job_.metadata.name, type, i);
+      r.port = ports[next++];
+      r.metrics_port = ports[next++];
+      r.policy = it->second.restart_policy;
+      port_of[{type, i}] = r.port;
+    }
+  }
+  const tfjob::ClusterSpec cluster =
+      tfjob::BuildClusterSpec(job_.spec, [&](ReplicaType type, int index) {
+        return "127.0.0.1:" + std::to_string(port_of[{type, index}]);
+      });
+  const bool distributed = tfjob::NeedsTfConfig(job_.spec);
+  std::map<std::string, std::string> resolved;  // command -> local binary, said once each
+  for (Replica& r : replicas_) {
+    const nlohmann::json& tmpl = job_.spec.replica_specs.at(r.type).pod_template;
+    const nlohmann::json* container = tfjob::FindDefaultContainer(tmpl);
+    if (!container) {
+      return absl::InvalidArgumentError("spec.tfReplicaSpecs." +
+                                        std::string(tfjob::ReplicaTypeName(r.type)) +
+                                        ".template.spec.containers: no container named tensorflow");
+    }
+    for (const char* key : {"command", "args"}) {
+      if (!container->contains(key)) continue;
+      for (const auto& a : (*container)[key]) r.argv.push_back(a.get<std::string>());
+    }
+    if (r.argv.empty()) {
+      return absl::InvalidArgumentError(
+          "spec.tfReplicaSpecs." + std::string(tfjob::ReplicaTypeName(r.type)) +
+          ".template.spec.containers[tensorflow].command: needed to run the replica locally "
+          "(the image's entrypoint is unknown here)");
+    }
+    if (r.argv[0].rfind(kBinPrefix, 0) == 0) {
+      const std::string name = r.argv[0].substr(std::strlen(kBinPrefix));
+      auto found = resolved.find(r.argv[0]);
+      if (found == resolved.end()) {
+        std::string local = FindBinary(options_.build_dir, name);
+        if (local.empty()) {
+          return absl::NotFoundError(r.argv[0] + ": no executable named " + name + " under " +
+                                     options_.build_dir + " (build it, or pass --build-dir)");
+        }
+        console_.Say("using " + local + " for " + r.argv[0]);
+        found = resolved.emplace(r.argv[0], local).first;
+      }
+      r.argv[0] = found->second;
+    }
+    if (container->contains("env")) {
+      for (const auto& e : (*container)["env"]) {
+        const std::string name = e.value("name", "");
+        if (e.contains("value") && e["value"].is_string()) {
+          r.env[name] = e["value"].get<std::string>();
+        } else if (e.contains("valueFrom")) {
+          console_.Say(r.name + ": env " + name +
+                       " uses valueFrom, which has no local meaning; "
+                       "skipped");
+        }
+      }
+    }
+    for (const auto& [k, v] : options_.env) r.env[k] = v;
+    if (r.env.count("TF_LOGDIR") && r.env["TF_LOGDIR"] != model_dir_) {
+      console_.Say(r.name + ": TF_LOGDIR " + r.env["TF_LOGDIR"] +
+                   " replaced by the local model dir");
+    }
+    r.env["TF_LOGDIR"] = model_dir_;
+    r.env["TAAS_JOB_NAME"] = job_.metadata.name;
+    r.env["TAAS_METRICS_PORT"] = std::to_string(r.metrics_port);
+    if (distributed) {
+      r.env["TF_CONFIG"] = tfjob::TfConfigJson(cluster, {r.type, r.index});
+    }
+    r.observed.type = r.type;
+    r.observed.index = r.index;
+    r.observed.phase = tfjob::ReplicaPhase::kPending;
+    r.start_at = Clock::now();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobRunner::Start(Replica& r) {
+  if (r.reader.joinable()) r.reader.join();
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(std::string("pipe: ") + std::strerror(errno));
+  }
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env.erase("TF_CONFIG");
+  for (const auto& [k, v] : r.env) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = r.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::setpgid(0, 0);  // Its own group: the launcher stops it (and its children) explicitly.
+    ::execve(argv[0], argv.data(), envp.data());
+    if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
+    const char msg[] = "exec failed: command not found or not executable\n";
+    (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  r.pid = pid;
+  ++r.starts;
+  r.observed.phase = tfjob::ReplicaPhase::kRunning;
+  r.observed.exit_code.reset();
+  r.start_at.reset();
+  console_.Say("started " + r.name + " pid=" + std::to_string(pid) + " port=" +
+               std::to_string(r.port) + " metrics_port=" + std::to_string(r.metrics_port) +
+               (r.starts > 1 ? " (restart " + std::to_string(r.starts - 1) + ")" : ""));
+  const int fd = pipe_fds[0];
+  const std::string prefix = "[" + r.name + "] ";
+  r.reader = std::thread([this, fd, prefix] {
+    std::string pending;
+    char buf[8192];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+      if (n < 0) continue;
+      pending.append(buf, static_cast<std::size_t>(n));
+      std::size_t start = 0, nl;
+      while ((nl = pending.find('\n', start)) != std::string::npos) {
+        console_.Line(prefix, pending.substr(start, nl - start));
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+    }
+    if (!pending.empty()) console_.Line(prefix, pending);
+    ::close(fd);
+  });
+  return absl::OkStatus();
+}
+
+void JobRunner::Reap() {
+  for (Replica& r : replicas_) {
+    if (r.pid <= 0) continue;
+    int status = 0;
+    pid_t got = ::waitpid(r.pid, &status, WNOHANG);
+    if (got != r.pid) continue;
+    r.pid = -1;
+    if (r.reader.joinable()) r.reader.join();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const tfjob::ExitAction action = tfjob::DecideOnExit(r.policy, code);
+    console_.Say(r.name + " exited with code " + std::to_string(code) + " (restartPolicy " +
+                 std::string(tfjob::ToString(r.policy)) + ": " +
+                 std::string(tfjob::ToString(action)) + ")");
+    const bool in_place =
+        r.policy == tfjob::RestartPolicy::kAlways || r.policy == tfjob::RestartPolicy::kOnFailure;
+    if (action == tfjob::ExitAction::kRestart && in_place) {
+      // The kubelet restarts the container in place; the pod stays Running.
+      ++r.observed.restarts;
+      r.observed.exit_code = code;
+      r.start_at = Clock::now() + std::chrono::seconds(1);
+    } else {
+      r.observed.phase = code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+      r.observed.exit_code = code;
+    }
+  }
+}
+
+void JobRunner::StopAll() {
+  for (Replica& r : replicas_) {
+    if (r.pid > 0) ::kill(-r.pid, SIGTERM);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    bool alive = false;
+    for (Replica& r : replicas_) {
+      if (r.pid <= 0) continue;
+      int status;
+      if (::waitpid(r.pid, &status, WNOHANG) == r.pid) {
+        r.pid = -1;
+      } else {
+        alive = true;
+      }
+    }
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (Replica& r : replicas_) {
+    if (r.pid > 0) {
+      ::kill(-r.pid, SIGKILL);
+      ::waitpid(r.pid, nullptr, 0);
+      r.pid = -1;
+    }
+    if (r.reader.joinable()) r.reader.join();
+  }
+}
+
+void JobRunner::Progress() {
+  std::string line = "job " + job_.metadata.name + ":";
+  for (const auto& [type, rs] : job_.status.replica_statuses) {
+    line += " " + std::string(tfjob::ReplicaTypeKey(type)) +
+            " active=" + std::to_string(rs.active) + " succeeded=" + std::to_string(rs.succeeded) +
+            " failed=" + std::to_string(rs.failed) + ";";
+  }
+  // The chief's (or worker 0's) view of the global step.
+  for (const Replica& r : replicas_) {
+    const bool chief =
+        tfjob::IsChiefOrMaster(r.type) ||
+        (!tfjob::HasChiefOrMaster(job_.spec) && r.type == ReplicaType::kWorker && r.index == 0);
+    if (!chief || r.pid <= 0) continue;
+    if (auto step = ScrapeGauge(r.metrics_port, "taas_global_step")) {
+      line += " global_step=" + std::to_string(static_cast<std::int64_t>(*step));
+    }
+    if (auto loss = ScrapeGauge(r.metrics_port, "taas_loss")) {
+      line += " loss=" + std::to_string(*loss);
+    }
+  }
+  console_.Say(line);
+}
+
+int JobRunner::Run() {
+  if (absl::Status s = Prepare(); !s.ok()) {
+    console_.Say("error: " + std::string(s.message()));
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  while (true) {
+    if (g_signal != 0) {
+      console_.Say("interrupted: stopping every replica");
+      StopAll();
+      return 130;
+    }
+    for (Replica& r : replicas_) {
+      if (r.start_at && Clock::now() >= *r.start_at) {
+        if (absl::Status s = Start(r); !s.ok()) {
+          console_.Say("error: cannot start " + r.name + ": " + std::string(s.message()));
+          StopAll();
+          return 2;
+        }
+      }
+    }
+    Reap();
+    std::vector<tfjob::ObservedReplica> observed;
+    for (const Replica& r : replicas_) observed.push_back(r.observed);
+    const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    tfjob::StatusUpdate update = tfjob::ComputeJobStatus(job_, observed, now);
+    job_.status = update.status;
+    for (const auto& e : update.events) {
+      console_.Say(std::string(e.warning ? "warning: " : "") + e.reason + ": " + e.message);
+    }
+    for (const auto& ref : update.restart) {
+      for (Replica& r : replicas_) {
+        if (r.type == ref.type && r.index == ref.index) {
+          r.observed.phase = tfjob::ReplicaPhase::kPending;
+          r.observed.exit_code.reset();
+          r.start_at = Clock::now() + std::chrono::seconds(1);
+        }
+      }
+    }
+    if (tfjob::IsFinished(job_.status)) break;
+    if (options_.progress_secs > 0 &&
+        std::chrono::duration<double>(Clock::now() - last_progress_).count() >=
+            options_.progress_secs) {
+      Progress();
+      last_progress_ = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool succeeded = tfjob::IsSucceeded(job_.status);
+  StopAll();
+  const auto* cond = tfjob::FindCondition(
+      job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
+  console_.Say("job " + job_.metadata.name + (succeeded ? " succeeded" : " failed") +
+               (cond ? ": " + cond->message : std::string()) + " (model dir " + model_dir_ + ")");
+  return succeeded ? 0 : 1;
+}
+
+}  // namespace
+
+std::string FindBinary(const std::string& dir, const std::string& name) {
+  std::error_code ec;
+  std::string best;
+  std::size_t best_depth = 0;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().filename() != name || !it->is_regular_file(ec)) continue;
+    if (::access(it->path().c_str(), X_OK) != 0) continue;
+    const auto depth = static_cast<std::size_t>(it.depth());
+    if (best.empty() || depth < best_depth) {
+      best = it->path().string();
+      best_depth = depth;
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
+                                  const std::string& self_path) {
+  const std::string usage =
+      "usage: taas run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env KEY=VALUE]... "
+      "[--progress-secs S]";
+  if (args.empty() || args[0] != "run") return absl::InvalidArgumentError(usage);
+  Options o;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    auto eq = arg.find('=');
+    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto next = [&]() -> absl::StatusOr<std::string> {
+      if (inline_value) return value;
+      if (i + 1 >= args.size()) return absl::InvalidArgumentError(arg + ": needs a value");
+      return args[++i];
+    };
+    if (arg == "--build-dir") {
+      TAAS_ASSIGN_OR_RETURN(o.build_dir, next());
+    } else if (arg == "--model-dir") {
+      TAAS_ASSIGN_OR_RETURN(o.model_dir, next());
+    } else if (arg == "--env") {
+      TAAS_ASSIGN_OR_RETURN(std::string kv, next());
+      auto pos = kv.find('=');
+      if (pos == std::string::npos || pos == 0) {
+        return absl::InvalidArgumentError("--env: expected KEY=VALUE, got " + kv);
+      }
+      o.env[kv.substr(0, pos)] = kv.substr(pos + 1);
+    } else if (arg == "--progress-secs") {
+      TAAS_ASSIGN_OR_RETURN(std::string s, next());
+      o.progress_secs = std::atof(s.c_str());
+    } else if (arg.rfind("--", 0) == 0) {
+      return absl::InvalidArgumentError(arg + ": unknown option\n" + usage);
+    } else if (o.job_file.empty()) {
+      o.job_file = arg;
+    } else {
+      return absl::InvalidArgumentError("only one job file, got " + arg + " too\n" + usage);
+    }
+  }
+  if (o.job_file.empty()) return absl::InvalidArgumentError("no job file\n" + usage);
+  if (o.build_dir.empty()) {
+    // build/trainer-runtime/launcher/taas -> build
+    std::error_code ec;
+    fs::path self = fs::canonical(self_path, ec);
+    o.build_dir = ec ? "." : self.parent_path().parent_path().parent_path().string();
+  }
+  return o;
+}
+
+int Run(const Options& options) {
+  std::ifstream in(options.job_file);
+  if (!in) {
+    std::fprintf(stderr, "[taas] error: cannot read %s\n", options.job_file.c_str());
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto docs = tfjob::YamlToJson(text.str());
+  if (!docs.ok()) {
+    std::fprintf(stderr, "[taas] error: %s: %s\n", options.job_file.c_str(),
+                 std::string(docs.status().message()).c_str());
+    return 2;
+  }
+  if (docs->size() != 1) {
+    std::fprintf(stderr, "[taas] error: %s: expected exactly one TFJob document, found %zu\n",
+                 options.job_file.c_str(), docs->size());
+    return 2;
+  }
+  auto job = tfjob::LoadTFJob(docs->front());
+  if (!job.ok()) {
+    std::fprintf(stderr, "[taas] error: %s: %s\n", options.job_file.c_str(),
+                 std::string(job.status().message()).c_str());
+    return 2;
+  }
+  JobRunner runner(options, std::move(*job));
+  return runner.Run();
+}
+
+}  // namespace taas::launcher

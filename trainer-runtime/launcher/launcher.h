@@ -1,0 +1,37 @@
+// `taas run job.yaml`: runs a TFJob on this machine, one process per replica, with the TF_CONFIG
+// the operator would inject (addresses are 127.0.0.1 with free ports). Restart decisions and the
+// job status come from the TFJob rules library (taas::tfjob), exactly as in the operator.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+
+namespace taas::launcher {
+
+struct Options {
+  std::string job_file;
+  // Where `/opt/taas/bin/<name>` commands are looked up (recursively); default: the build dir
+  // this launcher binary sits in.
+  std::string build_dir;
+  // The shared model dir (TF_LOGDIR of every replica); default: a fresh folder under /tmp/taas.
+  std::string model_dir;
+  // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
+  std::map<std::string, std::string> env;
+  double progress_secs = 10;
+};
+
+// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]`.
+absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
+                                  const std::string& self_path);
+
+// Runs the job to completion; returns the process exit code (0 when the job succeeded, 1 when it
+// failed, 2 for a manifest or setup error, 130 when interrupted).
+int Run(const Options& options);
+
+// Finds an executable file named `name` under `dir` (recursively, shallowest first).
+std::string FindBinary(const std::string& dir, const std::string& name);
+
+}  // namespace taas::launcher
