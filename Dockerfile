@@ -27,7 +27,8 @@ COPY . .
 ARG TAAS_SETUP_SKIP="30-kubernetes 40-python 60-packaging"
 RUN for fragment in $TAAS_SETUP_SKIP; do rm -f "scripts/setup.d/$fragment.sh"; done \
  && scripts/setup.sh
-RUN . scripts/lib/common.sh && . scripts/lib/build.sh && taas_build
+# (bash explicitly: the OCI image format has no SHELL instruction.)
+RUN bash -euo pipefail -c 'source scripts/lib/common.sh; source scripts/lib/build.sh; taas_build'
 
 # ---------------------------------------------------------------------------------------------
 # What the runtime stages copy: binaries (stripped), web UI, runtime package list.

@@ -172,13 +172,15 @@ else
   check "the token is the operator's, not admin's" \
     bash -c "[ \"\$(KUBECONFIG='$sa_kubeconfig' kubectl auth whoami -o jsonpath='{.status.userInfo.username}')\" = system:serviceaccount:taas-system:t-taas-operator ]"
 
-  health_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-  # The operator's flags as the chart passes them (templates/_helpers.tpl "taas.operatorArgs").
-  "$operator_binary" --kubeconfig="$sa_kubeconfig" --workers=2 \
-    --health-listen="127.0.0.1:$health_port" --leader-elect \
-    --leader-election-namespace=taas-system --leader-election-name=t-taas-operator \
-    --leader-election-id="test-$$" >"$tmp/operator.log" 2>&1 &
+  # The operator's flags as the chart passes them (templates/_helpers.tpl "taas.operatorArgs"),
+  # with a free port for /readyz, which answers once the leader's caches are synced.
+  "$operator_binary" --kubeconfig="$sa_kubeconfig" --workers=2 --health-address=127.0.0.1 \
+    --health-port=0 --port-file="$tmp/health.port" --log-level=info --leader-elect=true \
+    --lease-namespace=taas-system --lease-name=t-taas-operator --lease-duration-seconds=15 \
+    --identity="test-$$" >"$tmp/operator.log" 2>&1 &
   operator_pid=$!
+  wait_for 60 test -s "$tmp/health.port" || die "the operator wrote no health port: $(tail "$tmp/operator.log")"
+  health_port="$(cat "$tmp/health.port")"
   check "operator ready (/readyz)" wait_for 120 curl -fsS "http://127.0.0.1:$health_port/readyz"
 
   cat >"$tmp/job.yaml" <<'EOF'

@@ -140,16 +140,21 @@ class DefaultValues(unittest.TestCase, RbacChecks):
         self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
         self.assertTrue(c["securityContext"]["readOnlyRootFilesystem"])
         self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
-        args = " ".join(c["args"])
-        self.assertIn("--leader-elect", args)
-        self.assertIn("t-taas-operator", args)  # the Lease the Role allows
+        args = c["args"]
+        self.assertIn("--leader-elect=true", args)
+        self.assertIn("--lease-name=t-taas-operator", args)  # the Lease the Role allows
+        self.assertIn("--lease-namespace=$(POD_NAMESPACE)", args)
+        self.assertIn("--identity=$(POD_NAME)", args)
+        self.assertIn("--health-port=8081", args)
+        self.assertNotIn("--namespaces", args)  # every namespace
         one(self.docs, "PodDisruptionBudget", "t-taas-operator", "taas-system")
 
     def test_operator_rbac_is_cluster_wide_and_sufficient(self):
         role = one(self.docs, "ClusterRole", "taas-system-t-taas-operator")
         rules = role["rules"]
-        for verb in ("get", "list", "watch", "update", "delete"):
+        for verb in ("get", "list", "watch", "delete"):
             self.assertTrue(rules_grant(rules, "kubeflow.org", "tfjobs", verb), verb)
+        self.assertFalse(rules_grant(rules, "kubeflow.org", "tfjobs", "update"))
         self.assertTrue(rules_grant(rules, "kubeflow.org", "tfjobs/status", "update"))
         self.assertTrue(rules_grant(rules, "kubeflow.org", "tfjobs/finalizers", "update"))
         for resource in ("pods", "services"):
@@ -250,10 +255,13 @@ class NonDefaultValues(unittest.TestCase, RbacChecks):
         self.assertEqual(c["image"], "registry.example.com/ml/taas-operator:1.2.3")
         self.assertEqual(c["imagePullPolicy"], "Always")
         self.assertEqual(c["ports"][0]["containerPort"], 9443)
-        args = " ".join(c["args"])
+        args = c["args"]
         self.assertIn("--namespaces=team-a,team-b", args)
         self.assertIn("--workers=8", args)
-        self.assertNotIn("--leader-elect", args)
+        self.assertIn("--health-port=9443", args)
+        self.assertIn("--leader-elect=false", args)
+        self.assertFalse([a for a in args if a.startswith("--lease")])
+        self.assertEqual(args[-1], "--stuck-after-seconds=600")
         self.assertEqual(d["spec"]["template"]["spec"]["imagePullSecrets"], [{"name": "regcred"}])
         self.assertFalse(find(self.docs, "PodDisruptionBudget"))
 

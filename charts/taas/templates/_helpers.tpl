@@ -67,17 +67,22 @@ default
 {{- end -}}
 {{- end -}}
 
-{{/* The operator's flags (see operator/cmd). */}}
+{{/* The operator's flags (operator/cmd/main.cc). */}}
 {{- define "taas.operatorArgs" -}}
+{{- if .Values.watchNamespaces -}}
 - --namespaces={{ join "," .Values.watchNamespaces }}
+{{ end -}}
 - --workers={{ .Values.operator.workers }}
-- --health-listen=0.0.0.0:{{ .Values.operator.healthPort }}
+- --health-address=0.0.0.0
+- --health-port={{ .Values.operator.healthPort }}
 - --log-level={{ .Values.operator.logLevel }}
 {{- if .Values.operator.leaderElection.enabled }}
-- --leader-elect
-- --leader-election-namespace=$(POD_NAMESPACE)
-- --leader-election-name={{ include "taas.leaseName" . }}
-- --leader-election-id=$(POD_NAME)
-- --lease-duration={{ .Values.operator.leaderElection.leaseDuration }}s
+- --leader-elect=true
+- --lease-namespace=$(POD_NAMESPACE)
+- --lease-name={{ include "taas.leaseName" . }}
+- --lease-duration-seconds={{ .Values.operator.leaderElection.leaseDuration }}
+- --identity=$(POD_NAME)
+{{- else }}
+- --leader-elect=false
 {{- end }}
 {{- end -}}
