@@ -104,10 +104,8 @@ bool LeaderElector::Acquire() {
 bool LeaderElector::HoldUntilStopped() {
   auto last_renew = std::chrono::steady_clock::now();
   for (;;) {
-    if (!Sleep(std::chrono::duration_cast<std::chrono::milliseconds>(options_.retry_period))) {
-      Release();
+    if (!Sleep(std::chrono::duration_cast<std::chrono::milliseconds>(options_.retry_period)))
       return true;
-    }
     if (TryAcquireOrRenew()) {
       last_renew = std::chrono::steady_clock::now();
       continue;

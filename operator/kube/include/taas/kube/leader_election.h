@@ -2,7 +2,7 @@
 // renews the Lease every retry period; a candidate takes the Lease over once it has seen the same
 // holder record unchanged for a whole lease duration (measured on its own clock, so clock skew
 // between machines does not matter). A leader that cannot renew within the renew deadline stops
-// leading. Stop() while leading releases the Lease so that a standby takes over at once.
+// leading. Release() after stopping the work hands the Lease over to a standby at once.
 #pragma once
 
 #include <chrono>
@@ -42,14 +42,15 @@ class LeaderElector {
   // Blocks until this process leads (true), or Stop() is called (false).
   bool Acquire();
   // Blocks while leading, renewing the Lease; returns when leadership is lost (false) or Stop()
-  // is called (true; the Lease is then released).
+  // is called (true). Call Release() once the work is stopped, so a standby takes over at once.
   bool HoldUntilStopped();
   void Stop();
+  // Gives the Lease up if this process holds it (holder cleared, 1 s duration).
+  void Release();
   bool IsLeader() const;
 
  private:
   bool TryAcquireOrRenew();
-  void Release();
   bool Sleep(std::chrono::milliseconds duration);  // false when stopped
   std::string LeasePath() const;
 

@@ -1,0 +1,275 @@
+// taas-operator: runs kubeflow.org/v1 TFJobs on Kubernetes.
+//
+//   taas-operator [--kubeconfig PATH] [--namespaces a,b] [--workers 4] [--health-port 8081]
+//                 [--health-address 0.0.0.0] [--leader-elect=true] [--lease-namespace NS]
+//                 [--lease-name taas-operator] [--identity ID] [--cluster-domain DOMAIN]
+//                 [--stuck-after-seconds 300] [--resync-seconds 300] [--port-file PATH]
+//                 [--log-level info]
+//
+// This file is the one place the operator reads its configuration (flags, then KUBECONFIG, then
+// the in-cluster service account).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "health_server.h"
+#include "taas/base/log.h"
+#include "taas/controller/controller.h"
+#include "taas/kube/client.h"
+#include "taas/kube/leader_election.h"
+
+namespace {
+
+struct Flags {
+  std::string kubeconfig;
+  std::vector<std::string> namespaces;
+  int workers = 4;
+  int health_port = 8081;
+  std::string health_address = "0.0.0.0";
+  bool leader_elect = true;
+  std::string lease_namespace;
+  std::string lease_name = "taas-operator";
+  std::string identity;
+  std::string cluster_domain;
+  int stuck_after_seconds = 300;
+  int resync_seconds = 300;
+  int lease_duration_seconds = 15;
+  std::string port_file;
+  std::string log_level = "info";
+};
+
+constexpr char kUsage[] =
+    "usage: taas-operator [--kubeconfig PATH] [--namespaces a,b] [--workers N]\n"
+    "                     [--health-port PORT] [--health-address ADDR] "
+    "[--leader-elect=true|false]\n"
+    "                     [--lease-namespace NS] [--lease-name NAME] [--lease-duration-seconds S]\n"
+    "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
+    "                     [--resync-seconds S] [--port-file PATH] [--log-level "
+    "debug|info|warning]\n";
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags flags;
+  std::map<std::string, std::string> values;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError("unexpected argument " + arg);
+    std::string name = arg.substr(2);
+    std::string value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (name == "leader-elect") {
+      value = "true";
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return absl::InvalidArgumentError("--" + name + " needs a value");
+    }
+    values[name] = value;
+  }
+  auto integer = [&](const std::string& name, int& out, int min) -> absl::Status {
+    auto it = values.find(name);
+    if (it == values.end()) return absl::OkStatus();
+    try {
+      std::size_t used = 0;
+      out = std::stoi(it->second, &used);
+      if (used != it->second.size() || out < min) throw std::invalid_argument("range");
+    } catch (const std::exception&) {
+      return absl::InvalidArgumentError("--" + name + " must be an integer >= " +
+                                        std::to_string(min) + ", got \"" + it->second + "\"");
+    }
+    values.erase(it);
+    return absl::OkStatus();
+  };
+  auto text = [&](const std::string& name, std::string& out) {
+    if (auto it = values.find(name); it != values.end()) {
+      out = it->second;
+      values.erase(it);
+    }
+  };
+  TAAS_RETURN_IF_ERROR(integer("workers", flags.workers, 1));
+  TAAS_RETURN_IF_ERROR(integer("health-port", flags.health_port, 0));
+  TAAS_RETURN_IF_ERROR(integer("stuck-after-seconds", flags.stuck_after_seconds, 0));
+  TAAS_RETURN_IF_ERROR(integer("resync-seconds", flags.resync_seconds, 0));
+  TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 2));
+  std::string namespaces, leader_elect;
+  text("namespaces", namespaces);
+  flags.namespaces = Split(namespaces);
+  text("kubeconfig", flags.kubeconfig);
+  text("health-address", flags.health_address);
+  text("lease-namespace", flags.lease_namespace);
+  text("lease-name", flags.lease_name);
+  text("identity", flags.identity);
+  text("cluster-domain", flags.cluster_domain);
+  text("port-file", flags.port_file);
+  text("log-level", flags.log_level);
+  text("leader-elect", leader_elect);
+  if (!leader_elect.empty()) {
+    if (leader_elect != "true" && leader_elect != "false")
+      return absl::InvalidArgumentError("--leader-elect must be true or false");
+    flags.leader_elect = leader_elect == "true";
+  }
+  if (!values.empty()) return absl::InvalidArgumentError("unknown flag --" + values.begin()->first);
+  return flags;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    std::cerr << "taas-operator: " << flags.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  taas::LogLevel level = taas::LogLevel::kInfo;
+  if (flags->log_level == "debug") level = taas::LogLevel::kDebug;
+  if (flags->log_level == "warning") level = taas::LogLevel::kWarning;
+  if (flags->log_level == "error") level = taas::LogLevel::kError;
+  taas::Logger logger = taas::Logger(stdout, level).With({{"component", "taas-operator"}});
+
+  // Configuration: --kubeconfig, else $KUBECONFIG, else the in-cluster service account.
+  std::string kubeconfig = flags->kubeconfig;
+  if (kubeconfig.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG"); env != nullptr) kubeconfig = env;
+  }
+  auto config =
+      kubeconfig.empty() ? taas::kube::InClusterConfig() : taas::kube::LoadKubeconfig(kubeconfig);
+  if (!config.ok()) {
+    logger.Error("cannot load the Kubernetes configuration",
+                 {{"error", std::string(config.status().message())}});
+    return 1;
+  }
+  std::string ns_of_config = config->namespace_name;
+  auto client = taas::kube::Client::Create(*config);
+  if (!client.ok()) {
+    logger.Error("cannot create the Kubernetes client",
+                 {{"error", std::string(client.status().message())}});
+    return 1;
+  }
+
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof(hostname) - 1);
+  std::string identity = flags->identity.empty()
+                             ? std::string(hostname) + "_" + std::to_string(::getpid())
+                             : flags->identity;
+
+  // Signals are handled by sigwait on the main thread; every thread started later inherits the
+  // mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  taas::controller::ControllerOptions options;
+  options.namespaces = flags->namespaces;
+  options.workers = flags->workers;
+  options.build.addressing.cluster_domain = flags->cluster_domain;
+  options.status.stuck_after = std::chrono::seconds(flags->stuck_after_seconds);
+  options.resync_period = std::chrono::seconds(flags->resync_seconds);
+  options.host = identity;
+  taas::controller::Controller controller(client->get(), options, logger);
+
+  taas::kube::LeaderElectionOptions lease;
+  lease.namespace_name = flags->lease_namespace.empty() ? ns_of_config : flags->lease_namespace;
+  lease.name = flags->lease_name;
+  lease.identity = identity;
+  lease.lease_duration = std::chrono::seconds(flags->lease_duration_seconds);
+  lease.renew_deadline = std::chrono::seconds(std::max(1, flags->lease_duration_seconds * 2 / 3));
+  lease.retry_period = std::chrono::seconds(std::max(1, flags->lease_duration_seconds / 7));
+  taas::kube::LeaderElector elector(client->get(), lease, logger);
+
+  std::atomic<bool> leading{false};
+  taas::operator_cmd::HealthHandlers handlers;
+  handlers.ready = [&] { return controller.Synced(); };
+  handlers.metrics = [&] {
+    return controller.RenderMetrics() +
+           "# HELP taas_operator_leader 1 while this replica leads.\n"
+           "# TYPE taas_operator_leader gauge\ntaas_operator_leader " +
+           std::string(leading.load() ? "1" : "0") + "\n";
+  };
+  std::unique_ptr<taas::operator_cmd::HealthServer> health;
+  if (flags->health_port >= 0) {
+    auto server = taas::operator_cmd::HealthServer::Start(flags->health_address, flags->health_port,
+                                                          handlers);
+    if (!server.ok()) {
+      logger.Error("cannot start the health server",
+                   {{"error", std::string(server.status().message())}});
+      return 1;
+    }
+    health = std::move(*server);
+    logger.Info("serving /healthz /readyz /metrics", {{"port", health->port()}});
+    if (!flags->port_file.empty()) {
+      std::ofstream(flags->port_file + ".tmp") << health->port() << "\n";
+      std::rename((flags->port_file + ".tmp").c_str(), flags->port_file.c_str());
+    }
+  }
+
+  std::atomic<int> exit_code{0};
+  std::atomic<bool> stopping{false};
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  std::thread runner([&] {
+    if (flags->leader_elect) {
+      if (!elector.Acquire()) return;
+    }
+    leading = true;
+    if (!controller.Start(std::chrono::minutes(5))) {
+      exit_code = 1;
+      ::kill(::getpid(), SIGTERM);
+      return;
+    }
+    if (flags->leader_elect) {
+      if (!elector.HoldUntilStopped()) {
+        exit_code = 1;  // lost the lease: stop working at once, like client-go's OnStoppedLeading
+        controller.Stop();
+        leading = false;
+        ::kill(::getpid(), SIGTERM);
+        return;
+      }
+    } else {
+      std::unique_lock<std::mutex> lock(stop_mu);
+      stop_cv.wait(lock, [&] { return stopping.load(); });
+    }
+    controller.Stop();
+    leading = false;
+    if (flags->leader_elect) elector.Release();
+  });
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  logger.Info("shutting down", {{"signal", signal_number}});
+  {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    stopping = true;
+  }
+  stop_cv.notify_all();
+  elector.Stop();
+  runner.join();
+  controller.Stop();
+  health.reset();
+  return exit_code.load();
+}

@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""Integration tests of taas-operator against a real control plane (scripts/cluster/taas-cluster).
+
+Each run starts its own uniquely named instance, applies the TFJob CRD, runs the operator
+binary, and checks one group of scenarios (argument --group). Every scenario uses its own
+namespace. The instance and the operators are torn down even on failure; on failure the
+operator's log, the pods and the events are printed.
+
+Usage: operator_e2e_test.py --operator BIN --crd FILE --cluster taas-cluster --group NAME
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+
+TIMEOUT = 120  # seconds for each wait; a loaded 2-core machine is slow
+
+
+class TestFailure(Exception):
+    pass
+
+
+def log(message):
+    print(f"== {message}", flush=True)
+
+
+class Env:
+    def __init__(self, args):
+        self.args = args
+        self.name = f"op-{os.getpid()}-{random.randint(0, 99999)}"
+        self.tmp = tempfile.mkdtemp(prefix="taas-operator-e2e-")
+        self.env = dict(os.environ)
+        self.operators = []
+
+    # ---- cluster ----
+    def up(self):
+        log(f"starting control plane {self.name}")
+        subprocess.run([self.args.cluster, "up", "--name", self.name, "--nodes", "2"],
+                       check=True, stdout=sys.stdout, stderr=sys.stderr)
+        out = subprocess.run([self.args.cluster, "env", "--name", self.name], check=True,
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            m = re.match(r"export (\w+)=(.*)$", line.strip())
+            if not m:
+                continue
+            value = m.group(2).strip("'\"")
+            value = value.replace("$PATH", self.env.get("PATH", ""))
+            self.env[m.group(1)] = value
+        self.kubeconfig = self.env["KUBECONFIG"]
+
+    def down(self):
+        subprocess.run([self.args.cluster, "down", "--name", self.name])
+
+    # ---- kubectl ----
+    def kubectl(self, *args, input=None, check=True):
+        p = subprocess.run(["kubectl", *args], env=self.env, input=input, capture_output=True,
+                           text=True)
+        if check and p.returncode != 0:
+            raise TestFailure(f"kubectl {' '.join(args)} failed: {p.stderr.strip()}")
+        return p
+
+    def get(self, *args):
+        p = self.kubectl("get", *args, "-o", "json", check=False)
+        if p.returncode != 0:
+            return None
+        return json.loads(p.stdout)
+
+    def apply(self, manifest, check=True):
+        return self.kubectl("apply", "-f", "-", input=json.dumps(manifest), check=check)
+
+    def namespace(self, ns):
+        self.kubectl("create", "namespace", ns)
+        # Pods need the namespace's default service account (made by the controller manager).
+        wait_for(f"service account in {ns}", lambda: self.get("-n", ns, "serviceaccount", "default"))
+
+    def finish_pod(self, ns, pod, code):
+        subprocess.run([self.args.cluster, "finish-pod", "--name", self.name, "--timeout", "120",
+                        ns, pod, str(code)], check=True, env=self.env)
+
+    # ---- operator ----
+    def start_operator(self, *extra, identity=None):
+        index = len(self.operators)
+        port_file = os.path.join(self.tmp, f"port-{index}")
+        log_path = os.path.join(self.tmp, f"operator-{index}.log")
+        cmd = [self.args.operator, "--kubeconfig", self.kubeconfig, "--health-port", "0",
+               "--health-address", "127.0.0.1", "--port-file", port_file, "--workers", "4",
+               "--lease-duration-seconds", "4", "--lease-namespace", "default",
+               "--stuck-after-seconds", "0", *extra]
+        if identity:
+            cmd += ["--identity", identity]
+        out = open(log_path, "w")
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        op = {"proc": proc, "port_file": port_file, "log": log_path, "out": out}
+        self.operators.append(op)
+        wait_for("operator health port", lambda: os.path.exists(port_file) or proc.poll() is not None)
+        if proc.poll() is not None:
+            raise TestFailure(f"operator exited with {proc.returncode}; log:\n" + open(log_path).read())
+        op["port"] = int(open(port_file).read())
+        return op
+
+    def metrics(self, op):
+        with urllib.request.urlopen(f"http://127.0.0.1:{op['port']}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                values[key] = float(value)
+        return values
+
+    def ready(self, op):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{op['port']}/readyz", timeout=5) as r:
+                return r.status == 200
+        except Exception:
+            return False
+
+    def stop_operator(self, op, sig=signal.SIGTERM):
+        if op["proc"].poll() is None:
+            op["proc"].send_signal(sig)
+            try:
+                op["proc"].wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                op["proc"].kill()
+                op["proc"].wait()
+        op["out"].close()
+
+    def cleanup(self, failed):
+        for op in self.operators:
+            if op["proc"].poll() is None:
+                op["proc"].kill()
+                op["proc"].wait()
+        if failed:
+            try:
+                print("--- tfjobs, pods and events at failure:", flush=True)
+                print(self.kubectl("get", "tfjobs,pods,services", "-A", "-o", "wide", check=False).stdout)
+                print(self.kubectl("get", "events", "-A", check=False).stdout[-20000:])
+            except Exception:
+                pass
+            for i, op in enumerate(self.operators):
+                print(f"--- operator {i} log (tail):")
+                print(open(op["log"]).read()[-30000:], flush=True)
+        self.down()
+
+
+def wait_for(what, predicate, timeout=TIMEOUT):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except TestFailure:
+            raise
+        except Exception as e:  # transient: keep polling
+            last = e
+        time.sleep(0.5)
+    raise TestFailure(f"timed out after {timeout}s waiting for: {what} (last: {last!r})")
+
+
+def check(condition, message):
+    if not condition:
+        raise TestFailure(message)
+
+
+# ---------------------------------------------------------------------------------------------
+# manifests and helpers
+
+def template(extra_ports=()):
+    ports = [{"name": "tfjob-port", "containerPort": 2222}] + list(extra_ports)
+    return {"spec": {"containers": [{"name": "tensorflow", "image": "taas/trainer:test",
+                                     "command": ["/opt/taas/bin/fashion-mnist-cnn"],
+                                     "ports": ports}]}}
+
+
+def tfjob(name, ns, replicas, run_policy=None, restart="Never"):
+    specs = {}
+    for rtype, n in replicas.items():
+        policy = restart if rtype == "Worker" else "Never"
+        specs[rtype] = {"replicas": n, "restartPolicy": policy, "template": template()}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+           "metadata": {"name": name, "namespace": ns},
+           "spec": {"tfReplicaSpecs": specs}}
+    if run_policy:
+        job["spec"]["runPolicy"] = run_policy
+    return job
+
+
+def job_pods(env, ns, name):
+    pods = env.get("-n", ns, "pods", "-l", f"training.kubeflow.org/job-name={name}")
+    return pods["items"] if pods else []
+
+
+def live_pods(env, ns, name):
+    return [p for p in job_pods(env, ns, name) if not p["metadata"].get("deletionTimestamp")]
+
+
+def pod(env, ns, name):
+    return env.get("-n", ns, "pod", name)
+
+
+def condition(job, ctype):
+    for c in (job or {}).get("status", {}).get("conditions", []):
+        if c["type"] == ctype:
+            return c
+    return None
+
+
+def has_condition(env, ns, name, ctype, status="True"):
+    job = env.get("-n", ns, "tfjob", name)
+    c = condition(job, ctype)
+    return c is not None and c["status"] == status
+
+
+def pods_running(env, ns, name, n):
+    pods = live_pods(env, ns, name)
+    return len(pods) == n and all(p["status"].get("phase") == "Running" for p in pods)
+
+
+def events(env, ns, reason=None):
+    items = env.get("-n", ns, "events")["items"]
+    return [e for e in items if reason is None or e["reason"] == reason]
+
+
+def event_count(env, ns, reason, name_prefix=""):
+    return sum(e.get("count", 1) for e in events(env, ns, reason)
+               if e["message"].split(": ")[-1].startswith(name_prefix))
+
+
+def env_var(pod_obj, var):
+    for c in pod_obj["spec"]["containers"]:
+        if c["name"] == "tensorflow":
+            for e in c.get("env", []):
+                if e["name"] == var:
+                    return e["value"]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios
+
+def scenario_lifecycle(env):
+    ns = "lifecycle"
+    env.namespace(ns)
+    job = tfjob("mnist", ns, {"PS": 1, "Worker": 2}, run_policy={"cleanPodPolicy": "All"},
+                restart="ExitCode")
+    env.apply(job)
+    wait_for("3 pods", lambda: len(job_pods(env, ns, "mnist")) == 3)
+    wait_for("3 services", lambda: len(env.get("-n", ns, "services")["items"]) == 3)
+    tfj = env.get("-n", ns, "tfjob", "mnist")
+    uid = tfj["metadata"]["uid"]
+    expected_cluster = {"ps": ["mnist-ps-0.lifecycle.svc:2222"],
+                        "worker": ["mnist-worker-0.lifecycle.svc:2222",
+                                   "mnist-worker-1.lifecycle.svc:2222"]}
+    for rtype, index in (("ps", 0), ("worker", 0), ("worker", 1)):
+        name = f"mnist-{rtype}-{index}"
+        p = pod(env, ns, name)
+        labels = p["metadata"]["labels"]
+        check(labels["training.kubeflow.org/job-name"] == "mnist", f"{name}: job-name label")
+        check(labels["training.kubeflow.org/replica-type"] == rtype, f"{name}: replica-type label")
+        check(labels["training.kubeflow.org/replica-index"] == str(index), f"{name}: index label")
+        check(labels["training.kubeflow.org/operator-name"] == "tfjob-controller", f"{name}: operator")
+        check((labels.get("training.kubeflow.org/job-role") == "master") == (name == "mnist-worker-0"),
+              f"{name}: job-role label")
+        owner = p["metadata"]["ownerReferences"][0]
+        check(owner["uid"] == uid and owner["kind"] == "TFJob" and owner["controller"]
+              and owner["blockOwnerDeletion"], f"{name}: owner reference {owner}")
+        expected = json.dumps({"cluster": expected_cluster, "task": {"type": rtype, "index": index},
+                               "environment": "cloud"}, separators=(",", ":"))
+        check(env_var(p, "TF_CONFIG") == expected,
+              f"{name}: TF_CONFIG {env_var(p, 'TF_CONFIG')} != {expected}")
+        check(p["spec"]["restartPolicy"] == "Never", f"{name}: restartPolicy")
+        svc = env.get("-n", ns, "service", name)
+        check(svc["spec"]["clusterIP"] == "None", f"{name}: service is not headless")
+        check({"name": "tfjob-port", "port": 2222} in
+              [{"name": x.get("name"), "port": x["port"]} for x in svc["spec"]["ports"]],
+              f"{name}: service port {svc['spec']['ports']}")
+        check(svc["spec"]["selector"]["training.kubeflow.org/replica-index"] == str(index),
+              f"{name}: service selector")
+        check(svc["metadata"]["ownerReferences"][0]["uid"] == uid, f"{name}: service owner")
+    log("pods and services as expected; waiting for Running")
+    wait_for("pods Running", lambda: pods_running(env, ns, "mnist", 3))
+    wait_for("job Running", lambda: has_condition(env, ns, "mnist", "Running"))
+    tfj = env.get("-n", ns, "tfjob", "mnist")
+    check(tfj["status"]["replicaStatuses"]["Worker"]["active"] == 2, "2 active workers")
+    check("startTime" in tfj["status"], "startTime set")
+    check(condition(tfj, "Created")["reason"] == "TFJobCreated", "Created reason")
+
+    log("worker-0 succeeds -> job Succeeded, cleanPodPolicy All deletes every pod")
+    env.finish_pod(ns, "mnist-worker-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "mnist", "Succeeded"))
+    tfj = env.get("-n", ns, "tfjob", "mnist")
+    check(condition(tfj, "Succeeded")["reason"] == "TFJobSucceeded", "Succeeded reason")
+    check(condition(tfj, "Running")["status"] == "False", "Running is False once finished")
+    check("completionTime" in tfj["status"], "completionTime set")
+    wait_for("pods cleaned up", lambda: len(job_pods(env, ns, "mnist")) == 0)
+    check(event_count(env, ns, "SuccessfulCreatePod") == 3,
+          f"exactly 3 pod creations, got {event_count(env, ns, 'SuccessfulCreatePod')}")
+    wait_for("Succeeded event", lambda: events(env, ns, "TFJobSucceeded"))
+    wait_for("delete events", lambda: event_count(env, ns, "SuccessfulDeletePod") >= 3)
+
+
+def scenario_exit_codes(env):
+    ns = "exitcode"
+    env.namespace(ns)
+    env.apply(tfjob("ec", ns, {"PS": 1, "Worker": 2}, restart="ExitCode"))
+    wait_for("pods Running", lambda: pods_running(env, ns, "ec", 3))
+    old_uid = pod(env, ns, "ec-worker-1")["metadata"]["uid"]
+    log("exit 137 (retryable) -> the pod is recreated and the job is Restarting")
+    env.finish_pod(ns, "ec-worker-1", 137)
+
+    def recreated():
+        p = pod(env, ns, "ec-worker-1")
+        return p and p["metadata"]["uid"] != old_uid and not p["metadata"].get("deletionTimestamp")
+    wait_for("worker-1 recreated", recreated)
+    wait_for("Restarting condition", lambda: condition(env.get("-n", ns, "tfjob", "ec"), "Restarting"))
+    tfj = env.get("-n", ns, "tfjob", "ec")
+    check(not has_condition(env, ns, "ec", "Failed"), "job must not fail on a retryable code")
+    check(tfj["status"]["replicaStatuses"]["Worker"].get("restarts", 0) >= 1,
+          f"restarts counted: {tfj['status']['replicaStatuses']}")
+    wait_for("Restarting event", lambda: events(env, ns, "TFJobRestarting"))
+    wait_for("pods Running again", lambda: pods_running(env, ns, "ec", 3))
+    log("exit 1 (permanent) -> job Failed")
+    env.finish_pod(ns, "ec-worker-1", 1)
+    wait_for("job Failed", lambda: has_condition(env, ns, "ec", "Failed"))
+    tfj = env.get("-n", ns, "tfjob", "ec")
+    check(condition(tfj, "Failed")["reason"] == "TFJobFailed", "Failed reason")
+    p = pod(env, ns, "ec-worker-1")
+    check(p is not None and p["status"]["phase"] == "Failed", "the failed pod is kept (cleanPodPolicy None)")
+    time.sleep(3)
+    check(has_condition(env, ns, "ec", "Failed"), "Failed is final")
+    check(len(live_pods(env, ns, "ec")) == 3, "nothing recreated after failure")
+
+
+def scenario_backoff(env):
+    ns = "backoff"
+    env.namespace(ns)
+    env.apply(tfjob("bo", ns, {"Worker": 2}, run_policy={"backoffLimit": 1}, restart="ExitCode"))
+    wait_for("pods Running", lambda: pods_running(env, ns, "bo", 2))
+    uid = pod(env, ns, "bo-worker-0")["metadata"]["uid"]
+    env.finish_pod(ns, "bo-worker-0", 137)
+    wait_for("worker-0 recreated and Running",
+             lambda: (p := pod(env, ns, "bo-worker-0")) and p["metadata"]["uid"] != uid
+             and p["status"].get("phase") == "Running")
+    check(not has_condition(env, ns, "bo", "Failed"), "one restart is within backoffLimit 1")
+    log("a second retryable failure exceeds backoffLimit 1 -> Failed")
+    env.finish_pod(ns, "bo-worker-0", 137)
+    wait_for("job Failed (backoffLimit)", lambda: has_condition(env, ns, "bo", "Failed"))
+
+
+def scenario_deleted_pod(env):
+    ns = "handdelete"
+    env.namespace(ns)
+    env.apply(tfjob("hd", ns, {"PS": 1, "Worker": 1}))
+    wait_for("pods Running", lambda: pods_running(env, ns, "hd", 2))
+    uid = pod(env, ns, "hd-worker-0")["metadata"]["uid"]
+    env.kubectl("-n", ns, "delete", "pod", "hd-worker-0", "--wait=false")
+    wait_for("worker-0 recreated",
+             lambda: (p := pod(env, ns, "hd-worker-0")) and p["metadata"]["uid"] != uid)
+    wait_for("pods Running", lambda: pods_running(env, ns, "hd", 2))
+    env.kubectl("-n", ns, "delete", "service", "hd-ps-0", "--wait=false")
+    wait_for("service recreated", lambda: env.get("-n", ns, "service", "hd-ps-0"))
+
+
+def scenario_invalid(env):
+    ns = "invalid"
+    env.namespace(ns)
+    cases = [
+        ("unknown replica type", {"Foo": 1}, None, "tfReplicaSpecs"),
+        ("negative replicas", {"Worker": -1}, None, "replicas"),
+        ("chief and master", {"Chief": 1, "Master": 1}, None, "Chief"),
+        ("two chiefs", {"Chief": 2}, None, "Chief"),
+        ("no tensorflow container", {"Worker": 1}, "rename", "tensorflow"),
+        ("bad restartPolicy", {"Worker": 1}, "policy", "restartPolicy"),
+        ("bad cleanPodPolicy", {"Worker": 1}, "clean", "cleanPodPolicy"),
+    ]
+    for i, (what, replicas, mutate, field) in enumerate(cases):
+        job = tfjob(f"bad-{i}", ns, replicas)
+        if mutate == "rename":
+            job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+        if mutate == "policy":
+            job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+        if mutate == "clean":
+            job["spec"]["runPolicy"] = {"cleanPodPolicy": "Sometimes"}
+        p = env.apply(job, check=False)
+        check(p.returncode != 0, f"{what}: the API server accepted an invalid TFJob")
+        check(field in p.stderr, f"{what}: the error does not name {field}: {p.stderr.strip()}")
+        log(f"rejected ({what}): {p.stderr.strip()[:200]}")
+    check(env.get("-n", ns, "tfjobs")["items"] == [], "no TFJob was stored")
+    check(env.get("-n", ns, "pods")["items"] == [], "no pod was created")
+
+
+def scenario_suspend(env):
+    ns = "suspend"
+    env.namespace(ns)
+    env.apply(tfjob("sj", ns, {"PS": 1, "Worker": 1}, run_policy={"suspend": True}))
+    wait_for("Suspended condition", lambda: has_condition(env, ns, "sj", "Suspended"))
+    time.sleep(2)
+    check(job_pods(env, ns, "sj") == [], "a suspended job has no pods")
+    log("resume -> pods created")
+    env.kubectl("-n", ns, "patch", "tfjob", "sj", "--type=merge", "-p",
+                '{"spec":{"runPolicy":{"suspend":false}}}')
+    wait_for("pods Running after resume", lambda: pods_running(env, ns, "sj", 2))
+    wait_for("Suspended False", lambda: has_condition(env, ns, "sj", "Suspended", "False"))
+    wait_for("job Running", lambda: has_condition(env, ns, "sj", "Running"))
+    log("suspend a running job -> pods deleted")
+    env.kubectl("-n", ns, "patch", "tfjob", "sj", "--type=merge", "-p",
+                '{"spec":{"runPolicy":{"suspend":true}}}')
+    wait_for("pods deleted on suspend", lambda: len(job_pods(env, ns, "sj")) == 0)
+    wait_for("Suspended again", lambda: has_condition(env, ns, "sj", "Suspended"))
+
+
+def scenario_ttl_and_deadline(env):
+    ns = "ttl"
+    env.namespace(ns)
+    env.apply(tfjob("single", ns, {"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 3}))
+    wait_for("pod Running", lambda: pods_running(env, ns, "single", 1))
+    check(env_var(pod(env, ns, "single-worker-0"), "TF_CONFIG") is None,
+          "a single-replica job gets no TF_CONFIG")
+    env.finish_pod(ns, "single-worker-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "single", "Succeeded"))
+    finished = time.time()
+    wait_for("job deleted after its TTL", lambda: env.get("-n", ns, "tfjob", "single") is None)
+    check(time.time() - finished >= 1.5, "deleted before the TTL expired")
+
+    log("activeDeadlineSeconds fires with no other event")
+    env.apply(tfjob("deadline", ns, {"Worker": 1}, run_policy={"activeDeadlineSeconds": 8}))
+    wait_for("pod Running", lambda: pods_running(env, ns, "deadline", 1))
+    wait_for("job Failed at its deadline", lambda: has_condition(env, ns, "deadline", "Failed"), 60)
+    msg = condition(env.get("-n", ns, "tfjob", "deadline"), "Failed")["message"]
+    log(f"deadline message: {msg}")
+
+
+def scenario_no_duplicates(env, op):
+    """A burst of events and an operator killed mid-reconcile never create a pod twice."""
+    ns = "burst"
+    env.namespace(ns)
+    env.apply(tfjob("big", ns, {"PS": 2, "Worker": 12}))
+    # Kill the operator while it is creating pods, then start a new one.
+    wait_for("some pods created", lambda: len(job_pods(env, ns, "big")) >= 1, 60)
+    env.stop_operator(op, signal.SIGKILL)
+    log(f"operator killed with {len(job_pods(env, ns, 'big'))} of 14 pods created")
+    op2 = env.start_operator()
+    # A burst of updates to the job, each an event.
+    for i in range(15):
+        env.kubectl("-n", ns, "annotate", "tfjob", "big", f"burst={i}", "--overwrite")
+    wait_for("14 pods", lambda: len(job_pods(env, ns, "big")) == 14)
+    wait_for("pods Running", lambda: pods_running(env, ns, "big", 14))
+    time.sleep(2)
+    check(len(job_pods(env, ns, "big")) == 14, "exactly 14 pods")
+    created = event_count(env, ns, "SuccessfulCreatePod")
+    check(created == 14, f"14 successful pod creations expected, got {created}")
+    check(len(env.get("-n", ns, "services")["items"]) == 14, "exactly 14 services")
+    return op2
+
+
+def scenario_leader_election(env, op):
+    ns = "ha"
+    env.namespace(ns)
+    standby = env.start_operator(identity="standby")
+    time.sleep(3)
+    m1, m2 = env.metrics(op), env.metrics(standby)
+    check(m1["taas_operator_leader"] + m2["taas_operator_leader"] == 1,
+          f"exactly one leader: {m1['taas_operator_leader']} {m2['taas_operator_leader']}")
+    leader, other = (op, standby) if m1["taas_operator_leader"] == 1 else (standby, op)
+    log("killing the leader; the standby must take over within the lease time")
+    env.stop_operator(leader, signal.SIGKILL)
+    killed = time.time()
+    wait_for("standby leads", lambda: env.metrics(other)["taas_operator_leader"] == 1, 60)
+    log(f"standby took over after {time.time() - killed:.1f}s")
+    env.apply(tfjob("after", ns, {"Worker": 2}))
+    wait_for("pods created by the new leader", lambda: pods_running(env, ns, "after", 2))
+    m = env.metrics(other)
+    check(m["taas_operator_reconcile_total"] > 0, "reconciles counted")
+    check(m.get('taas_operator_reconcile_duration_seconds_count', 0) > 0, "latency histogram")
+    check("taas_operator_workqueue_depth" in m, "queue depth exported")
+    check(env.ready(other), "/readyz")
+
+
+GROUPS = {
+    "lifecycle": ["lifecycle", "exit_codes", "backoff", "deleted_pod", "invalid"],
+    "policies": ["suspend", "ttl_and_deadline", "no_duplicates", "leader_election"],
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--operator", required=True)
+    parser.add_argument("--crd", required=True)
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--group", required=True, choices=sorted(GROUPS))
+    args = parser.parse_args()
+    env = Env(args)
+    failed = True
+    try:
+        env.up()
+        env.kubectl("apply", "-f", args.crd)
+        env.kubectl("wait", "--for=condition=established", "--timeout=120s",
+                    "crd/tfjobs.kubeflow.org")
+        op = env.start_operator()
+        wait_for("operator ready", lambda: env.ready(op))
+        for name in GROUPS[args.group]:
+            log(f"scenario {name}")
+            started = time.time()
+            fn = globals()[f"scenario_{name}"]
+            if name in ("no_duplicates", "leader_election"):
+                op = fn(env, op) or op
+            else:
+                fn(env)
+            log(f"scenario {name} passed in {time.time() - started:.1f}s")
+        failed = False
+        print("PASS", flush=True)
+    except Exception:
+        traceback.print_exc()
+    finally:
+        env.cleanup(failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
