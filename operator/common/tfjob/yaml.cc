@@ -127,6 +127,21 @@ json ResolveScalar(const YAML::Node& node) {
   return ResolvePlainScalar(text);
 }
 
+bool IsMergeKey(const YAML::Node& key) {
+  return key.IsScalar() && key.Tag() != "!" && key.Scalar() == "<<";
+}
+
+// The maps a merge key's value brings in: one map, or a sequence of maps.
+void AddMergeSources(const json& value, std::vector<json>& sources) {
+  if (value.is_object()) {
+    sources.push_back(value);
+  } else if (value.is_array()) {
+    for (const json& item : value) {
+      if (item.is_object()) sources.push_back(item);
+    }
+  }
+}
+
 json ToJson(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
@@ -141,9 +156,20 @@ json ToJson(const YAML::Node& node) {
     }
     case YAML::NodeType::Map: {
       json object = json::object();
+      std::vector<json> merged;
       for (const auto& entry : node) {
+        if (IsMergeKey(entry.first)) {
+          AddMergeSources(ToJson(entry.second), merged);
+          continue;
+        }
         const json key = ToJson(entry.first);
         object[key.is_string() ? key.get<std::string>() : key.dump()] = ToJson(entry.second);
+      }
+      // YAML 1.1 merge keys (`<<: *defaults`): explicit keys win, then earlier sources.
+      for (const json& source : merged) {
+        for (const auto& [key, value] : source.items()) {
+          if (!object.contains(key)) object[key] = value;
+        }
       }
       return object;
     }

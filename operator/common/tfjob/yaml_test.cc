@@ -73,6 +73,17 @@ TEST_CASE("maps and sequences become objects and arrays") {
   CHECK(One("a: [1, two, {b: null}]\nc: {d: e}\n") ==
         json::parse(R"({"a": [1, "two", {"b": null}], "c": {"d": "e"}})"));
   CHECK(One("1: x")["1"] == "x");
+  CHECK(One("y: x")["true"] == "x");  // kubectl's YAML 1.1 wart, kept for fidelity
+}
+
+TEST_CASE("anchors, aliases and merge keys work as in kubectl") {
+  CHECK(One("base: &b {image: x, name: a}\nc: {<<: *b, name: tensorflow}\nd: *b\n") ==
+        json::parse(R"({"base": {"image": "x", "name": "a"},
+                        "c": {"image": "x", "name": "tensorflow"},
+                        "d": {"image": "x", "name": "a"}})"));
+  CHECK(One("a: &a {p: 1}\nb: &b {p: 2, q: 2}\nc: {<<: [*a, *b]}\n")["c"] ==
+        json::parse(R"({"p": 1, "q": 2})"));
+  CHECK(One("c: {'<<': 1}\n")["c"] == json::parse(R"({"<<": 1})"));
 }
 
 TEST_CASE("multi-document streams skip empty documents") {
