@@ -122,11 +122,14 @@ class StatusComputation {
       ReplicaStatus replica;
       if (const auto old = status().replica_statuses.find(type);
           old != status().replica_statuses.end()) {
-        replica = old->second;
+        replica = std::move(old->second);
       }
       const Labels labels = ReplicaTypeLabels(job_.metadata.name, type);
-      replica.label_selector = LabelSelectorJson(labels);
-      replica.selector = SelectorString(labels);
+      std::string selector = SelectorString(labels);
+      if (replica.selector != selector || !replica.label_selector) {
+        replica.label_selector = LabelSelectorJson(labels);
+        replica.selector = std::move(selector);
+      }
       std::erase_if(replica.succeeded_indexes,
                     [&](int index) { return index < 0 || index >= spec.replicas; });
       fresh[type] = std::move(replica);
@@ -395,11 +398,9 @@ bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus conditi
 }
 
 bool StatusChanged(const JobStatus& before, const JobStatus& after) {
-  JobStatus a = before;
-  JobStatus b = after;
-  a.last_reconcile_time.reset();
-  b.last_reconcile_time.reset();
-  return a != b;
+  return before.conditions != after.conditions ||
+         before.replica_statuses != after.replica_statuses ||
+         before.start_time != after.start_time || before.completion_time != after.completion_time;
 }
 
 std::string_view ToString(ReplicaPhase phase) {

@@ -112,6 +112,15 @@ TEST_CASE("status changes ignore lastReconcileTime") {
   CHECK_FALSE(StatusChanged(a, b));
   b.start_time = At(1);
   CHECK(StatusChanged(a, b));
+  b = a;
+  b.completion_time = At(1);
+  CHECK(StatusChanged(a, b));
+  b = a;
+  b.conditions.push_back({});
+  CHECK(StatusChanged(a, b));
+  b = a;
+  b.replica_statuses[kPS].restarts = 1;
+  CHECK(StatusChanged(a, b));
 }
 
 TEST_CASE("replica phases parse from pod phases") {
