@@ -15,11 +15,16 @@
 #include <thread>
 #include <vector>
 
+#include "test_server.h"
+
 using taas::kube::Client;
 using taas::kube::ClientConfig;
 using taas::kube::KubeStatusOf;
 using taas::kube::StatusFromHttp;
 using taas::kube::WatchEvent;
+using taas::kube::testing::Chunk;
+using taas::kube::testing::Response;
+using taas::kube::testing::TestServer;
 
 TEST_CASE("HTTP codes map to absl codes and keep the Kubernetes Status") {
   std::string body =
@@ -106,114 +111,6 @@ users:
 
 namespace {
 
-// Serves each accepted connection with `respond(request_head)` -> list of raw writes.
-class TinyServer {
- public:
-  using Responder = std::function<std::vector<std::string>(const std::string&)>;
-  explicit TinyServer(Responder respond) : respond_(std::move(respond)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    REQUIRE(::listen(fd_, 16) == 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~TinyServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    for (auto& t : conns_) t.join();
-  }
-  int port() const { return port_; }
-  int connections() const { return accepted_.load(); }
-  std::vector<std::string> requests() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_;
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      accepted_.fetch_add(1);
-      conns_.emplace_back([this, c] { Serve(c); });
-    }
-  }
-  void Serve(int c) {
-    std::string buf;
-    char tmp[4096];
-    for (;;) {
-      auto end = buf.find("\r\n\r\n");
-      while (end == std::string::npos) {
-        ssize_t n = ::read(c, tmp, sizeof(tmp));
-        if (n <= 0) {
-          ::close(c);
-          return;
-        }
-        buf.append(tmp, static_cast<std::size_t>(n));
-        end = buf.find("\r\n\r\n");
-      }
-      std::string head = buf.substr(0, end);
-      buf.erase(0, end + 4);
-      // Bodies in these tests are small and declared with Content-Length.
-      auto cl = head.find("Content-Length: ");
-      if (cl != std::string::npos) {
-        std::size_t n = std::stoul(head.substr(cl + 16));
-        while (buf.size() < n) {
-          ssize_t r = ::read(c, tmp, sizeof(tmp));
-          if (r <= 0) break;
-          buf.append(tmp, static_cast<std::size_t>(r));
-        }
-        head += "\n" + buf.substr(0, n);
-        buf.erase(0, n);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        requests_.push_back(head);
-      }
-      for (const auto& part : respond_(head)) {
-        if (part == "CLOSE") {
-          ::close(c);
-          return;
-        }
-        if (part.rfind("SLEEP", 0) == 0) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(part.substr(5))));
-          continue;
-        }
-        if (::write(c, part.data(), part.size()) < 0) break;
-      }
-    }
-  }
-  Responder respond_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-  std::vector<std::thread> conns_;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
-};
-
-std::string Response(int code, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(code) +
-         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
-}
-
-std::string Chunk(const std::string& data) {
-  char size[32];
-  std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
-  return size + data + "\r\n";
-}
-
 std::unique_ptr<Client> MakeClient(int port) {
   ClientConfig config;
   config.server = "http://127.0.0.1:" + std::to_string(port);
@@ -227,7 +124,7 @@ std::unique_ptr<Client> MakeClient(int port) {
 }  // namespace
 
 TEST_CASE("JSON calls reuse one connection and map errors") {
-  TinyServer server([](const std::string& head) -> std::vector<std::string> {
+  TestServer server([](const std::string& head) -> std::vector<std::string> {
     if (head.find("GET /api/v1/namespaces/ns/pods/missing") == 0)
       return {Response(
           404,
@@ -255,7 +152,7 @@ TEST_CASE("JSON calls reuse one connection and map errors") {
 }
 
 TEST_CASE("a closed keep-alive connection is replaced transparently") {
-  TinyServer server([](const std::string&) -> std::vector<std::string> {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
     return {Response(200, "{}"), "CLOSE"};
   });
   auto client = MakeClient(server.port());
@@ -265,7 +162,7 @@ TEST_CASE("a closed keep-alive connection is replaced transparently") {
 }
 
 TEST_CASE("Watch splits events across chunk boundaries, in order") {
-  TinyServer server([](const std::string&) -> std::vector<std::string> {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
     std::string e1 = R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
     std::string e2 = R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}})";
     std::string all = e1 + "\n" + e2 + "\n";
@@ -292,7 +189,7 @@ TEST_CASE("Watch splits events across chunk boundaries, in order") {
 }
 
 TEST_CASE("a watch answered with 410 is OutOfRange; a broken stream is Unavailable") {
-  TinyServer server([](const std::string& head) -> std::vector<std::string> {
+  TestServer server([](const std::string& head) -> std::vector<std::string> {
     if (head.find("GET /gone") == 0)
       return {Response(
           410,
@@ -308,7 +205,7 @@ TEST_CASE("a watch answered with 410 is OutOfRange; a broken stream is Unavailab
 }
 
 TEST_CASE("Cancel ends an idle watch promptly") {
-  TinyServer server([](const std::string&) -> std::vector<std::string> {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
     return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP3000", "CLOSE"};
   });
   auto client = MakeClient(server.port());

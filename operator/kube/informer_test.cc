@@ -2,6 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+#include <thread>
+
+#include "test_server.h"
+
 using taas::kube::Delta;
 using taas::kube::DeltaType;
 using taas::kube::ObjectKey;
@@ -80,4 +85,97 @@ TEST_CASE("a relist reports what the watch missed") {
   CHECK(store.ByIndex("ns/j").size() == 3);
   // Relisting the same content again changes nothing.
   CHECK(store.Replace({Pod("keep", "1"), Pod("change", "7"), Pod("new", "8")}).empty());
+}
+
+namespace {
+
+using taas::kube::testing::Chunk;
+using taas::kube::testing::Response;
+using taas::kube::testing::TestServer;
+
+std::string ListBody(const std::vector<std::string>& names, const std::string& rv) {
+  nlohmann::json list = {{"kind", "PodList"}, {"metadata", {{"resourceVersion", rv}}}};
+  list["items"] = nlohmann::json::array();
+  for (const auto& n : names) list["items"].push_back(Pod(n, rv));
+  return list.dump();
+}
+
+std::string Event(const std::string& type, const nlohmann::json& object) {
+  return nlohmann::json{{"type", type}, {"object", object}}.dump() + "\n";
+}
+
+const char* kChunkedOk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+}  // namespace
+
+TEST_CASE("the informer lists, watches from the list's version, and relists on 410 and drops") {
+  std::atomic<int> lists{0};
+  std::atomic<int> watches{0};
+  TestServer server([&](const std::string& head) -> std::vector<std::string> {
+    bool watch = head.find("watch=1") != std::string::npos;
+    if (!watch) {
+      int n = lists.fetch_add(1);
+      if (n == 0) return {Response(200, ListBody({"a", "b"}, "10"))};
+      if (n == 1) return {Response(200, ListBody({"b", "c"}, "20"))};
+      return {Response(200, ListBody({"c"}, "30"))};
+    }
+    int w = watches.fetch_add(1);
+    if (w == 0) {
+      // Resumes from the list's version; a bookmark, then an expired-version error event.
+      CHECK(head.find("resourceVersion=10") != std::string::npos);
+      CHECK(head.find("allowWatchBookmarks=true") != std::string::npos);
+      return {kChunkedOk, Chunk(Event("BOOKMARK", {{"metadata", {{"resourceVersion", "12"}}}})),
+              Chunk(Event("ERROR", {{"kind", "Status"}, {"code", 410}, {"message", "too old"}})),
+              Chunk(""), "CLOSE"};
+    }
+    if (w == 1) {
+      CHECK(head.find("resourceVersion=20") != std::string::npos);
+      // An event, then the connection drops mid-stream.
+      return {kChunkedOk, Chunk(Event("ADDED", Pod("d", "21"))), "CLOSE"};
+    }
+    CHECK(head.find("resourceVersion=30") != std::string::npos);
+    return {kChunkedOk, "SLEEP2000", "CLOSE"};
+  });
+  taas::kube::ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(server.port());
+  auto client = taas::kube::Client::Create(config);
+  REQUIRE(client.ok());
+
+  taas::kube::Informer::Options options;
+  options.path = "/api/v1/pods";
+  options.min_backoff = std::chrono::milliseconds(10);
+  options.resync_period = std::chrono::seconds(0);
+  std::FILE* devnull = std::fopen("/dev/null", "w");
+  taas::kube::Informer informer(client->get(), options, taas::Logger(devnull));
+  std::mutex mu;
+  std::vector<std::pair<DeltaType, std::string>> seen;
+  informer.AddHandler([&](const Delta& d) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(d.type, ObjectKey(*d.object));
+  });
+  informer.Start();
+  REQUIRE(informer.WaitForSync(std::chrono::seconds(10)));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (informer.lists() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (watches.load() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  informer.Stop();
+  std::fclose(devnull);
+
+  CHECK(informer.lists() == 3);  // initial, after 410, after the dropped stream
+  CHECK(informer.store().Size() == 1);
+  CHECK(informer.store().Get("ns/c") != nullptr);
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::pair<DeltaType, std::string>> expected = {
+      {DeltaType::kAdded, "ns/a"},   {DeltaType::kAdded, "ns/b"},    // list 1
+      {DeltaType::kAdded, "ns/c"},   {DeltaType::kUpdated, "ns/b"},  // list 2 (order of Replace)
+      {DeltaType::kDeleted, "ns/a"}, {DeltaType::kAdded, "ns/d"},    // watch event
+      {DeltaType::kUpdated, "ns/c"}, {DeltaType::kDeleted, "ns/b"},  // list 3
+      {DeltaType::kDeleted, "ns/d"},
+  };
+  std::multiset<std::pair<DeltaType, std::string>> got(seen.begin(), seen.end());
+  std::multiset<std::pair<DeltaType, std::string>> want(expected.begin(), expected.end());
+  CHECK(got == want);
+  CHECK(seen.size() == expected.size());
 }
