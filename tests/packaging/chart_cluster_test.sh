@@ -6,11 +6,15 @@
 #  3. `kubectl auth can-i --as=system:serviceaccount:...`: the operator and UI accounts can do what
 #     they need and nothing else (no Secrets, no node deletion, no other namespaces when scoped);
 #  4. when the operator is built (argument 1: its path), it runs with a token of the chart's
-#     ServiceAccount (not admin) and takes a TFJob through pods + services -> Running -> Succeeded.
-#   chart_cluster_test.sh [TAAS_OPERATOR_BINARY]
+#     ServiceAccount (not admin) and takes a TFJob through pods + services -> Running -> Succeeded;
+#  5. when the UI server is built too (argument 2), it runs with a token of the chart's UI
+#     account and serves the cluster page and the job's detail (nodes, pods in every namespace,
+#     events) without an RBAC denial.
+#   chart_cluster_test.sh [TAAS_OPERATOR_BINARY [TAAS_UI_BINARY]]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 operator_binary="${1:-}"
+ui_binary="${2:-}"
 cluster="$root/scripts/cluster/taas-cluster"
 chart="$root/charts/taas"
 source "$root/scripts/lib/common.sh"
@@ -21,8 +25,10 @@ helm="$TAAS_CACHE/helm-$helm_version/helm"
 name="pkg-$$-$RANDOM"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-chart-cluster.XXXXXX")"
 operator_pid=""
+ui_pid=""
 cleanup() {
   if [ -n "$operator_pid" ]; then kill "$operator_pid" 2>/dev/null || true; fi
+  if [ -n "$ui_pid" ]; then kill "$ui_pid" 2>/dev/null || true; fi
   "$cluster" down --name "$name" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
@@ -105,10 +111,33 @@ cannot() {
   answer="$(k auth can-i "$@" --as="system:serviceaccount:$sa_ns:$sa" 2>/dev/null || true)"
   if [ "$answer" = no ]; then ok "$sa cannot $*"; else bad "$sa cannot $* (answer: $answer)"; fi
 }
+# For API groups the server does not serve (PodGroups without a gang scheduler installed),
+# `kubectl auth can-i` misreads "podgroups.scheduling.x-k8s.io" as version "scheduling" of group
+# "x-k8s.io"; a SubjectAccessReview names the group exactly.
+allowed() { # SA_NAMESPACE SA NAMESPACE VERB GROUP RESOURCE -> prints true/false
+  k create -o jsonpath='{.status.allowed}' -f - <<EOF
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: system:serviceaccount:$1:$2
+  groups: [system:serviceaccounts, "system:serviceaccounts:$1", system:authenticated]
+  resourceAttributes: {namespace: "$3", verb: $4, group: $5, resource: $6}
+EOF
+}
+sar_check() { # EXPECTED(true|false) SA_NAMESPACE SA NAMESPACE VERB GROUP RESOURCE
+  local expected="$1" answer
+  shift
+  answer="$(allowed "$@")"
+  [ -n "$answer" ] || answer=false # the API omits `allowed: false`
+  if [ "$answer" = "$expected" ]; then ok "$2 allowed=$expected: $4 $6.$5 in $3"; else
+    bad "$2 allowed=$expected: $4 $6.$5 in $3 (answer: $answer)"
+  fi
+}
 op=(taas-system t-taas-operator)
-for verb in get list watch update delete; do can "${op[@]}" "$verb" tfjobs.kubeflow.org -n team-b; done
+for verb in get list watch delete; do can "${op[@]}" "$verb" tfjobs.kubeflow.org -n team-b; done
 can "${op[@]}" update tfjobs.kubeflow.org --subresource=status -n default
-can "${op[@]}" update tfjobs.kubeflow.org/finalizers -n default
+can "${op[@]}" update tfjobs.kubeflow.org --subresource=finalizers -n default
+cannot "${op[@]}" update tfjobs.kubeflow.org -n default
 for resource in pods services; do
   for verb in get list watch create delete; do can "${op[@]}" "$verb" "$resource" -n default; done
 done
@@ -125,16 +154,18 @@ cannot "${op[@]}" list secrets --all-namespaces
 cannot "${op[@]}" get configmaps -n default
 cannot "${op[@]}" delete nodes
 cannot "${op[@]}" get nodes
-cannot "${op[@]}" create pods/exec -n default
+cannot "${op[@]}" create pods --subresource=exec -n default
+cannot "${op[@]}" get pods --subresource=log -n default
 cannot "${op[@]}" create deployments.apps -n default
 cannot "${op[@]}" create clusterrolebindings.rbac.authorization.k8s.io
-cannot "${op[@]}" create serviceaccounts/token -n taas-system
-cannot "${op[@]}" create podgroups.scheduling.x-k8s.io -n default
+cannot "${op[@]}" create serviceaccounts --subresource=token -n taas-system
+sar_check false "${op[@]}" default create scheduling.x-k8s.io podgroups
 ui=(taas-system t-taas-ui)
 can "${ui[@]}" list nodes
 can "${ui[@]}" list pods --all-namespaces
 for verb in get list watch create delete; do can "${ui[@]}" "$verb" tfjobs.kubeflow.org -n default; done
-can "${ui[@]}" get pods/log -n default
+can "${ui[@]}" get pods --subresource=log -n default
+cannot "${ui[@]}" create pods --subresource=exec -n default
 can "${ui[@]}" list events -n default
 cannot "${ui[@]}" create pods -n default
 cannot "${ui[@]}" get pods -n team-b
@@ -145,45 +176,54 @@ cannot "${ui[@]}" delete nodes
 cannot "${ui[@]}" update tfjobs.kubeflow.org --subresource=status -n default
 scoped=(taas-team n-taas-operator)
 can "${scoped[@]}" create pods -n team-a
-can "${scoped[@]}" create podgroups.scheduling.x-k8s.io -n team-a
+sar_check true "${scoped[@]}" team-a create scheduling.x-k8s.io podgroups
+sar_check true "${scoped[@]}" team-a get scheduling.x-k8s.io podgroups
+sar_check false "${scoped[@]}" team-a delete scheduling.x-k8s.io podgroups
+sar_check false "${scoped[@]}" team-b create scheduling.x-k8s.io podgroups
 can "${scoped[@]}" update leases.coordination.k8s.io/n-taas-operator -n taas-team
 cannot "${scoped[@]}" create pods -n team-b
 cannot "${scoped[@]}" list tfjobs.kubeflow.org -n default
 cannot "${scoped[@]}" list tfjobs.kubeflow.org --all-namespaces
 cannot "${scoped[@]}" get secrets -n team-a
 
-# 4. The operator under the chart's ServiceAccount.
-if [ -z "$operator_binary" ]; then
-  echo "note: taas-operator is not part of this build; the operator scenario is skipped"
-elif [ "$have_crd" != 1 ]; then
-  bad "the operator scenario needs the TFJob CRD in crds/"
-else
-  # A kubeconfig holding only a token of t-taas-operator (and the cluster's CA).
-  sa_token="$(k -n taas-system create token t-taas-operator --duration=1h)"
+# A kubeconfig holding only a token of a service account (and the cluster's CA).
+write_sa_kubeconfig() { # NAMESPACE ACCOUNT FILE
+  local token server
+  token="$(k -n "$1" create token "$2" --duration=1h)"
   server="$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
   k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
     base64 -d >"$tmp/ca.crt"
-  sa_kubeconfig="$tmp/operator.kubeconfig"
-  KUBECONFIG="$sa_kubeconfig" k config set-cluster c --server="$server" \
-    --certificate-authority="$tmp/ca.crt" --embed-certs >/dev/null
-  KUBECONFIG="$sa_kubeconfig" k config set-credentials sa --token="$sa_token" >/dev/null
-  KUBECONFIG="$sa_kubeconfig" k config set-context c --cluster=c --user=sa >/dev/null
-  KUBECONFIG="$sa_kubeconfig" k config use-context c >/dev/null
-  check "the token is the operator's, not admin's" \
-    bash -c "[ \"\$(KUBECONFIG='$sa_kubeconfig' kubectl auth whoami -o jsonpath='{.status.userInfo.username}')\" = system:serviceaccount:taas-system:t-taas-operator ]"
+  KUBECONFIG="$3" k config set-cluster c --server="$server" --certificate-authority="$tmp/ca.crt" \
+    --embed-certs >/dev/null
+  KUBECONFIG="$3" k config set-credentials sa --token="$token" >/dev/null
+  KUBECONFIG="$3" k config set-context c --cluster=c --user=sa >/dev/null
+  KUBECONFIG="$3" k config use-context c >/dev/null
+}
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
 
+# 4. The operator under the chart's ServiceAccount: takes a TFJob through pods + services ->
+# Running -> Succeeded, with a token of that account only.
+operator_scenario() { # RELEASE_NAMESPACE ACCOUNT JOB_NAMESPACE [OPERATOR FLAGS...]
+  local release_ns="$1" account="$2" job_ns="$3" kubeconfig="$tmp/$2.kubeconfig" log="$tmp/$2.log"
+  shift 3
+  write_sa_kubeconfig "$release_ns" "$account" "$kubeconfig"
+  check "$account: the kubeconfig holds the account's token, not admin's" \
+    bash -c "[ \"\$(KUBECONFIG='$kubeconfig' kubectl auth whoami -o jsonpath='{.status.userInfo.username}')\" = system:serviceaccount:$release_ns:$account ]"
   # The operator's flags as the chart passes them (templates/_helpers.tpl "taas.operatorArgs"),
   # with a free port for /readyz, which answers once the leader's caches are synced.
-  "$operator_binary" --kubeconfig="$sa_kubeconfig" --workers=2 --health-address=127.0.0.1 \
+  rm -f "$tmp/health.port"
+  "$operator_binary" --kubeconfig="$kubeconfig" --workers=2 --health-address=127.0.0.1 \
     --health-port=0 --port-file="$tmp/health.port" --log-level=info --leader-elect=true \
-    --lease-namespace=taas-system --lease-name=t-taas-operator --lease-duration-seconds=15 \
-    --identity="test-$$" >"$tmp/operator.log" 2>&1 &
+    --lease-namespace="$release_ns" --lease-name="$account" --lease-duration-seconds=15 \
+    --identity="test-$$" "$@" >"$log" 2>&1 &
   operator_pid=$!
-  wait_for 60 test -s "$tmp/health.port" || die "the operator wrote no health port: $(tail "$tmp/operator.log")"
-  health_port="$(cat "$tmp/health.port")"
-  check "operator ready (/readyz)" wait_for 120 curl -fsS "http://127.0.0.1:$health_port/readyz"
+  wait_for 60 test -s "$tmp/health.port" || die "the operator wrote no health port: $(tail "$log")"
+  check "$account: operator ready (/readyz)" \
+    wait_for 120 curl -fsS "http://127.0.0.1:$(cat "$tmp/health.port")/readyz"
 
-  cat >"$tmp/job.yaml" <<'EOF'
+  sed "s/namespace: default/namespace: $job_ns/" >"$tmp/job.yaml" <<'EOF'
 apiVersion: kubeflow.org/v1
 kind: TFJob
 metadata:
@@ -211,28 +251,72 @@ spec:
                 limits: {nvidia.com/gpu: 1}
 EOF
   k apply -f "$tmp/job.yaml" >/dev/null
+  local pod
   for pod in rbac-job-ps-0 rbac-job-worker-0 rbac-job-worker-1; do
-    check "pod $pod created" wait_for 120 k -n default get pod "$pod"
-    check "service $pod created" wait_for 60 k -n default get service "$pod"
+    check "$account: pod $job_ns/$pod created" wait_for 120 k -n "$job_ns" get pod "$pod"
+    check "$account: service $job_ns/$pod created" wait_for 60 k -n "$job_ns" get service "$pod"
   done
-  running() {
-    [ "$(k -n default get tfjob rbac-job -o jsonpath='{.status.conditions[?(@.type=="Running")].status}')" = True ]
+  condition() { # TYPE
+    [ "$(kubectl -n "$job_ns" get tfjob rbac-job -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}")" = True ]
   }
-  check "TFJob status Running" wait_for 120 running
-  check "worker 0 finishes" "$cluster" finish-pod --name "$name" default rbac-job-worker-0 0
-  succeeded() {
-    [ "$(k -n default get tfjob rbac-job -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status}')" = True ]
-  }
-  check "TFJob status Succeeded" wait_for 120 succeeded
-  check "events recorded by the operator" \
-    bash -c "kubectl -n default get events --field-selector involvedObject.name=rbac-job -o name | grep -q ."
-  check "operator hit no RBAC denial" bash -c "! grep -Eiq 'forbidden|403' '$tmp/operator.log'"
-  check "operator took the chart's Lease" \
-    bash -c "[ \"\$(kubectl -n taas-system get lease t-taas-operator -o jsonpath='{.spec.holderIdentity}')\" = test-$$ ]"
+  check "$account: TFJob status Running" wait_for 120 condition Running
+  check "$account: worker 0 finishes" "$cluster" finish-pod --name "$name" "$job_ns" rbac-job-worker-0 0
+  check "$account: TFJob status Succeeded" wait_for 120 condition Succeeded
+  check "$account: events recorded" \
+    bash -c "kubectl -n '$job_ns' get events --field-selector involvedObject.name=rbac-job -o name | grep -q ."
+  check "$account: no RBAC denial in the operator's log" bash -c "! grep -Eiq 'forbidden|403' '$log'"
+  check "$account: the operator holds the chart's Lease" \
+    bash -c "[ \"\$(kubectl -n '$release_ns' get lease '$account' -o jsonpath='{.spec.holderIdentity}')\" = test-$$ ]"
   if [ "$failures" -gt 0 ]; then
-    echo "--- operator log (tail)"
-    tail -n 40 "$tmp/operator.log"
+    echo "--- $account log (tail)"
+    tail -n 40 "$log"
   fi
+}
+stop_operator() {
+  kill "$operator_pid" 2>/dev/null || true
+  wait "$operator_pid" 2>/dev/null || true
+  operator_pid=""
+}
+
+# 5. The UI server under the chart's UI account, as the chart runs it.
+ui_scenario() {
+  local kubeconfig="$tmp/ui.kubeconfig" port
+  write_sa_kubeconfig taas-system t-taas-ui "$kubeconfig"
+  k -n taas-system get secret t-taas-ui-token -o jsonpath='{.data.token}' | base64 -d >"$tmp/ui-token"
+  port="$(free_port)"
+  mkdir -p "$tmp/assets" && echo '<!doctype html>' >"$tmp/assets/index.html"
+  "$ui_binary" --kubeconfig "$kubeconfig" --namespaces default --token-file "$tmp/ui-token" \
+    --listen "127.0.0.1:$port" --assets "$tmp/assets" >"$tmp/ui.log" 2>&1 &
+  ui_pid=$!
+  cat >"$tmp/api" <<EOF
+#!/usr/bin/env bash
+curl -fsS -H "Authorization: Bearer \$(cat '$tmp/ui-token')" "http://127.0.0.1:$port/api/v1/\$1"
+EOF
+  chmod +x "$tmp/api"
+  check "UI up" wait_for 60 "$tmp/api" config
+  check "UI cluster page (nodes, pods of every namespace)" bash -c "'$tmp/api' cluster | grep -q taas-node-0"
+  check "UI job detail (TFJob, pods, events)" \
+    bash -c "'$tmp/api' namespaces/default/tfjobs/rbac-job | grep -q rbac-job-worker-0"
+  check "UI lists jobs" bash -c "'$tmp/api' namespaces/default/tfjobs | grep -q rbac-job"
+  check "UI hit no RBAC denial" bash -c "! grep -Eiq 'forbidden|403' '$tmp/ui.log'"
+  if [ "$failures" -gt 0 ]; then
+    echo "--- UI log (tail)"
+    tail -n 20 "$tmp/ui.log"
+  fi
+}
+
+if [ -z "$operator_binary" ]; then
+  echo "note: taas-operator is not part of this build; the operator scenarios are skipped"
+elif [ "$have_crd" != 1 ]; then
+  bad "the operator scenarios need the TFJob CRD in crds/"
+else
+  # Release t: every namespace (ClusterRole).
+  operator_scenario taas-system t-taas-operator default
+  if [ -n "$ui_binary" ]; then ui_scenario; fi
+  stop_operator
+  # Release n: only team-a (a Role there), so the same job runs in team-a.
+  operator_scenario taas-team n-taas-operator team-a --namespaces=team-a
+  stop_operator
 fi
 
 echo "$passes passed, $failures failed"

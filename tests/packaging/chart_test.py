@@ -210,6 +210,18 @@ class DefaultValues(unittest.TestCase, RbacChecks):
             if doc["kind"] not in cluster_scoped:
                 self.assertIn("namespace", doc["metadata"], doc["kind"])
 
+    def test_yaml_1_1_names_stay_strings(self):
+        # Release "on" in namespace "off": YAML 1.1 readers (kubectl's and PyYAML) would take
+        # both for booleans unless the chart quotes them (the same holds for "n", "y", "no").
+        out = helm("template", "on", str(CHART), "--namespace", "off").stdout
+        for doc in (d for d in yaml.safe_load_all(out) if d):
+            meta = doc["metadata"]
+            self.assertEqual(meta["labels"]["app.kubernetes.io/instance"], "on", doc["kind"])
+            if "namespace" in meta:
+                self.assertIn(meta["namespace"], ("off", "default"), doc["kind"])
+            for subject in doc.get("subjects", []):
+                self.assertEqual(subject["namespace"], "off")
+
     def test_notes(self):
         out = render_notes()
         self.assertIn("port-forward service/t-taas-ui 8080:80", out)
