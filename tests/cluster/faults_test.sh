@@ -9,6 +9,7 @@ CLUSTER="$ROOT/scripts/cluster/taas-cluster"
 NAME="faults-$$-$RANDOM"
 STATE="${TAAS_CLUSTER_STATE:-/tmp/taas-cluster}/$NAME"
 LISTENER=""
+OWNER=""
 
 fail() {
   printf 'FAIL: %s\n' "$*" >&2
@@ -19,6 +20,7 @@ step() { printf '== %s\n' "$*" >&2; }
 cleanup() {
   local rc=$?
   [ -n "$LISTENER" ] && kill "$LISTENER" 2>/dev/null || true
+  [ -n "$OWNER" ] && kill "$OWNER" 2>/dev/null || true
   "$CLUSTER" down --name "$NAME" || true
   exit $rc
 }
@@ -50,7 +52,7 @@ kill "$LISTENER"
 LISTENER=""
 
 step "up"
-"$CLUSTER" up --name "$NAME" --nodes 1 --gpus-per-node 2 >/dev/null
+"$CLUSTER" up --name "$NAME" --nodes 1 --gpus-per-node 2 --owner-pid $$ >/dev/null
 kubeconfig="$STATE/kubeconfig"
 kc() { "$CLUSTER" kubectl --name "$NAME" "$@"; }
 kc get node taas-node-0 >/dev/null
@@ -79,10 +81,31 @@ done
 [ ! -d "$STATE" ] || fail "down left the state directory"
 "$CLUSTER" up --name "$NAME" --nodes 1 >/dev/null
 kc get node taas-node-0 >/dev/null || fail "instance does not answer after down/up"
+"$CLUSTER" down --name "$NAME"
+
+step "an instance started with --owner-pid goes down when its owner exits"
+sleep 600 &
+OWNER=$!
+"$CLUSTER" up --name "$NAME" --nodes 1 --owner-pid "$OWNER" >/dev/null
+pids="$(cat "$STATE"/pids/*)"
+kill "$OWNER"
+wait "$OWNER" 2>/dev/null || true
+OWNER=""
+deadline=$((SECONDS + 60))
+while [ -d "$STATE" ]; do
+  [ $SECONDS -lt $deadline ] || fail "instance still up 60s after its owner exited"
+  sleep 0.5
+done
+for p in $pids; do
+  dead "$p" || fail "process $p survived its owner"
+done
+"$CLUSTER" up --name "$NAME" --nodes 1 --owner-pid $$ >/dev/null
 
 step "bad arguments are refused"
 if out="$("$CLUSTER" up --name "$NAME" --nodes many 2>&1)"; then fail "--nodes many accepted"; fi
 grep -q -- "--nodes must be" <<<"$out" || fail "unclear message: $out"
+if out="$("$CLUSTER" up --name "$NAME" --owner-pid 999999999 2>&1)"; then fail "bad owner accepted"; fi
+grep -q -- "--owner-pid 999999999 is not a running process" <<<"$out" || fail "unclear message: $out"
 if out="$("$CLUSTER" finish-pod --name "$NAME" default nosuchpod 1 2>&1)"; then
   fail "finish-pod of a missing pod succeeded"
 fi

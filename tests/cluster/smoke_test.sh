@@ -74,7 +74,7 @@ EOF
 
 step "up --name $NAME"
 start=$SECONDS
-"$CLUSTER" up --name "$NAME" --nodes 2 --gpus-per-node 4 >/dev/null
+"$CLUSTER" up --name "$NAME" --nodes 2 --gpus-per-node 4 --owner-pid $$ >/dev/null
 echo "up took $((SECONDS - start)) s" >&2
 eval "$("$CLUSTER" env --name "$NAME")"
 [ -f "$KUBECONFIG" ] || fail "env did not point KUBECONFIG at a file"
