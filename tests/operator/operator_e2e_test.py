@@ -94,7 +94,7 @@ class Env:
         cmd = [self.args.operator, "--kubeconfig", self.kubeconfig, "--health-port", "0",
                "--health-address", "127.0.0.1", "--port-file", port_file, "--workers", "4",
                "--lease-duration-seconds", "4", "--lease-namespace", "default",
-               "--stuck-after-seconds", "0", *extra]
+               "--stuck-after-seconds", "8", *extra]
         if identity:
             cmd += ["--identity", identity]
         out = open(log_path, "w")
@@ -398,6 +398,16 @@ def scenario_invalid(env):
     check(env.get("-n", ns, "tfjobs")["items"] == [], "no TFJob was stored")
     check(env.get("-n", ns, "pods")["items"] == [], "no pod was created")
 
+    log("a job the schema accepts but the rules reject (no image) fails with the field named")
+    job = tfjob("noimage", ns, {"Worker": 2})
+    del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+    env.apply(job)
+    wait_for("Failed condition", lambda: has_condition(env, ns, "noimage", "Failed"))
+    msg = condition(env.get("-n", ns, "tfjob", "noimage"), "Failed")["message"]
+    check("image" in msg and "spec.tfReplicaSpecs.Worker" in msg, f"message names the field: {msg}")
+    wait_for("InvalidSpec event", lambda: events(env, ns, "InvalidSpec"))
+    check(env.get("-n", ns, "pods")["items"] == [], "no pod was created for the invalid job")
+
 
 def scenario_suspend(env):
     ns = "suspend"
@@ -438,6 +448,21 @@ def scenario_ttl_and_deadline(env):
     wait_for("job Failed at its deadline", lambda: has_condition(env, ns, "deadline", "Failed"), 60)
     msg = condition(env.get("-n", ns, "tfjob", "deadline"), "Failed")["message"]
     log(f"deadline message: {msg}")
+
+
+def scenario_stuck(env):
+    """A replica Pending past --stuck-after-seconds surfaces as a Stuck condition with its reason."""
+    ns = "stuck"
+    env.namespace(ns)
+    job = tfjob("huge", ns, {"Worker": 2})
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": 100}}
+    env.apply(job)
+    wait_for("Stuck condition", lambda: has_condition(env, ns, "huge", "Stuck"), 90)
+    c = condition(env.get("-n", ns, "tfjob", "huge"), "Stuck")
+    check(c["reason"] == "Unschedulable", f"Stuck reason is the pod's: {c}")
+    log(f"stuck: {c['message'][:160]}")
+    check(not has_condition(env, ns, "huge", "Running"), "a stuck job is not Running")
 
 
 def scenario_no_duplicates(env, op):
@@ -503,7 +528,7 @@ def scenario_leader_election(env, op):
 
 GROUPS = {
     "lifecycle": ["lifecycle", "exit_codes", "backoff", "deleted_pod", "invalid"],
-    "policies": ["suspend", "ttl_and_deadline", "no_duplicates", "leader_election"],
+    "policies": ["suspend", "ttl_and_deadline", "stuck", "no_duplicates", "leader_election"],
 }
 
 
