@@ -57,9 +57,9 @@ for name in "${trainer_binaries[@]}"; do stage "$name" "$out/trainer/bin"; done
 
 # The web UI: built by its own toolchain when the C++ build did not already produce it.
 if [ ! -f "$web_dist/index.html" ] && [ -f "$web_src/package.json" ] && command -v npm >/dev/null; then
-  say "building the web UI (npm ci && npm run build)"
-  (cd "$web_src" && npm ci --no-audit --no-fund >/dev/null && npm run build >/dev/null) ||
-    fail "the web UI build failed (cd web-ui && npm run build)"
+  say "building the web UI (npm run build)"
+  (cd "$web_src" && { [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null; } &&
+    npm run build >/dev/null) || fail "the web UI build failed (cd web-ui && npm run build)"
 fi
 [ -f "$web_dist/index.html" ] || fail "no web UI at $web_dist (index.html missing)"
 cp -R "$web_dist" "$out/operator/share/web-ui"

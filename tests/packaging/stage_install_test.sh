@@ -65,6 +65,15 @@ check "ambiguous binary named" grep -q "'taas-ui' is ambiguous" <<<"$msg"
 rm "$build/examples/a/taas-ui"
 msg="$(TAAS_WEB_UI_SRC="$tmp/nothing" "$stage" "$build" "$tmp/out4" 2>&1 || true)"
 check "missing web UI named" grep -q "no web UI at $tmp/nothing/dist" <<<"$msg"
+# No dist/ yet: the web UI is built with its own `npm run build`.
+if command -v npm >/dev/null; then
+  web2="$tmp/web-ui-src"
+  mkdir -p "$web2/node_modules"
+  echo '{"name": "w", "private": true, "scripts": {"build": "mkdir -p dist && echo built >dist/index.html"}}' \
+    >"$web2/package.json"
+  check "web UI built when dist/ is missing" env TAAS_WEB_UI_SRC="$web2" "$stage" "$build" "$tmp/out5"
+  check "built web UI staged" grep -q built "$tmp/out5/operator/share/web-ui/index.html"
+fi
 msg="$("$root/scripts/packaging/runtime-packages.sh" /etc/hostname 2>&1 || true)"
 check "non-ELF refused" grep -q "not an ELF binary" <<<"$msg"
 
