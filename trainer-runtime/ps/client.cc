@@ -145,13 +145,13 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(double timeout_se
   }
 }
 
-absl::Status PsClient::Initialize(int ps, bool sync, int replicas_to_aggregate,
-                                  const nn::OptimizerConfig& optimizer, std::int64_t step,
+absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t step,
                                   std::vector<ShardState> shards, double timeout_secs) {
   rpc::InitializeRequest req;
-  req.set_sync(sync);
-  req.set_replicas_to_aggregate(replicas_to_aggregate);
-  ToProto(optimizer, req.mutable_optimizer());
+  req.set_sync(spec.sync);
+  req.set_replicas_to_aggregate(spec.replicas_to_aggregate);
+  req.set_max_steps(spec.max_steps);
+  ToProto(spec.optimizer, req.mutable_optimizer());
   req.set_step(step);
   for (auto& s : shards) {
     auto* shard = req.add_shards();

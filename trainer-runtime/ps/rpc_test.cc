@@ -46,7 +46,11 @@ void InitAll(PsClient& client, const std::vector<VariablePlacement>& placement,
                           {}});
       }
     }
-    REQUIRE(client.Initialize(ps, sync, replicas, Sgd(1.0f), 0, shards, 10).ok());
+    TrainingSpec spec;
+    spec.sync = sync;
+    spec.replicas_to_aggregate = replicas;
+    spec.optimizer = Sgd(1.0f);
+    REQUIRE(client.Initialize(ps, spec, 0, shards, 10).ok());
   }
 }
 

@@ -36,6 +36,7 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     spec.sync = req->sync();
     spec.replicas_to_aggregate = req->replicas_to_aggregate();
     spec.optimizer = FromProto(req->optimizer());
+    spec.max_steps = req->max_steps();
     std::vector<ShardState> shards;
     shards.reserve(static_cast<std::size_t>(req->shards_size()));
     for (const auto& s : req->shards()) {

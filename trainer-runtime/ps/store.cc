@@ -83,7 +83,7 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
     std::lock_guard<std::mutex> lock(mu_);
     if (!initialized_) {
       result = NotInitialized();
-    } else if (done_) {
+    } else if (done_ || (spec_.max_steps > 0 && step_ >= spec_.max_steps)) {
       result = PushResult{PushOutcome::kDone, step_};
     } else {
       for (const auto& g : gradients) {

@@ -150,6 +150,21 @@ TEST_CASE("done releases waiting pushes; snapshots carry slots") {
   CHECK(Read(store, "w") == std::vector<float>{1, 1});  // still served after done
 }
 
+TEST_CASE("no push is applied once the step reaches max_steps") {
+  ParameterStore store(1);
+  TrainingSpec spec = Sgd(false, 1);
+  spec.max_steps = 2;
+  REQUIRE(store.Initialize(spec, {{"w", {0}, {}}}, 1).ok());
+  std::vector<float> g = {1};
+  Outcome last, over;
+  store.Push(1, {{"w", g}}, last.Callback());
+  CHECK(last.outcome() == PushOutcome::kApplied);
+  store.Push(1, {{"w", g}}, over.Callback());  // a straggling async worker
+  CHECK(over.outcome() == PushOutcome::kDone);
+  CHECK(store.GetStatus().step == 2);
+  CHECK(Read(store, "w") == std::vector<float>{-1});
+}
+
 TEST_CASE("pushes that do not match the variables are errors") {
   ParameterStore store(1);
   REQUIRE(store.Initialize(Sgd(false, 1), {{"w", {0, 0}, {}}}, 0).ok());

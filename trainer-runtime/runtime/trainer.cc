@@ -188,9 +188,13 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
         shards.push_back(std::move(state));
       }
     }
-    TAAS_RETURN_IF_ERROR(client_.Initialize(p, info_.sync, info_.replicas_to_aggregate,
-                                            built_.state.optimizer, step, std::move(shards),
-                                            cfg_.wait_timeout_secs));
+    ps::TrainingSpec spec;
+    spec.sync = info_.sync;
+    spec.replicas_to_aggregate = info_.replicas_to_aggregate;
+    spec.optimizer = built_.state.optimizer;
+    spec.max_steps = info_.max_steps;
+    TAAS_RETURN_IF_ERROR(
+        client_.Initialize(p, spec, step, std::move(shards), cfg_.wait_timeout_secs));
   }
   last_checkpoint_step_ = ckpt ? step : -1;
   last_checkpoint_time_ = Clock::now();

@@ -65,8 +65,7 @@ class PsClient {
   absl::StatusOr<std::vector<PsStatus>> WaitForServers(double timeout_secs);
 
   // Replaces PS `ps`'s whole state (chief: init or restore).
-  absl::Status Initialize(int ps, bool sync, int replicas_to_aggregate,
-                          const nn::OptimizerConfig& optimizer, std::int64_t step,
+  absl::Status Initialize(int ps, const TrainingSpec& spec, std::int64_t step,
                           std::vector<ShardState> shards, double timeout_secs);
 
   // Fills every params[i].value from the shards of placement[i] on all PS.

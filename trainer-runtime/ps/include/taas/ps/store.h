@@ -8,6 +8,8 @@
 // current one is stale and dropped; the first `replicas_to_aggregate` pushes of the current step
 // are averaged, applied once, the step advances, and all of them are released together. Later
 // pushes of that step are stale (backup workers). PS 0's step is the job's global step.
+// Once the step reaches max_steps, pushes are answered kDone without being applied, so
+// asynchronous workers cannot overshoot.
 //
 // Until Initialize() the store refuses Pull/Push/Snapshot with FAILED_PRECONDITION: a restarted
 // PS never serves made-up values. Thread-safe.
@@ -31,6 +33,7 @@ struct TrainingSpec {
   bool sync = false;
   int replicas_to_aggregate = 1;
   nn::OptimizerConfig optimizer;
+  std::int64_t max_steps = 0;  // Pushes at or past this step are not applied (kDone); 0 = none.
 };
 
 struct ShardState {

@@ -1,0 +1,291 @@
+"""Multi-process tests of the trainer runtime through the local launcher, on 127.0.0.1.
+
+Real PS, worker, chief and evaluator processes of the linear-regression test model
+(trainer-runtime/runtime/testing) run under `taas run`; the launcher applies the TFJob restart
+rules, so killing a replica exercises the same recovery as in Kubernetes.
+
+usage: multiprocess_test.py BUILD_DIR SCENARIO
+"""
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = os.path.abspath(sys.argv[1])
+TAAS = os.path.join(BUILD, "trainer-runtime", "launcher", "taas")
+MODEL = os.path.join(BUILD, "trainer-runtime", "runtime", "linear-regression")
+
+JOB = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: {name}
+spec:
+  tfReplicaSpecs:
+{replicas}
+"""
+
+REPLICA = """    {type}:
+      replicas: {count}
+      restartPolicy: ExitCode
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: taas/trainer:latest
+              command: ["/opt/taas/bin/linear-regression"]
+              args: {args}
+"""
+
+
+def job_yaml(name, types, args):
+    replicas = "".join(
+        REPLICA.format(type=t, count=n, args=json.dumps(["--"] + args if args else []))
+        for t, n in types)
+    return JOB.format(name=name, replicas=replicas)
+
+
+class Launch:
+    """Runs `taas run` in the background, collecting its output lines."""
+
+    def __init__(self, tmp, name, types, env, args=()):
+        self.model_dir = os.path.join(tmp, "model")
+        path = os.path.join(tmp, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(job_yaml(name, types, list(args)))
+        cmd = [TAAS, "run", path, "--model-dir", self.model_dir, "--progress-secs", "0"]
+        base = {"TF_SAVE_CHECKPOINTS_SECS": "0", "TAAS_SAVE_CHECKPOINTS_STEPS": "50",
+                "TF_SAVE_SUMMARIES_STEPS": "20", "TAAS_LOG_STEPS": "5",
+                "TAAS_WAIT_TIMEOUT_SECS": "60", "TAAS_EVAL_INTERVAL_SECS": "0.2"}
+        base.update(env)
+        for k, v in base.items():
+            cmd += ["--env", f"{k}={v}"]
+        self.lines = []
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.lines)
+
+    def wait_for(self, pattern, timeout=60):
+        deadline = time.time() + timeout
+        regex = re.compile(pattern)
+        while time.time() < deadline:
+            for line in self.snapshot():
+                m = regex.search(line)
+                if m:
+                    return m
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                break
+            time.sleep(0.05)
+        self.dump()
+        raise AssertionError(f"no line matching {pattern!r}")
+
+    def pid_of(self, replica):
+        pids = [int(m.group(1)) for m in
+                (re.search(rf"started {replica} pid=(\d+)", l) for l in self.snapshot()) if m]
+        assert pids, f"{replica} never started"
+        return pids[-1]
+
+    def finish(self, timeout=120):
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.dump()
+            raise AssertionError("the launcher did not finish in time")
+        self.reader.join()
+        return code
+
+    def dump(self):
+        sys.stdout.write("\n".join(self.snapshot()[-200:]) + "\n")
+
+    def count(self, pattern):
+        return sum(1 for l in self.snapshot() if re.search(pattern, l))
+
+
+def losses(lines, replica):
+    return [float(m.group(1)) for m in
+            (re.search(rf"^\[{replica}\] .*msg=training .* loss=([0-9.e+-]+)", l) for l in lines)
+            if m]
+
+
+def read_checkpoint(model_dir):
+    """{name: [floats]} and the global step of the latest checkpoint (our index + data files)."""
+    with open(os.path.join(model_dir, "checkpoint")) as f:
+        latest = re.search(r'model_checkpoint_path: "([^"]+)"', f.read()).group(1)
+    prefix = os.path.join(model_dir, latest)
+    with open(prefix + ".index") as f:
+        index = json.load(f)
+    with open(prefix + ".data", "rb") as f:
+        data = f.read()
+    out = {}
+    for e in index["entries"]:
+        raw = data[e["offset"]:e["offset"] + 4 * e["count"]]
+        out[e["name"]] = list(struct.unpack(f"<{e['count']}f", raw))
+    return index["global_step"], out
+
+
+def check_trained(run, max_steps):
+    code = run.finish()
+    lines = run.snapshot()
+    if code != 0:
+        run.dump()
+    assert code == 0, f"job exit code {code}"
+    assert any("job linear succeeded" in l or "succeeded" in l for l in lines)
+    trained = losses(lines, "linear-worker-[01]")
+    assert len(trained) >= 3, trained
+    assert trained[-1] < 0.05 * trained[0], f"loss did not fall: {trained[0]} -> {trained[-1]}"
+    step, values = read_checkpoint(run.model_dir)
+    assert step == max_steps, step
+    assert abs(values["linear/b"][0] - 2.0) < 0.05, values["linear/b"]
+    files = os.listdir(run.model_dir)
+    assert any(f.startswith("events.out.tfevents.") for f in files), files
+    assert "TRAINING_DONE" in files, files
+    return lines
+
+
+def scenario_async(tmp):
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2), ("Evaluator", 1)],
+                 {"TF_MAX_STEPS": "300"})
+    lines = check_trained(run, 300)
+    assert run.count(r"^\[linear-worker-1\] .*msg=training") > 0
+    # The evaluator followed the checkpoints and wrote its own summaries under eval/.
+    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*global_step=300") == 1
+    assert os.listdir(os.path.join(run.model_dir, "eval"))
+    ckpts = [f for f in os.listdir(run.model_dir) if f.endswith(".index")]
+    assert 1 <= len(ckpts) <= 5, ckpts  # keep-K (default 5)
+    del lines
+
+
+def scenario_sync(tmp):
+    run = Launch(tmp, "linear", [("PS", 2), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "200", "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"})
+    lines = check_trained(run, 200)
+    # Sync with all workers aggregating: every worker ran exactly max_steps steps, none dropped.
+    for w in ("linear-worker-0", "linear-worker-1"):
+        assert any(re.search(rf"^\[{w}\] .* step=200 global_step=200 .*dropped_pushes=0", l)
+                   for l in lines), w
+
+
+def scenario_sync_equals_single(tmp):
+    """2 sync workers == 1 process with both sub-batches per step (same effective batch)."""
+    steps = "60"
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": steps, "TF_SYNC": "true"}, args=["--optimizer=momentum"])
+    assert run.finish() == 0
+    _, dist = read_checkpoint(run.model_dir)
+    single_dir = os.path.join(tmp, "single")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    out = subprocess.run([MODEL, f"--max_steps={steps}", f"--model_dir={single_dir}",
+                          "--", "--shards=2", "--optimizer=momentum"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, single = read_checkpoint(single_dir)
+    for name in ("linear/w", "linear/b"):
+        for a, b in zip(dist[name], single[name]):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (name, dist[name], single[name])
+    assert dist["linear/w"] != [0.0] * 8
+
+
+def scenario_kill_worker(tmp):
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "400", "TF_SYNC": "true"}, args=["--step_ms=10"])
+    run.wait_for(r"^\[linear-worker-1\] .*msg=training .*global_step=([1-9]\d\d)")
+    os.kill(run.pid_of("linear-worker-1"), signal.SIGKILL)
+    run.wait_for(r"linear-worker-1 exited with code 137 \(restartPolicy ExitCode: restart\)")
+    run.wait_for(r"started linear-worker-1 pid=\d+ .*\(restart 1\)")
+    check_trained(run, 400)
+    # The restarted worker rejoined and trained again.
+    lines = run.snapshot()
+    restart_at = max(i for i, l in enumerate(lines) if "started linear-worker-1" in l)
+    assert any(re.search(r"^\[linear-worker-1\] .*msg=training", l)
+               for l in lines[restart_at:]), "restarted worker never trained"
+
+
+def scenario_kill_ps(tmp):
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "800"}, args=["--step_ms=10"])
+    run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(1|2)\d\d")
+    os.kill(run.pid_of("linear-ps-0"), signal.SIGKILL)
+    run.wait_for(r"linear-ps-0 exited with code 137")
+    # The restarted PS refuses to serve until the chief restores it from the checkpoint.
+    run.wait_for(r"^\[linear-worker-0\] .*lost its variables.*restoring", timeout=60)
+    run.wait_for(r"^\[linear-worker-0\] .*restoring variables from checkpoint.*global_step=\d+")
+    check_trained(run, 800)
+    lines = run.snapshot()
+    assert any("holds no variables yet" in l for l in lines), "no refusal seen"
+
+
+def scenario_kill_chief(tmp):
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "600"}, args=["--step_ms=10"])
+    m = run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(\d+)")
+    os.kill(run.pid_of("linear-worker-0"), signal.SIGKILL)
+    run.wait_for(r"linear-worker-0 exited with code 137")
+    m = run.wait_for(r"^\[linear-worker-0\] .*restoring variables from checkpoint.*"
+                     r"global_step=(\d+)")
+    assert int(m.group(1)) >= 50
+    check_trained(run, 600)
+
+
+def scenario_bad_config(tmp):
+    env = dict(os.environ)
+    env["TF_CONFIG"] = '{"cluster":{"ps":["nohost"],"worker":["127.0.0.1:1"]},' \
+                       '"task":{"type":"worker","index":0}}'
+    out = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "TF_CONFIG.cluster.ps[0]" in out.stdout, out.stdout
+    env["TF_CONFIG"] = '{"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2"]},' \
+                       '"task":{"type":"worker","index":5}}'
+    out = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "TF_CONFIG.task.index" in out.stdout, out.stdout
+
+
+def scenario_unreachable_ps(tmp):
+    env = dict(os.environ)
+    env["TF_CONFIG"] = '{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10"]},' \
+                       '"task":{"type":"worker","index":0}}'
+    env["TAAS_WAIT_TIMEOUT_SECS"] = "2"
+    env["TF_LOGDIR"] = os.path.join(tmp, "m")
+    start = time.time()
+    out = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 150, (out.returncode, out.stdout)  # kExitTransient
+    assert "parameter servers unreachable" in out.stdout and "127.0.0.1:9" in out.stdout, out
+    assert out.stdout.count("waiting for parameter servers") == 1, out.stdout  # one line
+    assert time.time() - start < 30
+
+
+def scenario_bad_manifest(tmp):
+    path = os.path.join(tmp, "bad.yaml")
+    with open(path, "w") as f:
+        f.write(job_yaml("linear", [("Worker", -1)], []))
+    out = subprocess.run([TAAS, "run", path], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "spec.tfReplicaSpecs.Worker.replicas" in out.stderr + out.stdout, out
+
+
+def main():
+    scenario = sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix=f"taas-mp-{scenario}-") as tmp:
+        globals()["scenario_" + scenario](tmp)
+    print("ok", scenario)
+
+
+if __name__ == "__main__":
+    main()
