@@ -36,7 +36,7 @@ std::string Describe(const json& value) {
     case json::value_t::null:
       return "null";
     default:
-      return value.dump();
+      return value.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 }
 
@@ -431,6 +431,9 @@ absl::StatusOr<std::invoke_result_t<Fn>> Catching(Fn fn) {
     return fn();
   } catch (const ParseError& error) {
     return FieldStatus(error.field, error.message);
+  } catch (const json::exception& error) {
+    // Not expected (every access is type-checked first); kept so nothing escapes the module.
+    return absl::InvalidArgumentError(std::string("invalid TFJob: ") + error.what());
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/tfjob/status.h"
+#include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/validation.h"
 #include "test_support.h"
 
@@ -283,6 +285,50 @@ TEST_CASE("a job with status round-trips") {
   const auto again = TFJobFromJson(TFJobToJson(*job));
   REQUIRE(again.ok());
   CHECK(*again == *job);
+}
+
+TEST_CASE("no value anywhere in a manifest makes the rules throw") {
+  // Every node of the manifest is replaced, in turn, by each odd value; parsing, defaulting,
+  // validating and writing must answer with a status, never an exception.
+  const json manifest = json::parse(kManifest);
+  const json odd_values[] = {nullptr,
+                             true,
+                             -1,
+                             1.5,
+                             3000000000u,
+                             "x",
+                             "",
+                             json::array(),
+                             json::object(),
+                             std::string("\xff\xfe")};
+  std::size_t rejected = 0;
+  std::size_t total = 0;
+  const json leaves = manifest.flatten();
+  for (const auto& [pointer, unused] : leaves.items()) {
+    // Replace the leaf and every ancestor of it.
+    for (json::json_pointer node(pointer); !node.empty(); node = node.parent_pointer()) {
+      for (const json& value : odd_values) {
+        json mutated = manifest;
+        mutated[node] = value;
+        ++total;
+        CHECK_NOTHROW({
+          auto job = LoadTFJob(mutated);
+          if (!job.ok()) {
+            ++rejected;
+          } else {
+            const auto again = TFJobFromJson(TFJobToJson(*job));
+            CHECK(again.ok());
+            job->status = ComputeJobStatus(*job, {}, At(0)).status;
+            for (const auto& [type, spec] : job->spec.replica_specs) {
+              CHECK_FALSE(KubernetesTfConfig(*job, TaskId{type, 0}, ServiceAddressing{}).empty());
+            }
+          }
+        });
+      }
+    }
+  }
+  CHECK(total > 100);
+  CHECK(rejected > 0);
 }
 
 }  // namespace

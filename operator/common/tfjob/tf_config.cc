@@ -36,7 +36,7 @@ std::string TfConfigJson(const ClusterSpec& cluster, const TaskId& task) {
   for (const auto& [key, hosts] : cluster) config["cluster"][key] = hosts;
   config["task"] = {{"type", ReplicaTypeKey(task.type)}, {"index", task.index}};
   config["environment"] = "cloud";
-  return config.dump();
+  return config.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string SparseTfConfigJson(const ClusterSpec& cluster, const TaskId& task) {
@@ -56,7 +56,7 @@ std::string SparseTfConfigJson(const ClusterSpec& cluster, const TaskId& task) {
   nlohmann::ordered_json config;
   config["sparseCluster"] = std::move(sparse);
   config["task"] = {{"type", ReplicaTypeKey(task.type)}, {"index", task.index}};
-  return config.dump();
+  return config.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string KubernetesTfConfig(const TFJob& job, const TaskId& task,

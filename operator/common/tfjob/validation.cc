@@ -167,7 +167,9 @@ class Validator {
       const auto value = policy.find(key);
       if (value == policy.end() || value->is_null()) continue;
       if (!value->is_number_integer() || value->get<std::int64_t>() < 0) {
-        Add(path + "." + key, "must be an integer >= 0, got " + value->dump());
+        Add(path + "." + key,
+            "must be an integer >= 0, got " +
+                value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       }
     }
   }

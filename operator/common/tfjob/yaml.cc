@@ -177,6 +177,16 @@ json ToJson(const YAML::Node& node) {
   return nullptr;
 }
 
+// JSON text must be UTF-8 (the API server and nlohmann::json::dump insist); YAML bytes may not be.
+bool IsValidUtf8(const json& value) {
+  try {
+    (void)value.dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
 absl::Status WithDocumentPrefix(const absl::Status& status, std::size_t index) {
   absl::Status prefixed(status.code(),
                         "document " + std::to_string(index) + ": " + std::string(status.message()));
@@ -200,7 +210,12 @@ absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
   std::vector<nlohmann::json> out;
   for (const auto& document : documents) {
     json converted = ToJson(document);
-    if (!converted.is_null()) out.push_back(std::move(converted));
+    if (converted.is_null()) continue;
+    if (!IsValidUtf8(converted)) {
+      return absl::InvalidArgumentError("invalid YAML in document " + std::to_string(out.size()) +
+                                        ": text is not valid UTF-8");
+    }
+    out.push_back(std::move(converted));
   }
   return out;
 }

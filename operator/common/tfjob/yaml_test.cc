@@ -95,6 +95,12 @@ TEST_CASE("multi-document streams skip empty documents") {
   CHECK(empty->empty());
 }
 
+TEST_CASE("text that is not UTF-8 is rejected") {
+  const auto documents = YamlToJson("a: 1\n---\nb: \"\xff\"\n");
+  REQUIRE_FALSE(documents.ok());
+  CHECK(documents.status().message() == "invalid YAML in document 1: text is not valid UTF-8");
+}
+
 TEST_CASE("syntax errors give the line and column") {
   const auto documents = YamlToJson("a: 1\nb: [1, 2\n");
   REQUIRE_FALSE(documents.ok());
