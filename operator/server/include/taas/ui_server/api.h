@@ -1,0 +1,96 @@
+// The UI's JSON API under /api/v1/ (documented in docs/web-ui.md): request in, response out,
+// with no sockets, so every handler is tested directly. The HTTP server (server.h) feeds it.
+//
+// Every request needs `Authorization: Bearer <token>` (compared in constant time) unless the
+// server allows anonymous reads and the request is a GET. Only the configured namespaces are
+// reachable (403 elsewhere). Errors are {"error": "...", "field": "..."} (plus "errors": [...]
+// when there are several), with the field named as in the TFJob so the form can place it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taas/base/log.h"
+#include "taas/ui_server/kube_api.h"
+#include "taas/ui_server/metrics.h"
+
+namespace taas::ui_server {
+
+struct ApiOptions {
+  std::vector<std::string> namespaces;  // where jobs may be listed, created and deleted
+  std::string token;                    // the bearer token; empty accepts no token
+  bool allow_anonymous_read = false;    // GETs without a token (never writes)
+};
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", "DELETE"
+  std::string target;  // path and query, e.g. "/api/v1/tfjobs?namespace=default"
+  std::string authorization;
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// Thread-safe (it keeps no state of its own besides what KubeApi and MetricsStore guard).
+class Api {
+ public:
+  // `kube` and `metrics` are not owned and must outlive the Api. `now` gives Unix seconds.
+  Api(ApiOptions options, KubeApi* kube, const MetricsStore* metrics, Logger logger,
+      std::function<std::int64_t()> now = nullptr);
+
+  static bool IsApiTarget(std::string_view target);
+
+  HttpResponse Handle(const HttpRequest& request) const;
+
+  // A log request that follows the stream (`.../logs?follow=true`) is served in two steps:
+  // Authorize and resolve it (an error response, or the Kubernetes log path through
+  // `kube_path`), then relay the stream chunk by chunk until it ends or `write` returns false.
+  bool IsFollowLogs(const HttpRequest& request) const;
+  std::optional<HttpResponse> PrepareFollowLogs(const HttpRequest& request,
+                                                std::string* kube_path) const;
+  absl::Status FollowLogs(const std::string& kube_path,
+                          const std::function<bool(std::string_view)>& write) const;
+
+ private:
+  struct Route;
+  std::optional<HttpResponse> Authorize(const HttpRequest& request) const;
+  // Authorizes and routes a request: an error response, or nullopt with `route` filled.
+  std::optional<HttpResponse> Parse(const HttpRequest& request, Route* route) const;
+  std::optional<HttpResponse> CheckNamespace(const std::string& ns) const;
+  HttpResponse Dispatch(const HttpRequest& request, const Route& route) const;
+
+  HttpResponse GetConfig(const HttpRequest& request) const;
+  HttpResponse ListJobs(const Route& route) const;
+  HttpResponse CreateJob(const HttpRequest& request, const Route& route) const;
+  HttpResponse GetJob(const Route& route) const;
+  HttpResponse DeleteJob(const Route& route) const;
+  HttpResponse CloneJob(const HttpRequest& request, const Route& route) const;
+  HttpResponse GetLogs(const Route& route) const;
+  HttpResponse GetMetrics(const Route& route) const;
+  HttpResponse GetCluster() const;
+  absl::StatusOr<std::string> LogPath(const Route& route) const;
+
+  ApiOptions options_;
+  KubeApi* kube_;
+  const MetricsStore* metrics_;
+  Logger logger_;
+  std::function<std::int64_t()> now_;
+};
+
+// Equal strings in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// The error response for a failed Kubernetes call: the API server's code, message and
+// `details.causes[0].field` when it sent a Status.
+HttpResponse KubeErrorResponse(const absl::Status& status);
+
+}  // namespace taas::ui_server

@@ -1,0 +1,48 @@
+// The whole UI server in one object, for hosting it in another process (the operator) or running
+// it alone (taas-ui): the API, the metrics scraper and the HTTP server over one KubeApi.
+//
+//   taas::ui_server::KubeClientApi kube(std::move(client));
+//   taas::ui_server::UiServer ui(&kube, options, logger);
+//   TAAS_RETURN_IF_ERROR(ui.Start());   // listens, starts scraping; returns at once
+//   ...
+//   ui.Stop();                          // also done by the destructor
+#pragma once
+
+#include <memory>
+
+#include "taas/base/log.h"
+#include "taas/base/status.h"
+#include "taas/ui_server/api.h"
+#include "taas/ui_server/kube_api.h"
+#include "taas/ui_server/metrics.h"
+#include "taas/ui_server/server.h"
+
+namespace taas::ui_server {
+
+struct UiServerOptions {
+  ApiOptions api;          // namespaces, token, anonymous reads
+  ServerOptions http;      // listen address, assets
+  ScraperOptions scraper;  // interval, address overrides
+};
+
+class UiServer {
+ public:
+  // `kube` is not owned and must outlive the server.
+  UiServer(KubeApi* kube, UiServerOptions options, Logger logger);
+  ~UiServer();
+  UiServer(const UiServer&) = delete;
+  UiServer& operator=(const UiServer&) = delete;
+
+  absl::Status Start();
+  int port() const;
+  void Stop();
+
+ private:
+  MetricsStore metrics_;
+  Api api_;
+  MetricsScraper scraper_;
+  HttpServer http_;
+  bool started_ = false;
+};
+
+}  // namespace taas::ui_server

@@ -1,0 +1,205 @@
+// taas-ui: the UI/API server on its own (the operator can also host it). Reads its settings from
+// flags only, in this one place:
+//   taas-ui --kubeconfig ~/.kube/config --namespaces default,team-a --token-file /etc/taas/token
+//           --listen 127.0.0.1:8080 --assets web-ui/dist [--allow-anonymous-read]
+//           [--metrics-target default/mnist-chief-0=127.0.0.1:9100] [--scrape-interval 5]
+// Without --token-file (and without --allow-anonymous-read) it makes a random token and prints
+// the URL that carries it.
+#include <csignal>
+#include <cstdio>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "taas/base/log.h"
+#include "taas/kube/client.h"
+#include "taas/ui_server/kube_client_api.h"
+#include "taas/ui_server/ui_server.h"
+
+namespace {
+
+struct Flags {
+  std::string kubeconfig;
+  std::vector<std::string> namespaces;
+  std::string token_file;
+  std::string listen = "127.0.0.1:8080";
+  std::string assets;
+  bool allow_anonymous_read = false;
+  std::map<std::string, std::string> metrics_targets;
+  int scrape_interval_seconds = 5;
+};
+
+constexpr const char* kUsage =
+    "usage: taas-ui [--kubeconfig FILE] --namespaces NS[,NS...] [--token-file FILE]\n"
+    "               [--listen HOST:PORT] [--assets DIR] [--allow-anonymous-read]\n"
+    "               [--metrics-target NS/REPLICA=HOST:PORT]... [--scrape-interval SECONDS]\n";
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, separator)) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    const auto eq = arg.find('=');
+    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto next = [&]() -> bool {
+      if (inline_value) return true;
+      if (i + 1 >= argc) {
+        *error = arg + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+      return true;
+    };
+    if (arg == "--allow-anonymous-read") {
+      flags->allow_anonymous_read = true;
+    } else if (arg == "--kubeconfig") {
+      if (!next()) return false;
+      flags->kubeconfig = value;
+    } else if (arg == "--namespaces") {
+      if (!next()) return false;
+      flags->namespaces = Split(value, ',');
+    } else if (arg == "--token-file") {
+      if (!next()) return false;
+      flags->token_file = value;
+    } else if (arg == "--listen") {
+      if (!next()) return false;
+      flags->listen = value;
+    } else if (arg == "--assets") {
+      if (!next()) return false;
+      flags->assets = value;
+    } else if (arg == "--metrics-target") {
+      if (!next()) return false;
+      const auto sep = value.find('=');
+      if (sep == std::string::npos) {
+        *error = "--metrics-target wants NS/REPLICA=HOST:PORT";
+        return false;
+      }
+      flags->metrics_targets[value.substr(0, sep)] = value.substr(sep + 1);
+    } else if (arg == "--scrape-interval") {
+      if (!next()) return false;
+      flags->scrape_interval_seconds = std::atoi(value.c_str());
+      if (flags->scrape_interval_seconds < 1) {
+        *error = "--scrape-interval must be at least 1";
+        return false;
+      }
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      *error = "unknown flag " + arg;
+      return false;
+    }
+  }
+  if (flags->namespaces.empty()) {
+    *error = "--namespaces is required";
+    return false;
+  }
+  return true;
+}
+
+std::string RandomToken() {
+  std::random_device random;
+  const char* alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string token;
+  for (int i = 0; i < 40; ++i) token.push_back(alphabet[random() % 62]);
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  taas::Logger logger = taas::Logger(stderr).With({{"component", "taas-ui"}});
+  Flags flags;
+  std::string error;
+  if (!ParseFlags(argc, argv, &flags, &error)) {
+    std::fprintf(stderr, "taas-ui: %s\n%s", error.c_str(), kUsage);
+    return 2;
+  }
+  std::string token;
+  if (!flags.token_file.empty()) {
+    std::ifstream in(flags.token_file);
+    if (!in) {
+      logger.Error("cannot read the token file", {{"path", flags.token_file}});
+      return 2;
+    }
+    std::getline(in, token);
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+      token.pop_back();
+    }
+    if (token.empty()) {
+      logger.Error("the token file is empty", {{"path", flags.token_file}});
+      return 2;
+    }
+  } else if (!flags.allow_anonymous_read) {
+    token = RandomToken();
+  }
+
+  auto config = flags.kubeconfig.empty() ? taas::kube::InClusterConfig()
+                                         : taas::kube::LoadKubeconfig(flags.kubeconfig);
+  if (!config.ok()) {
+    logger.Error("no Kubernetes config", {{"error", config.status().ToString()}});
+    return 2;
+  }
+  auto client = taas::kube::Client::Create(*config);
+  if (!client.ok()) {
+    logger.Error("cannot create the Kubernetes client", {{"error", client.status().ToString()}});
+    return 2;
+  }
+  taas::ui_server::KubeClientApi kube(std::move(*client));
+
+  taas::ui_server::UiServerOptions options;
+  options.api.namespaces = flags.namespaces;
+  options.api.token = token;
+  options.api.allow_anonymous_read = flags.allow_anonymous_read;
+  options.scraper.interval = std::chrono::seconds(flags.scrape_interval_seconds);
+  options.scraper.overrides = flags.metrics_targets;
+  const auto colon = flags.listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::fprintf(stderr, "taas-ui: --listen wants HOST:PORT\n");
+    return 2;
+  }
+  options.http.host = flags.listen.substr(0, colon);
+  options.http.port = std::atoi(flags.listen.substr(colon + 1).c_str());
+  options.http.assets_dir = flags.assets;
+  taas::ui_server::UiServer server(&kube, options, logger);
+
+  // Block the stop signals in every thread; the main thread waits for one below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (auto started = server.Start(); !started.ok()) {
+    logger.Error("cannot start", {{"error", started.ToString()}});
+    return 1;
+  }
+  const std::string url = "http://" + options.http.host + ":" + std::to_string(server.port()) +
+                          "/" +
+                          (flags.token_file.empty() && !token.empty() ? "#token=" + token : "");
+  std::printf("taas-ui: serving %s\n", url.c_str());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  logger.Info("stopping", {{"signal", signal_number}});
+  server.Stop();
+  return 0;
+}

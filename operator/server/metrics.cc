@@ -1,0 +1,274 @@
+#include "taas/ui_server/metrics.h"
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "taas/tfjob/tfjob.h"
+
+namespace taas::ui_server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using nlohmann::json;
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool ConditionTrue(const json& tfjob, std::string_view type) {
+  const auto status = tfjob.find("status");
+  if (status == tfjob.end() || !status->contains("conditions")) return false;
+  for (const json& c : (*status)["conditions"]) {
+    if (c.value("type", "") == type && c.value("status", "") == "True") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, double> ParsePrometheusText(std::string_view text) {
+  std::map<std::string, double> samples;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty() || line.front() == '#') continue;
+    std::size_t name_end = 0;
+    while (name_end < line.size() && (std::isalnum(static_cast<unsigned char>(line[name_end])) ||
+                                      line[name_end] == '_' || line[name_end] == ':')) {
+      ++name_end;
+    }
+    if (name_end == 0) continue;
+    std::string name(line.substr(0, name_end));
+    std::string_view rest = line.substr(name_end);
+    if (!rest.empty() && rest.front() == '{') {
+      const std::size_t close = rest.find('}');
+      if (close == std::string_view::npos) continue;
+      rest.remove_prefix(close + 1);
+    }
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+    const std::size_t value_end = rest.find_first_of(" \t");
+    std::string value(rest.substr(0, value_end));
+    if (value.empty()) continue;
+    char* parsed_end = nullptr;
+    const double v = std::strtod(value.c_str(), &parsed_end);
+    if (parsed_end != value.c_str() + value.size() || std::isnan(v)) continue;
+    samples.emplace(std::move(name), v);
+  }
+  return samples;
+}
+
+MetricsStore::MetricsStore(std::size_t points_per_job, std::size_t max_jobs)
+    : points_per_job_(std::max<std::size_t>(1, points_per_job)),
+      max_jobs_(std::max<std::size_t>(1, max_jobs)) {}
+
+void MetricsStore::Add(const std::string& job_key, const MetricsPoint& point) {
+  std::lock_guard<std::mutex> lock(mu_);
+  recency_.remove(job_key);
+  recency_.push_front(job_key);
+  auto& points = history_[job_key];
+  points.push_back(point);
+  while (points.size() > points_per_job_) points.pop_front();
+  while (recency_.size() > max_jobs_) {
+    history_.erase(recency_.back());
+    recency_.pop_back();
+  }
+}
+
+std::vector<MetricsPoint> MetricsStore::History(const std::string& job_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = history_.find(job_key);
+  if (it == history_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+json MetricsStore::HistoryJson(const std::string& job_key) const {
+  json points = json::array();
+  auto put = [](json& object, const char* key, const std::optional<double>& v) {
+    object[key] = v ? json(*v) : json(nullptr);
+  };
+  for (const MetricsPoint& p : History(job_key)) {
+    json point = {{"time", p.time_ms}};
+    put(point, "step", p.global_step);
+    put(point, "loss", p.loss);
+    put(point, "examplesPerSecond", p.examples_per_second);
+    put(point, "learningRate", p.learning_rate);
+    put(point, "evalAccuracy", p.eval_accuracy);
+    points.push_back(std::move(point));
+  }
+  json latest = points.empty() ? json(nullptr) : points.back();
+  return {{"points", points}, {"latest", latest}};
+}
+
+absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::string& path,
+                                    std::chrono::milliseconds timeout) {
+  const std::size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError("metrics address \"" + host_port + "\" is not host:port");
+  }
+  const std::string host = host_port.substr(0, colon);
+  const std::string port = host_port.substr(colon + 1);
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  beast::error_code failure;
+  asio::ip::tcp::resolver resolver(io);
+  http::request<http::empty_body> request(http::verb::get, path, 11);
+  request.set(http::field::host, host_port);
+  request.set(http::field::connection, "close");
+
+  stream.expires_after(timeout);
+  resolver.async_resolve(host, port, [&](beast::error_code ec, auto results) {
+    if (ec) {
+      failure = ec;
+      return;
+    }
+    stream.async_connect(results, [&](beast::error_code ec2, auto) {
+      if (ec2) {
+        failure = ec2;
+        return;
+      }
+      http::async_write(stream, request, [&](beast::error_code ec3, std::size_t) {
+        if (ec3) {
+          failure = ec3;
+          return;
+        }
+        http::async_read(stream, buffer, response, [&](beast::error_code ec4, std::size_t) {
+          if (ec4) failure = ec4;
+        });
+      });
+    });
+  });
+  io.run_for(timeout + std::chrono::milliseconds(100));
+  if (!io.stopped()) return absl::DeadlineExceededError("GET " + host_port + path + " timed out");
+  if (failure) {
+    return absl::UnavailableError("GET http://" + host_port + path + ": " + failure.message());
+  }
+  if (response.result_int() != 200) {
+    return absl::UnavailableError("GET http://" + host_port + path + ": HTTP " +
+                                  std::to_string(response.result_int()));
+  }
+  return std::move(response.body());
+}
+
+MetricsScraper::MetricsScraper(KubeApi* kube, std::vector<std::string> namespaces,
+                               MetricsStore* store, ScraperOptions options, Logger logger)
+    : kube_(kube),
+      namespaces_(std::move(namespaces)),
+      store_(store),
+      options_(std::move(options)),
+      logger_(std::move(logger)) {}
+
+MetricsScraper::~MetricsScraper() { Stop(); }
+
+void MetricsScraper::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      ScrapeOnce();
+      lock.lock();
+      wake_.wait_for(lock, options_.interval, [this] { return stopping_; });
+    }
+  });
+}
+
+void MetricsScraper::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
+  std::vector<std::pair<std::string, std::string>> targets;
+  const json metadata = tfjob.value("metadata", json::object());
+  const std::string name = metadata.value("name", "");
+  const std::string ns = metadata.value("namespace", "");
+  const json specs = tfjob.value("spec", json::object()).value("tfReplicaSpecs", json::object());
+  auto port_of = [&](const json& spec) {
+    const json containers = spec.value("template", json::object())
+                                .value("spec", json::object())
+                                .value("containers", json::array());
+    for (const json& c : containers) {
+      for (const json& p : c.value("ports", json::array())) {
+        if (p.value("name", "") == "metrics" && p.contains("containerPort") &&
+            p["containerPort"].is_number_integer()) {
+          return p["containerPort"].get<int>();
+        }
+      }
+    }
+    return options_.default_port;
+  };
+  auto add = [&](tfjob::ReplicaType type, const json& spec) {
+    const std::string replica = tfjob::ReplicaName(name, type, 0);
+    auto it = options_.overrides.find(ns + "/" + replica);
+    targets.emplace_back(replica,
+                         it != options_.overrides.end()
+                             ? it->second
+                             : replica + "." + ns + ".svc:" + std::to_string(port_of(spec)));
+  };
+  if (specs.contains("Chief")) {
+    add(tfjob::ReplicaType::kChief, specs["Chief"]);
+  } else if (specs.contains("Master")) {
+    add(tfjob::ReplicaType::kMaster, specs["Master"]);
+  } else if (specs.contains("Worker")) {
+    add(tfjob::ReplicaType::kWorker, specs["Worker"]);
+  }
+  if (specs.contains("Evaluator")) add(tfjob::ReplicaType::kEvaluator, specs["Evaluator"]);
+  return targets;
+}
+
+void MetricsScraper::ScrapeOnce() {
+  for (const std::string& ns : namespaces_) {
+    auto list = kube_->Get("/apis/kubeflow.org/v1/namespaces/" + ns + "/tfjobs");
+    if (!list.ok()) {
+      logger_.Debug("listing tfjobs for metrics failed",
+                    {{"namespace", ns}, {"error", std::string(list.status().message())}});
+      continue;
+    }
+    for (const json& job : list->value("items", json::array())) {
+      if (ConditionTrue(job, "Succeeded") || ConditionTrue(job, "Failed")) continue;
+      MetricsPoint point;
+      point.time_ms = NowMs();
+      bool any = false;
+      for (const auto& [replica, address] : Targets(job)) {
+        auto text = HttpGet(address, "/metrics", options_.timeout);
+        if (!text.ok()) continue;
+        const auto samples = ParsePrometheusText(*text);
+        auto take = [&](const char* metric, std::optional<double>* into) {
+          if (auto it = samples.find(metric); it != samples.end() && !into->has_value()) {
+            *into = it->second;
+            any = true;
+          }
+        };
+        take("taas_global_step", &point.global_step);
+        take("taas_loss", &point.loss);
+        take("taas_examples_per_second", &point.examples_per_second);
+        take("taas_learning_rate", &point.learning_rate);
+        take("taas_eval_accuracy", &point.eval_accuracy);
+      }
+      if (any) {
+        store_->Add(ns + "/" + job["metadata"].value("name", ""), point);
+      }
+    }
+  }
+}
+
+}  // namespace taas::ui_server

@@ -1,0 +1,59 @@
+// Unit tests of the front end's pure logic (web-ui/src/logic.ts), run with `node --test` from
+// web-ui/ (ctest: web_ui_unit). The TypeScript is transpiled in memory with the esbuild that Vite
+// ships.
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { test } from 'node:test';
+
+const webUi = process.cwd();
+const esbuild = createRequire(path.join(webUi, 'package.json'))('esbuild');
+const { outputFiles } = esbuild.buildSync({
+  entryPoints: [path.join(webUi, 'src/logic.ts')],
+  format: 'esm',
+  bundle: true,
+  write: false,
+});
+const logic = await import(`data:text/javascript;base64,${Buffer.from(outputFiles[0].text).toString('base64')}`);
+
+test('errors from our validation and the API server land on the right input', () => {
+  const c = 'spec.tfReplicaSpecs.Worker.template.spec.containers[0]';
+  assert.equal(logic.fieldKey('metadata.name'), 'name');
+  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.Worker.replicas'), 'workerReplicas');
+  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.replicas'), 'psReplicas');
+  assert.equal(logic.fieldKey(`${c}.resources.limits[nvidia.com/gpu]`), 'gpusPerWorker');
+  assert.equal(logic.fieldKey(`${c}.resources.requests.memory`), 'workerMemory');
+  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.requests.cpu'), 'psCpu');
+  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.template.spec.containers[0].image'), 'image');
+  assert.equal(logic.fieldKey(`${c}.args[2]`), 'args');
+  assert.equal(logic.fieldKey(`${c}.env[TF_SYNC]`), 'mode');
+  assert.equal(logic.fieldKey('spec.runPolicy.backoffLimit'), 'backoffLimit');
+  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.Worker.restartPolicy'), 'restartPolicy');
+  assert.equal(logic.fieldKey('spec.successPolicy'), null);
+});
+
+test('smoothing is a debiased exponential moving average that skips gaps', () => {
+  assert.deepEqual(logic.smooth([1, 2, 3], 0), [1, 2, 3]);
+  const s = logic.smooth([2, null, 2, 4], 0.5);
+  assert.equal(s[0], 2); // debiased: the first value is kept
+  assert.equal(s[1], null);
+  assert.equal(s[2], 2);
+  assert.ok(s[3] > 2 && s[3] < 4);
+});
+
+test('CSV export has a header and one row per point with empty cells for gaps', () => {
+  const csv = logic.toCsv([
+    { time: 0, step: 10, loss: 0.5, examplesPerSecond: null, learningRate: null, evalAccuracy: 0.9 },
+  ]);
+  const [header, row] = csv.split('\n');
+  assert.equal(header, 'time,global_step,loss,examples_per_second,learning_rate,eval_accuracy');
+  assert.equal(row, '1970-01-01T00:00:00.000Z,10,0.5,,,0.9');
+});
+
+test('sizes and ages read like kubectl', () => {
+  assert.equal(logic.formatBytes(256 * 2 ** 30), '256 GiB');
+  assert.equal(logic.formatBytes(1536), '1.5 KiB');
+  assert.equal(logic.formatAge(59), '59s');
+  assert.equal(logic.formatAge(3600 + 120), '1h2m');
+  assert.equal(logic.formatCores(0.5), '0.50');
+});

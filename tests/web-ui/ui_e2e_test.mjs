@@ -1,0 +1,280 @@
+// End-to-end test of the web UI against a real control plane (scripts/cluster/taas-cluster) with
+// the TFJob CRD and the real operator: the API's security checks over HTTP, then a browser
+// (Debian's Chromium driven by playwright-core) creates a job from the form, watches its pods go
+// Running on simulated GPU nodes, sees the cluster page's GPU counts change, gets a validation
+// error for an impossible request, and deletes the job. Screenshots of every screen go to
+// --artifacts. Prints "N passed, N failed".
+//
+// Usage: node ui_e2e_test.mjs --ui BIN --operator BIN --crd FILE --cluster SCRIPT --assets DIR
+//                             --web-ui DIR --artifacts DIR
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+for (const key of ['ui', 'operator', 'crd', 'cluster', 'assets', 'web-ui', 'artifacts']) {
+  if (!args[key]) {
+    console.error(`missing --${key}`);
+    process.exit(2);
+  }
+}
+const { chromium } = createRequire(path.join(args['web-ui'], 'package.json'))('playwright-core');
+
+const name = `webui-${process.pid}-${randomBytes(2).toString('hex')}`;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'taas-webui-e2e-'));
+fs.mkdirSync(args.artifacts, { recursive: true });
+const env = { ...process.env };
+const children = [];
+let passed = 0;
+let failed = 0;
+
+const log = (...m) => console.log(`[web-ui e2e ${new Date().toISOString().slice(11, 19)}]`, ...m);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, fn, timeoutMs = 120000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(500);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+async function check(title, fn) {
+  try {
+    await fn();
+    passed += 1;
+    log(`PASS ${title}`);
+  } catch (e) {
+    failed += 1;
+    log(`FAIL ${title}: ${e.stack ?? e}`);
+  }
+}
+
+// Waits until the element's text contains `text` (the element itself, not only a descendant).
+async function waitText(locator, text, timeoutMs = 60000) {
+  await waitFor(`"${text}"`, async () => ((await locator.first().textContent({ timeout: 2000 })) ?? '').includes(text), timeoutMs);
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+function run(cmd, argv, options = {}) {
+  const p = spawnSync(cmd, argv, { env, encoding: 'utf8', ...options });
+  if (p.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (${p.status}): ${p.stderr}`);
+  return p.stdout;
+}
+
+const kubectl = (...a) => run('kubectl', a);
+const kubectlJson = (...a) => JSON.parse(kubectl(...a, '-o', 'json'));
+
+function start(cmd, argv, logName) {
+  const out = fs.openSync(path.join(tmp, logName), 'w');
+  const child = spawn(cmd, argv, { env, stdio: ['ignore', out, out] });
+  children.push(child);
+  return child;
+}
+
+async function cleanup() {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await sleep(500);
+  spawnSync(args.cluster, ['down', '--name', name], { stdio: 'inherit' });
+}
+
+let browser;
+try {
+  // ---- control plane, CRD, operator, UI server ----
+  log(`starting control plane ${name}`);
+  run(args.cluster, ['up', '--name', name, '--nodes', '2', '--gpus-per-node', '8'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  for (const line of run(args.cluster, ['env', '--name', name]).split('\n')) {
+    const m = /^export (\w+)=(.*)$/.exec(line.trim());
+    if (m) env[m[1]] = m[2].replace(/^['"]|['"]$/g, '').replace('$PATH', process.env.PATH);
+  }
+  kubectl('apply', '-f', args.crd);
+  kubectl('wait', '--for=condition=Established', '--timeout=120s', 'crd/tfjobs.kubeflow.org');
+  await waitFor('the default service account', () => kubectlJson('-n', 'default', 'get', 'serviceaccount', 'default'));
+
+  start(args.operator, ['--kubeconfig', env.KUBECONFIG, '--health-port', '0', '--health-address', '127.0.0.1', '--lease-namespace', 'default'], 'operator.log');
+
+  const token = randomBytes(24).toString('hex');
+  const tokenFile = path.join(tmp, 'token');
+  fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+  const ui = start(args.ui, ['--kubeconfig', env.KUBECONFIG, '--namespaces', 'default,team-b', '--token-file', tokenFile, '--listen', '127.0.0.1:0', '--assets', args.assets, '--scrape-interval', '2'], 'ui.log');
+  const base = await waitFor('taas-ui to serve', () => {
+    if (ui.exitCode !== null) throw new Error(`taas-ui exited: ${fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8')}`);
+    const m = /serving (http:\/\/[\d.]+:\d+)\//.exec(fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8'));
+    return m?.[1];
+  }, 30000);
+  log(`taas-ui at ${base}`);
+
+  const call = (method, p, { auth = token, body } = {}) =>
+    fetch(`${base}/api/v1/${p}`, {
+      method,
+      headers: { ...(auth ? { Authorization: `Bearer ${auth}` } : {}), ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+
+  // ---- the API over HTTP, against the real API server ----
+  await check('API: no token is 401, a wrong token is 401', async () => {
+    assert((await call('GET', 'tfjobs', { auth: '' })).status === 401, 'no token accepted');
+    assert((await call('GET', 'tfjobs', { auth: 'wrong' })).status === 401, 'wrong token accepted');
+    const ok = await call('GET', 'tfjobs');
+    assert(ok.status === 200, `with token: ${ok.status}`);
+  });
+  await check('API: a namespace outside --namespaces is 403', async () => {
+    const r = await call('GET', 'namespaces/kube-system/tfjobs');
+    assert(r.status === 403, `got ${r.status}`);
+    assert((await r.json()).field === 'metadata.namespace', 'field');
+  });
+  await check('API: an invalid field is 422 naming the field', async () => {
+    const r = await call('POST', 'namespaces/default/tfjobs', { body: { name: 'x', image: 'i', workerReplicas: -1 } });
+    assert(r.status === 422, `got ${r.status}`);
+    const body = await r.json();
+    assert(body.field === 'spec.tfReplicaSpecs.Worker.replicas', `field ${body.field}`);
+  });
+  await check('API: the API server\'s own errors come back with its code and message', async () => {
+    // team-b is served by the UI but does not exist: the API server refuses the create.
+    const r = await call('POST', 'namespaces/team-b/tfjobs', { body: { name: 'nope', image: 'taas/trainer:1', gpusPerWorker: 0 } });
+    assert(r.status === 404, `got ${r.status}`);
+    assert(/not found/.test((await r.json()).error), 'message');
+  });
+  await check('API: the cluster has 2 nodes with 8 GPUs each, none in use', async () => {
+    const c = await (await call('GET', 'cluster')).json();
+    assert(c.nodes.length === 2, `nodes ${c.nodes.length}`);
+    assert(c.totals.allocatable.gpu === 16, `gpus ${c.totals.allocatable.gpu}`);
+    assert(c.totals.inUse.gpu === 0, `in use ${c.totals.inUse.gpu}`);
+  });
+
+  // ---- the browser ----
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  page.setDefaultTimeout(60000);
+  const consoleErrors = [];
+  page.on('console', (m) => {
+    // Simulated (kwok) nodes run no kubelet, so their pods have no logs to show.
+    if (m.type() === 'error' && !m.location().url.includes('/logs')) consoleErrors.push(m.text());
+  });
+  const shot = (file) => page.screenshot({ path: path.join(args.artifacts, file), fullPage: true });
+  const job = 'ui-e2e';
+
+  await check('the token in the URL signs in and the jobs page loads', async () => {
+    await page.goto(`${base}/#token=${token}`);
+    await page.getByText('No jobs').waitFor();
+    assert(!page.url().includes(token), 'the token stays in the address bar');
+  });
+
+  await check('the new-job form previews the TFJob and creates it', async () => {
+    await page.getByRole('link', { name: 'New job' }).first().click();
+    await page.locator('input[name=name]').fill(job);
+    await page.locator('input[name=psReplicas]').fill('1');
+    await page.locator('input[name=workerReplicas]').fill('3');
+    await page.locator('input[name=gpusPerWorker]').fill('2');
+    await page.locator('select[name=restartPolicy]').selectOption('ExitCode');
+    const preview = page.getByTestId('yaml-preview');
+    await waitFor('the YAML preview', async () => {
+      const y = await preview.textContent();
+      return y.includes(`name: ${job}`) && y.includes('replicas: 3') && y.includes('nvidia.com/gpu: 2') && y.includes('restartPolicy: ExitCode');
+    }, 30000);
+    await waitText(page.getByTestId('capacity-hint'), '16 of 16 GPUs free');
+    await shot('new-job.png');
+    await page.getByTestId('submit').click();
+    await page.waitForURL(`**/jobs/default/${job}`);
+  });
+
+  await check('the job detail shows its pods going Running on GPU nodes', async () => {
+    await waitFor('4 Running pods', async () => (await page.locator('[data-testid=pods-table] tr[data-phase=Running]').count()) === 4, 180000);
+    const nodes = await page.locator('[data-testid=pods-table] tbody tr td:nth-child(3)').allTextContents();
+    assert(nodes.every((n) => /^taas-node-\d$/.test(n)), `nodes ${nodes}`);
+    await waitText(page.getByTestId('stat-replicas'), 'PS 1/1 · Worker 3/3');
+    await waitText(page.getByTestId('conditions'), 'Running');
+    await shot('job-detail.png');
+  });
+
+  await check('the jobs list shows the job with replicas, GPUs and state', async () => {
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const row = page.locator(`tr[data-job=${job}]`);
+    await waitText(row.locator('td.replicas'), 'PS 1/1 · Worker 3/3');
+    assert((await row.locator('td').nth(4).textContent()) === '6', 'GPUs requested');
+    await waitText(row.getByTestId('state-chip'), 'Running');
+    await shot('jobs.png');
+    const again = await call('POST', 'namespaces/default/tfjobs', { body: { name: job, image: 'taas/trainer:1', gpusPerWorker: 0 } });
+    assert(again.status === 409 && /already exists/.test((await again.json()).error), `second create: ${again.status}`);
+  });
+
+  await check('the cluster page counts the GPUs in use', async () => {
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    await waitText(page.getByTestId('gpus-in-use'), '6 / 16');
+    const used = await page.locator('.gpu-slots .slot.used').count();
+    assert(used === 6, `filled slots ${used}`);
+    await shot('cluster.png');
+  });
+
+  await check('an impossible request gets a field-level error', async () => {
+    await page.getByRole('link', { name: 'New job' }).first().click();
+    await page.locator('input[name=name]').fill('too-big');
+    await page.locator('input[name=gpusPerWorker]').fill('16');
+    await page.locator('input[name=workerMemory]').fill('lots');
+    const gpuError = page.locator('[data-field-error=gpusPerWorker]');
+    await waitText(gpuError, 'largest node has 8');
+    await waitText(page.locator('[data-field-error=workerMemory]'), 'not a Kubernetes quantity');
+    await page.getByTestId('submit').click();
+    await page.getByTestId('submit-error').waitFor();
+    assert(page.url().endsWith('/new'), 'stayed on the form');
+    await shot('new-job-errors.png');
+    const list = await (await call('GET', 'tfjobs')).json();
+    assert(!list.items.some((j) => j.name === 'too-big'), 'the impossible job was created');
+  });
+
+  await check('a job that does not fit waits, and the cluster page says why', async () => {
+    const r = await call('POST', 'namespaces/default/tfjobs', {
+      body: { name: 'waits', image: 'taas/trainer:1', psReplicas: 0, workerReplicas: 2, gpusPerWorker: 8 },
+    });
+    assert(r.status === 201, `create: ${r.status} ${await r.text()}`);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    await waitText(page.getByTestId('pending-table'), 'Insufficient nvidia.com/gpu', 120000);
+    await shot('cluster-pending.png');
+    assert((await call('DELETE', 'namespaces/default/tfjobs/waits')).status === 200, 'delete waits');
+  });
+
+  await check('delete with confirmation removes the job and frees its GPUs', async () => {
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const row = page.locator(`tr[data-job=${job}]`);
+    await row.getByTestId('delete').click();
+    await page.getByTestId('confirm-dialog').getByRole('button', { name: 'Delete' }).click();
+    await row.waitFor({ state: 'detached' });
+    await waitFor('the pods to go', () => kubectlJson('-n', 'default', 'get', 'pods').items.length === 0, 120000);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    await waitText(page.getByTestId('gpus-in-use'), '0 / 16', 120000);
+  });
+
+  await check('no errors in the browser console', async () => {
+    const unexpected = consoleErrors.filter((e) => !/status of (401|404|422)/.test(e));
+    assert(unexpected.length === 0, unexpected.join('\n'));
+  });
+} catch (e) {
+  failed += 1;
+  log(`FAIL setup: ${e.stack ?? e}`);
+  for (const f of ['operator.log', 'ui.log']) {
+    const p = path.join(tmp, f);
+    if (fs.existsSync(p)) log(`--- ${f} (tail)\n${fs.readFileSync(p, 'utf8').split('\n').slice(-40).join('\n')}`);
+  }
+} finally {
+  if (browser) await browser.close();
+  await cleanup();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

@@ -1,0 +1,89 @@
+// Pure logic of the front end (no DOM, no framework), unit-tested by tests/web-ui/logic_test.mjs.
+import type { JobForm, MetricsPoint } from './api';
+
+export type FormKey = keyof JobForm | 'namespace';
+
+// Which input an error belongs to, from the TFJob field path our server or the API server named.
+export function fieldKey(path: string): FormKey | null {
+  const rules: [RegExp, FormKey][] = [
+    [/^metadata\.name$/, 'name'],
+    [/^metadata\.namespace$/, 'namespace'],
+    [/\.image$/, 'image'],
+    [/\.command(\[\d+\])?$/, 'command'],
+    [/\.args(\[\d+\])?$/, 'args'],
+    [/tfReplicaSpecs\.PS\.replicas$/, 'psReplicas'],
+    [/tfReplicaSpecs\.Worker\.replicas$/, 'workerReplicas'],
+    [/nvidia\.com\/gpu/, 'gpusPerWorker'],
+    [/tfReplicaSpecs\.PS\..*\.cpu$/, 'psCpu'],
+    [/tfReplicaSpecs\.PS\..*\.memory$/, 'psMemory'],
+    [/tfReplicaSpecs\.\w+\..*\.cpu$/, 'workerCpu'],
+    [/tfReplicaSpecs\.\w+\..*\.memory$/, 'workerMemory'],
+    [/env\[TF_SYNC\]$/, 'mode'],
+    [/restartPolicy$/, 'restartPolicy'],
+    [/runPolicy\.backoffLimit$/, 'backoffLimit'],
+    [/tfReplicaSpecs\.Chief$/, 'chief'],
+    [/tfReplicaSpecs\.Evaluator$/, 'evaluator'],
+  ];
+  for (const [pattern, key] of rules) if (pattern.test(path)) return key;
+  return null;
+}
+
+// TensorBoard's smoothing: an exponential moving average, debiased at the start.
+export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+  if (weight <= 0) return values;
+  let last = 0;
+  let count = 0;
+  return values.map((v) => {
+    if (v === null || !Number.isFinite(v)) return null;
+    last = last * weight + (1 - weight) * v;
+    count += 1;
+    return last / (1 - Math.pow(weight, count));
+  });
+}
+
+export function toCsv(points: MetricsPoint[]): string {
+  const header = 'time,global_step,loss,examples_per_second,learning_rate,eval_accuracy';
+  const cell = (v: number | null) => (v === null ? '' : String(v));
+  return [
+    header,
+    ...points.map((p) =>
+      [
+        new Date(p.time).toISOString(),
+        cell(p.step),
+        cell(p.loss),
+        cell(p.examplesPerSecond),
+        cell(p.learningRate),
+        cell(p.evalAccuracy),
+      ].join(','),
+    ),
+  ].join('\n');
+}
+
+export function formatAge(seconds: number): string {
+  if (seconds < 60) return `${Math.floor(seconds)}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h${Math.floor((seconds % 3600) / 60)}m`;
+  return `${Math.floor(seconds / 86400)}d${Math.floor((seconds % 86400) / 3600)}h`;
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value >= 100 || unit === 0 ? value.toFixed(0) : value.toFixed(1)} ${units[unit]}`;
+}
+
+export function formatCores(cores: number): string {
+  return Number.isInteger(cores) ? `${cores}` : cores.toFixed(2);
+}
+
+export function formatTime(iso: string | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
