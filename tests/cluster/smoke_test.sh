@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the test control plane (scripts/cluster/taas-cluster): a uniquely named instance
 # with two kwok GPU nodes; checks scheduling by GPU count, FailedScheduling events, garbage
-# collection of dependents, finish-pod exit codes and RBAC. Always tears the instance down.
+# collection of dependents, finish-pod exit codes, container logs and RBAC. Always tears the
+# instance down.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -171,6 +172,23 @@ if out="$(kubectl --kubeconfig /dev/null --server "$server" --insecure-skip-tls-
   fail "an anonymous client listed pods"
 fi
 [ "$(kubectl auth can-i '*' '*' --all-namespaces)" = yes ] || fail "admin is not cluster-admin"
+
+step "container logs: pod-log lines show in kubectl logs, and logs -f follows them"
+gpu_pod logger 1 | kubectl apply -f - >/dev/null
+wait_for "pod logger Running" 120 pod_is logger Running
+"$CLUSTER" pod-log --name "$NAME" "$NS" logger "step 1 loss 0.5" "step 2 loss 0.25"
+logs_have() { kubectl -n "$NS" logs logger -c tensorflow | grep -qx "$1"; }
+wait_for "logger's log in kubectl logs" 60 logs_have "step 2 loss 0.25"
+follow_out="$(mktemp)"
+kubectl -n "$NS" logs -f logger -c tensorflow >"$follow_out" 2>&1 &
+follower=$!
+wait_for "logs -f to start" 60 grep -qx "step 1 loss 0.5" "$follow_out"
+echo "step 3 loss 0.125" | "$CLUSTER" pod-log --name "$NAME" "$NS" logger
+wait_for "logs -f to show a new line" 60 grep -qx "step 3 loss 0.125" "$follow_out"
+kill "$follower" 2>/dev/null || true
+wait "$follower" 2>/dev/null || true
+rm -f "$follow_out"
+kubectl -n "$NS" logs one-gpu -c tensorflow >/dev/null || fail "kubectl logs fails for a pod without pod-log"
 
 step "down removes the instance"
 "$CLUSTER" down --name "$NAME"
