@@ -328,14 +328,18 @@ absl::Status Controller::Reconcile(const std::string& key) {
   tf::TFJob job = std::move(*loaded);
 
   // ---- observe ----
-  std::vector<kube::ObjectPtr> pods = Owned(watched->pods.get(), key, uid);
-  std::vector<kube::ObjectPtr> services = Owned(watched->services.get(), key, uid);
+  std::vector<kube::ObjectPtr> pods, services;
   std::vector<tf::ObservedReplica> observed;
   std::map<tf::ReplicaRef, kube::ObjectPtr> pod_by_ref;
   std::set<std::string> pod_names, service_names;
   std::vector<std::pair<std::string, std::string>> redelete;  // (uid, name) still to delete
   {
+    // The caches are read under the lock the handlers take to settle expectations, and a store
+    // is updated before its handlers run: a child is then either in the snapshot or still
+    // expected, never neither.
     std::lock_guard<std::mutex> lock(mu_);
+    pods = Owned(watched->pods.get(), key, uid);
+    services = Owned(watched->services.get(), key, uid);
     Expectations& exp = expectations_[key];
     auto now = SteadyClock::now();
     for (const auto& pod : pods) {
@@ -510,7 +514,8 @@ absl::Status Controller::Reconcile(const std::string& key) {
         }
         tasks.push_back([this, ns, key, svc, svc_name, job_ref, log]() -> absl::Status {
           auto created = client_->Post(CorePath(ns, "services"), svc);
-          if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
+          if (created.status().code() == absl::StatusCode::kAlreadyExists) return absl::OkStatus();
+          if (!created.ok()) {
             std::lock_guard<std::mutex> lock(mu_);
             expectations_[key].services.erase(svc_name);
             events_.Warning(job_ref, "FailedCreateService",
