@@ -162,11 +162,13 @@ def check_trained(run, max_steps):
 
 def scenario_async(tmp):
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2), ("Evaluator", 1)],
-                 {"TF_MAX_STEPS": "300"})
+                 {"TF_MAX_STEPS": "300"}, args=["--step_ms=10"])
     lines = check_trained(run, 300)
     assert run.count(r"^\[linear-worker-1\] .*msg=training") > 0
-    # The evaluator followed the checkpoints and wrote its own summaries under eval/.
-    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*global_step=300") == 1
+    # The evaluator followed the checkpoints and wrote its own summaries under eval/. (The job
+    # succeeds when the chief does, as in Kubeflow, so the evaluator may be stopped before it
+    # scores the very last checkpoint.)
+    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*accuracy=") >= 1
     assert os.listdir(os.path.join(run.model_dir, "eval"))
     ckpts = [f for f in os.listdir(run.model_dir) if f.endswith(".index")]
     assert 1 <= len(ckpts) <= 5, ckpts  # keep-K (default 5)

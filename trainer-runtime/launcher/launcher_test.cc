@@ -1,0 +1,59 @@
+#include "launcher.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST_CASE("run arguments: job file, options, errors") {
+  auto o = ParseArgs({"run", "job.yaml", "--model-dir", "/m", "--env=A=1", "--env", "B=x=y",
+                      "--build-dir=/b", "--progress-secs", "3"},
+                     "/nonexistent/taas");
+  REQUIRE(o.ok());
+  CHECK(o->job_file == "job.yaml");
+  CHECK(o->model_dir == "/m");
+  CHECK(o->build_dir == "/b");
+  CHECK(o->env.at("A") == "1");
+  CHECK(o->env.at("B") == "x=y");
+  CHECK(o->progress_secs == doctest::Approx(3));
+  CHECK_FALSE(ParseArgs({"start", "job.yaml"}, "taas").ok());
+  CHECK_FALSE(ParseArgs({"run"}, "taas").ok());
+  CHECK(std::string(ParseArgs({"run", "j", "--bogus"}, "taas").status().message())
+            .rfind("--bogus: unknown option", 0) == 0);
+  CHECK(std::string(ParseArgs({"run", "j", "--env", "novalue"}, "taas").status().message())
+            .rfind("--env: expected KEY=VALUE", 0) == 0);
+}
+
+TEST_CASE("the build dir defaults to the one holding trainer-runtime/launcher/taas") {
+  std::string tmpl = (fs::temp_directory_path() / "taas-launcher-XXXXXX").string();
+  fs::path root = ::mkdtemp(tmpl.data());
+  fs::create_directories(root / "trainer-runtime" / "launcher");
+  fs::create_directories(root / "examples" / "a" / "deep");
+  const fs::path self = root / "trainer-runtime" / "launcher" / "taas";
+  std::ofstream(self) << "";
+  auto o = ParseArgs({"run", "job.yaml"}, self.string());
+  REQUIRE(o.ok());
+  CHECK(fs::equivalent(o->build_dir, root));
+
+  // The shallowest executable of that name wins; non-executables are ignored.
+  std::ofstream(root / "examples" / "a" / "deep" / "model") << "#!/bin/sh\n";
+  ::chmod((root / "examples" / "a" / "deep" / "model").c_str(), 0755);
+  std::ofstream(root / "examples" / "model") << "data";
+  CHECK(FindBinary(root.string(), "model") ==
+        (root / "examples" / "a" / "deep" / "model").string());
+  std::ofstream(root / "examples" / "a" / "model") << "#!/bin/sh\n";
+  ::chmod((root / "examples" / "a" / "model").c_str(), 0755);
+  CHECK(FindBinary(root.string(), "model") == (root / "examples" / "a" / "model").string());
+  CHECK(FindBinary(root.string(), "missing").empty());
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace taas::launcher
