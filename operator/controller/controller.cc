@@ -78,6 +78,16 @@ kube::Store::IndexFunc ByJobName() {
 
 std::string DeleteMessage(const absl::Status& status) { return std::string(status.message()); }
 
+// Parse, Kubeflow's defaults and the rules' validation of a TFJob object.
+absl::StatusOr<tf::TFJob> LoadJob(const json& object) {
+  auto parsed = tf::TFJobFromJson(object);
+  if (!parsed.ok()) return parsed.status();
+  tf::SetDefaults(*parsed);
+  auto errors = tf::Validate(*parsed);
+  if (!errors.empty()) return tf::ValidationStatus(parsed->metadata, errors);
+  return parsed;
+}
+
 }  // namespace
 
 Controller::Controller(kube::Client* client, ControllerOptions options, Logger logger)
@@ -297,49 +307,19 @@ absl::Status Controller::HandleInvalid(const json& object, const absl::Status& e
   return absl::OkStatus();
 }
 
-absl::Status Controller::Reconcile(const std::string& key) {
-  Logger log = logger_.With({{"job", key}});
-  kube::ObjectPtr object = CurrentJob(key);
-  if (object == nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
-    expectations_.erase(key);
-    return absl::OkStatus();
-  }
-  if (HasDeletionTimestamp(*object)) return absl::OkStatus();  // children go with the job (GC)
-
-  const std::string ns = MetaString(*object, "namespace");
-  const std::string name = MetaString(*object, "name");
-  const std::string uid = MetaString(*object, "uid");
-  const kube::ObjectReference job_ref =
-      kube::ObjectReference::Of(*object, std::string(tf::kApiVersion), std::string(tf::kKind));
-  const Watched* watched = WatchedFor(ns);
-  if (watched == nullptr) return absl::OkStatus();
-
-  auto load = [&](const json& source) -> absl::StatusOr<tf::TFJob> {
-    auto parsed = tf::TFJobFromJson(source);
-    if (!parsed.ok()) return parsed.status();
-    tf::SetDefaults(*parsed);
-    auto errors = tf::Validate(*parsed);
-    if (!errors.empty()) return tf::ValidationStatus(parsed->metadata, errors);
-    return parsed;
-  };
-  auto loaded = load(*object);
-  if (!loaded.ok()) return HandleInvalid(*object, loaded.status());
-  tf::TFJob job = std::move(*loaded);
-
-  // ---- observe ----
-  std::vector<kube::ObjectPtr> pods, services;
-  std::vector<tf::ObservedReplica> observed;
-  std::map<tf::ReplicaRef, kube::ObjectPtr> pod_by_ref;
-  std::set<std::string> pod_names, service_names;
-  std::vector<std::pair<std::string, std::string>> redelete;  // (uid, name) still to delete
+// The job's children as the caches show them, corrected by the expectations: pods created but
+// not yet seen count as Pending replicas, pods being deleted for a restart as terminating.
+Controller::Observation Controller::Observe(const std::string& key, const std::string& uid,
+                                            const Watched& watched) {
+  Observation o;
+  auto& [pods, services, observed, pod_by_ref, pod_names, service_names, redelete] = o;
   {
     // The caches are read under the lock the handlers take to settle expectations, and a store
     // is updated before its handlers run: a child is then either in the snapshot or still
     // expected, never neither.
     std::lock_guard<std::mutex> lock(mu_);
-    pods = Owned(watched->pods.get(), key, uid);
-    services = Owned(watched->services.get(), key, uid);
+    pods = Owned(watched.pods.get(), key, uid);
+    services = Owned(watched.services.get(), key, uid);
     Expectations& exp = expectations_[key];
     auto now = SteadyClock::now();
     for (const auto& pod : pods) {
@@ -386,6 +366,35 @@ absl::Status Controller::Reconcile(const std::string& key) {
     }
   }
 
+  return o;
+}
+
+absl::Status Controller::Reconcile(const std::string& key) {
+  Logger log = logger_.With({{"job", key}});
+  kube::ObjectPtr object = CurrentJob(key);
+  if (object == nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_.erase(key);
+    return absl::OkStatus();
+  }
+  if (HasDeletionTimestamp(*object)) return absl::OkStatus();  // children go with the job (GC)
+
+  const std::string ns = MetaString(*object, "namespace");
+  const std::string name = MetaString(*object, "name");
+  const std::string uid = MetaString(*object, "uid");
+  const kube::ObjectReference job_ref =
+      kube::ObjectReference::Of(*object, std::string(tf::kApiVersion), std::string(tf::kKind));
+  const Watched* watched = WatchedFor(ns);
+  if (watched == nullptr) return absl::OkStatus();
+
+  auto loaded = LoadJob(*object);
+  if (!loaded.ok()) return HandleInvalid(*object, loaded.status());
+  tf::TFJob job = std::move(*loaded);
+
+  // ---- observe ----
+  Observation seen = Observe(key, uid, *watched);
+  const auto& [pods, services, observed, pod_by_ref, pod_names, service_names, redelete] = seen;
+
   // ---- status (before acting, so a 409 can be recomputed from a fresh read) ----
   auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   tf::StatusUpdate update;
@@ -409,7 +418,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
                                                                   : fresh.status();
     }
     if (MetaString(*fresh, "uid") != uid) return absl::OkStatus();
-    auto reloaded = load(*fresh);
+    auto reloaded = LoadJob(*fresh);
     if (!reloaded.ok()) return HandleInvalid(*fresh, reloaded.status());
     job = std::move(*reloaded);
     current = std::move(*fresh);

@@ -375,13 +375,13 @@ def scenario_invalid(env):
     ns = "invalid"
     env.namespace(ns)
     cases = [
-        ("unknown replica type", {"Foo": 1}, None, "tfReplicaSpecs"),
-        ("negative replicas", {"Worker": -1}, None, "replicas"),
+        ("unknown replica type", {"Foo": 1}, None, 'unknown replica type "Foo"'),
+        ("negative replicas", {"Worker": -1}, None, "spec.tfReplicaSpecs.Worker.replicas"),
         ("chief and master", {"Chief": 1, "Master": 1}, None, "Chief"),
-        ("two chiefs", {"Chief": 2}, None, "Chief"),
+        ("two chiefs", {"Chief": 2}, None, "spec.tfReplicaSpecs.Chief.replicas"),
         ("no tensorflow container", {"Worker": 1}, "rename", "tensorflow"),
-        ("bad restartPolicy", {"Worker": 1}, "policy", "restartPolicy"),
-        ("bad cleanPodPolicy", {"Worker": 1}, "clean", "cleanPodPolicy"),
+        ("bad restartPolicy", {"Worker": 1}, "policy", "spec.tfReplicaSpecs.Worker.restartPolicy"),
+        ("bad cleanPodPolicy", {"Worker": 1}, "clean", "spec.runPolicy.cleanPodPolicy"),
     ]
     for i, (what, replicas, mutate, field) in enumerate(cases):
         job = tfjob(f"bad-{i}", ns, replicas)

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -72,8 +73,17 @@ class Controller {
     std::unique_ptr<kube::Informer> jobs, pods, services;
   };
 
+  struct Observation {
+    std::vector<kube::ObjectPtr> pods, services;
+    std::vector<taas::tfjob::ObservedReplica> replicas;
+    std::map<taas::tfjob::ReplicaRef, kube::ObjectPtr> pod_by_ref;
+    std::set<std::string> pod_names, service_names;  // service_names includes expected ones
+    std::vector<std::pair<std::string, std::string>> redelete;  // (uid, name) still to delete
+  };
+
   void Worker();
   absl::Status Reconcile(const std::string& key);
+  Observation Observe(const std::string& key, const std::string& uid, const Watched& watched);
   absl::Status HandleInvalid(const nlohmann::json& object, const absl::Status& error);
   absl::StatusOr<nlohmann::json> WriteStatus(const nlohmann::json& object,
                                              const taas::tfjob::JobStatus& status);
