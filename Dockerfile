@@ -37,11 +37,9 @@ RUN scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
 
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime-base
-COPY --from=staging /out/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      ca-certificates $(cat /tmp/runtime-packages.txt) \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && groupadd --gid 10001 taas \
  && useradd --uid 10001 --gid taas --home-dir /home/taas --create-home \
       --shell /usr/sbin/nologin taas
@@ -56,22 +54,32 @@ FROM runtime-base AS trainer
 LABEL org.opencontainers.image.title="taas trainer" \
       org.opencontainers.image.description="taas trainer runtime and the example trainers; extend it FROM this image with your own model binary in /opt/taas/bin"
 USER root
-# The example jobs read Fashion-MNIST from /usr/share/datasets/fashion-mnist.
+COPY --from=staging /out/trainer/runtime-packages.txt /tmp/runtime-packages.txt
+# The runtime libraries the trainers load; the example jobs read Fashion-MNIST from
+# /usr/share/datasets/fashion-mnist.
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      dataset-fashion-mnist \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+      $(cat /tmp/runtime-packages.txt) dataset-fashion-mnist \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt
 COPY --from=staging /out/trainer/bin/ /opt/taas/bin/
 USER 10001:10001
 # Trainers serve gRPC on the TF_CONFIG port (2222 under the operator) and metrics on 9090.
 EXPOSE 2222 9090
-CMD ["/opt/taas/bin/fashion-mnist-cnn", "--help"]
+# Without TF_CONFIG a trainer runs alone: a single-process Fashion-MNIST training.
+CMD ["/opt/taas/bin/fashion-mnist-cnn"]
 
 # ---------------------------------------------------------------------------------------------
 FROM runtime-base AS operator
 LABEL org.opencontainers.image.title="taas operator" \
       org.opencontainers.image.description="taas TFJob operator, UI/API server and web UI"
+USER root
+COPY --from=staging /out/operator/runtime-packages.txt /tmp/runtime-packages.txt
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      $(cat /tmp/runtime-packages.txt) \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt
 COPY --from=staging /out/operator/bin/ /opt/taas/bin/
 COPY --from=staging /out/operator/share/ /opt/taas/share/
+USER 10001:10001
 EXPOSE 8080 8081
 ENTRYPOINT ["/opt/taas/bin/taas-operator"]

@@ -6,6 +6,11 @@
 #   scripts/packaging/build-images.sh --smoke     a tiny Dockerfile: does buildah work here at all?
 #   scripts/packaging/build-images.sh [--target operator|trainer|builder]... [--context DIR]
 #                                                 the real images (context: default the repository)
+#   scripts/packaging/build-images.sh --from-build BUILD_DIR [--target ...]
+#                                                 only the runtime stages, from binaries already
+#                                                 built on this machine (minutes, not an hour):
+#                                                 the Dockerfile's stages from runtime-base on,
+#                                                 fed by stage-install.sh run here
 #   scripts/packaging/build-images.sh --test      ctest entry (label slow): skipped (exit 77)
 #                                                 unless TAAS_SLOW_TESTS=1; builds both images
 #                                                 and checks them
@@ -19,6 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 mode=build
 targets=()
 context=""
+from_build=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) mode=smoke ;;
@@ -29,6 +35,10 @@ while [ $# -gt 0 ]; do
       ;;
     --context)
       context="$(cd "$2" && pwd)"
+      shift
+      ;;
+    --from-build)
+      from_build="$(cd "$2" && pwd)"
       shift
       ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
@@ -135,12 +145,31 @@ EOF
   exit 0
 fi
 
+dockerfile="$context/Dockerfile"
+if [ -n "$from_build" ]; then
+  # A context holding only the staged files, and the Dockerfile with its builder and staging
+  # stages replaced by one that copies them in.
+  prebuilt="$(mktemp -d "${TMPDIR:-/tmp}/taas-prebuilt.XXXXXX")"
+  trap 'rm -rf "$prebuilt"' EXIT
+  timed "stage-install from $from_build" "$TAAS_ROOT/scripts/packaging/stage-install.sh" \
+    "$from_build" "$prebuilt/out" || die "stage-install.sh failed"
+  {
+    echo 'ARG BASE_IMAGE=debian:bookworm-slim'
+    echo 'FROM ${BASE_IMAGE} AS staging'
+    echo 'COPY out/ /out/'
+    sed -n '/^FROM .* AS runtime-base$/,$p' "$TAAS_ROOT/Dockerfile"
+  } >"$prebuilt/Dockerfile"
+  context="$prebuilt"
+  dockerfile="$prebuilt/Dockerfile"
+fi
 for target in "${targets[@]}"; do
-  timed "image $target" bud "$target" "localhost/taas/$target:dev" "$context" "$context/Dockerfile" ||
+  timed "image $target" bud "$target" "localhost/taas/$target:dev" "$context" "$dockerfile" ||
     die "building the $target image failed (${timings[*]})"
 done
 
-if [ "$mode" = test ]; then
+# Checks of the built images (after --test and --from-build).
+if [ "$mode" = test ] || [ -n "$from_build" ]; then
+  trainer_binaries="${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp taas}"
   failures=0
   expect() { # DESCRIPTION COMMAND...
     local what="$1"
@@ -150,22 +179,27 @@ if [ "$mode" = test ]; then
       failures=$((failures + 1))
     fi
   }
-  for target in trainer operator; do
+  for target in "${targets[@]}"; do
     image="localhost/taas/$target:dev"
     expect "$target runs as uid 10001" [ "$(bah inspect --format '{{.OCIv1.Config.User}}' "$image")" = 10001:10001 ]
     expect "$target has no compiler" run_in "$image" sh -c '! command -v g++ && ! command -v cc && ! command -v cmake && [ ! -d /usr/include/c++ ]'
     expect "$target has no apt lists" run_in "$image" sh -c '[ -z "$(ls /var/lib/apt/lists | grep -v lock | grep -v partial)" ]'
   done
-  expect "trainer has the example trainers" run_in localhost/taas/trainer:dev sh -c 'test -x /opt/taas/bin/fashion-mnist-cnn && test -x /opt/taas/bin/fashion-mnist-mlp'
-  expect "trainer's binaries find every library" run_in localhost/taas/trainer:dev sh -c '! ldd /opt/taas/bin/* | grep -q "not found"'
-  expect "trainer has Fashion-MNIST" run_in localhost/taas/trainer:dev test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-  expect "operator has operator, UI and assets" run_in localhost/taas/operator:dev sh -c 'test -x /opt/taas/bin/taas-operator && test -x /opt/taas/bin/taas-ui && test -f /opt/taas/share/web-ui/index.html'
-  expect "operator's binaries find every library" run_in localhost/taas/operator:dev sh -c '! ldd /opt/taas/bin/* | grep -q "not found"'
-  expect "taas-ui starts (--help)" run_in localhost/taas/operator:dev /opt/taas/bin/taas-ui --help
+  if [[ " ${targets[*]} " == *" trainer "* ]]; then
+    for binary in $trainer_binaries; do
+      expect "trainer has /opt/taas/bin/$binary" run_in localhost/taas/trainer:dev test -x "/opt/taas/bin/$binary"
+    done
+    expect "trainer's binaries find every library" run_in localhost/taas/trainer:dev sh -c '! ldd /opt/taas/bin/* | grep -q "not found"'
+    expect "trainer has Fashion-MNIST" run_in localhost/taas/trainer:dev test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+  fi
+  if [[ " ${targets[*]} " == *" operator "* ]]; then
+    expect "operator has operator, UI and assets" run_in localhost/taas/operator:dev sh -c 'test -x /opt/taas/bin/taas-operator && test -x /opt/taas/bin/taas-ui && test -f /opt/taas/share/web-ui/index.html'
+    expect "operator's binaries find every library" run_in localhost/taas/operator:dev sh -c '! ldd /opt/taas/bin/* | grep -q "not found"'
+    expect "taas-ui runs as the image's user (--help)" run_in localhost/taas/operator:dev /opt/taas/bin/taas-ui --help
+    expect "taas-operator runs (--help)" run_in localhost/taas/operator:dev /opt/taas/bin/taas-operator --help
+  fi
   printf '%s\n' "${timings[@]}"
-  for target in trainer operator; do
-    printf '%s: %s\n' "$target" "$(bah inspect --format '{{.Size}}' "localhost/taas/$target:dev" 2>/dev/null || true)"
-  done
+  bah images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep '^localhost/taas/' || true
   [ "$failures" -eq 0 ] || die "$failures image check(s) failed"
   echo "image checks passed"
   exit 0

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Gathers what the runtime images need from a finished build tree into one staging folder, the
 # only thing the Dockerfile's runtime stages copy from the builder:
-#   OUT/operator/bin/          taas-operator, taas-ui                 (stripped)
-#   OUT/operator/share/web-ui/ the built web UI (web-ui/dist)
-#   OUT/trainer/bin/           the example trainers and the launcher  (stripped)
-#   OUT/lib/                   shared libraries from the build tree, if any
-#   OUT/runtime-packages.txt   Debian runtime packages those binaries load
+#   OUT/operator/bin/                   taas-operator, taas-ui                 (stripped)
+#   OUT/operator/share/web-ui/          the built web UI (web-ui/dist)
+#   OUT/operator/runtime-packages.txt   Debian runtime packages those binaries load
+#   OUT/trainer/bin/                    the example trainers and the launcher  (stripped)
+#   OUT/trainer/runtime-packages.txt    Debian runtime packages those binaries load
+#   OUT/lib/                            shared libraries from the build tree, if any
 # Fails naming the binary when a required one was not built.
 #   scripts/packaging/stage-install.sh BUILD_DIR OUT
 # Environment (for tests): TAAS_WEB_UI_SRC (default <repo>/web-ui; the assets are its dist/),
@@ -42,14 +43,12 @@ find_binary() {
 
 rm -rf "$out"
 mkdir -p "$out/operator/bin" "$out/operator/share" "$out/trainer/bin" "$out/lib"
-staged=()
 stage() { # NAME DEST_DIR
   local src
   src="$(find_binary "$1")"
   install -m 0755 "$src" "$2/$1"
   # Debug info stays in the builder; the runtime images carry stripped binaries.
   if command -v strip >/dev/null; then strip --strip-unneeded "$2/$1"; fi
-  staged+=("$2/$1")
   say "staged $1 from ${src#"$build"/}"
 }
 for name in "${operator_binaries[@]}"; do stage "$name" "$out/operator/bin"; done
@@ -64,13 +63,16 @@ fi
 [ -f "$web_dist/index.html" ] || fail "no web UI at $web_dist (index.html missing)"
 cp -R "$web_dist" "$out/operator/share/web-ui"
 
-"$here/runtime-packages.sh" "${staged[@]}" >"$out/needs.txt"
-grep -v '^file:' "$out/needs.txt" >"$out/runtime-packages.txt" || true
-while read -r lib; do
-  case "$lib" in
-    "$build"/*) cp -L "$lib" "$out/lib/" ;;
-    *) fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build" ;;
-  esac
-done < <(sed -n 's/^file://p' "$out/needs.txt")
-rm "$out/needs.txt"
-say "runtime packages: $(tr '\n' ' ' <"$out/runtime-packages.txt")"
+# Each image installs only the packages its own binaries load.
+for image in operator trainer; do
+  "$here/runtime-packages.sh" "$out/$image/bin"/* >"$out/needs.txt"
+  grep -v '^file:' "$out/needs.txt" >"$out/$image/runtime-packages.txt" || true
+  while read -r lib; do
+    case "$lib" in
+      "$build"/*) cp -L "$lib" "$out/lib/" ;;
+      *) fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build" ;;
+    esac
+  done < <(sed -n 's/^file://p' "$out/needs.txt")
+  rm "$out/needs.txt"
+  say "$image runtime packages: $(tr '\n' ' ' <"$out/$image/runtime-packages.txt")"
+done
