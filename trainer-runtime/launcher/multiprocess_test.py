@@ -273,6 +273,52 @@ def scenario_unreachable_ps(tmp):
     assert time.time() - start < 30
 
 
+def free_ports(n):
+    import socket
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def scenario_sync_peer_lost(tmp):
+    """Without a launcher to restart it, a lost sync worker makes the chief give up (no hang)."""
+    ps, w0, w1 = free_ports(3)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{w0}", f"127.0.0.1:{w1}"]}
+    procs = {}
+    for kind, index in (("ps", 0), ("worker", 0), ("worker", 1)):
+        env = dict(os.environ)
+        env.update({"TF_CONFIG": json.dumps({"cluster": cluster,
+                                             "task": {"type": kind, "index": index}}),
+                    "TF_SYNC": "true", "TF_MAX_STEPS": "100000", "TAAS_WAIT_TIMEOUT_SECS": "2",
+                    "TF_LOGDIR": os.path.join(tmp, "model"), "TAAS_LOG_STEPS": "50"})
+        procs[(kind, index)] = subprocess.Popen([MODEL, "--", "--step_ms=5"], env=env,
+                                                stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, text=True)
+    try:
+        chief = procs[("worker", 0)]
+        lines = []
+        while not any("global_step=100" in l for l in lines):
+            line = chief.stdout.readline()
+            assert line, "\n".join(lines)
+            lines.append(line)
+        procs[("worker", 1)].kill()
+        start = time.time()
+        code = chief.wait(timeout=60)
+        rest = chief.stdout.read()
+        assert code == 150, (code, rest)
+        assert "gave up waiting" in rest, rest
+        assert time.time() - start < 30
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
 def scenario_bad_manifest(tmp):
     path = os.path.join(tmp, "bad.yaml")
     with open(path, "w") as f:

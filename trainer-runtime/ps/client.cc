@@ -222,11 +222,14 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
 
 absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& placement,
                                         const std::vector<ParamBuffers>& params,
-                                        const std::vector<std::int64_t>& ps_steps,
+                                        const std::vector<std::int64_t>& ps_steps, int worker,
                                         double timeout_secs) {
   const std::size_t n = addresses_.size();
   FanOut<rpc::PushRequest, rpc::PushReply> f(n);
-  for (std::size_t ps = 0; ps < n; ++ps) f.requests[ps].set_step(ps_steps.at(ps));
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    f.requests[ps].set_step(ps_steps.at(ps));
+    f.requests[ps].set_worker(worker);
+  }
   for (std::size_t v = 0; v < placement.size(); ++v) {
     if (static_cast<std::int64_t>(params[v].gradient.size()) != placement[v].size) {
       return absl::InvalidArgumentError(

@@ -100,7 +100,7 @@ double PushPull(std::size_t bytes, int rounds, double* update_secs) {
   if (!pulled.ok()) std::abort();
   auto start = Clock::now();
   for (int r = 0; r < rounds; ++r) {
-    auto pushed = client.Push(placement, params, pulled->ps_steps, 60);
+    auto pushed = client.Push(placement, params, pulled->ps_steps, 0, 60);
     pulled = client.Pull(placement, params, 60);
     if (!pushed.ok() || !pulled.ok()) std::abort();
   }

@@ -87,7 +87,7 @@ TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") 
   CHECK(got_big == big);
   CHECK(got_small == small);
   CHECK(pulled->global_step == 0);
-  auto pushed = client.Push(placement, params, pulled->ps_steps, 10);
+  auto pushed = client.Push(placement, params, pulled->ps_steps, 0, 10);
   REQUIRE(pushed.ok());
   CHECK(pushed->applied == 2);
   CHECK(pushed->global_step == 1);
@@ -113,7 +113,7 @@ TEST_CASE("sync over gRPC: two workers' pushes are averaged and released togethe
     std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
     auto pulled = client.Pull(placement, params, 10);
     REQUIRE(pulled.ok());
-    auto pushed = client.Push(placement, params, pulled->ps_steps, 30);
+    auto pushed = client.Push(placement, params, pulled->ps_steps, static_cast<int>(g), 30);
     REQUIRE(pushed.ok());
     *out = *pushed;
   };
@@ -130,14 +130,14 @@ TEST_CASE("sync over gRPC: two workers' pushes are averaged and released togethe
   CHECK(bias == std::vector<float>{-2});
 
   // A push tagged with the old step is dropped; shutdown releases nothing pending and says done.
-  auto stale = setup.Push(placement, {{w, gw}, {bias, gb}}, {0, 0}, 10);
+  auto stale = setup.Push(placement, {{w, gw}, {bias, gb}}, {0, 0}, 9, 10);
   REQUIRE(stale.ok());
   CHECK(stale->stale == 2);
   REQUIRE(setup.Shutdown(0, true, 10).ok());
   CHECK(cluster.servers[0]->WaitForExitRequest(5));
   REQUIRE(setup.Shutdown(1, false, 10).ok());
   CHECK_FALSE(cluster.servers[1]->WaitForExitRequest(0.1));
-  auto done = setup.Push(placement, {{w, gw}, {bias, gb}}, {1, 1}, 10);
+  auto done = setup.Push(placement, {{w, gw}, {bias, gb}}, {1, 1}, 9, 10);
   REQUIRE(done.ok());
   CHECK(done->done);
 }

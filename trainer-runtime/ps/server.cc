@@ -79,26 +79,29 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     std::vector<Gradient> gradients;
     gradients.reserve(static_cast<std::size_t>(req->gradients_size()));
     for (const auto& g : req->gradients()) gradients.push_back({g.name(), Floats(g.values())});
-    store->Push(req->step(), gradients, [reactor, reply](absl::StatusOr<PushResult> result) {
-      if (result.ok()) {
-        reply->set_step(result->step);
-        switch (result->outcome) {
-          case PushOutcome::kApplied:
-            reply->set_outcome(rpc::PushReply::APPLIED);
-            break;
-          case PushOutcome::kStale:
-            reply->set_outcome(rpc::PushReply::STALE);
-            break;
-          case PushOutcome::kReset:
-            reply->set_outcome(rpc::PushReply::RESET);
-            break;
-          case PushOutcome::kDone:
-            reply->set_outcome(rpc::PushReply::DONE);
-            break;
-        }
-      }
-      reactor->Finish(ToGrpc(result.status()));
-    });
+    store->Push(
+        req->step(), gradients,
+        [reactor, reply](absl::StatusOr<PushResult> result) {
+          if (result.ok()) {
+            reply->set_step(result->step);
+            switch (result->outcome) {
+              case PushOutcome::kApplied:
+                reply->set_outcome(rpc::PushReply::APPLIED);
+                break;
+              case PushOutcome::kStale:
+                reply->set_outcome(rpc::PushReply::STALE);
+                break;
+              case PushOutcome::kReset:
+                reply->set_outcome(rpc::PushReply::RESET);
+                break;
+              case PushOutcome::kDone:
+                reply->set_outcome(rpc::PushReply::DONE);
+                break;
+            }
+          }
+          reactor->Finish(ToGrpc(result.status()));
+        },
+        req->worker());
     return reactor;
   }
 

@@ -42,6 +42,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
     initialized_ = true;
     done_ = false;
     touched_.clear();
+    contributors_.clear();
     released.swap(waiting_);
   }
   for (auto& d : released) d(PushResult{PushOutcome::kReset, step});
@@ -76,7 +77,8 @@ void ParameterStore::ApplyLocked(Shard& shard, std::span<const float> gradient) 
   optimizer_->Apply(shard.values, gradient, slots, step_);
 }
 
-void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradients, Done done) {
+void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradients, Done done,
+                          int worker) {
   std::vector<Done> released;
   absl::StatusOr<PushResult> result = PushResult{};
   {
@@ -106,9 +108,10 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
         for (const auto& g : gradients) ApplyLocked(shards_[g.name], g.values);
         ++step_;
         result = PushResult{PushOutcome::kApplied, step_};
-      } else if (step != step_) {
+      } else if (step != step_ || (worker >= 0 && contributors_.count(worker) > 0)) {
         result = PushResult{PushOutcome::kStale, step_};
       } else {
+        if (worker >= 0) contributors_.insert(worker);
         for (const auto& g : gradients) {
           Shard& shard = shards_[g.name];
           if (shard.accumulator.empty()) {
@@ -131,6 +134,7 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
           shard.accumulator.clear();
         }
         touched_.clear();
+        contributors_.clear();
         ++step_;
         released.swap(waiting_);
         result = PushResult{PushOutcome::kApplied, step_};
@@ -163,6 +167,7 @@ void ParameterStore::MarkDone() {
     released.swap(waiting_);
     for (const auto& name : touched_) shards_[name].accumulator.clear();
     touched_.clear();
+    contributors_.clear();
   }
   for (auto& d : released) d(PushResult{PushOutcome::kDone, step});
 }

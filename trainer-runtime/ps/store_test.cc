@@ -115,6 +115,21 @@ TEST_CASE("sync with backup workers: 3 workers, 2 aggregate, the straggler is dr
   CHECK(store.GetStatus().step == 1);
 }
 
+TEST_CASE("sync: a worker's retried push for the same step does not count twice") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 0).ok());
+  std::vector<float> g = {1};
+  Outcome first, retry, other;
+  store.Push(0, {{"w", g}}, first.Callback(), /*worker=*/0);
+  store.Push(0, {{"w", g}}, retry.Callback(), /*worker=*/0);
+  CHECK(retry.outcome() == PushOutcome::kStale);
+  CHECK_FALSE(first.result.has_value());
+  CHECK(store.GetStatus().step == 0);
+  store.Push(0, {{"w", g}}, other.Callback(), /*worker=*/1);
+  CHECK(first.outcome() == PushOutcome::kApplied);
+  CHECK(store.GetStatus().step == 1);
+}
+
 TEST_CASE("re-initialising (chief restore) releases waiting pushes and resets the step") {
   ParameterStore store(1);
   REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 8).ok());

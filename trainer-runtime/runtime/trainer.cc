@@ -377,7 +377,6 @@ int Trainer::Run() {
       ctx_.logger.Error("pull failed", {{"error", s.ToString()}});
       return kExitModelError;
     }
-    patience_.Reset();
     if (info_.is_chief && !incarnations_.empty()) {
       for (std::size_t p = 0; p < incarnations_.size(); ++p) {
         if (incarnations_[p] != pulled->incarnations[p]) {
@@ -400,16 +399,30 @@ int Trainer::Run() {
     StepResult result = built_.model->train(session_);
     const std::int64_t examples = result.examples > 0 ? result.examples : built_.state.batch_size;
 
-    auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, cfg_.wait_timeout_secs);
+    auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, info_.worker_rank,
+                               cfg_.wait_timeout_secs);
     if (!pushed.ok()) {
       const absl::Status& s = pushed.status();
       if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
-        ctx_.logger.Info("gradients not applied; pulling again", {{"detail", s.ToString()}});
-        continue;  // The next pull waits for the PS or the chief's restore.
+        // The next pull waits for the PS or the chief's restore. Failed pushes count towards
+        // the same timeout as failed pulls: a sync step that never completes must end too.
+        if (!patience_.Wait("gradients not applied (peer lost or sync step timed out)", s)) {
+          return kExitTransient;
+        }
+        continue;
       }
       ctx_.logger.Error("push failed", {{"error", s.ToString()}});
       return kExitModelError;
     }
+    if (pushed->applied == 0 && !pushed->done && pushed->global_step <= pulled->global_step) {
+      // Dropped without the step moving (a retried sync push, a restore): no progress, so this
+      // counts towards the wait timeout instead of spinning.
+      if (!patience_.Wait("gradients dropped and the step does not advance", absl::OkStatus())) {
+        return kExitTransient;
+      }
+      continue;
+    }
+    patience_.Reset();
     ++local_step;
     dropped += pushed->stale + pushed->reset;
     const double step_secs = SecondsSince(step_start);

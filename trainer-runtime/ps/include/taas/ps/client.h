@@ -73,10 +73,12 @@ class PsClient {
                                 const std::vector<ParamBuffers>& params, double timeout_secs);
 
   // Sends every params[i].gradient to the PS holding its shards, one push per PS tagged with
-  // ps_steps[ps]. In sync mode returns when the step completed (or the push was dropped).
+  // ps_steps[ps] and this replica's rank `worker`. In sync mode returns when the step completed
+  // (or the push was dropped).
   absl::StatusOr<PushInfo> Push(const std::vector<VariablePlacement>& placement,
                                 const std::vector<ParamBuffers>& params,
-                                const std::vector<std::int64_t>& ps_steps, double timeout_secs);
+                                const std::vector<std::int64_t>& ps_steps, int worker,
+                                double timeout_secs);
 
   // PS `ps`'s shards with slots, and its step.
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot(int ps,

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,8 +83,11 @@ class ParameterStore {
   // Handles one replica's push; `done` is called exactly once, possibly later from another
   // push's thread (sync mode), never under the store's lock. Errors (uninitialised, unknown shard,
   // wrong size) are reported through `done` as a non-OK status.
+  // `worker` identifies the pushing replica (its rank; -1 = anonymous): in sync mode a second
+  // push of the same worker for the same step is dropped as stale, so a retried push cannot
+  // count twice.
   void Push(std::int64_t step, const std::vector<Gradient>& gradients,
-            std::function<void(absl::StatusOr<PushResult>)> done);
+            std::function<void(absl::StatusOr<PushResult>)> done, int worker = -1);
 
   // Copies of every shard with its slots, and the step (for checkpoints).
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot() const;
@@ -112,6 +116,7 @@ class ParameterStore {
   std::unique_ptr<nn::Optimizer> optimizer_;  // guarded by mu_
   std::map<std::string, Shard> shards_;       // guarded by mu_
   std::vector<Done> waiting_;                 // guarded by mu_: counted pushes of this step
+  std::set<int> contributors_;                // guarded by mu_: workers counted this step
   std::vector<std::string> touched_;          // guarded by mu_: shards with accumulated grads
 };
 
