@@ -120,9 +120,10 @@ struct StatusUpdate {
 // Rules, in order:
 //  1. Finished (Succeeded/Failed) jobs keep their conditions; a succeeded job's active replicas
 //     are counted as succeeded. Nothing else changes.
-//  2. Created (TFJobCreated) is set when missing; startTime is set to `now` when missing.
+//  2. Created (TFJobCreated) is set when missing.
 //  3. runPolicy.suspend: Running becomes False and Suspended True (TFJobSuspended), active counts
-//     are zeroed; when resumed, Suspended becomes False (TFJobResumed) and startTime = now.
+//     are zeroed, nothing else happens; when resumed, Suspended becomes False (TFJobResumed) and
+//     startTime = now. Otherwise startTime is set to `now` when missing.
 //  4. replicaStatuses are recounted for every type of the spec: Running and not terminating ->
 //     active; Succeeded -> succeeded (and its index remembered in succeededIndexes, so a
 //     garbage-collected pod still counts); Failed and not terminating -> failed, and
