@@ -103,6 +103,7 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     kube::Informer::Options jobs;
     jobs.path = JobsPath(ns);
     jobs.resync_period = options_.resync_period;
+    jobs.transform = kube::StripManagedFields;
     w.jobs = std::make_unique<kube::Informer>(client_, jobs, logger_);
     w.jobs->AddHandler([this](const kube::Delta& d) { OnJob(d); });
 
@@ -111,6 +112,7 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     pods.label_selector = selector;
     pods.resync_period = std::chrono::seconds(0);
     pods.index = ByJobName();
+    pods.transform = kube::StripManagedFields;
     w.pods = std::make_unique<kube::Informer>(client_, pods, logger_);
     w.pods->AddHandler([this](const kube::Delta& d) { OnChild(d, true); });
 

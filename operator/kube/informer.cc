@@ -27,6 +27,11 @@ std::string ObjectKey(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+void StripManagedFields(nlohmann::json& object) {
+  auto it = object.find("metadata");
+  if (it != object.end() && it->is_object()) it->erase("managedFields");
+}
+
 // ---- Store ----
 
 Store::Store(IndexFunc index) : index_(std::move(index)) {}
@@ -201,7 +206,10 @@ absl::Status Informer::ListAll() {
     auto page = client_->Get(WithQuery(options_.path, query));
     if (!page.ok()) return page.status();
     if (page->contains("items") && (*page)["items"].is_array()) {
-      for (auto& item : (*page)["items"]) items.push_back(std::move(item));
+      for (auto& item : (*page)["items"]) {
+        if (options_.transform) options_.transform(item);
+        items.push_back(std::move(item));
+      }
     }
     const auto& meta = (*page)["metadata"];
     continue_token = meta.is_object() ? meta.value("continue", "") : "";
@@ -253,7 +261,15 @@ absl::Status Informer::WatchOnce() {
           if (!rv.empty()) resource_version_ = rv;
           return true;
         }
-        if (auto delta = store_.Apply(event.type, event.object)) Dispatch(*delta);
+        std::optional<Delta> delta;
+        if (options_.transform) {
+          nlohmann::json object = event.object;
+          options_.transform(object);
+          delta = store_.Apply(event.type, object);
+        } else {
+          delta = store_.Apply(event.type, event.object);
+        }
+        if (delta) Dispatch(*delta);
         if (!rv.empty()) resource_version_ = rv;
         return true;
       },

@@ -179,3 +179,14 @@ TEST_CASE("the informer lists, watches from the list's version, and relists on 4
   CHECK(got == want);
   CHECK(seen.size() == expected.size());
 }
+
+TEST_CASE("StripManagedFields drops only metadata.managedFields") {
+  nlohmann::json pod = Pod("a", "1");
+  pod["metadata"]["managedFields"] = nlohmann::json::array({{{"manager", "kubectl"}}});
+  taas::kube::StripManagedFields(pod);
+  CHECK_FALSE(pod["metadata"].contains("managedFields"));
+  CHECK(pod["metadata"]["name"] == "a");
+  nlohmann::json empty = nlohmann::json::object();
+  taas::kube::StripManagedFields(empty);
+  CHECK(empty.empty());
+}

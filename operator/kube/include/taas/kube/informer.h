@@ -34,6 +34,10 @@ using ObjectPtr = std::shared_ptr<const nlohmann::json>;
 // "namespace/name" (or "name" for cluster-scoped objects).
 std::string ObjectKey(const nlohmann::json& object);
 
+// Drops metadata.managedFields, often the largest part of an object, which controllers never
+// read (an update without the field keeps the server's field ownership).
+void StripManagedFields(nlohmann::json& object);
+
 enum class DeltaType { kAdded, kUpdated, kDeleted, kSync };
 
 struct Delta {
@@ -85,6 +89,8 @@ class Informer {
     std::chrono::milliseconds max_backoff{std::chrono::seconds(30)};
     int page_size = 500;
     Store::IndexFunc index;
+    // Applied to every object before it is cached (e.g. StripManagedFields, to save memory).
+    std::function<void(nlohmann::json&)> transform;
   };
   using Handler = std::function<void(const Delta&)>;
 
