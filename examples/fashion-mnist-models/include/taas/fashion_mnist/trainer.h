@@ -1,0 +1,62 @@
+// The Fashion-MNIST models as trainer-runtime models (taas::DistModel): what the
+// fashion-mnist-mlp and fashion-mnist-cnn example binaries run as PS, worker, chief or evaluator.
+//
+// Workers read their shard of the training set (worker_rank of num_workers), shuffled and
+// repeated, with batches prefetched on a thread. The evaluator scores each checkpoint on the
+// 10,000 test images ("accuracy", "loss").
+//
+// Moving averages (the MLP's, TF's ExponentialMovingAverage with num_updates = global step) live
+// on the parameter servers as variables "<name>/ExponentialMovingAverage", so checkpoints hold
+// them and the evaluator scores the averaged weights, as TF's evaluation scripts did. The PS only
+// applies the optimizer, so each worker pushes for a shadow s of variable w the "gradient"
+// (1 - d) * (s - w) / lr, which plain SGD turns into s -= (1 - d) * (s - w); averages are
+// therefore only kept with the "sgd" optimizer.
+//
+// Model arguments (after `--`): --batch_size=N (100), --data_dir=DIR, --threads=N (1: replicas
+// share the machine), --seed=N, --optimizer=sgd|momentum|adam, --learning_rate=F,
+// --moving_averages=true|false.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "taas/data/pipeline.h"
+#include "taas/fashion_mnist/models.h"
+#include "taas/runtime/dist_model.h"
+
+namespace taas::fashion_mnist {
+
+class FashionMnistTrainer : public DistModel {
+ public:
+  explicit FashionMnistTrainer(std::string model_name) : model_name_(std::move(model_name)) {}
+
+  absl::Status build_model(ModelBuilder& builder) override;
+  StepResult train(Session& session) override;
+  std::map<std::string, double> evaluate(Session& session) override;
+  void after_train(Session& session, bool is_chief) override;
+
+ private:
+  absl::Status ParseArgs(const std::vector<std::string>& args);
+  void SwapAverages();
+
+  std::string model_name_;
+  std::int64_t batch_size_ = 100;
+  std::string data_dir_ = data::kFashionMnistDir;
+  int threads_ = 1;
+  std::uint64_t seed_ = 1;
+  std::optional<std::string> optimizer_name_;
+  std::optional<float> learning_rate_;
+  bool moving_averages_ = true;
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<data::Pipeline> pipeline_;
+  std::optional<data::Batch> batch_;  // the batch of the running step
+  std::shared_ptr<const data::ImageDataset> test_;
+  float average_decay_ = 0.0f;
+  std::deque<nn::Variable> shadows_;  // deque: registered addresses never move
+  std::vector<nn::Variable*> averaged_;
+};
+
+}  // namespace taas::fashion_mnist

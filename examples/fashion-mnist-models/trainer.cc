@@ -1,0 +1,153 @@
+#include "taas/fashion_mnist/trainer.h"
+
+#include <utility>
+
+#include "taas/fashion_mnist/local_trainer.h"
+#include "taas/nn/compute.h"
+#include "taas/nn/moving_average.h"
+
+namespace taas::fashion_mnist {
+
+absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    const auto eq = arg.find('=');
+    const std::string key = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    try {
+      if (key == "--batch_size") {
+        batch_size_ = std::stoll(value);
+        if (batch_size_ < 1) throw std::invalid_argument("must be >= 1");
+      } else if (key == "--data_dir") {
+        data_dir_ = value;
+      } else if (key == "--threads") {
+        threads_ = std::stoi(value);
+      } else if (key == "--seed") {
+        seed_ = std::stoull(value);
+      } else if (key == "--optimizer") {
+        optimizer_name_ = value;
+      } else if (key == "--learning_rate") {
+        learning_rate_ = std::stof(value);
+      } else if (key == "--moving_averages") {
+        if (value != "true" && value != "false") throw std::invalid_argument("true or false");
+        moving_averages_ = value == "true";
+      } else {
+        return absl::InvalidArgumentError("unknown model argument " + arg);
+      }
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError("model argument " + arg + ": " + e.what());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
+  const TrainerInfo& info = builder.info();
+  TAAS_RETURN_IF_ERROR(ParseArgs(info.args));
+  nn::SetComputeThreads(threads_);
+  TAAS_ASSIGN_OR_RETURN(model_, CreateModel(model_name_, seed_));
+
+  // The optimizer decays per epoch of the whole job's data, as the tutorials do.
+  const std::int64_t train_examples = 60000;
+  const std::int64_t steps_per_epoch = (train_examples + batch_size_ - 1) / batch_size_;
+  nn::OptimizerConfig optimizer = model_->DefaultOptimizer(steps_per_epoch);
+  if (optimizer_name_) optimizer.name = *optimizer_name_;
+  if (learning_rate_) optimizer.learning_rate.initial = *learning_rate_;
+  builder.SetOptimizer(optimizer);
+  builder.SetBatchSize(batch_size_);
+
+  const std::vector<nn::Variable*> variables = model_->variables();
+  builder.AddVariables(variables);
+  if (moving_averages_ && model_->MovingAverageDecay() > 0.0f && optimizer.name == "sgd") {
+    average_decay_ = model_->MovingAverageDecay();
+    for (nn::Variable* variable : variables) {
+      shadows_.push_back(
+          {variable->name + "/ExponentialMovingAverage", variable->value, variable->gradient});
+      averaged_.push_back(variable);
+      builder.AddVariable(&shadows_.back());
+    }
+  }
+
+  if (info.role == Role::kEvaluator) {
+    TAAS_ASSIGN_OR_RETURN(auto test, data::LoadMnistSplit(data_dir_, "test"));
+    test_ = std::make_shared<const data::ImageDataset>(std::move(test));
+    return absl::OkStatus();
+  }
+  TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
+  data::PipelineOptions options;
+  options.batch_size = batch_size_;
+  options.shuffle_buffer = 10000;
+  options.seed = seed_ * 1000 + static_cast<std::uint64_t>(info.worker_rank);
+  options.repeat = true;
+  options.shard_index = info.worker_rank;
+  options.num_shards = std::max(1, info.num_workers);
+  options.prefetch = 4;
+  options.example_shape = model_->example_shape();
+  TAAS_ASSIGN_OR_RETURN(pipeline_,
+                        data::Pipeline::Create(
+                            std::make_shared<const data::ImageDataset>(std::move(train)), options));
+  builder.logger().Info("fashion-mnist model built",
+                        {{"model", model_name_},
+                         {"variables", static_cast<std::int64_t>(variables.size())},
+                         {"shard_examples", pipeline_->shard_size()},
+                         {"moving_averages", !shadows_.empty()}});
+  return absl::OkStatus();
+}
+
+StepResult FashionMnistTrainer::train(Session& session) {
+  batch_ = pipeline_->Next();  // repeating: never ends
+  const BatchStats stats = model_->TrainStep(*batch_);
+  if (!shadows_.empty()) {
+    const float decay =
+        nn::ExponentialMovingAverage::DecayAt(average_decay_, session.global_step());
+    const float lr = session.learning_rate();
+    const float scale = lr > 0.0f ? (1.0f - decay) / lr : 0.0f;
+    for (std::size_t i = 0; i < averaged_.size(); ++i) {
+      const float* w = averaged_[i]->value.data();
+      const float* s = shadows_[i].value.data();
+      float* g = shadows_[i].gradient.data();
+      for (std::int64_t k = 0; k < shadows_[i].value.size(); ++k) g[k] = scale * (s[k] - w[k]);
+    }
+  }
+  StepResult result;
+  result.loss = stats.loss;
+  result.examples = stats.examples;
+  result.scalars["train_accuracy"] = static_cast<float>(stats.correct) /
+                                     static_cast<float>(std::max<std::int64_t>(1, stats.examples));
+  return result;
+}
+
+void FashionMnistTrainer::SwapAverages() {
+  for (std::size_t i = 0; i < averaged_.size(); ++i) {
+    std::swap(averaged_[i]->value, shadows_[i].value);
+  }
+}
+
+std::map<std::string, double> FashionMnistTrainer::evaluate(Session& session) {
+  if (test_ == nullptr) return {};
+  SwapAverages();
+  auto stats = EvaluateDataset(*model_, test_, batch_size_);
+  SwapAverages();
+  if (!stats.ok()) {
+    session.logger().Error("evaluation failed", {{"error", std::string(stats.status().message())}});
+    return {};
+  }
+  const double accuracy = static_cast<double>(stats->correct) /
+                          static_cast<double>(std::max<std::int64_t>(1, stats->examples));
+  return {{"accuracy", accuracy}, {"loss", stats->loss}};
+}
+
+void FashionMnistTrainer::after_train(Session& session, bool is_chief) {
+  if (!is_chief || model_ == nullptr) return;
+  auto test = data::LoadMnistSplit(data_dir_, "test");
+  if (!test.ok()) return;
+  test_ = std::make_shared<const data::ImageDataset>(std::move(test).value());
+  const auto metrics = evaluate(session);
+  if (metrics.count("accuracy")) {
+    session.logger().Info("final test accuracy", {{"model", model_name_},
+                                                  {"accuracy", metrics.at("accuracy")},
+                                                  {"loss", metrics.at("loss")},
+                                                  {"moving_averages", !shadows_.empty()}});
+  }
+}
+
+}  // namespace taas::fashion_mnist
