@@ -310,6 +310,36 @@ def scenario_lifecycle(env):
     wait_for("delete events", lambda: event_count(env, ns, "SuccessfulDeletePod") >= 3)
 
 
+def scenario_chief(env):
+    """Chief + PS + Worker + Evaluator: TF_CONFIG lists every type; the chief's success finishes the
+    job and cleanPodPolicy Running deletes the replicas still running, keeping the chief's pod."""
+    ns = "chief"
+    env.namespace(ns)
+    env.apply(tfjob("cj", ns, {"Chief": 1, "PS": 1, "Worker": 1, "Evaluator": 1},
+                    run_policy={"cleanPodPolicy": "Running"}))
+    wait_for("pods Running", lambda: pods_running(env, ns, "cj", 4))
+    chief = pod(env, ns, "cj-chief-0")
+    expected = json.dumps({"cluster": {"chief": ["cj-chief-0.chief.svc:2222"],
+                                       "evaluator": ["cj-evaluator-0.chief.svc:2222"],
+                                       "ps": ["cj-ps-0.chief.svc:2222"],
+                                       "worker": ["cj-worker-0.chief.svc:2222"]},
+                           "task": {"type": "chief", "index": 0}, "environment": "cloud"},
+                          separators=(",", ":"))
+    check(env_var(chief, "TF_CONFIG") == expected, f"chief TF_CONFIG {env_var(chief, 'TF_CONFIG')}")
+    check(chief["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
+          "job-role=master on the chief")
+    check("training.kubeflow.org/job-role" not in pod(env, ns, "cj-worker-0")["metadata"]["labels"],
+          "no job-role on worker 0 when there is a chief")
+    env.finish_pod(ns, "cj-worker-0", 0)
+    time.sleep(2)
+    check(not has_condition(env, ns, "cj", "Succeeded"), "a worker's success does not finish a job with a chief")
+    env.finish_pod(ns, "cj-chief-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "cj", "Succeeded"))
+    wait_for("running replicas cleaned up",
+             lambda: sorted(p["metadata"]["name"] for p in live_pods(env, ns, "cj"))
+             == ["cj-chief-0", "cj-worker-0"])
+
+
 def scenario_exit_codes(env):
     ns = "exitcode"
     env.namespace(ns)
@@ -527,7 +557,7 @@ def scenario_leader_election(env, op):
 
 
 GROUPS = {
-    "lifecycle": ["lifecycle", "exit_codes", "backoff", "deleted_pod", "invalid"],
+    "lifecycle": ["lifecycle", "chief", "exit_codes", "backoff", "deleted_pod", "invalid"],
     "policies": ["suspend", "ttl_and_deadline", "stuck", "no_duplicates", "leader_election"],
 }
 
