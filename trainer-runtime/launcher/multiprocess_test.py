@@ -273,6 +273,28 @@ def scenario_unreachable_ps(tmp):
     assert time.time() - start < 30
 
 
+def scenario_warm_start(tmp):
+    """The init fn runs only when the job has no checkpoint; an own checkpoint wins."""
+    model_dir = os.path.join(tmp, "model")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+
+    def run(steps, bias):
+        out = subprocess.run([MODEL, f"--max_steps={steps}", f"--model_dir={model_dir}",
+                              "--", "--lr=0", f"--init_bias={bias}"],
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    first = run(1, 5)
+    assert "the init fn ran (warm start)" in first and "msg=\"warm start\"" in first, first
+    assert read_checkpoint(model_dir)[1]["linear/b"] == [5.0]
+    second = run(2, 7)
+    assert "restoring variables from checkpoint" in second, second
+    assert "it wins over the init fn" in second and "msg=\"warm start\"" not in second, second
+    step, values = read_checkpoint(model_dir)
+    assert step == 2 and values["linear/b"] == [5.0], (step, values)
+
+
 def free_ports(n):
     import socket
     socks = [socket.socket() for _ in range(n)]

@@ -5,9 +5,10 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam.
+// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias).
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -38,6 +39,8 @@ class LinearRegression : public taas::DistModel {
         lr_ = std::stof(value);
       } else if (key == "--optimizer") {
         optimizer_ = value;
+      } else if (key == "--init_bias") {
+        init_bias_ = std::stof(value);
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -58,6 +61,15 @@ class LinearRegression : public taas::DistModel {
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().worker_rank;
     return absl::OkStatus();
+  }
+
+  taas::InitFn get_init_fn() override {
+    if (!init_bias_) return {};
+    return [this](taas::Session& session) {
+      b_.value.data()[0] = *init_bias_;
+      session.logger().Info("warm start", {{"bias", static_cast<double>(*init_bias_)}});
+      return absl::OkStatus();
+    };
   }
 
   taas::StepResult train(taas::Session& session) override {
@@ -128,6 +140,7 @@ class LinearRegression : public taas::DistModel {
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
+  std::optional<float> init_bias_;
 };
 
 }  // namespace
