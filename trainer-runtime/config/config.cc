@@ -143,6 +143,75 @@ std::optional<Role> RoleFromKey(const std::string& key) {
   return std::nullopt;
 }
 
+// A "host:port" string, or an error naming `field`.
+absl::StatusOr<std::string> Address(const std::string& field, const nlohmann::json& value) {
+  if (!value.is_string()) return Invalid(field, "must be a \"host:port\" string");
+  std::string address = value.get<std::string>();
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 ||
+      !ParseInt(field, address.substr(colon + 1), 1).ok()) {
+    return Invalid(field, "must be \"host:port\", got \"" + address + "\"");
+  }
+  return address;
+}
+
+// Kubeflow's sparse form (enableDynamicWorker): a worker sees every PS and itself, a PS itself.
+absl::Status ParseSparseTfConfig(const nlohmann::json& j, RuntimeConfig& c) {
+  const auto& sparse = j["sparseCluster"];
+  if (!sparse.is_object()) return Invalid("TF_CONFIG.sparseCluster", "must be an object");
+  if (!j.contains("task") || !j["task"].is_object() || !j["task"].contains("type") ||
+      !j["task"]["type"].is_string() ||
+      !j["task"].value("index", nlohmann::json(0)).is_number_integer()) {
+    return Invalid("TF_CONFIG.task", "must be an object {\"type\": ..., \"index\": ...}");
+  }
+  const std::string type = j["task"]["type"].get<std::string>();
+  const auto index = j["task"].value("index", std::int64_t{0});
+  if (index < 0) return Invalid("TF_CONFIG.task.index", "must be >= 0");
+  std::vector<std::string> ps;
+  if (sparse.contains("ps")) {
+    if (!sparse["ps"].is_array()) return Invalid("TF_CONFIG.sparseCluster.ps", "must be a list");
+    for (std::size_t i = 0; i < sparse["ps"].size(); ++i) {
+      TAAS_ASSIGN_OR_RETURN(
+          std::string a,
+          Address("TF_CONFIG.sparseCluster.ps[" + std::to_string(i) + "]", sparse["ps"][i]));
+      ps.push_back(a);
+    }
+  }
+  c.info.task_index = static_cast<int>(index);
+  c.dynamic_workers = true;
+  if (type == "ps") {
+    if (ps.size() != 1) {
+      return Invalid("TF_CONFIG.sparseCluster.ps", "a PS must see exactly its own address");
+    }
+    c.info.role = Role::kPs;
+    c.listen_address = ps[0];
+    return absl::OkStatus();
+  }
+  if (type != "worker") {
+    return Invalid("TF_CONFIG.task.type",
+                   "a sparse TF_CONFIG (enableDynamicWorker) has only "
+                   "worker and ps tasks, got \"" +
+                       type + "\"");
+  }
+  const std::string self = std::to_string(index);
+  if (!sparse.contains("worker") || !sparse["worker"].is_object() ||
+      !sparse["worker"].contains(self)) {
+    return Invalid("TF_CONFIG.sparseCluster.worker." + self, "must hold this worker's address");
+  }
+  TAAS_ASSIGN_OR_RETURN(c.listen_address,
+                        Address("TF_CONFIG.sparseCluster.worker." + self, sparse["worker"][self]));
+  if (ps.empty())
+    return Invalid("TF_CONFIG.sparseCluster.ps", "needs at least one parameter server");
+  c.info.role = Role::kWorker;
+  c.info.is_chief = index == 0;
+  c.info.worker_rank = static_cast<int>(index);
+  c.ps_addresses = ps;
+  // Other workers are unknown; this worker's rank + 1 is what is known of their number.
+  c.worker_addresses.assign(static_cast<std::size_t>(index) + 1, "");
+  c.worker_addresses.back() = c.listen_address;
+  return absl::OkStatus();
+}
+
 absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   nlohmann::json j;
   try {
@@ -151,6 +220,7 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
     return Invalid("TF_CONFIG", std::string("is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) return Invalid("TF_CONFIG", "must be a JSON object");
+  if (!j.contains("cluster") && j.contains("sparseCluster")) return ParseSparseTfConfig(j, c);
   if (!j.contains("cluster") || !j["cluster"].is_object()) {
     return Invalid("TF_CONFIG.cluster", "must be an object mapping replica types to addresses");
   }
@@ -162,14 +232,8 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
     }
     if (!hosts.is_array()) return Invalid(field, "must be a list of host:port addresses");
     for (std::size_t i = 0; i < hosts.size(); ++i) {
-      const std::string item = field + "[" + std::to_string(i) + "]";
-      if (!hosts[i].is_string()) return Invalid(item, "must be a \"host:port\" string");
-      std::string address = hosts[i].get<std::string>();
-      auto colon = address.rfind(':');
-      if (colon == std::string::npos || colon == 0 ||
-          !ParseInt(item, address.substr(colon + 1), 1).ok()) {
-        return Invalid(item, "must be \"host:port\", got \"" + address + "\"");
-      }
+      TAAS_ASSIGN_OR_RETURN(std::string address,
+                            Address(field + "[" + std::to_string(i) + "]", hosts[i]));
       cluster[key].push_back(address);
     }
   }
@@ -312,6 +376,11 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   }
   c.info.num_ps = static_cast<int>(c.ps_addresses.size());
   c.info.num_workers = static_cast<int>(c.worker_addresses.size());
+  if (c.dynamic_workers && c.info.sync) {
+    return Invalid(replicas_source.empty() ? "TF_SYNC" : replicas_source,
+                   "synchronous training needs the whole cluster, but TF_CONFIG is sparse "
+                   "(enableDynamicWorker): use asynchronous training");
+  }
   if (replicas_source.empty()) {
     c.info.replicas_to_aggregate = c.info.num_workers;
   } else if (c.info.replicas_to_aggregate > c.info.num_workers) {

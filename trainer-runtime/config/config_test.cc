@@ -89,6 +89,35 @@ TEST_CASE("flags override environment; model args after --") {
   CHECK(env_only->info.sync);
 }
 
+TEST_CASE("Kubeflow's sparse TF_CONFIG (enableDynamicWorker) for workers and PS") {
+  auto w = ParseConfig({}, {{"TF_CONFIG", R"({"sparseCluster":{"worker":{"2":"h:2"},)"
+                                          R"("ps":["p:1","q:1"]},"task":{"type":"worker",)"
+                                          R"("index":2}})"}});
+  REQUIRE(w.ok());
+  CHECK(w->dynamic_workers);
+  CHECK(w->info.role == Role::kWorker);
+  CHECK(w->info.worker_rank == 2);
+  CHECK_FALSE(w->info.is_chief);
+  CHECK(w->listen_address == "h:2");
+  CHECK(w->ps_addresses == std::vector<std::string>{"p:1", "q:1"});
+  CHECK(w->info.num_workers == 3);
+  auto ps = ParseConfig({}, {{"TF_CONFIG", R"({"sparseCluster":{"worker":{},"ps":["q:1"]},)"
+                                           R"("task":{"type":"ps","index":1}})"}});
+  REQUIRE(ps.ok());
+  CHECK(ps->info.role == Role::kPs);
+  CHECK(ps->listen_address == "q:1");
+  const std::string sparse0 = R"({"sparseCluster":{"worker":{"0":"h:2"},"ps":["p:1"]},)"
+                              R"("task":{"type":"worker","index":0}})";
+  auto chief = ParseConfig({}, {{"TF_CONFIG", sparse0}});
+  REQUIRE(chief.ok());
+  CHECK(chief->info.is_chief);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", sparse0}, {"TF_SYNC", "true"}})
+            .find("TF_SYNC: synchronous training needs the whole cluster") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"sparseCluster":{"worker":{},"ps":["p:1"]},)"
+                                   R"("task":{"type":"worker","index":0}})"}})
+            .find("TF_CONFIG.sparseCluster.worker.0: must hold this worker's address") == 0);
+}
+
 TEST_CASE("bad settings name the flag or variable") {
   CHECK(ErrorOf({}, {{"TF_MAX_STEPS", "ten"}}).find("TF_MAX_STEPS") == 0);
   CHECK(ErrorOf({"--max_steps=0"}, {}).find("--max_steps: must be >= 1") == 0);

@@ -21,6 +21,9 @@ struct RuntimeConfig {
 
   // True when there is no TF_CONFIG: one process trains with an in-process parameter server.
   bool local = false;
+  // TF_CONFIG is Kubeflow's sparse form (enableDynamicWorker): workers are not listed, so
+  // info.num_workers is only a lower bound (this worker's rank + 1); asynchronous training only.
+  bool dynamic_workers = false;
   std::vector<std::string> ps_addresses;
   // Training replicas in order: the chief (if the cluster has a chief/master) then the workers.
   std::vector<std::string> worker_addresses;
