@@ -510,7 +510,9 @@ absl::Status Controller::Reconcile(const std::string& key) {
     }
   }
 
-  // Services: one per replica of the spec while the job runs; none while suspended.
+  // Services: one per replica of the spec while the job runs; none while suspended. They are
+  // created after the pods, as Kubeflow does: the pods are what the job waits for.
+  std::vector<std::function<absl::Status()>> service_tasks;
   std::set<std::string> wanted_services;
   if (!finished && !suspended) {
     for (const auto& [type, spec] : job.spec.replica_specs) {
@@ -523,7 +525,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
           std::lock_guard<std::mutex> lock(mu_);
           expectations_[key].services[svc_name] = SteadyClock::now() + kExpectationTimeout;
         }
-        tasks.push_back([this, ns, key, svc, svc_name, job_ref, log]() -> absl::Status {
+        service_tasks.push_back([this, ns, key, svc, svc_name, job_ref, log]() -> absl::Status {
           auto created = client_->Post(CorePath(ns, "services"), svc);
           if (created.status().code() == absl::StatusCode::kAlreadyExists) return absl::OkStatus();
           if (!created.ok()) {
@@ -599,6 +601,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
     }
   }
 
+  for (auto& task : service_tasks) tasks.push_back(std::move(task));
   absl::Status acted = RunParallel(std::move(tasks));
 
   // ---- time-based follow-ups ----

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Operator benchmark (not a ctest test): N TFJobs of 1 PS + W workers on simulated GPU nodes.
+
+Starts its own control plane (scripts/cluster/taas-cluster), runs taas-operator, and prints:
+  - the floor: the time the API server takes to accept N*(1+W) pods POSTed directly (same
+    client, same parallelism), and until those pods are Running;
+  - the time from the first TFJob create until every pod of every job is Running;
+  - reconcile latency p50/p99 (from the operator's histogram), operator peak RSS and CPU seconds.
+
+Usage: bench_operator.py --operator BIN [--jobs 500] [--workers 4] [--nodes 100] [--parallel 16]
+The issue's target: jobs-to-Running within 1.5x of the floor, operator RSS under 64 MiB.
+"""
+
+import argparse
+import base64
+import concurrent.futures
+import json
+import os
+import random
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster", "taas-cluster")
+CRD = os.path.join(ROOT, "crds", "kubeflow.org_tfjobs.yaml")
+
+
+class Api:
+    """Just enough of a Kubernetes client: the kubeconfig's client certificate, JSON over HTTPS."""
+
+    def __init__(self, kubeconfig, tmp):
+        out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "config", "view", "--raw",
+                              "-o", "json"], check=True, capture_output=True, text=True).stdout
+        cfg = json.loads(out)
+        cluster = cfg["clusters"][0]["cluster"]
+        user = cfg["users"][0]["user"]
+        self.server = cluster["server"]
+        paths = {}
+        for key in ("client-certificate-data", "client-key-data"):
+            paths[key] = os.path.join(tmp, key)
+            with open(paths[key], "wb") as f:
+                f.write(base64.b64decode(user[key]))
+        self.ctx = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        self.ctx.load_cert_chain(paths["client-certificate-data"], paths["client-key-data"])
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        for attempt in range(5):
+            try:
+                with urllib.request.urlopen(req, context=self.ctx, timeout=60) as r:
+                    return json.loads(r.read() or b"{}")
+            except urllib.error.HTTPError as e:
+                if e.code in (429, 500, 503) and attempt < 4:
+                    time.sleep(0.5 * (attempt + 1))
+                    continue
+                raise
+
+
+def container():
+    return {"name": "tensorflow", "image": "taas/trainer:bench",
+            "command": ["/opt/taas/bin/fashion-mnist-cnn"],
+            "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+def tfjob(ns, i, workers):
+    template = {"spec": {"containers": [container()]}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "metadata": {"name": f"job-{i}", "namespace": ns},
+            "spec": {"tfReplicaSpecs": {
+                "PS": {"replicas": 1, "template": template},
+                "Worker": {"replicas": workers, "restartPolicy": "ExitCode", "template": template}}}}
+
+
+def running_pods(api, ns):
+    items = api.call("GET", f"/api/v1/namespaces/{ns}/pods?fieldSelector=status.phase%3DRunning"
+                            f"&limit=100000")["items"]
+    return len(items)
+
+
+def wait_running(api, ns, want, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if running_pods(api, ns) >= want:
+            return time.time()
+        time.sleep(0.5)
+    raise SystemExit(f"timed out waiting for {want} Running pods in {ns}")
+
+
+def parallel(n, fn, workers):
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(fn, range(n)))
+
+
+def metrics(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def quantile(text, q):
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith("taas_operator_reconcile_duration_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), int(line.split()[-1])))
+    total = buckets[-1][1] if buckets else 0
+    for le, count in buckets:
+        if total and count >= q * total:
+            return le
+    return float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--operator", required=True)
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--parallel", type=int, default=16)
+    args = parser.parse_args()
+    pods_per_job = 1 + args.workers
+    total = args.jobs * pods_per_job
+    name = f"bench-{os.getpid()}-{random.randint(0, 9999)}"
+    tmp = tempfile.mkdtemp(prefix="taas-operator-bench-")
+    op = None
+    try:
+        subprocess.run([CLUSTER, "up", "--name", name, "--nodes", str(args.nodes)], check=True)
+        env_out = subprocess.run([CLUSTER, "env", "--name", name], check=True, capture_output=True,
+                                 text=True).stdout
+        for line in env_out.splitlines():
+            key, _, value = line.replace("export ", "", 1).partition("=")
+            os.environ[key] = value.strip("'\"").replace("$PATH", os.environ.get("PATH", ""))
+        kubeconfig = os.environ["KUBECONFIG"]
+        api = Api(kubeconfig, tmp)
+        subprocess.run(["kubectl", "apply", "-f", CRD], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["kubectl", "wait", "--for=condition=established", "--timeout=120s",
+                        "crd/tfjobs.kubeflow.org"], check=True, stdout=subprocess.DEVNULL)
+        for ns in ("floor", "jobs"):
+            api.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        for ns in ("floor", "jobs"):
+            while True:
+                try:
+                    api.call("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+                    break
+                except urllib.error.HTTPError:
+                    time.sleep(0.5)
+
+        # The floor: the same pods, POSTed directly.
+        def floor_pod(i):
+            api.call("POST", "/api/v1/namespaces/floor/pods",
+                     {"metadata": {"name": f"pod-{i}"}, "spec": {"containers": [container()]}})
+        t0 = time.time()
+        parallel(total, floor_pod, args.parallel)
+        floor_accept = time.time() - t0
+        floor_running = wait_running(api, "floor", total, 1800) - t0
+        print(f"floor: {total} pods accepted in {floor_accept:.1f}s, Running after "
+              f"{floor_running:.1f}s", flush=True)
+        api.call("DELETE", "/api/v1/namespaces/floor")
+        # Room on the nodes again before the jobs run.
+        while running_pods(api, "floor") > 0:
+            time.sleep(1)
+
+        port_file = os.path.join(tmp, "port")
+        op = subprocess.Popen([args.operator, "--kubeconfig", kubeconfig, "--health-port", "0",
+                               "--health-address", "127.0.0.1", "--port-file", port_file,
+                               "--leader-elect=false", "--workers", "8", "--namespaces", "jobs"],
+                              stdout=open(os.path.join(tmp, "operator.log"), "w"),
+                              stderr=subprocess.STDOUT)
+        while not os.path.exists(port_file):
+            time.sleep(0.1)
+        port = int(open(port_file).read())
+        time.sleep(2)
+
+        t0 = time.time()
+        parallel(args.jobs, lambda i: api.call("POST", "/apis/kubeflow.org/v1/namespaces/jobs/tfjobs",
+                                               tfjob("jobs", i, args.workers)), args.parallel)
+        jobs_created = time.time() - t0
+        jobs_running = wait_running(api, "jobs", total, 3600) - t0
+        text = metrics(port)
+        with open(f"/proc/{op.pid}/status") as f:
+            rss = [line.split()[1] for line in f if line.startswith("VmHWM")][0]
+        with open(f"/proc/{op.pid}/stat") as f:
+            stat = f.read().split()
+        cpu = (int(stat[13]) + int(stat[14])) / os.sysconf("SC_CLK_TCK")
+        print(f"jobs: {args.jobs} TFJobs created in {jobs_created:.1f}s, all {total} pods Running "
+              f"after {jobs_running:.1f}s")
+        print(f"ratio to the floor (Running): {jobs_running / floor_running:.2f}x; "
+              f"to the floor (accepted): {jobs_running / floor_accept:.2f}x")
+        print(f"reconcile latency p50 <= {quantile(text, 0.5)}s, p99 <= {quantile(text, 0.99)}s")
+        print(f"operator peak RSS {int(rss) / 1024:.1f} MiB, CPU {cpu:.1f} s")
+        for line in text.splitlines():
+            if line.startswith(("taas_operator_reconcile_total", "taas_operator_api_",
+                                "taas_operator_pods_created", "taas_operator_services_created")):
+                print(line)
+    finally:
+        if op is not None:
+            op.terminate()
+            op.wait()
+        subprocess.run([CLUSTER, "down", "--name", name])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
