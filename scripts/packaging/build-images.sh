@@ -5,6 +5,7 @@
 #
 #   scripts/packaging/build-images.sh --smoke     a tiny Dockerfile: does buildah work here at all?
 #   scripts/packaging/build-images.sh [--target operator|trainer|builder]... [--context DIR]
+#                                     [--build-arg NAME=VALUE]...
 #                                                 the real images (context: default the repository)
 #   scripts/packaging/build-images.sh --from-build BUILD_DIR [--target ...]
 #                                                 only the runtime stages, from binaries already
@@ -25,6 +26,7 @@ mode=build
 targets=()
 context=""
 from_build=""
+build_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) mode=smoke ;;
@@ -39,6 +41,10 @@ while [ $# -gt 0 ]; do
       ;;
     --from-build)
       from_build="$(cd "$2" && pwd)"
+      shift
+      ;;
+    --build-arg)
+      build_args+=(--build-arg "$2")
       shift
       ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
@@ -106,7 +112,7 @@ bud() { # TARGET TAG CONTEXT DOCKERFILE  (TARGET "" builds the last stage)
   local target=()
   [ -z "$1" ] || target=(--target "$1")
   nice "${BUILDAH[@]}" bud --isolation chroot --layers --build-arg "BASE_IMAGE=$BASE" \
-    "${target[@]}" -t "$2" -f "$4" "$3"
+    "${build_args[@]}" "${target[@]}" -t "$2" -f "$4" "$3"
 }
 
 # Runs COMMAND inside IMAGE (chroot isolation: no container runtime needed).
