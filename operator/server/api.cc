@@ -351,13 +351,19 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
   };
   JobForm form;
   std::vector<FieldError> errors = ParseJobForm(body, route.ns, &form);
-  if (!errors.empty()) return answer_errors(errors, nullptr);
-  const json tfjob = BuildTfJob(form);
-  errors = CheckTfJobRules(tfjob);
-  if (!errors.empty()) return answer_errors(errors, tfjob);
+  const bool form_valid = errors.empty();
+  // What the cluster can never schedule is reported with the form's own errors, each field once.
   auto nodes = kube_->Get("/api/v1/nodes");
   if (!nodes.ok()) return KubeErrorResponse(nodes.status());
-  errors = CheckFormAgainstCluster(form, ComputeClusterLimits(*nodes));
+  for (FieldError& e : CheckFormAgainstCluster(form, ComputeClusterLimits(*nodes))) {
+    const bool seen = std::any_of(errors.begin(), errors.end(),
+                                  [&](const FieldError& f) { return f.field == e.field; });
+    if (!seen) errors.push_back(std::move(e));
+  }
+  if (!form_valid) return answer_errors(errors, nullptr);
+  const json tfjob = BuildTfJob(form);
+  if (!errors.empty()) return answer_errors(errors, tfjob);
+  errors = CheckTfJobRules(tfjob);
   if (!errors.empty()) return answer_errors(errors, tfjob);
 
   auto created = kube_->Post(TfJobsPath(route.ns) + (dry_run ? "?dryRun=All" : ""), tfjob);

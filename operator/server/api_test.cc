@@ -275,6 +275,15 @@ TEST_CASE("creating a job validates every field on the server") {
   CHECK(Body(r)["field"] ==
         "spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]");
 
+  // Every problem in one answer: a malformed field and one the cluster can never hold.
+  form["workerMemory"] = "lots";
+  r = f.Call("POST", "/api/v1/namespaces/default/tfjobs", form.dump());
+  CHECK(r.status == 422);
+  CHECK(Body(r)["errors"].size() == 2);
+  CHECK(Body(r)["errors"][1]["message"].get<std::string>().find("largest node has 8") !=
+        std::string::npos);
+  form["workerMemory"] = "4Gi";
+
   CHECK(f.Call("POST", "/api/v1/namespaces/default/tfjobs", "{not json").status == 400);
   CHECK(f.kube.posts.empty());
 
@@ -282,8 +291,9 @@ TEST_CASE("creating a job validates every field on the server") {
   form["name"] = "Bad";
   r = f.Call("POST", "/api/v1/namespaces/default/tfjobs?dryRun=true", form.dump());
   CHECK(r.status == 200);
-  CHECK(Body(r)["errors"].size() == 1);
+  CHECK(Body(r)["errors"].size() == 2);  // the name, and 16 GPUs per worker
   CHECK(Body(r)["errors"][0]["field"] == "metadata.name");
+  CHECK(Body(r)["tfjob"].is_null());
   r = f.Call("POST", "/api/v1/namespaces/default/tfjobs?dryRun=true", Form().dump());
   CHECK(r.status == 200);
   CHECK(Body(r)["errors"].empty());

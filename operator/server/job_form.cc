@@ -276,7 +276,7 @@ std::vector<FieldError> ParseJobForm(const json& body, const std::string& namesp
                         ? "image is required"
                         : "image \"" + form.image + "\" is not a valid image reference");
   }
-  if (errors.empty()) *out = std::move(form);
+  *out = std::move(form);
   return errors;
 }
 

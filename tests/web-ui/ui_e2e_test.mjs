@@ -10,6 +10,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -107,10 +108,29 @@ try {
 
   start(args.operator, ['--kubeconfig', env.KUBECONFIG, '--health-port', '0', '--health-address', '127.0.0.1', '--lease-namespace', 'default'], 'operator.log');
 
+  // kwok's simulated pods run no trainer, so worker 0's Prometheus endpoint is played by this
+  // server (the text a trainer exposes, improving at each scrape); taas-ui is pointed at it with
+  // --metrics-target, the flag local runs use.
+  let scrapes = 0;
+  const trainer = http.createServer((req, res) => {
+    scrapes += 1;
+    const step = scrapes * 50;
+    res.writeHead(req.url === '/metrics' ? 200 : 404, { 'Content-Type': 'text/plain; version=0.0.4' });
+    res.end(
+      `# TYPE taas_global_step counter\ntaas_global_step ${step}\n` +
+        `taas_loss ${(2.3 * Math.exp(-step / 400) + 0.05 * Math.random()).toFixed(4)}\n` +
+        `taas_examples_per_second ${(3000 + 200 * Math.random()).toFixed(1)}\n` +
+        `taas_eval_accuracy ${(0.9 - 0.8 * Math.exp(-step / 300)).toFixed(4)}\n`,
+    );
+  });
+  await new Promise((r) => trainer.listen(0, '127.0.0.1', r));
+  const trainerAddress = `127.0.0.1:${trainer.address().port}`;
+  children.push({ exitCode: null, kill: () => trainer.close() });
+
   const token = randomBytes(24).toString('hex');
   const tokenFile = path.join(tmp, 'token');
   fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
-  const ui = start(args.ui, ['--kubeconfig', env.KUBECONFIG, '--namespaces', 'default,team-b', '--token-file', tokenFile, '--listen', '127.0.0.1:0', '--assets', args.assets, '--scrape-interval', '2'], 'ui.log');
+  const ui = start(args.ui, ['--kubeconfig', env.KUBECONFIG, '--namespaces', 'default,team-b', '--token-file', tokenFile, '--listen', '127.0.0.1:0', '--assets', args.assets, '--scrape-interval', '1', '--metrics-target', `default/ui-e2e-worker-0=${trainerAddress}`], 'ui.log');
   const base = await waitFor('taas-ui to serve', () => {
     if (ui.exitCode !== null) throw new Error(`taas-ui exited: ${fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8')}`);
     const m = /serving (http:\/\/[\d.]+:\d+)\//.exec(fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8'));
@@ -201,7 +221,16 @@ try {
     assert(nodes.every((n) => /^taas-node-\d$/.test(n)), `nodes ${nodes}`);
     await waitText(page.getByTestId('stat-replicas'), 'PS 1/1 · Worker 3/3');
     await waitText(page.getByTestId('conditions'), 'Running');
+  });
+
+  await check('the job detail charts the metrics scraped from the chief', async () => {
+    await waitFor('a global step', async () => Number((await page.getByTestId('stat-step').locator('strong').textContent()).replace(/,/g, '')) >= 250, 90000);
+    assert((await page.locator('.chart-empty').count()) === 0, 'a chart says it has no samples');
+    await page.locator('select[name=x]').selectOption('time');
+    await page.locator('select[name=x]').selectOption('step');
     await shot('job-detail.png');
+    const m = await (await call('GET', `namespaces/default/tfjobs/${job}/metrics`)).json();
+    assert(m.points.length >= 5 && m.latest.loss < 2.3 && m.latest.evalAccuracy > 0, `metrics ${JSON.stringify(m.latest)}`);
   });
 
   await check('the jobs list shows the job with replicas, GPUs and state', async () => {
@@ -221,6 +250,19 @@ try {
     const used = await page.locator('.gpu-slots .slot.used').count();
     assert(used === 6, `filled slots ${used}`);
     await shot('cluster.png');
+  });
+
+  await check('clone copies the job under a new name', async () => {
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    await page.locator(`tr[data-job=${job}]`).getByTestId('clone').click();
+    await page.locator('input[name=cloneName]').fill(`${job}-copy`);
+    await page.getByTestId('confirm-dialog').getByRole('button', { name: 'Create copy' }).click();
+    await page.waitForURL(`**/jobs/default/${job}-copy`);
+    const copy = await (await call('GET', `namespaces/default/tfjobs/${job}-copy`)).json();
+    const original = await (await call('GET', `namespaces/default/tfjobs/${job}`)).json();
+    assert(JSON.stringify(copy.tfjob.spec.tfReplicaSpecs) === JSON.stringify(original.tfjob.spec.tfReplicaSpecs), 'the copy has another spec');
+    assert(copy.tfjob.metadata.annotations['taas.dev/cloned-from'] === job, 'cloned-from annotation');
+    assert((await call('DELETE', `namespaces/default/tfjobs/${job}-copy`)).status === 200, 'delete the copy');
   });
 
   await check('an impossible request gets a field-level error', async () => {
@@ -247,6 +289,13 @@ try {
     await page.getByRole('link', { name: 'Cluster' }).click();
     await waitText(page.getByTestId('pending-table'), 'Insufficient nvidia.com/gpu', 120000);
     await shot('cluster-pending.png');
+    // The jobs list says why, in the state chip's tooltip.
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const chip = page.locator('tr[data-job=waits]').getByTestId('state-chip');
+    await waitFor('the reason in the tooltip', async () => /Unschedulable|Insufficient/.test(await chip.getAttribute('data-tooltip')), 60000);
+    await chip.hover();
+    await sleep(300);
+    await shot('jobs-pending.png');
     assert((await call('DELETE', 'namespaces/default/tfjobs/waits')).status === 200, 'delete waits');
   });
 

@@ -48,7 +48,7 @@ export function MetricChart(props: {
         },
         axes: [{ label: props.x === 'step' ? 'global step' : undefined }, {}],
         series: [
-          {},
+          props.x === 'step' ? { label: 'step' } : { label: 'time' },
           ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: true })),
         ],
       },

@@ -7,7 +7,7 @@ export function StateChip(props: { job: Pick<JobRow, 'state' | 'reason' | 'sever
   return (
     <span
       class={`chip chip-${severity} chip-state-${state.toLowerCase()}`}
-      data-tooltip={reason || state}
+      data-tooltip={(reason || state).replace(/; | \u2014 /g, '\n')}
       data-placement="bottom"
       data-testid="state-chip"
     >

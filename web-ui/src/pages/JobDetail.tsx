@@ -7,9 +7,9 @@ import { MetricChart, toCsv, XAxis } from '../components/MetricChart';
 import { StateChip } from '../components/StateChip';
 import { formatAge, formatTime, navigate, usePoll } from '../util';
 
-function Stat(props: { label: string; value: string; testid?: string }) {
+function Stat(props: { label: string; value: string; testid?: string; wide?: boolean }) {
   return (
-    <article class="stat" data-testid={props.testid}>
+    <article class={props.wide ? 'stat wide' : 'stat'} data-testid={props.testid}>
       <small>{props.label}</small>
       <strong>{props.value}</strong>
     </article>
@@ -73,7 +73,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
       </div>
       {job.severity !== 'ok' && <p class={`reason reason-${job.severity}`} data-testid="job-reason">{job.reason}</p>}
       <div class="stats">
-        <Stat label="Replicas ready" value={job.replicasText} testid="stat-replicas" />
+        <Stat label="Replicas ready" value={job.replicasText} testid="stat-replicas" wide />
         <Stat label="GPUs" value={String(job.gpus)} />
         <Stat label="Global step" value={fmt(latest?.step)} testid="stat-step" />
         <Stat label="Examples/sec" value={fmt(latest?.examplesPerSecond)} />

@@ -304,7 +304,7 @@ export function NewJobPage(props: { config: Config }) {
         <aside>
           <h4>TFJob to be applied</h4>
           <pre class={`yaml-preview ${liveErrors.length ? 'stale' : ''}`} data-testid="yaml-preview">
-            {yaml || '…'}
+            {yaml || (liveErrors.length ? 'Fix the errors on the left to see the TFJob.' : '…')}
           </pre>
         </aside>
       </div>

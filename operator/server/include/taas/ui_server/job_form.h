@@ -47,7 +47,8 @@ std::string FormFieldPath(const std::string& key);
 
 // Reads and checks the form (`body`, a JSON object) for `namespace_name`. Unknown keys, wrong
 // types, out-of-range counts, malformed names, images and quantities are all errors; an empty
-// result means `out` is complete and valid.
+// result means `out` is complete and valid. Otherwise `out` still holds every valid field (the
+// others keep their defaults), so the cluster checks can report their errors in the same answer.
 std::vector<FieldError> ParseJobForm(const nlohmann::json& body, const std::string& namespace_name,
                                      JobForm* out);
 
