@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -64,16 +65,15 @@ bool IsTransient(const absl::Status& status) {
 struct PsClient::Impl {
   std::vector<std::unique_ptr<rpc::ParameterServer::Stub>> stubs;
 
-  // Runs `call(ps, context, request, reply, done)` on the PS in `targets` concurrently and waits.
+  // Runs call i of `f` on PS ps_of_call[i], all at once, and waits for every one.
   template <class Request, class Reply, class Call>
-  void Run(FanOut<Request, Reply>& f, const std::vector<int>& targets, double timeout_secs,
+  void Run(FanOut<Request, Reply>& f, const std::vector<int>& ps_of_call, double timeout_secs,
            Call call) {
-    Countdown countdown(static_cast<int>(targets.size()));
-    for (int ps : targets) {
-      auto i = static_cast<std::size_t>(ps);
+    Countdown countdown(static_cast<int>(ps_of_call.size()));
+    for (std::size_t i = 0; i < ps_of_call.size(); ++i) {
       f.contexts[i].set_deadline(Deadline(timeout_secs));
-      call(stubs[i]->async(), &f.contexts[i], &f.requests[i], &f.replies[i],
-           [&f, i, &countdown](grpc::Status s) {
+      call(stubs[static_cast<std::size_t>(ps_of_call[i])]->async(), &f.contexts[i], &f.requests[i],
+           &f.replies[i], [&f, i, &countdown](grpc::Status s) {
              f.statuses[i] = std::move(s);
              countdown.Done();
            });
@@ -82,8 +82,12 @@ struct PsClient::Impl {
   }
 };
 
-PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger)
-    : addresses_(std::move(addresses)), logger_(logger), impl_(std::make_unique<Impl>()) {
+PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger,
+                   std::int64_t chunk_bytes)
+    : addresses_(std::move(addresses)),
+      logger_(logger),
+      chunk_bytes_(chunk_bytes),
+      impl_(std::make_unique<Impl>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -170,49 +174,85 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
                                         const std::vector<ParamBuffers>& params,
                                         double timeout_secs) {
   const std::size_t n = addresses_.size();
-  FanOut<rpc::PullRequest, rpc::PullReply> f(n);
-  // Where each requested shard lands: (variable, shard) per PS, in request order.
-  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> where(n);
   for (std::size_t v = 0; v < placement.size(); ++v) {
-    for (std::size_t s = 0; s < placement[v].shards.size(); ++s) {
-      const auto& shard = placement[v].shards[s];
-      auto ps = static_cast<std::size_t>(shard.ps);
-      f.requests[ps].add_names(shard.name);
-      where[ps].emplace_back(v, s);
+    if (static_cast<std::int64_t>(params[v].value.size()) != placement[v].size) {
+      return absl::InvalidArgumentError(
+          "variable " + placement[v].name + " has " + std::to_string(params[v].value.size()) +
+          " elements, its placement " + std::to_string(placement[v].size));
     }
   }
-  std::vector<int> all;
-  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
-  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
-    async->Pull(ctx, req, reply, std::move(done));
-  });
-  PullInfo info;
-  info.ps_steps.resize(n);
-  info.incarnations.resize(n);
-  for (std::size_t ps = 0; ps < n; ++ps) {
-    TAAS_RETURN_IF_ERROR(
-        FromGrpc(f.statuses[ps], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull"));
-    const auto& reply = f.replies[ps];
-    if (reply.shards_size() != static_cast<int>(where[ps].size())) {
-      return absl::InternalError("ps " + std::to_string(ps) + " answered a pull with " +
-                                 std::to_string(reply.shards_size()) + " shards, expected " +
-                                 std::to_string(where[ps].size()));
-    }
-    for (std::size_t k = 0; k < where[ps].size(); ++k) {
-      const auto [v, s] = where[ps][k];
-      const Shard& shard = placement[v].shards[s];
-      const std::string& bytes = reply.shards(static_cast<int>(k)).values();
-      const auto& target = params[v].value;
-      if (bytes.size() != static_cast<std::size_t>(shard.size) * sizeof(float) ||
-          static_cast<std::int64_t>(target.size()) != placement[v].size) {
-        return absl::InvalidArgumentError(
-            "variable shard " + shard.name + " on ps " + std::to_string(ps) + " has " +
-            std::to_string(bytes.size() / sizeof(float)) + " elements; the model expects " +
-            std::to_string(shard.size) + " (the model differs from the chief's)");
+  // Pieces of at most chunk_bytes_, packed into calls of at most chunk_bytes_ per PS; every PS
+  // gets at least one call (it reports its step even when it holds nothing of this model).
+  struct Piece {
+    std::size_t variable;
+    std::int64_t offset;  // in the variable
+  };
+  const std::int64_t chunk = std::max<std::int64_t>(1, chunk_bytes_ / sizeof(float));
+  std::vector<int> ps_of_call;
+  std::vector<std::vector<Piece>> pieces;
+  std::vector<rpc::PullRequest> requests;
+  std::vector<std::int64_t> open_call(n, -1), open_floats(n, 0);
+  for (std::size_t v = 0; v < placement.size(); ++v) {
+    for (const auto& shard : placement[v].shards) {
+      const auto ps = static_cast<std::size_t>(shard.ps);
+      for (std::int64_t off = 0; off < shard.size || (off == 0 && shard.size == 0); off += chunk) {
+        const std::int64_t count = std::min(chunk, shard.size - off);
+        if (open_call[ps] < 0 || open_floats[ps] + count > chunk) {
+          open_call[ps] = static_cast<std::int64_t>(ps_of_call.size());
+          open_floats[ps] = 0;
+          ps_of_call.push_back(shard.ps);
+          pieces.emplace_back();
+          requests.emplace_back();
+        }
+        auto* range = requests[static_cast<std::size_t>(open_call[ps])].add_ranges();
+        range->set_name(shard.name);
+        range->set_offset(off);
+        range->set_count(count);
+        pieces[static_cast<std::size_t>(open_call[ps])].push_back({v, shard.offset + off});
+        open_floats[ps] += count;
+        if (shard.size == 0) break;
       }
-      std::memcpy(target.data() + shard.offset, bytes.data(), bytes.size());
     }
-    info.ps_steps[ps] = reply.step();
+  }
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    if (open_call[ps] >= 0) continue;
+    ps_of_call.push_back(static_cast<int>(ps));
+    pieces.emplace_back();
+    requests.emplace_back();
+  }
+  FanOut<rpc::PullRequest, rpc::PullReply> f(ps_of_call.size());
+  f.requests = std::move(requests);
+  impl_->Run(f, ps_of_call, timeout_secs,
+             [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
+               async->Pull(ctx, req, reply, std::move(done));
+             });
+  PullInfo info;
+  info.ps_steps.assign(n, std::numeric_limits<std::int64_t>::max());
+  info.incarnations.resize(n);
+  for (std::size_t c = 0; c < ps_of_call.size(); ++c) {
+    const auto ps = static_cast<std::size_t>(ps_of_call[c]);
+    TAAS_RETURN_IF_ERROR(
+        FromGrpc(f.statuses[c], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull"));
+    const auto& reply = f.replies[c];
+    if (reply.shards_size() != static_cast<int>(pieces[c].size())) {
+      return absl::InternalError("ps " + std::to_string(ps) + " answered a pull with " +
+                                 std::to_string(reply.shards_size()) + " pieces, expected " +
+                                 std::to_string(pieces[c].size()));
+    }
+    for (std::size_t k = 0; k < pieces[c].size(); ++k) {
+      const auto& range = f.requests[c].ranges(static_cast<int>(k));
+      const std::string& bytes = reply.shards(static_cast<int>(k)).values();
+      if (bytes.size() != static_cast<std::size_t>(range.count()) * sizeof(float)) {
+        return absl::InvalidArgumentError(
+            "variable shard " + range.name() + " on ps " + std::to_string(ps) + " answered " +
+            std::to_string(bytes.size() / sizeof(float)) + " elements for a range of " +
+            std::to_string(range.count()) + " (the model differs from the chief's)");
+      }
+      std::memcpy(params[pieces[c][k].variable].value.data() + pieces[c][k].offset, bytes.data(),
+                  bytes.size());
+    }
+    // Pieces read at different steps (async): tag the next push with the oldest.
+    info.ps_steps[ps] = std::min(info.ps_steps[ps], reply.step());
     info.incarnations[ps] = reply.incarnation();
     info.done = info.done || reply.done();
   }

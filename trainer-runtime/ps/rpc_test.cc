@@ -100,6 +100,25 @@ TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") 
   CHECK(snap->first == 1);
 }
 
+TEST_CASE("pulls in small pieces, several in flight, land every element in place") {
+  Cluster cluster(2);
+  PsClient setup(cluster.addresses, Quiet());
+  REQUIRE(setup.WaitForServers(10).ok());
+  // 1001 floats split over 2 PS; 37 floats whole; pieces of at most 100 floats.
+  auto placement = PlaceVariables({{"big", 1001}, {"odd", 37}, {"empty", 0}}, 2, 4000);
+  std::vector<float> big(1001), odd(37);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
+  for (std::size_t i = 0; i < odd.size(); ++i) odd[i] = -static_cast<float>(i);
+  InitAll(setup, placement, {big, odd, {}}, false, 1);
+  PsClient client(cluster.addresses, Quiet(), /*chunk_bytes=*/400);
+  std::vector<float> got_big(1001, -1), got_odd(37, 1), none, g_big(1001), g_odd(37);
+  auto pulled = client.Pull(placement, {{got_big, g_big}, {got_odd, g_odd}, {none, none}}, 10);
+  REQUIRE(pulled.ok());
+  CHECK(got_big == big);
+  CHECK(got_odd == odd);
+  CHECK(pulled->ps_steps.size() == 2);
+}
+
 TEST_CASE("sync over gRPC: two workers' pushes are averaged and released together") {
   Cluster cluster(2);
   PsClient setup(cluster.addresses, Quiet());

@@ -56,12 +56,25 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const rpc::PullRequest* req,
                                  rpc::PullReply* reply) override {
-    std::vector<std::string> names(req->names().begin(), req->names().end());
+    std::vector<std::string> names;
+    names.reserve(static_cast<std::size_t>(req->ranges_size()));
+    for (const auto& r : req->ranges()) names.push_back(r.name());
+    int k = 0;
+    absl::Status bad;
     auto step = store->Pull(names, [&](const std::string& name, std::span<const float> values) {
+      const auto& r = req->ranges(k++);
+      if (r.offset() < 0 || r.count() < 0 ||
+          static_cast<std::size_t>(r.offset() + r.count()) > values.size()) {
+        bad = absl::OutOfRangeError("range [" + std::to_string(r.offset()) + ", +" +
+                                    std::to_string(r.count()) + ") is outside shard " + name);
+        return;
+      }
       auto* shard = reply->add_shards();
       shard->set_name(name);
-      SetFloats(shard->mutable_values(), values);
+      SetFloats(shard->mutable_values(), values.subspan(static_cast<std::size_t>(r.offset()),
+                                                        static_cast<std::size_t>(r.count())));
     });
+    if (step.ok() && !bad.ok()) step = bad;
     auto* reactor = ctx->DefaultReactor();
     if (step.ok()) {
       auto s = store->GetStatus();

@@ -49,7 +49,10 @@ struct PushInfo {
 
 class PsClient {
  public:
-  PsClient(std::vector<std::string> addresses, const Logger& logger);
+  // Pulls travel in pieces of at most `chunk_bytes`, all in flight at once (gRPC moves ~1-4 MB
+  // messages far faster than one huge one).
+  PsClient(std::vector<std::string> addresses, const Logger& logger,
+           std::int64_t chunk_bytes = 4 << 20);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
@@ -92,6 +95,7 @@ class PsClient {
  private:
   std::vector<std::string> addresses_;
   Logger logger_;
+  std::int64_t chunk_bytes_;
   std::unique_ptr<Impl> impl_;
 };
 
