@@ -5,7 +5,10 @@ namespace taas::ui_server {
 static_assert(kKubeStatusPayload == std::string_view(kube::kStatusPayloadUrl),
               "the UI reads the Kubernetes Status payload the client attaches");
 
-KubeClientApi::KubeClientApi(std::unique_ptr<kube::Client> client) : client_(std::move(client)) {}
+KubeClientApi::KubeClientApi(std::unique_ptr<kube::Client> client)
+    : owned_(std::move(client)), client_(owned_.get()) {}
+
+KubeClientApi::KubeClientApi(kube::Client* client) : client_(client) {}
 
 absl::StatusOr<nlohmann::json> KubeClientApi::Get(const std::string& path) {
   return client_->Get(path);

@@ -117,6 +117,20 @@ bool IsPodScheduledFalse(const json& pod, std::string* reason, std::string* mess
   return false;
 }
 
+bool NodeReady(const json& node) {
+  const json& conditions = Child(Child(node, "status"), "conditions");
+  if (!conditions.is_array()) return false;
+  for (const json& c : conditions) {
+    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
+  }
+  return false;
+}
+
+bool NodeCordoned(const json& node) {
+  const json& unschedulable = Child(Child(node, "spec"), "unschedulable");
+  return unschedulable.is_boolean() && unschedulable.get<bool>();
+}
+
 // Days since 1970-01-01 of a civil date (the proleptic Gregorian calendar).
 std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
@@ -450,15 +464,7 @@ json EventsView(const json& event_list, std::string_view job,
 ClusterLimits ComputeClusterLimits(const json& node_list) {
   ClusterLimits limits;
   for (const json& node : Items(node_list)) {
-    bool ready = false;
-    const json& conditions = Child(Child(node, "status"), "conditions");
-    if (conditions.is_array()) {
-      for (const json& c : conditions) {
-        if (Str(c, "type") == "Ready" && Str(c, "status") == "True") ready = true;
-      }
-    }
-    const json& unschedulable = Child(Child(node, "spec"), "unschedulable");
-    if (!ready || (unschedulable.is_boolean() && unschedulable.get<bool>())) continue;
+    if (!NodeReady(node) || NodeCordoned(node)) continue;
     const Resources a = ResourcesOf(Child(Child(node, "status"), "allocatable"));
     limits.max_node_cpu = std::max(limits.max_node_cpu, a.cpu);
     limits.max_node_memory = std::max(limits.max_node_memory, a.memory);
@@ -493,14 +499,7 @@ json ClusterView(const json& node_list, const json& active_pods, const std::vect
   };
   for (const json& node : Items(node_list)) {
     const std::string name = Str(Child(node, "metadata"), "name");
-    bool ready = false;
-    const json& conditions = Child(Child(node, "status"), "conditions");
-    if (conditions.is_array()) {
-      for (const json& c : conditions) {
-        if (Str(c, "type") == "Ready" && Str(c, "status") == "True") ready = true;
-      }
-    }
-    const json& unschedulable = Child(Child(node, "spec"), "unschedulable");
+    const bool ready = NodeReady(node);
     const Resources capacity = ResourcesOf(Child(Child(node, "status"), "capacity"));
     const Resources allocatable = ResourcesOf(Child(Child(node, "status"), "allocatable"));
     const Resources used = in_use[name];
@@ -509,7 +508,7 @@ json ClusterView(const json& node_list, const json& active_pods, const std::vect
     add(total_in_use, used);
     nodes.push_back({{"name", name},
                      {"ready", ready},
-                     {"unschedulable", unschedulable.is_boolean() && unschedulable.get<bool>()},
+                     {"unschedulable", NodeCordoned(node)},
                      {"capacity", ToJson(capacity)},
                      {"allocatable", ToJson(allocatable)},
                      {"inUse", ToJson(used)},

@@ -64,7 +64,7 @@ export function JobsPage(props: { config: Config }) {
         </p>
       )}
       {rows.length > 0 && (
-        <div class="overflow-auto">
+        <div class="jobs-table">
           <table class="striped" data-testid="jobs-table">
             <thead>
               <tr>

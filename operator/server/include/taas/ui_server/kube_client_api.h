@@ -10,7 +10,10 @@ namespace taas::ui_server {
 
 class KubeClientApi : public KubeApi {
  public:
+  // Owns `client`.
   explicit KubeClientApi(std::unique_ptr<kube::Client> client);
+  // Shares a client owned elsewhere (e.g. the operator's), which must outlive this object.
+  explicit KubeClientApi(kube::Client* client);
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path) override;
   absl::StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) override;
@@ -21,7 +24,8 @@ class KubeClientApi : public KubeApi {
                           const std::function<bool(std::string_view)>& on_chunk) override;
 
  private:
-  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Client> owned_;
+  kube::Client* client_;
 };
 
 }  // namespace taas::ui_server
