@@ -345,9 +345,12 @@ int Trainer::Run() {
   std::int64_t local_step = 0;
   auto window_start = Clock::now();
   std::int64_t window_steps = 0, window_examples = 0, dropped = 0;
+  double window_comm_secs = 0;  // Pull + push (incl. waiting for sync peers) in this window.
   bool chief_stop = false;
   while (true) {
+    const auto pull_start = Clock::now();
     auto pulled = client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+    const double pull_secs = SecondsSince(pull_start);
     if (!pulled.ok()) {
       const absl::Status& s = pulled.status();
       if (s.code() == absl::StatusCode::kFailedPrecondition) {
@@ -398,6 +401,7 @@ int Trainer::Run() {
     const auto step_start = Clock::now();
     StepResult result = built_.model->train(session_);
     const std::int64_t examples = result.examples > 0 ? result.examples : built_.state.batch_size;
+    const auto push_start = Clock::now();
 
     auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, info_.worker_rank,
                                cfg_.wait_timeout_secs);
@@ -431,6 +435,7 @@ int Trainer::Run() {
     built_.global_step = global_step;
     ++window_steps;
     window_examples += examples;
+    window_comm_secs += pull_secs + SecondsSince(push_start);
     ctx_.gauges->Set("taas_global_step", static_cast<double>(global_step));
     ctx_.gauges->Set("taas_loss", result.loss);
     ctx_.gauges->Set("taas_learning_rate", session_state_.learning_rate);
@@ -441,10 +446,12 @@ int Trainer::Run() {
                                  {"global_step", global_step},
                                  {"loss", static_cast<double>(result.loss)},
                                  {"sec_per_batch", secs / static_cast<double>(window_steps)},
+                                 {"comm_fraction", window_comm_secs / secs},
                                  {"examples_per_sec", static_cast<double>(window_examples) / secs},
                                  {"dropped_pushes", dropped}});
       window_start = Clock::now();
       window_steps = window_examples = 0;
+      window_comm_secs = 0;
     }
     if (info_.is_chief) ChiefAfterStep(global_step, result, step_secs, examples);
     if (pushed->done || global_step >= info_.max_steps) break;
