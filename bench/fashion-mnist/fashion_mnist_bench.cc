@@ -2,7 +2,9 @@
 //   {"impl": "taas", "model": "cnn", "examples_per_sec": ..., "peak_rss_mb": ...,
 //    "test_accuracy": ..., ...}
 // Usage: fashion_mnist_bench --model mlp|cnn [--epochs N] [--steps N] [--batch_size N]
-//                            [--threads N] [--seed N] [--data_dir DIR]
+//                            [--threads N] [--seed N] [--data_dir DIR] [--profile 1]
+//                            [--conv1_chunk N]
+// --profile 1 prints each layer's CPU time per step (meaningful with --threads 1).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -45,7 +47,8 @@ int main(int argc, char** argv) {
                                               {"threads", "0"},
                                               {"seed", "1"},
                                               {"data_dir", taas::data::kFashionMnistDir},
-                                              {"profile", "0"}};
+                                              {"profile", "0"},
+                                              {"conv1_chunk", "0"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc) return Fail("bad argument " + arg);
@@ -63,7 +66,13 @@ int main(int argc, char** argv) {
   auto train_set = std::make_shared<const taas::data::ImageDataset>(std::move(train).value());
   auto test_set = std::make_shared<const taas::data::ImageDataset>(std::move(test).value());
 
-  auto model = taas::fashion_mnist::CreateModel(flags["model"], seed);
+  absl::StatusOr<std::unique_ptr<taas::fashion_mnist::Model>> model;
+  if (flags["model"] == "cnn") {
+    model = std::unique_ptr<taas::fashion_mnist::Model>(
+        new taas::fashion_mnist::Cnn(seed, std::stoll(flags["conv1_chunk"])));
+  } else {
+    model = taas::fashion_mnist::CreateModel(flags["model"], seed);
+  }
   if (!model.ok()) return Fail(std::string(model.status().message()));
 
   taas::fashion_mnist::LocalTrainingOptions options;
@@ -105,9 +114,11 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\": \"taas\", \"model\": \"%s\", \"batch_size\": %lld, \"steps\": %lld, "
       "\"threads\": %d, \"train_seconds\": %.3f, \"examples_per_sec\": %.1f, "
-      "\"examples_per_cpu_sec\": %.1f, \"peak_rss_mb\": %.1f, \"final_loss\": %.4f, \"test_accuracy\": %.4f}\n",
+      "\"examples_per_cpu_sec\": %.1f, \"peak_rss_mb\": %.1f, \"final_loss\": %.4f, "
+      "\"test_accuracy\": %.4f}\n",
       flags["model"].c_str(), static_cast<long long>(batch_size),
       static_cast<long long>(result->steps), taas::nn::ComputeThreads(), result->seconds,
-      result->examples_per_second, result->examples / cpu_seconds, PeakRssMb(), result->last_loss, result->test_accuracy);
+      result->examples_per_second, result->examples / cpu_seconds, PeakRssMb(), result->last_loss,
+      result->test_accuracy);
   return 0;
 }

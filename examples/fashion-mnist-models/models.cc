@@ -43,12 +43,23 @@ nn::OptimizerConfig Mlp::DefaultOptimizer(std::int64_t steps_per_epoch) const {
   return config;
 }
 
-Cnn::Cnn(std::uint64_t seed) {
+Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
   using nn::Activation;
   using nn::Padding;
-  auto& conv1 = network_.Add(std::make_unique<nn::Conv2D>("conv1", context_, 1, 32, 3, 1,
-                                                          Padding::kValid, Activation::kRelu));
-  network_.Add(std::make_unique<nn::MaxPool2D>("pool1", context_, 2, 2));
+  // conv1 and pool1 run in chunks so conv1's 26x26x32 output stays in cache (ChunkedConvPool).
+  nn::Conv2D* conv1 = nullptr;
+  auto conv1_layer = std::make_unique<nn::Conv2D>("conv1", context_, 1, 32, 3, 1, Padding::kValid,
+                                                  Activation::kRelu);
+  auto pool1_layer = std::make_unique<nn::MaxPool2D>("pool1", context_, 2, 2);
+  if (conv1_chunk > 0) {
+    conv1 = &network_
+                 .Add(std::make_unique<nn::ChunkedConvPool>(std::move(conv1_layer),
+                                                            std::move(pool1_layer), conv1_chunk))
+                 .conv();
+  } else {
+    conv1 = &network_.Add(std::move(conv1_layer));
+    network_.Add(std::move(pool1_layer));
+  }
   auto& conv2 = network_.Add(std::make_unique<nn::Conv2D>("conv2", context_, 32, 64, 3, 1,
                                                           Padding::kValid, Activation::kRelu));
   network_.Add(std::make_unique<nn::MaxPool2D>("pool2", context_, 2, 2));
@@ -58,7 +69,7 @@ Cnn::Cnn(std::uint64_t seed) {
   auto& dense1 =
       network_.Add(std::make_unique<nn::Dense>("dense1", 3 * 3 * 64, 64, Activation::kRelu));
   auto& logits = network_.Add(std::make_unique<nn::Dense>("logits", 64, 10, Activation::kNone));
-  nn::GlorotUniform(conv1.kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
+  nn::GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
   nn::GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
   nn::GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
   nn::GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);

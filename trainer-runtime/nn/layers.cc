@@ -262,6 +262,13 @@ std::string Conv2D::ImplementationInfo() const {
   return info;
 }
 
+const Tensor& Conv2D::Rebind(const Tensor& input) {
+  input_ = &input;
+  plan_ = &PlanFor(input.shape());
+  Ensure(output_, plan_->output_shape);
+  return output_;
+}
+
 const Tensor& Conv2D::Forward(const Tensor& input, bool) {
   Require(input.shape().size() == 4 && input.shape()[3] == in_channels_, name(),
           "expected input [N, H, W, " + std::to_string(in_channels_) + "], got " +
@@ -335,6 +342,12 @@ MaxPool2D::MaxPool2D(std::string name, ComputeContext& context, std::int64_t poo
 
 MaxPool2D::~MaxPool2D() = default;
 
+std::span<std::uint8_t> MaxPool2D::Workspace() {
+  if (plan_ == nullptr) return {};
+  return {static_cast<std::uint8_t*>(plan_->workspace.get_data_handle()),
+          plan_->workspace.get_desc().get_size()};
+}
+
 std::string MaxPool2D::ImplementationInfo() const {
   if (plan_ == nullptr) return "";
   return "fwd: " + std::string(plan_->fwd_pd.impl_info_str()) +
@@ -371,6 +384,13 @@ MaxPool2D::Plan& MaxPool2D::PlanFor(const Shape& input_shape) {
   Plan& result = *plan;
   plans_[input_shape] = std::move(plan);
   return result;
+}
+
+const Tensor& MaxPool2D::Rebind(const Tensor& input) {
+  input_ = &input;
+  plan_ = &PlanFor(input.shape());
+  Ensure(output_, plan_->output_shape);
+  return output_;
 }
 
 const Tensor& MaxPool2D::Forward(const Tensor& input, bool) {
@@ -410,6 +430,92 @@ const Tensor& MaxPool2D::Backward(const Tensor& grad_output) {
                               {DNNL_ARG_WORKSPACE, plan_->workspace},
                               {DNNL_ARG_DIFF_SRC, plan_->diff_src}});
   stream.wait();
+  return input_grad_;
+}
+
+// ----------------------------------------------------------------------------------------------
+// ChunkedConvPool
+
+ChunkedConvPool::ChunkedConvPool(std::unique_ptr<Conv2D> conv, std::unique_ptr<MaxPool2D> pool,
+                                 std::int64_t chunk)
+    : Layer(conv->name() + "+" + pool->name()),
+      conv_(std::move(conv)),
+      pool_(std::move(pool)),
+      chunk_(chunk) {
+  Require(chunk_ >= 1, name(), "chunk must be >= 1");
+  Require(conv_->SkipReluMask(), name(), "the convolution must have a ReLU activation");
+}
+
+void ChunkedConvPool::CopyChunk(const Tensor& from, std::int64_t begin, std::int64_t count,
+                                Tensor& to) {
+  Shape shape = from.shape();
+  shape[0] = count;
+  Ensure(to, shape);
+  const std::int64_t per_example = from.size() / from.shape()[0];
+  std::copy_n(from.data() + begin * per_example, count * per_example, to.data());
+}
+
+const Tensor& ChunkedConvPool::Forward(const Tensor& input, bool training) {
+  Require(input.shape().size() == 4 && input.shape()[0] > 0, name(),
+          "expected input [N, H, W, C], got " + ShapeString(input.shape()));
+  input_ = &input;
+  const std::int64_t n = input.shape()[0];
+  for (std::int64_t begin = 0; begin < n; begin += chunk_) {
+    const std::int64_t count = std::min(chunk_, n - begin);
+    CopyChunk(input, begin, count, chunk_input_);
+    const Tensor& pooled = pool_->Forward(conv_->Forward(chunk_input_, training), training);
+    const auto workspace = pool_->Workspace();
+    const std::size_t index = static_cast<std::size_t>(begin / chunk_);
+    if (workspaces_.size() <= index) workspaces_.resize(index + 1);
+    workspaces_[index].assign(workspace.begin(), workspace.end());
+    if (begin == 0) {
+      Shape shape = pooled.shape();
+      shape[0] = n;
+      Ensure(output_, shape);
+    }
+    std::copy_n(pooled.data(), pooled.size(), output_.data() + begin * (output_.size() / n));
+  }
+  return output_;
+}
+
+const Tensor& ChunkedConvPool::Backward(const Tensor& grad_output) {
+  Require(input_ != nullptr && grad_output.shape() == output_.shape(), name(),
+          "gradient shape " + ShapeString(grad_output.shape()) + " does not match output " +
+              ShapeString(output_.shape()));
+  conv_->set_input_gradient(input_gradient_);
+  const std::int64_t n = input_->shape()[0];
+  Variable& kernel = conv_->kernel();
+  Variable& bias = conv_->bias();
+  Ensure(kernel_grad_, kernel.value.shape());
+  Ensure(bias_grad_, bias.value.shape());
+  Zeros(kernel_grad_);
+  Zeros(bias_grad_);
+  if (input_gradient_) Ensure(input_grad_, input_->shape());
+  // The ReLU mask of the convolution, applied on the pooled gradient (see MaxPool2D).
+  ReluMask(output_, grad_output, masked_grad_);
+  for (std::int64_t begin = 0; begin < n; begin += chunk_) {
+    const std::int64_t count = std::min(chunk_, n - begin);
+    // Point both layers at this chunk: the conv at its input, the pool at its shape and argmax.
+    CopyChunk(*input_, begin, count, chunk_input_);
+    pool_->Rebind(conv_->Rebind(chunk_input_));
+    const auto& saved = workspaces_[static_cast<std::size_t>(begin / chunk_)];
+    std::copy(saved.begin(), saved.end(), pool_->Workspace().begin());
+    CopyChunk(masked_grad_, begin, count, chunk_grad_);
+    const Tensor& input_grad = conv_->Backward(pool_->Backward(chunk_grad_));
+    for (std::int64_t i = 0; i < kernel_grad_.size(); ++i) {
+      kernel_grad_.data()[i] += kernel.gradient.data()[i];
+    }
+    for (std::int64_t i = 0; i < bias_grad_.size(); ++i) {
+      bias_grad_.data()[i] += bias.gradient.data()[i];
+    }
+    if (input_gradient_) {
+      std::copy_n(input_grad.data(), input_grad.size(),
+                  input_grad_.data() + begin * (input_->size() / n));
+    }
+  }
+  std::copy_n(kernel_grad_.data(), kernel_grad_.size(), kernel.gradient.data());
+  std::copy_n(bias_grad_.data(), bias_grad_.size(), bias.gradient.data());
+  if (!input_gradient_) input_grad_ = Tensor();
   return input_grad_;
 }
 

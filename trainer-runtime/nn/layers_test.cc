@@ -285,5 +285,44 @@ TEST_CASE("a pool after a ReLU conv masks its small gradient instead: same gradi
   }
 }
 
+TEST_CASE("chunked conv+pool equals conv then pool, forward and backward") {
+  ComputeContext context;
+  auto conv = [&] {
+    auto layer =
+        std::make_unique<Conv2D>("conv", context, 2, 3, 3, 1, Padding::kValid, Activation::kRelu);
+    Constant(layer->bias().value, -0.2f);
+    return layer;
+  };
+  Sequential plain;
+  plain.Add(conv());
+  plain.Add(std::make_unique<MaxPool2D>("pool", context, 2, 2));
+  ChunkedConvPool chunked(conv(), std::make_unique<MaxPool2D>("pool", context, 2, 2), 2);
+  chunked.set_input_gradient(true);
+  plain.layers()[0]->set_input_gradient(true);
+  REQUIRE(chunked.variables().size() == 2);
+  CHECK(chunked.variables()[0]->name == "conv/kernel");
+
+  Tensor x = Random({5, 8, 8, 2}, 41);  // 5 = chunks of 2, 2 and 1
+  const Tensor& expected = plain.Forward(x, true);
+  const Tensor& actual = chunked.Forward(x, true);
+  REQUIRE(actual.shape() == expected.shape());
+  for (std::int64_t i = 0; i < actual.size(); ++i)
+    CHECK(actual.data()[i] == doctest::Approx(expected.data()[i]));
+
+  Tensor r = Random(expected.shape(), 42);
+  const Tensor& plain_input_grad = plain.layers()[0]->Backward(plain.layers()[1]->Backward(r));
+  const Tensor& chunked_input_grad = chunked.Backward(r);
+  REQUIRE(chunked_input_grad.shape() == x.shape());
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    CHECK(chunked_input_grad.data()[i] == doctest::Approx(plain_input_grad.data()[i]));
+  }
+  for (int v = 0; v < 2; ++v) {
+    const Tensor& want = plain.variables()[v]->gradient;
+    const Tensor& got = chunked.variables()[v]->gradient;
+    for (std::int64_t i = 0; i < want.size(); ++i)
+      CHECK(got.data()[i] == doctest::Approx(want.data()[i]));
+  }
+}
+
 }  // namespace
 }  // namespace taas::nn

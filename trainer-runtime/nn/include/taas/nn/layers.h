@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,10 @@ class Conv2D final : public Layer {
   bool SkipReluMask() override;
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
+  // Prepares Backward for `input` as if Forward(input) had run, without computing: the returned
+  // output has the right shape but stale contents. For callers that restore state
+  // (ChunkedConvPool).
+  const Tensor& Rebind(const Tensor& input);
   // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
   std::string ImplementationInfo() const;
 
@@ -119,6 +124,11 @@ class MaxPool2D final : public Layer {
   // zeroes the gradient of windows whose maximum is 0, which is exactly the ReLU's mask at the
   // positions the gradient flows to, on a tensor pool^2 times smaller.
   void set_relu_input(bool enabled) { relu_input_ = enabled; }
+  // The argmax workspace of the last Forward, which Backward reads: a caller that interleaves
+  // several batches saves and restores it (ChunkedConvPool).
+  std::span<std::uint8_t> Workspace();
+  // As Conv2D::Rebind; the workspace must be restored separately.
+  const Tensor& Rebind(const Tensor& input);
   const Tensor& Forward(const Tensor& input, bool training) override;
   const Tensor& Backward(const Tensor& grad_output) override;
 
@@ -158,6 +168,33 @@ class Dropout final : public Layer {
   std::mt19937_64 rng_;
   bool applied_ = false;
   Tensor mask_, output_, input_grad_;
+};
+
+// Conv2D (with ReLU) followed by MaxPool2D, run `chunk` examples at a time so the convolution's
+// output, the largest tensor of a small CNN, stays in cache instead of making a round trip to
+// memory. The convolution output is not kept: Backward recomputes each chunk's forward pass
+// The convolution output is not kept (the ReLU mask is applied on the pooled gradient); each
+// chunk's pooling workspace is. Same results as the two layers in sequence; variables are the
+// convolution's ("<conv name>/kernel", ...).
+class ChunkedConvPool final : public Layer {
+ public:
+  ChunkedConvPool(std::unique_ptr<Conv2D> conv, std::unique_ptr<MaxPool2D> pool,
+                  std::int64_t chunk);
+  const Tensor& Forward(const Tensor& input, bool training) override;
+  const Tensor& Backward(const Tensor& grad_output) override;
+  std::vector<Variable*> variables() override { return conv_->variables(); }
+  Conv2D& conv() { return *conv_; }
+
+ private:
+  // Copies examples [begin, begin + count) of `from` into `to` (shaped [count, ...]).
+  static void CopyChunk(const Tensor& from, std::int64_t begin, std::int64_t count, Tensor& to);
+
+  std::unique_ptr<Conv2D> conv_;
+  std::unique_ptr<MaxPool2D> pool_;
+  std::int64_t chunk_;
+  const Tensor* input_ = nullptr;
+  Tensor chunk_input_, chunk_grad_, masked_grad_, output_, input_grad_, kernel_grad_, bias_grad_;
+  std::vector<std::vector<std::uint8_t>> workspaces_;  // per chunk
 };
 
 // [N, d1, d2, ...] -> [N, d1 * d2 * ...] (row-major, so NHWC flattens like Keras).
