@@ -76,6 +76,20 @@ kube::Store::IndexFunc ByJobName() {
   };
 }
 
+// What the caches keep of children: the controller reads only their metadata and, for pods, the
+// status. Dropping the rest (pod specs carry every container, env and volume) keeps the
+// operator's memory small with thousands of pods.
+void TrimPod(json& pod) {
+  kube::StripManagedFields(pod);
+  pod.erase("spec");
+}
+
+void TrimService(json& service) {
+  kube::StripManagedFields(service);
+  service.erase("spec");
+  service.erase("status");
+}
+
 std::string DeleteMessage(const absl::Status& status) { return std::string(status.message()); }
 
 // Parse, Kubeflow's defaults and the rules' validation of a TFJob object.
@@ -112,12 +126,13 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     pods.label_selector = selector;
     pods.resync_period = std::chrono::seconds(0);
     pods.index = ByJobName();
-    pods.transform = kube::StripManagedFields;
+    pods.transform = TrimPod;
     w.pods = std::make_unique<kube::Informer>(client_, pods, logger_);
     w.pods->AddHandler([this](const kube::Delta& d) { OnChild(d, true); });
 
     kube::Informer::Options services = pods;
     services.path = CorePath(ns, "services");
+    services.transform = TrimService;
     w.services = std::make_unique<kube::Informer>(client_, services, logger_);
     w.services->AddHandler([this](const kube::Delta& d) { OnChild(d, false); });
   }

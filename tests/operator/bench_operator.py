@@ -7,7 +7,9 @@ Starts its own control plane (scripts/cluster/taas-cluster), runs taas-operator,
   - the time from the first TFJob create until every pod of every job is Running;
   - reconcile latency p50/p99 (from the operator's histogram), operator peak RSS and CPU seconds.
 
-Usage: bench_operator.py --operator BIN [--jobs 500] [--workers 4] [--nodes 100] [--parallel 16]
+Usage: bench_operator.py --operator BIN [--jobs 500] [--workers 4] [--nodes 100]
+                         [--gpus-per-node 24] [--parallel 16]
+(PS replicas run on CPU, each worker takes one GPU.)
 The issue's target: jobs-to-Running within 1.5x of the floor, operator RSS under 64 MiB.
 """
 
@@ -64,19 +66,22 @@ class Api:
                 raise
 
 
-def container():
-    return {"name": "tensorflow", "image": "taas/trainer:bench",
-            "command": ["/opt/taas/bin/fashion-mnist-cnn"],
-            "resources": {"limits": {"nvidia.com/gpu": 1}}}
+def container(gpus):
+    c = {"name": "tensorflow", "image": "taas/trainer:bench",
+         "command": ["/opt/taas/bin/fashion-mnist-cnn"]}
+    if gpus:
+        c["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    return c
 
 
 def tfjob(ns, i, workers):
-    template = {"spec": {"containers": [container()]}}
+    """Parameter servers run on CPU; each worker takes one GPU."""
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
             "metadata": {"name": f"job-{i}", "namespace": ns},
             "spec": {"tfReplicaSpecs": {
-                "PS": {"replicas": 1, "template": template},
-                "Worker": {"replicas": workers, "restartPolicy": "ExitCode", "template": template}}}}
+                "PS": {"replicas": 1, "template": {"spec": {"containers": [container(0)]}}},
+                "Worker": {"replicas": workers, "restartPolicy": "ExitCode",
+                           "template": {"spec": {"containers": [container(1)]}}}}}}
 
 
 def running_pods(api, ns):
@@ -123,6 +128,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--gpus-per-node", type=int, default=24)
     parser.add_argument("--parallel", type=int, default=16)
     args = parser.parse_args()
     pods_per_job = 1 + args.workers
@@ -131,7 +137,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="taas-operator-bench-")
     op = None
     try:
-        subprocess.run([CLUSTER, "up", "--name", name, "--nodes", str(args.nodes)], check=True)
+        if args.nodes * args.gpus_per_node < args.jobs * args.workers:
+            raise SystemExit("not enough GPUs for every worker: raise --nodes or --gpus-per-node")
+        subprocess.run([CLUSTER, "up", "--name", name, "--nodes", str(args.nodes),
+                        "--gpus-per-node", str(args.gpus_per_node)], check=True)
         env_out = subprocess.run([CLUSTER, "env", "--name", name], check=True, capture_output=True,
                                  text=True).stdout
         for line in env_out.splitlines():
@@ -154,8 +163,9 @@ def main():
 
         # The floor: the same pods, POSTed directly.
         def floor_pod(i):
+            gpus = 0 if i % pods_per_job == 0 else 1  # the same mix as the jobs
             api.call("POST", "/api/v1/namespaces/floor/pods",
-                     {"metadata": {"name": f"pod-{i}"}, "spec": {"containers": [container()]}})
+                     {"metadata": {"name": f"pod-{i}"}, "spec": {"containers": [container(gpus)]}})
         t0 = time.time()
         parallel(total, floor_pod, args.parallel)
         floor_accept = time.time() - t0
