@@ -251,11 +251,16 @@ spec:
                 limits: {nvidia.com/gpu: 1}
 EOF
   k apply -f "$tmp/job.yaml" >/dev/null
-  local pod
+  local pod before=$failures
   for pod in rbac-job-ps-0 rbac-job-worker-0 rbac-job-worker-1; do
     check "$account: pod $job_ns/$pod created" wait_for 120 k -n "$job_ns" get pod "$pod"
-    check "$account: service $job_ns/$pod created" wait_for 60 k -n "$job_ns" get service "$pod"
+    check "$account: service $job_ns/$pod created" wait_for 30 k -n "$job_ns" get service "$pod"
   done
+  if [ "$failures" -gt "$before" ]; then
+    echo "--- $account log (tail)"
+    tail -n 40 "$log"
+    return
+  fi
   condition() { # TYPE
     [ "$(kubectl -n "$job_ns" get tfjob rbac-job -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}")" = True ]
   }
