@@ -370,6 +370,18 @@ json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now)
   view["replicas"] = replicas;
   view["replicasText"] = replicas_text;
 
+  // Restarts as the operator counts them (a recreated pod starts again from 0), else the pods'.
+  std::int64_t restarts = 0;
+  const json& replica_statuses = Child(Child(tfjob, "status"), "replicaStatuses");
+  if (replica_statuses.is_object()) {
+    for (const auto& [type, status] : replica_statuses.items()) {
+      const json& count = Child(status, "restarts");
+      if (count.is_number_integer()) restarts += count.get<std::int64_t>();
+    }
+  }
+  for (const json& p : pod_views) restarts = std::max<std::int64_t>(restarts, p["restarts"]);
+  view["restarts"] = restarts;
+
   // The job's state from its conditions (the operator's verdict), most decisive first.
   std::map<std::string, json> true_conditions;
   const json& conditions = Child(Child(tfjob, "status"), "conditions");

@@ -111,6 +111,7 @@ TEST_CASE("a job row counts replicas per type and surfaces pod failures behind R
        {"lastState", {{"terminated", {{"reason", "OOMKilled"}, {"exitCode", 137}}}}}}};
   const json view = JobView(Job(), pods, *ParseTimestamp("2026-11-22T00:01:30Z"));
   CHECK(view["replicasText"] == "PS 1/1 \u00b7 Worker 3/4");
+  CHECK(view["restarts"] == 2);  // worker-1's container restarts
   CHECK(view["gpus"] == 8);
   CHECK(view["ageSeconds"] == 90);
   CHECK(view["state"] == "Running");
@@ -121,6 +122,11 @@ TEST_CASE("a job row counts replicas per type and surfaces pod failures behind R
         std::string::npos);
   CHECK(view["pods"].size() == 5);
   CHECK(view["pods"][0]["replicaType"] == "ps");
+
+  json restarted = Job();
+  restarted["status"]["replicaStatuses"] = {{"Worker", {{"active", 4}, {"restarts", 3}}},
+                                            {"PS", {{"active", 1}}}};
+  CHECK(JobView(restarted, {}, 0)["restarts"] == 3);  // recreated pods count from 0 again
 
   json failed = Job();
   failed["status"]["conditions"].push_back(

@@ -252,6 +252,21 @@ try {
     await shot('cluster.png');
   });
 
+  await check('a transient failure (exit 137) restarts the replica, and the job shows it', async () => {
+    const before = kubectlJson('-n', 'default', 'get', 'pod', `${job}-worker-1`).metadata.uid;
+    run(args.cluster, ['finish-pod', '--name', name, '--timeout', '120', 'default', `${job}-worker-1`, '137']);
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    await page.getByRole('link', { name: job, exact: true }).click();
+    await waitFor('the restart in the conditions or events', async () => /Restart/.test((await page.getByTestId('conditions').textContent()) + (await page.getByTestId('events-table').textContent())), 120000);
+    await waitFor('worker-1 recreated and Running', () => {
+      const p = kubectlJson('-n', 'default', 'get', 'pod', `${job}-worker-1`);
+      return p.metadata.uid !== before && p.status.phase === 'Running' && !p.metadata.deletionTimestamp;
+    }, 120000);
+    await waitText(page.getByTestId('stat-restarts'), '1', 60000);
+    await waitFor('4 Running pods again', async () => (await page.locator('[data-testid=pods-table] tr[data-phase=Running]').count()) === 4, 120000);
+    await shot('job-detail-restarted.png');
+  });
+
   await check('clone copies the job under a new name', async () => {
     await page.getByRole('link', { name: 'Jobs' }).click();
     await page.locator(`tr[data-job=${job}]`).getByTestId('clone').click();
@@ -297,6 +312,17 @@ try {
     await sleep(300);
     await shot('jobs-pending.png');
     assert((await call('DELETE', 'namespaces/default/tfjobs/waits')).status === 200, 'delete waits');
+  });
+
+  await check('a permanent failure (exit 1) fails the job, and the list says why', async () => {
+    run(args.cluster, ['finish-pod', '--name', name, '--timeout', '120', 'default', `${job}-worker-1`, '1']);
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const chip = page.locator(`tr[data-job=${job}]`).getByTestId('state-chip');
+    await waitText(chip, 'Failed', 120000);
+    await waitFor('the exit code in the reason', async () => /exit 1\b/.test(await chip.getAttribute('data-tooltip')), 60000);
+    await chip.hover();
+    await sleep(300);
+    await shot('jobs-failed.png');
   });
 
   await check('delete with confirmation removes the job and frees its GPUs', async () => {

@@ -139,6 +139,7 @@ export interface JobRow {
   severity: 'ok' | 'warning' | 'error';
   replicas: ReplicaCount[];
   replicasText: string;
+  restarts: number;
   gpus: number;
   pods?: PodRow[];
 }

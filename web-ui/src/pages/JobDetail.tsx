@@ -75,6 +75,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
       <div class="stats">
         <Stat label="Replicas ready" value={job.replicasText} testid="stat-replicas" wide />
         <Stat label="GPUs" value={String(job.gpus)} />
+        <Stat label="Restarts" value={String(job.restarts)} testid="stat-restarts" />
         <Stat label="Global step" value={fmt(latest?.step)} testid="stat-step" />
         <Stat label="Examples/sec" value={fmt(latest?.examplesPerSecond)} />
         <Stat label="Loss" value={fmt(latest?.loss)} />

@@ -87,7 +87,15 @@ export function JobsPage(props: { config: Config }) {
                   <td>
                     <StateChip job={j} />
                   </td>
-                  <td class="replicas">{j.replicasText}</td>
+                  <td class="replicas">
+                    {j.replicasText}
+                    {j.restarts > 0 && (
+                      <small class="muted" data-testid="restarts">
+                        {' '}
+                        · {j.restarts} restart{j.restarts === 1 ? '' : 's'}
+                      </small>
+                    )}
+                  </td>
                   <td>{j.gpus}</td>
                   <td title={j.created}>{formatAge(j.ageSeconds)}</td>
                   <td class="right">
