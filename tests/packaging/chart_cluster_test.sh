@@ -15,6 +15,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 operator_binary="${1:-}"
 ui_binary="${2:-}"
+for binary in "$operator_binary" "$ui_binary"; do
+  [ -z "$binary" ] || [ -x "$binary" ] || {
+    echo "error: $binary is part of this build but was not built (build everything first)" >&2
+    exit 1
+  }
+done
 cluster="$root/scripts/cluster/taas-cluster"
 chart="$root/charts/taas"
 source "$root/scripts/lib/common.sh"
