@@ -5,9 +5,9 @@
 //           [--metrics-target default/mnist-chief-0=127.0.0.1:9100] [--scrape-interval 5]
 // Without --token-file (and without --allow-anonymous-read) it makes a random token and prints
 // the URL that carries it.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <chrono>
 #include <fstream>
 #include <map>
 #include <random>

@@ -31,9 +31,9 @@ std::string JobNameOfPod(const nlohmann::json& pod);
 nlohmann::json PodView(const nlohmann::json& pod);
 
 // A TFJob row: {namespace, name, created, ageSeconds, state, reason, replicas: [{type, ready,
-// desired}], replicasText ("PS 1/1 · Worker 3/4"), restarts, gpus, pods}. `state` is one of Pending,
-// Created, Running, Restarting, Succeeded, Failed; `reason` explains it and names pod-level
-// failures that a plain "Running" would hide; `severity` is ok, warning or error.
+// desired}], replicasText ("PS 1/1 · Worker 3/4"), restarts, gpus, pods}. `state` is one of
+// Pending, Created, Running, Restarting, Succeeded, Failed; `reason` explains it and names
+// pod-level failures that a plain "Running" would hide; `severity` is ok, warning or error.
 nlohmann::json JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& pods,
                        std::int64_t now);
 
