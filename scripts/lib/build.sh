@@ -5,7 +5,9 @@ export TAAS_BUILD
 
 taas_build() {
   # ccache keeps rebuilds of a fresh clone (CI) fast; its cache lives beside the other caches.
+  # BASEDIR and NOHASHDIR let a clone at another path (CI's fresh clone) hit the same cache.
   export CCACHE_DIR="${CCACHE_DIR:-$TAAS_CACHE/ccache}"
+  export CCACHE_BASEDIR="$TAAS_ROOT" CCACHE_NOHASHDIR=1
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" >/dev/null
