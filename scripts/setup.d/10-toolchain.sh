@@ -5,5 +5,5 @@ need_debian_packages \
   libboost-dev libssl-dev zlib1g-dev \
   nlohmann-json3-dev libyaml-cpp-dev doctest-dev libabsl-dev \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-  libdnnl-dev libopenblas-dev \
+  libdnnl-dev \
   dataset-fashion-mnist
