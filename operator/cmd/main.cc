@@ -208,7 +208,9 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> leading{false};
   taas::operator_cmd::HealthHandlers handlers;
-  handlers.ready = [&] { return controller.Synced(); };
+  // A standby is ready: it serves probes and waits for the lease. Reporting it unready would keep
+  // a 2-replica Deployment at 1/2 forever (controller-runtime does the same).
+  handlers.ready = [&] { return !leading.load() || controller.Synced(); };
   handlers.metrics = [&] {
     return controller.RenderMetrics() +
            "# HELP taas_operator_leader 1 while this replica leads.\n"

@@ -542,6 +542,7 @@ def scenario_leader_election(env, op):
     check(m1["taas_operator_leader"] + m2["taas_operator_leader"] == 1,
           f"exactly one leader: {m1['taas_operator_leader']} {m2['taas_operator_leader']}")
     leader, other = (op, standby) if m1["taas_operator_leader"] == 1 else (standby, op)
+    check(env.ready(other), "a standby reports ready (else a 2-replica Deployment never rolls out)")
     log("killing the leader; the standby must take over within the lease time")
     env.stop_operator(leader, signal.SIGKILL)
     killed = time.time()
