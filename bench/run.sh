@@ -34,11 +34,7 @@ if ! "$VENV/bin/python" -c 'import tensorflow' >/dev/null 2>&1; then
 fi
 
 log "building fashion_mnist_bench in $TAAS_BUILD"
-export CCACHE_DIR="${CCACHE_DIR:-$TAAS_CACHE/ccache}"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" >/dev/null
-cmake --build "$TAAS_BUILD" --target fashion_mnist_bench -- -j"$(nproc)" >/dev/null
+taas_build fashion_mnist_bench >/dev/null
 BENCH_BIN="$(find "$TAAS_BUILD" -name fashion_mnist_bench -type f -perm -u+x | head -n1)"
 [ -n "$BENCH_BIN" ] || die "fashion_mnist_bench was not built"
 

@@ -3,6 +3,7 @@
 TAAS_BUILD="${TAAS_BUILD:-$TAAS_ROOT/build}"
 export TAAS_BUILD
 
+# Builds the given targets (all when none are given): `taas_build`, `taas_build fashion_mnist_bench`.
 taas_build() {
   # ccache keeps rebuilds of a fresh clone (CI) fast; its cache lives beside the other caches.
   # BASEDIR and NOHASHDIR let a clone at another path (CI's fresh clone) hit the same cache.
@@ -11,5 +12,7 @@ taas_build() {
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" >/dev/null
-  cmake --build "$TAAS_BUILD" -- -j"$(nproc)"
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  cmake --build "$TAAS_BUILD" "${targets[@]}" -- -j"$(nproc)"
 }
