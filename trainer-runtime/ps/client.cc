@@ -1,5 +1,7 @@
 #include "taas/ps/client.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -64,6 +66,7 @@ bool IsTransient(const absl::Status& status) {
 
 struct PsClient::Impl {
   std::vector<std::unique_ptr<rpc::ParameterServer::Stub>> stubs;
+  std::vector<std::unique_ptr<grpc::GenericStub>> generic;  // The raw-framed Pull and Push.
 
   // Runs call i of `f` on PS ps_of_call[i], all at once, and waits for every one.
   template <class Request, class Reply, class Call>
@@ -94,9 +97,11 @@ PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger,
   // Reconnect quickly when a PS restarts at the same address.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  SetBulkTransportArgs([&](const char* name, int value) { args.SetInt(name, value); });
   for (const auto& a : addresses_) {
-    impl_->stubs.push_back(rpc::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args)));
+    auto channel = grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args);
+    impl_->stubs.push_back(rpc::ParameterServer::NewStub(channel));
+    impl_->generic.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
 }
 
@@ -184,92 +189,149 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
   // Pieces of at most chunk_bytes_, packed into calls of at most chunk_bytes_ per PS; every PS
   // gets at least one call (it reports its step even when it holds nothing of this model).
   struct Piece {
-    std::size_t variable;
-    std::int64_t offset;  // in the variable
+    float* out;  // Where the piece's values go.
+    std::int64_t count;
+  };
+  struct Call {
+    int ps = 0;
+    rpc::PullRequest request;
+    std::vector<Piece> pieces;
+    std::int64_t floats = 0;
+    grpc::ClientContext context;
+    grpc::ByteBuffer request_buffer, reply;
+    absl::Status status;
+    rpc::PullReplyHeader header;
   };
   const std::int64_t chunk = std::max<std::int64_t>(1, chunk_bytes_ / sizeof(float));
-  std::vector<int> ps_of_call;
-  std::vector<std::vector<Piece>> pieces;
-  std::vector<rpc::PullRequest> requests;
-  std::vector<std::int64_t> open_call(n, -1), open_floats(n, 0);
+  std::vector<std::unique_ptr<Call>> calls;
+  std::vector<std::int64_t> open_call(n, -1);
+  auto call_for = [&](int ps, std::int64_t count) -> Call& {
+    auto& open = open_call[static_cast<std::size_t>(ps)];
+    if (open < 0 || calls[static_cast<std::size_t>(open)]->floats + count > chunk) {
+      open = static_cast<std::int64_t>(calls.size());
+      calls.push_back(std::make_unique<Call>());
+      calls.back()->ps = ps;
+    }
+    return *calls[static_cast<std::size_t>(open)];
+  };
   for (std::size_t v = 0; v < placement.size(); ++v) {
     for (const auto& shard : placement[v].shards) {
-      const auto ps = static_cast<std::size_t>(shard.ps);
       for (std::int64_t off = 0; off < shard.size || (off == 0 && shard.size == 0); off += chunk) {
         const std::int64_t count = std::min(chunk, shard.size - off);
-        if (open_call[ps] < 0 || open_floats[ps] + count > chunk) {
-          open_call[ps] = static_cast<std::int64_t>(ps_of_call.size());
-          open_floats[ps] = 0;
-          ps_of_call.push_back(shard.ps);
-          pieces.emplace_back();
-          requests.emplace_back();
-        }
-        auto* range = requests[static_cast<std::size_t>(open_call[ps])].add_ranges();
+        Call& call = call_for(shard.ps, count);
+        auto* range = call.request.add_ranges();
         range->set_name(shard.name);
         range->set_offset(off);
         range->set_count(count);
-        pieces[static_cast<std::size_t>(open_call[ps])].push_back({v, shard.offset + off});
-        open_floats[ps] += count;
+        call.pieces.push_back({params[v].value.data() + shard.offset + off, count});
+        call.floats += count;
         if (shard.size == 0) break;
       }
     }
   }
   for (std::size_t ps = 0; ps < n; ++ps) {
-    if (open_call[ps] >= 0) continue;
-    ps_of_call.push_back(static_cast<int>(ps));
-    pieces.emplace_back();
-    requests.emplace_back();
+    if (open_call[ps] < 0) call_for(static_cast<int>(ps), 0);
   }
-  FanOut<rpc::PullRequest, rpc::PullReply> f(ps_of_call.size());
-  f.requests = std::move(requests);
-  impl_->Run(f, ps_of_call, timeout_secs,
-             [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
-               async->Pull(ctx, req, reply, std::move(done));
-             });
+  // Every call in flight at once; each reply is copied into place by the gRPC thread that
+  // completes it, while the other pieces are still arriving.
+  Countdown countdown(static_cast<int>(calls.size()));
+  for (auto& c : calls) {
+    Call* call = c.get();
+    call->context.set_deadline(Deadline(timeout_secs));
+    call->request_buffer = SerializeToBuffer(call->request);
+    const auto ps = static_cast<std::size_t>(call->ps);
+    const std::string what = "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull";
+    impl_->generic[ps]->UnaryCall(
+        &call->context, kPullMethod, grpc::StubOptions(), &call->request_buffer, &call->reply,
+        [call, what, &countdown](grpc::Status s) {
+          call->status = FromGrpc(s, what);
+          if (call->status.ok()) {
+            BufferReader reader(call->reply);
+            if (!reader.ParseLengthPrefixed(&call->header)) {
+              call->status = absl::InternalError(what + ": malformed reply header");
+            } else if (reader.remaining() !=
+                       static_cast<std::size_t>(call->floats) * sizeof(float)) {
+              call->status = absl::InvalidArgumentError(
+                  what + ": answered " + std::to_string(reader.remaining() / sizeof(float)) +
+                  " elements for " + std::to_string(call->floats) +
+                  " requested (the model differs from the chief's)");
+            } else {
+              for (const auto& piece : call->pieces) {
+                reader.Read(piece.out, static_cast<std::size_t>(piece.count) * sizeof(float));
+              }
+            }
+          }
+          call->reply.Clear();
+          countdown.Done();
+        });
+  }
+  countdown.Wait();
   PullInfo info;
   info.ps_steps.assign(n, std::numeric_limits<std::int64_t>::max());
   info.incarnations.resize(n);
-  for (std::size_t c = 0; c < ps_of_call.size(); ++c) {
-    const auto ps = static_cast<std::size_t>(ps_of_call[c]);
-    TAAS_RETURN_IF_ERROR(
-        FromGrpc(f.statuses[c], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull"));
-    const auto& reply = f.replies[c];
-    if (reply.shards_size() != static_cast<int>(pieces[c].size())) {
-      return absl::InternalError("ps " + std::to_string(ps) + " answered a pull with " +
-                                 std::to_string(reply.shards_size()) + " pieces, expected " +
-                                 std::to_string(pieces[c].size()));
-    }
-    for (std::size_t k = 0; k < pieces[c].size(); ++k) {
-      const auto& range = f.requests[c].ranges(static_cast<int>(k));
-      const std::string& bytes = reply.shards(static_cast<int>(k)).values();
-      if (bytes.size() != static_cast<std::size_t>(range.count()) * sizeof(float)) {
-        return absl::InvalidArgumentError(
-            "variable shard " + range.name() + " on ps " + std::to_string(ps) + " answered " +
-            std::to_string(bytes.size() / sizeof(float)) + " elements for a range of " +
-            std::to_string(range.count()) + " (the model differs from the chief's)");
-      }
-      std::memcpy(params[pieces[c][k].variable].value.data() + pieces[c][k].offset, bytes.data(),
-                  bytes.size());
-    }
+  for (const auto& call : calls) {
+    TAAS_RETURN_IF_ERROR(call->status);
+    const auto ps = static_cast<std::size_t>(call->ps);
     // Pieces read at different steps (async): tag the next push with the oldest.
-    info.ps_steps[ps] = std::min(info.ps_steps[ps], reply.step());
-    info.incarnations[ps] = reply.incarnation();
-    info.done = info.done || reply.done();
+    info.ps_steps[ps] = std::min(info.ps_steps[ps], call->header.step());
+    info.incarnations[ps] = call->header.incarnation();
+    info.done = info.done || call->header.done();
   }
   info.global_step = info.ps_steps.empty() ? 0 : info.ps_steps[0];
   return info;
 }
+
+namespace {
+
+// One Push stream to one PS: the header, then the gradient pieces, then the reply.
+class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  PushCall(std::vector<grpc::ByteBuffer> messages, Countdown* countdown)
+      : messages_(std::move(messages)), countdown_(countdown) {}
+
+  void Start(grpc::GenericStub* stub, double timeout_secs) {
+    context_.set_deadline(Deadline(timeout_secs));
+    stub->PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
+    StartRead(&reply_);
+    StartWrite(&messages_[0]);
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;  // The call failed; OnDone says why.
+    if (++next_ < messages_.size()) {
+      StartWrite(&messages_[next_]);
+    } else {
+      StartWritesDone();
+    }
+  }
+  void OnReadDone(bool ok) override { replied_ = ok; }
+  void OnDone(const grpc::Status& s) override {
+    status_ = s;
+    messages_.clear();  // Let go of the gradient slices.
+    countdown_->Done();
+  }
+
+  const grpc::Status& status() const { return status_; }
+  // The PushReply, once OnDone ran with an OK status.
+  bool Reply(rpc::PushReply* reply) { return replied_ && BufferReader(reply_).Parse(reply); }
+
+ private:
+  grpc::ClientContext context_;
+  std::vector<grpc::ByteBuffer> messages_;
+  std::size_t next_ = 0;
+  grpc::ByteBuffer reply_;
+  bool replied_ = false;
+  grpc::Status status_;
+  Countdown* countdown_;
+};
+
+}  // namespace
 
 absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& placement,
                                         const std::vector<ParamBuffers>& params,
                                         const std::vector<std::int64_t>& ps_steps, int worker,
                                         double timeout_secs) {
   const std::size_t n = addresses_.size();
-  FanOut<rpc::PushRequest, rpc::PushReply> f(n);
-  for (std::size_t ps = 0; ps < n; ++ps) {
-    f.requests[ps].set_step(ps_steps.at(ps));
-    f.requests[ps].set_worker(worker);
-  }
   for (std::size_t v = 0; v < placement.size(); ++v) {
     if (static_cast<std::int64_t>(params[v].gradient.size()) != placement[v].size) {
       return absl::InvalidArgumentError(
@@ -277,24 +339,60 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
           " elements, the variable " + std::to_string(placement[v].size) +
           " (did train() write every gradient?)");
     }
+  }
+  // Per PS: the header, then messages of at most chunk_bytes_ made of slices that point into the
+  // gradients (no copy); small shards share a message.
+  SliceLease lease;  // Declared first: waits until gRPC released every slice of the gradients.
+  std::vector<rpc::PushHeader> headers(n);
+  std::vector<std::vector<std::vector<grpc::Slice>>> bodies(n);
+  std::vector<std::size_t> open_bytes(n, 0);
+  const auto chunk = static_cast<std::size_t>(std::max<std::int64_t>(sizeof(float), chunk_bytes_));
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    headers[ps].set_step(ps_steps.at(ps));
+    headers[ps].set_worker(worker);
+  }
+  for (std::size_t v = 0; v < placement.size(); ++v) {
     for (const auto& shard : placement[v].shards) {
-      auto* g = f.requests[static_cast<std::size_t>(shard.ps)].add_gradients();
+      const auto ps = static_cast<std::size_t>(shard.ps);
+      auto* g = headers[ps].add_gradients();
       g->set_name(shard.name);
-      SetFloats(g->mutable_values(),
-                params[v].gradient.subspan(static_cast<std::size_t>(shard.offset),
-                                           static_cast<std::size_t>(shard.size)));
+      g->set_size(shard.size);
+      const char* data = reinterpret_cast<const char*>(params[v].gradient.data() + shard.offset);
+      std::size_t left = static_cast<std::size_t>(shard.size) * sizeof(float);
+      while (left > 0) {
+        if (bodies[ps].empty() || open_bytes[ps] == chunk) {
+          bodies[ps].emplace_back();
+          open_bytes[ps] = 0;
+        }
+        const std::size_t take = std::min(left, chunk - open_bytes[ps]);
+        bodies[ps].back().push_back(lease.Lend(data, take));
+        open_bytes[ps] += take;
+        data += take;
+        left -= take;
+      }
     }
   }
-  std::vector<int> all;
-  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
-  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
-    async->Push(ctx, req, reply, std::move(done));
-  });
+  std::vector<std::unique_ptr<PushCall>> calls;
+  Countdown countdown(static_cast<int>(n));
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    std::vector<grpc::ByteBuffer> messages;
+    messages.push_back(SerializeToBuffer(headers[ps]));
+    for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
+    bodies[ps].clear();
+    calls.push_back(std::make_unique<PushCall>(std::move(messages), &countdown));
+  }
+  for (std::size_t ps = 0; ps < n; ++ps) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs);
+  countdown.Wait();
   PushInfo info;
   for (std::size_t ps = 0; ps < n; ++ps) {
-    TAAS_RETURN_IF_ERROR(
-        FromGrpc(f.statuses[ps], "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push"));
-    switch (f.replies[ps].outcome()) {
+    TAAS_RETURN_IF_ERROR(FromGrpc(calls[ps]->status(),
+                                  "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push"));
+    rpc::PushReply reply;
+    if (!calls[ps]->Reply(&reply)) {
+      return absl::InternalError("ps " + std::to_string(ps) + " at " + addresses_[ps] +
+                                 " Push: malformed reply");
+    }
+    switch (reply.outcome()) {
       case rpc::PushReply::APPLIED:
         ++info.applied;
         break;
@@ -310,7 +408,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
       default:
         break;
     }
-    if (ps == 0) info.global_step = f.replies[ps].step();
+    if (ps == 0) info.global_step = reply.step();
   }
   return info;
 }

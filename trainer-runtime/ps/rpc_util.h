@@ -3,9 +3,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ps.pb.h"
 #include "taas/base/status.h"
@@ -29,9 +34,6 @@ inline void SetFloats(std::string* out, std::span<const float> values) {
   out->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
-inline std::span<const float> Floats(const std::string& bytes) {
-  return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
-}
 
 inline std::vector<float> FloatVector(const std::string& bytes) {
   std::vector<float> out(bytes.size() / sizeof(float));
@@ -69,5 +71,133 @@ inline nn::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
 
 // Channel and server options: parameter tensors can be far larger than gRPC's 4 MB default.
 inline constexpr int kMaxMessageBytes = std::numeric_limits<int>::max();
+
+// The raw-framed data-path methods (ps.proto, top of the file).
+inline constexpr char kPullMethod[] = "/taas.ps.rpc.ParameterServer/Pull";
+inline constexpr char kPushMethod[] = "/taas.ps.rpc.ParameterServer/Push";
+
+// Transport settings for bulk tensors, the same on both ends: HTTP/2 frames as large as a piece
+// (fewer frame headers to parse), a write buffer that holds several pieces, and socket reads of
+// MBs rather than gRPC's default 8 KB.
+template <class SetInt>
+void SetBulkTransportArgs(SetInt set) {
+  set(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
+  set(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20);
+  set(GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20);
+  set(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20);
+  set(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20);
+}
+
+// A small protobuf message as a one-slice buffer (control data; tensors never go through here).
+inline grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message) {
+  grpc::Slice slice(message.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// `bytes` after their size as 4 little-endian bytes (the Pull reply's header framing).
+inline std::string LengthPrefixed(const std::string& bytes) {
+  const auto size = static_cast<std::uint32_t>(bytes.size());
+  std::string out(sizeof(size), '\0');
+  for (std::size_t i = 0; i < sizeof(size); ++i)
+    out[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  return out + bytes;
+}
+
+// Reads a received buffer front to back across its slices, wherever gRPC cut them.
+class BufferReader {
+ public:
+  explicit BufferReader(const grpc::ByteBuffer& buffer) {
+    if (!buffer.Dump(&slices_).ok()) slices_.clear();
+    for (const auto& s : slices_) remaining_ += s.size();
+  }
+  std::size_t remaining() const { return remaining_; }
+
+  // Copies the next `n` bytes to `out`; false (nothing copied) when fewer remain.
+  bool Read(void* out, std::size_t n) {
+    if (n > remaining_) return false;
+    auto* dst = static_cast<char*>(out);
+    remaining_ -= n;
+    while (n > 0) {
+      const grpc::Slice& s = slices_[index_];
+      const std::size_t take = std::min(n, s.size() - offset_);
+      std::memcpy(dst, s.begin() + offset_, take);
+      dst += take;
+      n -= take;
+      offset_ += take;
+      if (offset_ == s.size()) {
+        ++index_;
+        offset_ = 0;
+      }
+    }
+    return true;
+  }
+
+  // Parses the next `n` bytes (all when n is npos) as `message`.
+  bool Parse(google::protobuf::MessageLite* message, std::size_t n = std::string::npos) {
+    std::string bytes(n == std::string::npos ? remaining_ : n, '\0');
+    return Read(bytes.data(), bytes.size()) && message->ParseFromString(bytes);
+  }
+
+  // Parses a LengthPrefixed message.
+  bool ParseLengthPrefixed(google::protobuf::MessageLite* message) {
+    unsigned char size[sizeof(std::uint32_t)];
+    if (!Read(size, sizeof(size))) return false;
+    std::uint32_t n = 0;
+    for (std::size_t i = 0; i < sizeof(size); ++i)
+      n |= static_cast<std::uint32_t>(size[i]) << (8 * i);
+    return Parse(message, n);
+  }
+
+  // Calls `f(data, size)` for each contiguous run of the rest of the buffer.
+  template <class F>
+  void ForEachRest(F f) {
+    for (; index_ < slices_.size(); ++index_, offset_ = 0) {
+      const grpc::Slice& s = slices_[index_];
+      if (s.size() > offset_)
+        f(reinterpret_cast<const char*>(s.begin()) + offset_, s.size() - offset_);
+    }
+    remaining_ = 0;
+  }
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  std::size_t index_ = 0, offset_ = 0, remaining_ = 0;
+};
+
+// Lends memory the caller owns to gRPC as slices without copying, and waits until gRPC has let go
+// of every one (it may still hold a slice briefly after a call completed, or until a cancelled
+// call is torn down).
+class SliceLease {
+ public:
+  SliceLease() = default;
+  SliceLease(const SliceLease&) = delete;
+  SliceLease& operator=(const SliceLease&) = delete;
+  ~SliceLease() { Wait(); }
+
+  grpc::Slice Lend(const void* data, std::size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++outstanding_;
+    }
+    // gRPC only reads send slices; the non-const pointer is its API's.
+    return grpc::Slice(const_cast<void*>(data), size, &SliceLease::Release, this);
+  }
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return outstanding_ == 0; });
+  }
+
+ private:
+  static void Release(void* self) {
+    auto* lease = static_cast<SliceLease*>(self);
+    std::lock_guard<std::mutex> lock(lease->mu_);
+    if (--lease->outstanding_ == 0) lease->cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int outstanding_ = 0;  // guarded by mu_
+};
 
 }  // namespace taas::ps

@@ -1,6 +1,7 @@
 #include "taas/ps/server.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/generic/async_generic_service.h>
 
 #include <chrono>
 
@@ -8,10 +9,173 @@
 #include "rpc_util.h"
 
 namespace taas::ps {
+namespace {
+
+rpc::PushReply::Outcome ToProto(PushOutcome outcome) {
+  switch (outcome) {
+    case PushOutcome::kApplied:
+      return rpc::PushReply::APPLIED;
+    case PushOutcome::kStale:
+      return rpc::PushReply::STALE;
+    case PushOutcome::kReset:
+      return rpc::PushReply::RESET;
+    case PushOutcome::kDone:
+      return rpc::PushReply::DONE;
+  }
+  return rpc::PushReply::DONE;
+}
+
+// Pull: answers one PullRequest with the header and slices that point into the store's
+// copy-on-write value buffers (each slice keeps its buffer alive until gRPC has sent it).
+class PullReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit PullReactor(ParameterStore* store) : store_(store) { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pull without a request"));
+      return;
+    }
+    rpc::PullRequest req;
+    if (!BufferReader(in_).Parse(&req)) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest"));
+      return;
+    }
+    std::vector<std::string> names;
+    names.reserve(static_cast<std::size_t>(req.ranges_size()));
+    for (const auto& r : req.ranges()) names.push_back(r.name());
+    std::vector<std::shared_ptr<const std::vector<float>>> values;
+    auto step = store_->PullShared(names, &values);
+    if (!step.ok()) {
+      Finish(ToGrpc(step.status()));
+      return;
+    }
+    const auto status = store_->GetStatus();
+    rpc::PullReplyHeader header;
+    header.set_step(*step);
+    header.set_done(status.done);
+    header.set_incarnation(status.incarnation);
+    std::vector<grpc::Slice> slices;
+    slices.emplace_back(LengthPrefixed(header.SerializeAsString()));
+    for (int k = 0; k < req.ranges_size(); ++k) {
+      const auto& r = req.ranges(k);
+      const auto& v = values[static_cast<std::size_t>(k)];
+      if (r.offset() < 0 || r.count() < 0 ||
+          static_cast<std::size_t>(r.offset() + r.count()) > v->size()) {
+        Finish(grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "range [" + std::to_string(r.offset()) +
+                                                                ", +" + std::to_string(r.count()) +
+                                                                ") is outside shard " + r.name()));
+        return;
+      }
+      if (r.count() == 0) continue;
+      // gRPC only reads send slices; the non-const pointer is its API's.
+      slices.emplace_back(
+          const_cast<float*>(v->data() + r.offset()),
+          static_cast<std::size_t>(r.count()) * sizeof(float),
+          [](void* owner) {
+            delete static_cast<std::shared_ptr<const std::vector<float>>*>(owner);
+          },
+          new std::shared_ptr<const std::vector<float>>(v));
+    }
+    out_ = grpc::ByteBuffer(slices.data(), slices.size());
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  ParameterStore* store_;
+  grpc::ByteBuffer in_, out_;
+};
+
+// Push: the header, then gradient pieces fed to the store as they arrive (read straight from the
+// slices gRPC received into), then one PushReply.
+class PushReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit PushReactor(ParameterStore* store) : store_(store) { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // The client sent everything.
+      if (!stream_) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push without a header"));
+        return;
+      }
+      stream_->Finish([this](absl::StatusOr<PushResult> result) { Reply(std::move(result)); });
+      return;
+    }
+    if (!stream_) {
+      rpc::PushHeader header;
+      if (!BufferReader(in_).Parse(&header)) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PushHeader"));
+        return;
+      }
+      std::vector<ParameterStore::GradientSize> sizes;
+      sizes.reserve(static_cast<std::size_t>(header.gradients_size()));
+      for (const auto& g : header.gradients()) sizes.push_back({g.name(), g.size()});
+      auto stream = store_->BeginPush(header.step(), std::move(sizes), header.worker());
+      if (!stream.ok()) {
+        Finish(ToGrpc(stream.status()));
+        return;
+      }
+      stream_ = std::move(*stream);
+    } else {
+      absl::Status added;
+      BufferReader(in_).ForEachRest([&](const char* data, std::size_t size) {
+        if (added.ok()) added = stream_->Add(data, size);
+      });
+      if (!added.ok()) {
+        Finish(ToGrpc(added));
+        return;
+      }
+    }
+    in_.Clear();
+    StartRead(&in_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Reply(absl::StatusOr<PushResult> result) {
+    if (!result.ok()) {
+      Finish(ToGrpc(result.status()));
+      return;
+    }
+    rpc::PushReply reply;
+    reply.set_outcome(ToProto(result->outcome));
+    reply.set_step(result->step);
+    out_ = SerializeToBuffer(reply);
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  ParameterStore* store_;
+  grpc::ByteBuffer in_, out_;
+  std::unique_ptr<ParameterStore::PushStream> stream_;
+};
+
+class Unimplemented final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit Unimplemented(const std::string& method) {
+    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no method " + method));
+  }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+// The raw-framed data path (ps.proto): methods the protobuf service does not declare land here.
+class TensorService final : public grpc::CallbackGenericService {
+ public:
+  explicit TensorService(ParameterStore* store) : store_(store) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    if (ctx->method() == kPullMethod) return new PullReactor(store_);
+    if (ctx->method() == kPushMethod) return new PushReactor(store_);
+    return new Unimplemented(ctx->method());
+  }
+
+ private:
+  ParameterStore* store_;
+};
 
 struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   ParameterStore* store = nullptr;
   Logger logger;
+  std::unique_ptr<TensorService> tensors;
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable cv;
@@ -51,70 +215,6 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     }
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(status));
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const rpc::PullRequest* req,
-                                 rpc::PullReply* reply) override {
-    std::vector<std::string> names;
-    names.reserve(static_cast<std::size_t>(req->ranges_size()));
-    for (const auto& r : req->ranges()) names.push_back(r.name());
-    int k = 0;
-    absl::Status bad;
-    auto step = store->Pull(names, [&](const std::string& name, std::span<const float> values) {
-      const auto& r = req->ranges(k++);
-      if (r.offset() < 0 || r.count() < 0 ||
-          static_cast<std::size_t>(r.offset() + r.count()) > values.size()) {
-        bad = absl::OutOfRangeError("range [" + std::to_string(r.offset()) + ", +" +
-                                    std::to_string(r.count()) + ") is outside shard " + name);
-        return;
-      }
-      auto* shard = reply->add_shards();
-      shard->set_name(name);
-      SetFloats(shard->mutable_values(), values.subspan(static_cast<std::size_t>(r.offset()),
-                                                        static_cast<std::size_t>(r.count())));
-    });
-    if (step.ok() && !bad.ok()) step = bad;
-    auto* reactor = ctx->DefaultReactor();
-    if (step.ok()) {
-      auto s = store->GetStatus();
-      reply->set_step(*step);
-      reply->set_done(s.done);
-      reply->set_incarnation(s.incarnation);
-    }
-    reactor->Finish(ToGrpc(step.status()));
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const rpc::PushRequest* req,
-                                 rpc::PushReply* reply) override {
-    auto* reactor = ctx->DefaultReactor();
-    std::vector<Gradient> gradients;
-    gradients.reserve(static_cast<std::size_t>(req->gradients_size()));
-    for (const auto& g : req->gradients()) gradients.push_back({g.name(), Floats(g.values())});
-    store->Push(
-        req->step(), gradients,
-        [reactor, reply](absl::StatusOr<PushResult> result) {
-          if (result.ok()) {
-            reply->set_step(result->step);
-            switch (result->outcome) {
-              case PushOutcome::kApplied:
-                reply->set_outcome(rpc::PushReply::APPLIED);
-                break;
-              case PushOutcome::kStale:
-                reply->set_outcome(rpc::PushReply::STALE);
-                break;
-              case PushOutcome::kReset:
-                reply->set_outcome(rpc::PushReply::RESET);
-                break;
-              case PushOutcome::kDone:
-                reply->set_outcome(rpc::PushReply::DONE);
-                break;
-            }
-          }
-          reactor->Finish(ToGrpc(result.status()));
-        },
-        req->worker());
     return reactor;
   }
 
@@ -172,7 +272,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  SetBulkTransportArgs(
+      [&](const char* name, int value) { builder.AddChannelArgument(name, value); });
   builder.RegisterService(server->impl_.get());
+  server->impl_->tensors = std::make_unique<TensorService>(server->store_.get());
+  builder.RegisterCallbackGenericService(server->impl_->tensors.get());
   server->impl_->server = builder.BuildAndStart();
   if (!server->impl_->server || server->port_ == 0) {
     return absl::UnavailableError("cannot listen on " + listen + " (port in use?)");

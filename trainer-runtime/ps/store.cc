@@ -1,6 +1,7 @@
 #include "taas/ps/store.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace taas::ps {
 
@@ -27,7 +28,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
     for (auto& slot : shard.slots) {
       if (slot.size() != s.values.size()) slot.assign(s.values.size(), 0.0f);
     }
-    shard.values = std::move(s.values);
+    shard.values = std::make_shared<std::vector<float>>(std::move(s.values));
     if (!fresh.emplace(s.name, std::move(shard)).second) {
       return absl::InvalidArgumentError("shard " + s.name + " given twice");
     }
@@ -39,6 +40,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
     optimizer_ = std::move(optimizer);
     shards_ = std::move(fresh);
     step_ = step;
+    ++generation_;
     initialized_ = true;
     done_ = false;
     touched_.clear();
@@ -65,16 +67,52 @@ absl::StatusOr<std::int64_t> ParameterStore::Pull(
       return absl::NotFoundError("no variable shard " + name +
                                  " on this parameter server: the model differs from the chief's");
     }
-    read(name, it->second.values);
+    read(name, *it->second.values);
   }
   return step_;
 }
 
-void ParameterStore::ApplyLocked(Shard& shard, std::span<const float> gradient) {
+absl::StatusOr<std::int64_t> ParameterStore::PullShared(
+    const std::vector<std::string>& names,
+    std::vector<std::shared_ptr<const std::vector<float>>>* out) const {
+  out->clear();
+  out->reserve(names.size());
+  TAAS_ASSIGN_OR_RETURN(auto step,
+                        Pull(names, [&](const std::string& name, std::span<const float>) {
+                          out->push_back(shards_.at(name).values);
+                        }));
+  return step;
+}
+
+std::vector<float>& ParameterStore::MutableValues(Shard& shard) {
+  // A reference outside the store (a pull being sent) keeps the old buffer unchanged.
+  if (shard.values.use_count() > 1) {
+    shard.values = std::make_shared<std::vector<float>>(*shard.values);
+  }
+  return *shard.values;
+}
+
+void ParameterStore::ApplyLocked(Shard& shard, std::span<const float> gradient,
+                                 std::size_t offset) {
   std::vector<std::span<float>> slots;
   slots.reserve(shard.slots.size());
-  for (auto& s : shard.slots) slots.emplace_back(s);
-  optimizer_->Apply(shard.values, gradient, slots, step_);
+  for (auto& s : shard.slots) slots.push_back(std::span<float>(s).subspan(offset, gradient.size()));
+  optimizer_->Apply(std::span<float>(MutableValues(shard)).subspan(offset, gradient.size()),
+                    gradient, slots, step_);
+}
+
+absl::Status ParameterStore::CheckGradientLocked(const std::string& name, std::size_t size) const {
+  auto it = shards_.find(name);
+  if (it == shards_.end()) {
+    return absl::NotFoundError("no variable shard " + name +
+                               " on this parameter server: the model differs");
+  }
+  if (size != it->second.values->size()) {
+    return absl::InvalidArgumentError("gradient for " + name + " has " + std::to_string(size) +
+                                      " elements, the variable " +
+                                      std::to_string(it->second.values->size()));
+  }
+  return absl::OkStatus();
 }
 
 void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradients, Done done,
@@ -89,16 +127,9 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
       result = PushResult{PushOutcome::kDone, step_};
     } else {
       for (const auto& g : gradients) {
-        auto it = shards_.find(g.name);
-        if (it == shards_.end()) {
-          result = absl::NotFoundError("no variable shard " + g.name +
-                                       " on this parameter server: the model differs");
-          break;
-        }
-        if (g.values.size() != it->second.values.size()) {
-          result = absl::InvalidArgumentError(
-              "gradient for " + g.name + " has " + std::to_string(g.values.size()) +
-              " elements, the variable " + std::to_string(it->second.values.size()));
+        absl::Status valid = CheckGradientLocked(g.name, g.values.size());
+        if (!valid.ok()) {
+          result = valid;
           break;
         }
       }
@@ -153,7 +184,7 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> ParameterStore:
   if (!initialized_) return NotInitialized();
   std::vector<ShardState> out;
   out.reserve(shards_.size());
-  for (const auto& [name, shard] : shards_) out.push_back({name, shard.values, shard.slots});
+  for (const auto& [name, shard] : shards_) out.push_back({name, *shard.values, shard.slots});
   return std::make_pair(step_, std::move(out));
 }
 
@@ -170,6 +201,127 @@ void ParameterStore::MarkDone() {
     contributors_.clear();
   }
   for (auto& d : released) d(PushResult{PushOutcome::kDone, step});
+}
+
+absl::StatusOr<std::unique_ptr<ParameterStore::PushStream>> ParameterStore::BeginPush(
+    std::int64_t step, std::vector<GradientSize> shards, int worker) {
+  std::unique_ptr<PushStream> stream(new PushStream());
+  stream->store_ = this;
+  stream->step_ = step;
+  stream->worker_ = worker;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!initialized_) return NotInitialized();
+    for (const auto& g : shards) {
+      if (g.size < 0)
+        return absl::InvalidArgumentError("gradient for " + g.name + " has < 0 elements");
+      TAAS_RETURN_IF_ERROR(CheckGradientLocked(g.name, static_cast<std::size_t>(g.size)));
+    }
+    stream->sync_ = spec_.sync;
+    stream->generation_ = generation_;
+    stream->skip_ = done_ || (spec_.max_steps > 0 && step_ >= spec_.max_steps);
+  }
+  for (const auto& g : shards) stream->total_ += g.size;
+  if (stream->sync_) {
+    for (const auto& g : shards) stream->staged_.emplace_back(static_cast<std::size_t>(g.size));
+  }
+  stream->shards_ = std::move(shards);
+  return stream;
+}
+
+absl::Status ParameterStore::PushStream::Add(const char* data, std::size_t size) {
+  if (partial_size_ > 0) {
+    const std::size_t take = std::min(size, sizeof(float) - partial_size_);
+    std::memcpy(partial_ + partial_size_, data, take);
+    partial_size_ += take;
+    data += take;
+    size -= take;
+    if (partial_size_ < sizeof(float)) return absl::OkStatus();
+    partial_size_ = 0;
+    TAAS_RETURN_IF_ERROR(Consume(partial_, 1));
+  }
+  const std::size_t floats = size / sizeof(float);
+  TAAS_RETURN_IF_ERROR(Consume(data, floats));
+  partial_size_ = size - floats * sizeof(float);
+  std::memcpy(partial_, data + floats * sizeof(float), partial_size_);
+  return absl::OkStatus();
+}
+
+absl::Status ParameterStore::PushStream::Consume(const char* data, std::size_t floats) {
+  if (received_ + static_cast<std::int64_t>(floats) > total_) {
+    return absl::InvalidArgumentError("push carries more than the announced " +
+                                      std::to_string(total_) + " gradient elements");
+  }
+  received_ += static_cast<std::int64_t>(floats);
+  // Small pieces of the async path are applied in one locked section per bounce buffer.
+  constexpr std::size_t kBounce = 16 << 10;  // floats: 64 KB stays in the L2 cache.
+  while (floats > 0) {
+    while (element_ == shards_[shard_].size) {
+      ++shard_;
+      element_ = 0;
+    }
+    const auto n = static_cast<std::size_t>(
+        std::min<std::int64_t>(static_cast<std::int64_t>(floats), shards_[shard_].size - element_));
+    if (sync_) {
+      std::memcpy(staged_[shard_].data() + element_, data, n * sizeof(float));
+      element_ += static_cast<std::int64_t>(n);
+      data += n * sizeof(float);
+      floats -= n;
+      continue;
+    }
+    const std::size_t m = std::min(n, kBounce);
+    if (!skip_) {
+      bounce_.resize(m);
+      std::memcpy(bounce_.data(), data, m * sizeof(float));
+      std::lock_guard<std::mutex> lock(store_->mu_);
+      if (store_->generation_ != generation_ || store_->done_ ||
+          (store_->spec_.max_steps > 0 && store_->step_ >= store_->spec_.max_steps)) {
+        skip_ = true;  // Re-initialised or over: Finish reports it.
+      } else {
+        store_->ApplyLocked(store_->shards_.at(shards_[shard_].name),
+                            std::span<const float>(bounce_.data(), m),
+                            static_cast<std::size_t>(element_));
+      }
+    }
+    element_ += static_cast<std::int64_t>(m);
+    data += m * sizeof(float);
+    floats -= m;
+  }
+  return absl::OkStatus();
+}
+
+void ParameterStore::PushStream::Finish(std::function<void(absl::StatusOr<PushResult>)> done) {
+  if (received_ != total_ || partial_size_ != 0) {
+    done(absl::InvalidArgumentError("push ended after " + std::to_string(received_) + " of " +
+                                    std::to_string(total_) + " gradient elements" +
+                                    (partial_size_ != 0 ? " and a partial float" : "")));
+    return;
+  }
+  if (sync_) {
+    std::vector<Gradient> gradients;
+    gradients.reserve(shards_.size());
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      gradients.push_back({shards_[i].name, staged_[i]});
+    }
+    store_->Push(step_, gradients, std::move(done), worker_);
+    return;
+  }
+  PushResult result;
+  {
+    std::lock_guard<std::mutex> lock(store_->mu_);
+    if (store_->generation_ != generation_) {
+      result = {PushOutcome::kReset, store_->step_};
+    } else if (store_->done_ ||
+               (store_->spec_.max_steps > 0 && store_->step_ >= store_->spec_.max_steps)) {
+      result = {PushOutcome::kDone, store_->step_};
+    } else if (skip_) {
+      result = {PushOutcome::kDone, store_->step_};
+    } else {
+      ++store_->step_;
+      result = {PushOutcome::kApplied, store_->step_};
+    }
+  }
+  done(result);
 }
 
 }  // namespace taas::ps

@@ -13,6 +13,10 @@
 //
 // Until Initialize() the store refuses Pull/Push/Snapshot with FAILED_PRECONDITION: a restarted
 // PS never serves made-up values. Thread-safe.
+//
+// Values are copy-on-write: PullShared hands out references to the current buffers (the gRPC
+// service sends them without copying), and an update of a buffer still referenced writes a fresh
+// copy, so a buffer once handed out never changes.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +93,29 @@ class ParameterStore {
   void Push(std::int64_t step, const std::vector<Gradient>& gradients,
             std::function<void(absl::StatusOr<PushResult>)> done, int worker = -1);
 
+  // References to the current values of each named shard (never modified later: copy-on-write);
+  // returns the step. Same errors as Pull.
+  absl::StatusOr<std::int64_t> PullShared(
+      const std::vector<std::string>& names,
+      std::vector<std::shared_ptr<const std::vector<float>>>* out) const;
+
+  class PushStream;
+  struct GradientSize {
+    std::string name;
+    std::int64_t size = 0;  // Elements.
+  };
+  // A push whose gradient arrives in pieces (the gRPC path): the gradients of `shards`, in that
+  // order, concatenated as raw float32 bytes, split anywhere. Validates the shard names and sizes
+  // at once (same errors as Push). Asynchronous mode applies each piece as it arrives, under the
+  // lock (like TensorFlow's use_locking=False apply: a concurrent pull may see a push partly
+  // applied); the step advances when the last piece arrived. Synchronous mode collects the pieces
+  // and hands the whole gradient to Push at the end, so aggregation and staleness are unchanged.
+  // A push cut short changes nothing in sync mode; in async mode the pieces applied stay (as an
+  // interrupted Hogwild write) but the step does not advance.
+  absl::StatusOr<std::unique_ptr<PushStream>> BeginPush(std::int64_t step,
+                                                        std::vector<GradientSize> shards,
+                                                        int worker = -1);
+
   // Copies of every shard with its slots, and the step (for checkpoints).
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot() const;
 
@@ -98,26 +125,65 @@ class ParameterStore {
 
  private:
   struct Shard {
-    std::vector<float> values;
+    std::shared_ptr<std::vector<float>> values;  // Copy-on-write (see PullShared).
     std::vector<std::vector<float>> slots;
     std::vector<float> accumulator;  // Sync mode: sum of this step's gradients.
   };
   using Done = std::function<void(absl::StatusOr<PushResult>)>;
 
   absl::Status NotInitialized() const;
-  void ApplyLocked(Shard& shard, std::span<const float> gradient);
+  absl::Status CheckGradientLocked(const std::string& name, std::size_t size) const;
+  // The shard's values, made private to it first when a pull still references them.
+  static std::vector<float>& MutableValues(Shard& shard);
+  void ApplyLocked(Shard& shard, std::span<const float> gradient, std::size_t offset = 0);
 
   const std::uint64_t incarnation_;
   mutable std::mutex mu_;
   bool initialized_ = false;                  // guarded by mu_
   bool done_ = false;                         // guarded by mu_
   std::int64_t step_ = 0;                     // guarded by mu_
+  std::uint64_t generation_ = 0;              // guarded by mu_: counts Initialize calls
   TrainingSpec spec_;                         // guarded by mu_
   std::unique_ptr<nn::Optimizer> optimizer_;  // guarded by mu_
   std::map<std::string, Shard> shards_;       // guarded by mu_
   std::vector<Done> waiting_;                 // guarded by mu_: counted pushes of this step
   std::set<int> contributors_;                // guarded by mu_: workers counted this step
   std::vector<std::string> touched_;          // guarded by mu_: shards with accumulated grads
+};
+
+// One streamed push (ParameterStore::BeginPush). Thread-compatible: one thread feeds it at a time.
+class ParameterStore::PushStream {
+ public:
+  PushStream(const PushStream&) = delete;
+  PushStream& operator=(const PushStream&) = delete;
+
+  // The next `size` bytes of the concatenated gradients (any split, unaligned is fine).
+  // InvalidArgument when they run past the announced sizes.
+  absl::Status Add(const char* data, std::size_t size);
+
+  // All pieces were added: `done` is called exactly once, as for Push (possibly later, from
+  // another push's thread, in sync mode). InvalidArgument when bytes are missing.
+  void Finish(std::function<void(absl::StatusOr<PushResult>)> done);
+
+ private:
+  friend class ParameterStore;
+  PushStream() = default;
+  absl::Status Consume(const char* data, std::size_t floats);
+
+  ParameterStore* store_ = nullptr;
+  std::int64_t step_ = 0;
+  int worker_ = -1;
+  bool sync_ = false;
+  bool skip_ = false;  // Async: done or max steps reached at the start; pieces are dropped.
+  std::uint64_t generation_ = 0;
+  std::vector<GradientSize> shards_;
+  std::vector<std::vector<float>> staged_;  // Sync: the whole gradient of each shard.
+  std::size_t shard_ = 0;                   // Shard being filled and its next element.
+  std::int64_t element_ = 0;
+  std::int64_t total_ = 0, received_ = 0;  // Elements.
+  char partial_[sizeof(float)] = {};       // A float split between two pieces.
+  std::size_t partial_size_ = 0;
+  std::vector<float> bounce_;  // Async: aligned copy of a piece before it is applied.
 };
 
 }  // namespace taas::ps

@@ -1,0 +1,321 @@
+// Parameter-server benchmark, two tables from one run on this machine:
+//
+// 1. Transport: push+pull of 1, 16 and 128 MB of parameters through the PS over gRPC on loopback
+//    (async SGD applied on push, all PS in this process) against a raw single-stream loopback TCP
+//    socket moving the same bytes out and back with the same message size. Raw and PS rounds
+//    alternate, R times each, and the medians are compared, so a burst of load elsewhere on the
+//    machine hits both.
+// 2. PS update: the PS's own kernels (sync aggregation sum, SGD, momentum, Adam) over N floats,
+//    as bytes touched per second against a STREAM-like memory bandwidth measured in the same run.
+//
+// Usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] [--update-mb M]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "taas/nn/optimizer.h"
+#include "taas/ps/client.h"
+#include "taas/ps/server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "taas_ps_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --- Raw socket -------------------------------------------------------------------------------
+
+void WriteAll(int fd, const char* p, std::size_t n, std::size_t message) {
+  while (n > 0) {
+    const ssize_t w = ::send(fd, p, std::min(n, message), 0);
+    if (w <= 0) Fail("raw socket send failed");
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void ReadAll(int fd, char* p, std::size_t n, std::size_t message) {
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, p, std::min(n, message), 0);
+    if (r <= 0) Fail("raw socket recv failed");
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+// One loopback TCP connection with an echo thread: each round sends `bytes` in writes of
+// `message` bytes and reads them back (the PS's push, then its pull).
+class RawEcho {
+ public:
+  RawEcho(std::size_t bytes, std::size_t message)
+      : bytes_(bytes), message_(message), out_(bytes, 1), in_(bytes) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(listener_, 1) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      Fail("cannot listen on loopback");
+    }
+    echo_ = std::thread([this] {
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      std::vector<char> buf(bytes_);
+      std::uint8_t more = 0;
+      while (::recv(fd, &more, 1, MSG_WAITALL) == 1 && more) {
+        ReadAll(fd, buf.data(), bytes_, message_);
+        WriteAll(fd, buf.data(), bytes_, message_);
+      }
+      ::close(fd);
+    });
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      Fail("cannot connect on loopback");
+    }
+  }
+  ~RawEcho() {
+    const std::uint8_t stop = 0;
+    WriteAll(fd_, reinterpret_cast<const char*>(&stop), 1, 1);
+    echo_.join();
+    ::close(fd_);
+    ::close(listener_);
+  }
+  void Round() {
+    const std::uint8_t more = 1;
+    WriteAll(fd_, reinterpret_cast<const char*>(&more), 1, 1);
+    WriteAll(fd_, out_.data(), bytes_, message_);
+    ReadAll(fd_, in_.data(), bytes_, message_);
+  }
+
+ private:
+  std::size_t bytes_, message_;
+  std::vector<char> out_, in_;
+  int listener_ = -1, fd_ = -1;
+  std::thread echo_;
+};
+
+// --- PS ---------------------------------------------------------------------------------------
+
+struct Cluster {
+  std::vector<std::unique_ptr<taas::ps::PsServer>> servers;
+  std::vector<std::string> addresses;
+};
+
+Cluster StartCluster(int num_ps, const taas::Logger& logger) {
+  Cluster c;
+  for (int i = 0; i < num_ps; ++i) {
+    auto s = taas::ps::PsServer::Start("127.0.0.1:0", 1 + static_cast<std::uint64_t>(i), logger);
+    if (!s.ok()) Fail(std::string(s.status().message()));
+    c.addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
+    c.servers.push_back(std::move(*s));
+  }
+  return c;
+}
+
+// One variable of `bytes` split over every PS; each round pushes its gradient and pulls it back.
+class PsRound {
+ public:
+  PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes,
+          const taas::Logger& logger)
+      : client_(cluster.addresses, logger, chunk_bytes),
+        n_(static_cast<std::int64_t>(bytes / sizeof(float))),
+        value_(static_cast<std::size_t>(n_)),
+        grad_(static_cast<std::size_t>(n_), 1.0f) {
+    const int num_ps = client_.num_ps();
+    placement_ = taas::ps::PlaceVariables({{"w", n_}}, num_ps, 1);
+    taas::ps::TrainingSpec spec;
+    spec.optimizer.learning_rate.initial = 0.0f;  // values stay put; the update still runs
+    for (int ps = 0; ps < num_ps; ++ps) {
+      std::vector<taas::ps::ShardState> shards;
+      for (const auto& s : placement_[0].shards) {
+        if (s.ps == ps) shards.push_back({s.name, std::vector<float>(std::size_t(s.size)), {}});
+      }
+      auto st = client_.Initialize(ps, spec, 0, std::move(shards), 60);
+      if (!st.ok()) Fail(std::string(st.message()));
+    }
+    params_ = {{value_, grad_}};
+    auto pulled = client_.Pull(placement_, params_, 60);
+    if (!pulled.ok()) Fail(std::string(pulled.status().message()));
+    steps_ = pulled->ps_steps;
+  }
+  void Round() {
+    auto pushed = client_.Push(placement_, params_, steps_, 0, 60);
+    if (!pushed.ok()) Fail(std::string(pushed.status().message()));
+    auto pulled = client_.Pull(placement_, params_, 60);
+    if (!pulled.ok()) Fail(std::string(pulled.status().message()));
+    steps_ = pulled->ps_steps;
+  }
+
+ private:
+  taas::ps::PsClient client_;
+  std::int64_t n_;
+  std::vector<float> value_, grad_;
+  std::vector<taas::ps::VariablePlacement> placement_;
+  std::vector<taas::ps::ParamBuffers> params_;
+  std::vector<std::int64_t> steps_;
+};
+
+// Seconds per call of `f`, over enough calls to last ~`budget` seconds (at least one).
+double TimePerCall(const std::function<void()>& f, double budget) {
+  auto start = Clock::now();
+  f();
+  const double first = Seconds(start);
+  const int calls = std::max(1, static_cast<int>(budget / std::max(first, 1e-6)));
+  start = Clock::now();
+  for (int i = 0; i < calls; ++i) f();
+  return Seconds(start) / calls;
+}
+
+void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
+                    std::int64_t chunk_bytes) {
+  taas::Logger quiet(stderr, taas::LogLevel::kError);
+  Cluster cluster = StartCluster(num_ps, quiet);
+  std::printf(
+      "PS push+pull vs raw loopback socket: %d PS, messages of %lld KiB, median of %d "
+      "alternating runs\n",
+      num_ps, static_cast<long long>(chunk_bytes >> 10), reps);
+  std::printf("%8s %12s %12s %8s %18s\n", "MB", "raw GB/s", "PS GB/s", "ratio", "ratio min-max");
+  for (int mb : sizes_mb) {
+    const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
+    RawEcho raw(bytes, static_cast<std::size_t>(chunk_bytes));
+    PsRound ps(cluster, bytes, chunk_bytes, quiet);
+    raw.Round();  // warm-up (connections, buffers, page faults)
+    ps.Round();
+    const double budget = 0.3;
+    std::vector<double> raw_secs, ps_secs, ratios;
+    for (int r = 0; r < reps; ++r) {
+      raw_secs.push_back(TimePerCall([&] { raw.Round(); }, budget));
+      ps_secs.push_back(TimePerCall([&] { ps.Round(); }, budget));
+      ratios.push_back(raw_secs.back() / ps_secs.back());
+    }
+    // Both move 2 x bytes per round (out and back).
+    const double raw_gbs = 2.0 * static_cast<double>(bytes) / Median(raw_secs) / 1e9;
+    const double ps_gbs = 2.0 * static_cast<double>(bytes) / Median(ps_secs) / 1e9;
+    std::printf("%8d %12.2f %12.2f %7.0f%% %8.0f%% - %3.0f%%\n", mb, raw_gbs, ps_gbs,
+                100.0 * ps_gbs / raw_gbs, 100.0 * *std::min_element(ratios.begin(), ratios.end()),
+                100.0 * *std::max_element(ratios.begin(), ratios.end()));
+  }
+}
+
+// --- PS update against memory bandwidth --------------------------------------------------------
+
+void UpdateTable(std::size_t floats, int reps) {
+  std::vector<float> a(floats, 1.0f), b(floats, 2.0f), c(floats, 3.0f), d(floats, 0.0f);
+  const double bytes = static_cast<double>(floats * sizeof(float));
+  auto best = [&](const std::function<void()>& f) {
+    std::vector<double> secs;
+    for (int r = 0; r < reps; ++r) secs.push_back(TimePerCall(f, 0.2));
+    return *std::min_element(secs.begin(), secs.end());
+  };
+  // STREAM-like kernels; bytes touched count each array read or written once.
+  const double copy = 2 * bytes / best([&] { std::memcpy(b.data(), a.data(), floats * 4); });
+  const double triad = 3 * bytes / best([&] {
+                         float* x = a.data();
+                         const float* y = b.data();
+                         const float* z = c.data();
+                         for (std::size_t i = 0; i < floats; ++i) x[i] = y[i] + 0.5f * z[i];
+                       });
+  const double bandwidth = std::max(copy, triad);
+  std::printf(
+      "\nPS update over %zu floats (%.0f MB) vs memory bandwidth %.2f GB/s (best of memcpy %.2f, "
+      "triad %.2f)\n",
+      floats, bytes / 1e6, bandwidth / 1e9, copy / 1e9, triad / 1e9);
+  std::printf("%-28s %8s %14s %8s\n", "kernel", "arrays", "touched GB/s", "ratio");
+  auto row = [&](const char* name, int arrays, double secs) {
+    const double rate = arrays * bytes / secs;
+    std::printf("%-28s %8d %14.2f %7.0f%%\n", name, arrays, rate / 1e9, 100.0 * rate / bandwidth);
+  };
+  // Sync aggregation: the accumulator += one worker's gradient (ParameterStore::Push).
+  row("sum (sync aggregation)", 3, best([&] {
+        float* acc = d.data();
+        const float* in = a.data();
+        for (std::size_t i = 0; i < floats; ++i) acc[i] += in[i];
+      }));
+  struct Opt {
+    const char* label;
+    const char* name;
+    int arrays;  // gradient read, variable and each slot read and written
+  };
+  for (const Opt& o : {Opt{"sgd apply", "sgd", 3}, Opt{"momentum apply", "momentum", 5},
+                       Opt{"adam apply", "adam", 7}}) {
+    taas::nn::OptimizerConfig config;
+    config.name = o.name;
+    config.learning_rate.initial = 1e-6f;
+    auto opt = taas::nn::CreateOptimizer(config);
+    if (!opt.ok()) Fail(std::string(opt.status().message()));
+    std::vector<std::vector<float>> slot_data(static_cast<std::size_t>((*opt)->slot_count()),
+                                              std::vector<float>(floats, 0.0f));
+    std::vector<std::span<float>> slots(slot_data.begin(), slot_data.end());
+    std::int64_t step = 0;
+    row(o.label, o.arrays, best([&] { (*opt)->Apply(a, b, slots, step++); }));
+  }
+}
+
+std::vector<int> ParseSizes(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int num_ps = 1, reps = 5, update_mb = 128;
+  std::int64_t chunk_kb = 4096;
+  std::vector<int> sizes_mb = {1, 16, 128};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Fail(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--ps") {
+      num_ps = std::atoi(value().c_str());
+    } else if (arg == "--sizes") {
+      sizes_mb = ParseSizes(value());
+    } else if (arg == "--reps") {
+      reps = std::atoi(value().c_str());
+    } else if (arg == "--chunk-kb") {
+      chunk_kb = std::atoll(value().c_str());
+    } else if (arg == "--update-mb") {
+      update_mb = std::atoi(value().c_str());
+    } else {
+      Fail(
+          "usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] "
+          "[--update-mb M]");
+    }
+  }
+  if (num_ps < 1 || reps < 1 || chunk_kb < 1 || update_mb < 1 || sizes_mb.empty()) {
+    Fail("--ps, --reps, --chunk-kb, --update-mb and --sizes must be positive");
+  }
+  TransportTable(num_ps, sizes_mb, reps, chunk_kb << 10);
+  UpdateTable((static_cast<std::size_t>(update_mb) << 20) / sizeof(float), reps);
+  return 0;
+}
