@@ -36,24 +36,6 @@ int FromHex(char c) {
   return -1;
 }
 
-std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%') {
-      if (i + 2 >= text.size()) return std::nullopt;
-      const int hi = FromHex(text[i + 1]), lo = FromHex(text[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (plus_is_space && text[i] == '+') {
-      out.push_back(' ');
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
 bool IsPodName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
   for (unsigned char c : name) {
@@ -80,6 +62,24 @@ struct Api::Route {
   std::map<std::string, std::string> query;
   std::string ns, name, pod;
 };
+
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      const int hi = FromHex(text[i + 1]), lo = FromHex(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (plus_is_space && text[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   const std::size_t n = std::max(a.size(), b.size());

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -114,14 +113,6 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   return true;
 }
 
-std::string RandomToken() {
-  std::random_device random;
-  const char* alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string token;
-  for (int i = 0; i < 40; ++i) token.push_back(alphabet[random() % 62]);
-  return token;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,7 +139,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else if (!flags.allow_anonymous_read) {
-    token = RandomToken();
+    token = taas::ui_server::RandomToken();
   }
 
   auto config = flags.kubeconfig.empty() ? taas::kube::InClusterConfig()

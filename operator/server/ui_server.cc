@@ -1,5 +1,7 @@
 #include "taas/ui_server/ui_server.h"
 
+#include <random>
+
 namespace taas::ui_server {
 
 UiServer::UiServer(KubeApi* kube, UiServerOptions options, Logger logger)
@@ -23,6 +25,14 @@ void UiServer::Stop() {
   started_ = false;
   scraper_.Stop();
   http_.Stop();
+}
+
+std::string RandomToken() {
+  std::random_device random;
+  const char* alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string token;
+  for (int i = 0; i < 40; ++i) token.push_back(alphabet[random() % 62]);
+  return token;
 }
 
 }  // namespace taas::ui_server

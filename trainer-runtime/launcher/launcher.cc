@@ -24,12 +24,15 @@
 #include <sstream>
 #include <thread>
 
+#include "local_job_state.h"
+#include "local_kube_api.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/restart.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/validation.h"
+#include "taas/ui_server/ui_server.h"
 
 extern char** environ;
 
@@ -75,7 +78,15 @@ struct Replica {
   tfjob::ObservedReplica observed;
   std::optional<Clock::time_point> start_at;  // Scheduled (re)start.
   int starts = 0;
+  // What the web UI shows beyond `observed` (see ReplicaProcess).
+  std::optional<int> last_exit_code;
+  std::optional<tfjob::Time> started_at, finished_at;
+  bool stopped = false;
 };
+
+tfjob::Time SystemNow() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
 
 absl::StatusOr<std::vector<int>> FreePorts(int count) {
   std::vector<int> fds, ports;
@@ -139,6 +150,7 @@ std::string Now() {
 class JobRunner {
  public:
   JobRunner(const Options& options, tfjob::TFJob job) : options_(options), job_(std::move(job)) {}
+  ~JobRunner() { StopUi(); }
 
   int Run();
 
@@ -146,8 +158,14 @@ class JobRunner {
   absl::Status Prepare();
   absl::Status Start(Replica& r);
   void Reap();
-  void StopAll();
+  void StopAll(const std::string& why);
   void Progress();
+  // The web UI: started once the replicas are prepared, fed by Publish/Event/the output readers.
+  void StartUi();
+  void StopUi();
+  void Publish();
+  void Event(bool warning, std::string reason, std::string message, const Replica* replica);
+  int Finish(int code);
 
   const Options& options_;
   tfjob::TFJob job_;
@@ -155,7 +173,94 @@ class JobRunner {
   std::deque<Replica> replicas_;  // deque: Replica holds a thread and must not move
   std::string model_dir_;
   Clock::time_point last_progress_ = Clock::now();
+  // Declared in this order so the server stops before what it reads is destroyed.
+  LocalJobState state_;
+  std::unique_ptr<LocalKubeApi> kube_;
+  std::unique_ptr<ui_server::UiServer> ui_;
+  std::string ui_url_;
 };
+
+void JobRunner::Publish() {
+  std::vector<ReplicaProcess> replicas;
+  for (const Replica& r : replicas_) {
+    ReplicaProcess& p = replicas.emplace_back();
+    p.type = r.type;
+    p.index = r.index;
+    p.name = r.name;
+    p.phase = r.observed.phase;
+    p.running = r.pid > 0;
+    p.restart_pending = r.start_at.has_value();
+    p.starts = r.starts;
+    p.exit_code = r.last_exit_code;
+    p.stopped = r.stopped;
+    p.started_at = r.started_at;
+    p.finished_at = r.finished_at;
+    p.metrics_port = r.metrics_port;
+  }
+  state_.Publish(job_, std::move(replicas));
+}
+
+void JobRunner::Event(bool warning, std::string reason, std::string message,
+                      const Replica* replica) {
+  state_.AddEvent({SystemNow(), warning, std::move(reason), std::move(message),
+                   replica ? "Pod" : "TFJob", replica ? replica->name : job_.metadata.name});
+}
+
+void JobRunner::StartUi() {
+  if (!options_.ui) return;
+  ui_server::UiServerOptions o;
+  const std::string ns = job_.metadata.namespace_name;
+  o.api.namespaces = {ns};
+  o.api.token = ui_server::RandomToken();
+  o.http.host = "127.0.0.1";
+  o.http.port = options_.ui_port;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(options_.ui_assets) / "index.html", ec)) {
+    o.http.assets_dir = options_.ui_assets;
+  } else {
+    console_.Say("no web UI assets in " + options_.ui_assets +
+                 " (build the web-ui-dist target); serving its API only");
+  }
+  o.scraper.interval =
+      std::chrono::milliseconds(static_cast<std::int64_t>(options_.ui_scrape_secs * 1000));
+  for (const Replica& r : replicas_) {
+    o.scraper.overrides[ns + "/" + r.name] = "127.0.0.1:" + std::to_string(r.metrics_port);
+  }
+  // Only the server's problems are worth a line next to the replicas' output.
+  const Logger logger = Logger(stderr, LogLevel::kWarning)
+                            .With({{"component", "taas-ui"}, {"job", job_.metadata.name}});
+  kube_ = std::make_unique<LocalKubeApi>(&state_, LocalMachine::Detect(options_.local_gpus));
+  ui_ = std::make_unique<ui_server::UiServer>(kube_.get(), o, logger);
+  absl::Status started = ui_->Start();
+  if (!started.ok() && !options_.ui_port_given && o.http.port != 0) {
+    o.http.port = 0;  // the default port is taken: any free one
+    ui_ = std::make_unique<ui_server::UiServer>(kube_.get(), o, logger);
+    started = ui_->Start();
+  }
+  if (!started.ok()) {
+    console_.Say("warning: the web UI is not served: " + std::string(started.message()));
+    ui_.reset();
+    return;
+  }
+  ui_url_ = "http://127.0.0.1:" + std::to_string(ui_->port()) + "/#token=" + o.api.token;
+  console_.Say("UI: " + ui_url_);
+}
+
+void JobRunner::StopUi() {
+  state_.Close();  // ends log followers first: the server waits for its connections
+  if (ui_) ui_->Stop();
+  ui_.reset();
+}
+
+int JobRunner::Finish(int code) {
+  Publish();
+  if (ui_ && options_.keep_ui && code != 130) {
+    console_.Say("the UI keeps serving " + ui_url_ + " until Ctrl-C");
+    while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  StopUi();
+  return code;
+}
 
 absl::Status JobRunner::Prepare() {
   model_dir_ = options_.model_dir;
@@ -166,6 +271,7 @@ absl::Status JobRunner::Prepare() {
   fs::create_directories(model_dir_, ec);
   if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
   model_dir_ = fs::absolute(model_dir_).string();
+  job_.metadata.creation_timestamp = SystemNow();
   console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
 
   int count = tfjob::TotalReplicas(job_.spec);
@@ -285,6 +391,7 @@ absl::Status JobRunner::Start(Replica& r) {
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::dup2(pipe_fds[1], STDERR_FILENO);
     ::setpgid(0, 0);  // Its own group: the launcher stops it (and its children) explicitly.
+    ::close_range(3, ~0U, 0);  // No launcher descriptors (the UI's sockets) in the replica.
     ::execve(argv[0], argv.data(), envp.data());
     if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed: command not found or not executable\n";
@@ -297,12 +404,23 @@ absl::Status JobRunner::Start(Replica& r) {
   r.observed.phase = tfjob::ReplicaPhase::kRunning;
   r.observed.exit_code.reset();
   r.start_at.reset();
+  r.started_at = SystemNow();
+  r.stopped = false;
+  const std::string what = "pid=" + std::to_string(pid) + " port=" + std::to_string(r.port) +
+                           " metrics_port=" + std::to_string(r.metrics_port);
+  if (r.starts > 1) {
+    state_.AppendLog(r.name, "[taas] restart " + std::to_string(r.starts - 1) + ": " + what);
+    Event(false, "Restarted",
+          "started again (restart " + std::to_string(r.starts - 1) + "), " + what, &r);
+  } else {
+    Event(false, "Started", "started " + what, &r);
+  }
   console_.Say("started " + r.name + " pid=" + std::to_string(pid) + " port=" +
                std::to_string(r.port) + " metrics_port=" + std::to_string(r.metrics_port) +
                (r.starts > 1 ? " (restart " + std::to_string(r.starts - 1) + ")" : ""));
   const int fd = pipe_fds[0];
   const std::string prefix = "[" + r.name + "] ";
-  r.reader = std::thread([this, fd, prefix] {
+  r.reader = std::thread([this, fd, prefix, name = r.name] {
     std::string pending;
     char buf[8192];
     ssize_t n;
@@ -311,12 +429,17 @@ absl::Status JobRunner::Start(Replica& r) {
       pending.append(buf, static_cast<std::size_t>(n));
       std::size_t start = 0, nl;
       while ((nl = pending.find('\n', start)) != std::string::npos) {
-        console_.Line(prefix, pending.substr(start, nl - start));
+        const std::string_view line(pending.data() + start, nl - start);
+        state_.AppendLog(name, line);
+        console_.Line(prefix, std::string(line));
         start = nl + 1;
       }
       pending.erase(0, start);
     }
-    if (!pending.empty()) console_.Line(prefix, pending);
+    if (!pending.empty()) {
+      state_.AppendLog(name, pending);
+      console_.Line(prefix, pending);
+    }
     ::close(fd);
   });
   return absl::OkStatus();
@@ -332,9 +455,12 @@ void JobRunner::Reap() {
     if (r.reader.joinable()) r.reader.join();
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const tfjob::ExitAction action = tfjob::DecideOnExit(r.policy, code);
-    console_.Say(r.name + " exited with code " + std::to_string(code) + " (restartPolicy " +
-                 std::string(tfjob::ToString(r.policy)) + ": " +
-                 std::string(tfjob::ToString(action)) + ")");
+    const std::string decision = "(restartPolicy " + std::string(tfjob::ToString(r.policy)) + ": " +
+                                 std::string(tfjob::ToString(action)) + ")";
+    console_.Say(r.name + " exited with code " + std::to_string(code) + " " + decision);
+    r.last_exit_code = code;
+    r.finished_at = SystemNow();
+    Event(code != 0, "Exited", "exited with code " + std::to_string(code) + " " + decision, &r);
     const bool in_place =
         r.policy == tfjob::RestartPolicy::kAlways || r.policy == tfjob::RestartPolicy::kOnFailure;
     if (action == tfjob::ExitAction::kRestart && in_place) {
@@ -349,10 +475,22 @@ void JobRunner::Reap() {
   }
 }
 
-void JobRunner::StopAll() {
+void JobRunner::StopAll(const std::string& why) {
   for (Replica& r : replicas_) {
-    if (r.pid > 0) ::kill(-r.pid, SIGTERM);
+    r.start_at.reset();
+    if (r.pid <= 0) continue;
+    ::kill(-r.pid, SIGTERM);
+    r.stopped = true;
+    Event(false, "Killing", "stopping the process: " + why, &r);
   }
+  // A process stopped here ends with the code it exits with (or was killed by).
+  auto stopped = [this](Replica& r, int status) {
+    r.pid = -1;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.last_exit_code = code;
+    r.finished_at = SystemNow();
+    r.observed.phase = code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+  };
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     bool alive = false;
@@ -360,7 +498,7 @@ void JobRunner::StopAll() {
       if (r.pid <= 0) continue;
       int status;
       if (::waitpid(r.pid, &status, WNOHANG) == r.pid) {
-        r.pid = -1;
+        stopped(r, status);
       } else {
         alive = true;
       }
@@ -371,8 +509,9 @@ void JobRunner::StopAll() {
   for (Replica& r : replicas_) {
     if (r.pid > 0) {
       ::kill(-r.pid, SIGKILL);
-      ::waitpid(r.pid, nullptr, 0);
-      r.pid = -1;
+      int status = 0;
+      ::waitpid(r.pid, &status, 0);
+      stopped(r, status);
     }
     if (r.reader.joinable()) r.reader.join();
   }
@@ -406,6 +545,8 @@ int JobRunner::Run() {
     console_.Say("error: " + std::string(s.message()));
     return 2;
   }
+  Publish();
+  StartUi();
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -414,15 +555,15 @@ int JobRunner::Run() {
   while (true) {
     if (g_signal != 0) {
       console_.Say("interrupted: stopping every replica");
-      StopAll();
-      return 130;
+      StopAll("interrupted");
+      return Finish(130);
     }
     for (Replica& r : replicas_) {
       if (r.start_at && Clock::now() >= *r.start_at) {
         if (absl::Status s = Start(r); !s.ok()) {
           console_.Say("error: cannot start " + r.name + ": " + std::string(s.message()));
-          StopAll();
-          return 2;
+          StopAll("another replica could not start");
+          return Finish(2);
         }
       }
     }
@@ -434,6 +575,7 @@ int JobRunner::Run() {
     job_.status = update.status;
     for (const auto& e : update.events) {
       console_.Say(std::string(e.warning ? "warning: " : "") + e.reason + ": " + e.message);
+      Event(e.warning, e.reason, e.message, nullptr);
     }
     for (const auto& ref : update.restart) {
       for (Replica& r : replicas_) {
@@ -444,6 +586,7 @@ int JobRunner::Run() {
         }
       }
     }
+    Publish();
     if (tfjob::IsFinished(job_.status)) break;
     if (options_.progress_secs > 0 &&
         std::chrono::duration<double>(Clock::now() - last_progress_).count() >=
@@ -454,12 +597,12 @@ int JobRunner::Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const bool succeeded = tfjob::IsSucceeded(job_.status);
-  StopAll();
+  StopAll(succeeded ? "the job succeeded" : "the job failed");
   const auto* cond = tfjob::FindCondition(
       job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
   console_.Say("job " + job_.metadata.name + (succeeded ? " succeeded" : " failed") +
                (cond ? ": " + cond->message : std::string()) + " (model dir " + model_dir_ + ")");
-  return succeeded ? 0 : 1;
+  return Finish(succeeded ? 0 : 1);
 }
 
 }  // namespace
@@ -487,7 +630,8 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path) {
   const std::string usage =
       "usage: taas run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env KEY=VALUE]... "
-      "[--progress-secs S]";
+      "[--progress-secs S]\n"
+      "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]";
   if (args.empty() || args[0] != "run") return absl::InvalidArgumentError(usage);
   Options o;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -503,6 +647,16 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
       if (i + 1 >= args.size()) return absl::InvalidArgumentError(arg + ": needs a value");
       return args[++i];
     };
+    auto number = [&](int low, int high) -> absl::StatusOr<int> {
+      TAAS_ASSIGN_OR_RETURN(std::string text, next());
+      char* end = nullptr;
+      const long n = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || n < low || n > high) {
+        return absl::InvalidArgumentError(arg + ": expected a number from " + std::to_string(low) +
+                                          " to " + std::to_string(high) + ", got " + text);
+      }
+      return static_cast<int>(n);
+    };
     if (arg == "--build-dir") {
       TAAS_ASSIGN_OR_RETURN(o.build_dir, next());
     } else if (arg == "--model-dir") {
@@ -514,6 +668,17 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
         return absl::InvalidArgumentError("--env: expected KEY=VALUE, got " + kv);
       }
       o.env[kv.substr(0, pos)] = kv.substr(pos + 1);
+    } else if (arg == "--ui-port") {
+      TAAS_ASSIGN_OR_RETURN(o.ui_port, number(0, 65535));
+      o.ui_port_given = true;
+    } else if (arg == "--no-ui" && !inline_value) {
+      o.ui = false;
+    } else if (arg == "--keep-ui" && !inline_value) {
+      o.keep_ui = true;
+    } else if (arg == "--ui-assets") {
+      TAAS_ASSIGN_OR_RETURN(o.ui_assets, next());
+    } else if (arg == "--local-gpus") {
+      TAAS_ASSIGN_OR_RETURN(o.local_gpus, number(0, 1024));
     } else if (arg == "--progress-secs") {
       TAAS_ASSIGN_OR_RETURN(std::string s, next());
       o.progress_secs = std::atof(s.c_str());
@@ -532,6 +697,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
     fs::path self = fs::canonical(self_path, ec);
     o.build_dir = ec ? "." : self.parent_path().parent_path().parent_path().string();
   }
+  if (o.ui_assets.empty()) o.ui_assets = (fs::path(o.build_dir) / "web-ui" / "dist").string();
   return o;
 }
 

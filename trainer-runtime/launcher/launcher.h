@@ -21,14 +21,30 @@ struct Options {
   // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
   std::map<std::string, std::string> env;
   double progress_secs = 10;
+
+  // The web UI for this job (taas::ui_server over LocalKubeApi), on 127.0.0.1.
+  bool ui = true;
+  // 0: any free port. The default port falls back to a free one when it is taken; a port given
+  // with --ui-port does not.
+  int ui_port = 8080;
+  bool ui_port_given = false;
+  // Keep serving after the job finished, until Ctrl-C (the exit code stays the job's).
+  bool keep_ui = false;
+  // The built front end; default: <build_dir>/web-ui/dist.
+  std::string ui_assets;
+  // GPUs the cluster page shows for this machine.
+  int local_gpus = 0;
+  double ui_scrape_secs = 2;
 };
 
-// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]`.
+// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]
+// [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path);
 
-// Runs the job to completion; returns the process exit code (0 when the job succeeded, 1 when it
-// failed, 2 for a manifest or setup error, 130 when interrupted).
+// Runs the job to completion (serving the web UI meanwhile unless options.ui is false); returns
+// the process exit code (0 when the job succeeded, 1 when it failed, 2 for a manifest or setup
+// error, 130 when interrupted while the job ran).
 int Run(const Options& options);
 
 // Finds an executable file named `name` under `dir` (recursively, shallowest first).

@@ -31,6 +31,33 @@ TEST_CASE("run arguments: job file, options, errors") {
             .rfind("--env: expected KEY=VALUE", 0) == 0);
 }
 
+TEST_CASE("run arguments: the web UI") {
+  auto o = ParseArgs({"run", "job.yaml", "--build-dir", "/b"}, "taas");
+  REQUIRE(o.ok());
+  CHECK(o->ui);
+  CHECK(o->ui_port == 8080);
+  CHECK_FALSE(o->ui_port_given);
+  CHECK_FALSE(o->keep_ui);
+  CHECK(o->ui_assets == "/b/web-ui/dist");
+  CHECK(o->local_gpus == 0);
+  o = ParseArgs(
+      {"run", "job.yaml", "--ui-port=0", "--keep-ui", "--ui-assets", "/a", "--local-gpus", "2"},
+      "taas");
+  REQUIRE(o.ok());
+  CHECK(o->ui_port == 0);
+  CHECK(o->ui_port_given);
+  CHECK(o->keep_ui);
+  CHECK(o->ui_assets == "/a");
+  CHECK(o->local_gpus == 2);
+  o = ParseArgs({"run", "job.yaml", "--no-ui"}, "taas");
+  REQUIRE(o.ok());
+  CHECK_FALSE(o->ui);
+  CHECK(std::string(ParseArgs({"run", "j", "--ui-port", "http"}, "taas").status().message())
+            .rfind("--ui-port: expected a number from 0 to 65535, got http", 0) == 0);
+  CHECK_FALSE(ParseArgs({"run", "j", "--ui-port", "70000"}, "taas").ok());
+  CHECK_FALSE(ParseArgs({"run", "j", "--no-ui=yes"}, "taas").ok());
+}
+
 TEST_CASE("the build dir defaults to the one holding trainer-runtime/launcher/taas") {
   std::string tmpl = (fs::temp_directory_path() / "taas-launcher-XXXXXX").string();
   fs::path root = ::mkdtemp(tmpl.data());

@@ -86,6 +86,10 @@ class Api {
   std::function<std::int64_t()> now_;
 };
 
+// Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in query strings);
+// std::nullopt for a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
+
 // Equal strings in time that depends only on their lengths.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 

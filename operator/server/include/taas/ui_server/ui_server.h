@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
@@ -44,5 +45,9 @@ class UiServer {
   HttpServer http_;
   bool started_ = false;
 };
+
+// A fresh random bearer token (40 letters and digits from std::random_device), for hosts that
+// generate one and print the URL carrying it (`http://HOST:PORT/#token=...`).
+std::string RandomToken();
 
 }  // namespace taas::ui_server

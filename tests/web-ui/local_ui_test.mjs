@@ -1,0 +1,199 @@
+// Browser test of the web UI in local mode: `taas run --keep-ui` on a small linear-regression job
+// (1 PS, 1 worker that is the chief, 1 evaluator) prints one `UI: http://.../#token=...` line;
+// Chromium (Debian's, driven by playwright-core) opens that URL, sees the job and its replicas,
+// opens the job detail, sees a replica's log and the loss chart get points, the cluster page
+// with this machine, and the clear error the New-job form gets in a local run. Then Ctrl-C ends
+// the launcher with the job's exit code. Screenshots go to --artifacts. Prints "N passed, N failed".
+//
+// Usage: node local_ui_test.mjs --taas BIN --assets DIR --web-ui DIR --artifacts DIR
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+for (const key of ['taas', 'assets', 'web-ui', 'artifacts']) {
+  if (!args[key]) {
+    console.error(`missing --${key}`);
+    process.exit(2);
+  }
+}
+const { chromium } = createRequire(path.join(args['web-ui'], 'package.json'))('playwright-core');
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'taas-local-ui-'));
+fs.mkdirSync(args.artifacts, { recursive: true });
+let passed = 0;
+let failed = 0;
+
+const log = (...m) => console.log(`[local ui ${new Date().toISOString().slice(11, 19)}]`, ...m);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, fn, timeoutMs = 90000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(300);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+async function check(title, fn) {
+  try {
+    await fn();
+    passed += 1;
+    log(`PASS ${title}`);
+  } catch (e) {
+    failed += 1;
+    log(`FAIL ${title}: ${e.stack ?? e}`);
+  }
+}
+
+async function waitText(locator, text, timeoutMs = 60000) {
+  await waitFor(`"${text}"`, async () => ((await locator.first().textContent({ timeout: 2000 })) ?? '').includes(text), timeoutMs);
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+const job = 'local-browser';
+const replica = (t) => `    ${t}:
+      replicas: 1
+      restartPolicy: ExitCode
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: taas/trainer:latest
+              command: ["/opt/taas/bin/linear-regression"]
+              args: ["--", "--step_ms=100"]
+`;
+const manifest = path.join(tmp, 'job.yaml');
+fs.writeFileSync(
+  manifest,
+  `apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: ${job}\nspec:\n  tfReplicaSpecs:\n${['PS', 'Worker', 'Evaluator'].map(replica).join('')}`,
+);
+
+let output = '';
+// About 20 s of training: time to see Running replicas and several scrapes of the chief.
+const launcher = spawn(
+  args.taas,
+  ['run', manifest, '--model-dir', path.join(tmp, 'model'), '--ui-port', '0', '--keep-ui', '--ui-assets', args.assets, '--progress-secs', '0', '--env', 'TF_MAX_STEPS=200', '--env', 'TAAS_LOG_STEPS=5', '--env', 'TF_SAVE_CHECKPOINTS_SECS=0', '--env', 'TAAS_SAVE_CHECKPOINTS_STEPS=50', '--env', 'TAAS_EVAL_INTERVAL_SECS=0.5', '--env', 'TAAS_WAIT_TIMEOUT_SECS=60'],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
+launcher.stdout.on('data', (d) => (output += d));
+launcher.stderr.on('data', (d) => (output += d));
+const exited = new Promise((resolve) => launcher.on('exit', (code, signal) => resolve({ code, signal })));
+
+let browser;
+try {
+  const url = await waitFor('the UI line', () => {
+    if (launcher.exitCode !== null) throw new Error(`taas run exited:\n${output}`);
+    return /^\[taas\] UI: (http:\/\/127\.0\.0\.1:\d+\/#token=\w+)$/m.exec(output)?.[1];
+  }, 60000);
+  log(`taas run serves ${url.replace(/#token=.*/, '#token=...')}`);
+
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  page.setDefaultTimeout(60000);
+  const consoleErrors = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(`${m.text()} (${m.location().url})`);
+  });
+  const shot = (file) => page.screenshot({ path: path.join(args.artifacts, file), fullPage: true });
+
+  await check('the printed URL signs in and lists the local job with its replicas', async () => {
+    await page.goto(url);
+    const row = page.locator(`tr[data-job=${job}]`);
+    await waitText(row.locator('td.replicas'), 'PS 1/1 · Worker 1/1 · Evaluator 1/1');
+    await waitText(row.getByTestId('state-chip'), 'Running');
+    assert(!page.url().includes('token='), 'the token stays in the address bar');
+    await shot('local-jobs.png');
+  });
+
+  await check('the job detail shows the replica processes, their log and events', async () => {
+    await page.getByRole('link', { name: job, exact: true }).click();
+    await page.waitForURL(`**/jobs/default/${job}`);
+    await waitFor('3 Running replicas', async () => (await page.locator('[data-testid=pods-table] tr[data-phase=Running]').count()) === 3, 60000);
+    const nodes = await page.locator('[data-testid=pods-table] tbody tr td:nth-child(3)').allTextContents();
+    assert(nodes.every((n) => n === 'localhost'), `nodes ${nodes}`);
+    await page.locator(`tr[data-pod=${job}-worker-0]`).getByRole('button', { name: 'Logs' }).click();
+    await waitText(page.getByTestId('log-box'), 'step=', 60000);
+    await waitText(page.getByTestId('events-table'), 'Started');
+    await waitText(page.getByTestId('conditions'), 'Running');
+  });
+
+  await check('the loss chart gets points scraped from the chief', async () => {
+    await waitFor('a global step', async () => Number((await page.getByTestId('stat-step').locator('strong').textContent()).replace(/,/g, '')) > 0, 60000);
+    const loss = page.locator('figure.chart', { hasText: 'Loss' });
+    await waitFor('loss samples', async () => (await loss.locator('.chart-empty').count()) === 0, 60000);
+    const base = url.replace(/\/#token=.*/, '');
+    const token = url.replace(/.*#token=/, '');
+    await waitFor('two points with a loss', async () => {
+      const r = await fetch(`${base}/api/v1/namespaces/default/tfjobs/${job}/metrics`, { headers: { Authorization: `Bearer ${token}` } });
+      return (await r.json()).points.filter((p) => p.loss !== null).length >= 2;
+    }, 60000);
+    await sleep(2500); // one more poll of the page, so the screenshot has the chart's points
+    await shot('local-job-detail.png');
+  });
+
+  await check('the cluster page shows this machine as the one node', async () => {
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    await waitText(page.locator('main'), 'localhost');
+    await waitText(page.getByTestId('gpus-in-use'), '/ 0');
+    await shot('local-cluster.png');
+  });
+
+  await check('the New-job form says why it cannot create jobs in a local run', async () => {
+    await page.getByRole('link', { name: 'New job' }).first().click();
+    await page.locator('input[name=name]').fill('another');
+    // A request this machine could run (no GPUs), so the refusal is the only error.
+    for (const [key, value] of [['gpusPerWorker', '0'], ['workerCpu', '1'], ['workerMemory', '64Mi'], ['psCpu', '1'], ['psMemory', '64Mi']]) {
+      await page.locator(`input[name=${key}]`).fill(value);
+    }
+    await page.getByTestId('submit').click();
+    await waitText(page.getByTestId('submit-error'), 'not supported in a local run');
+    await shot('local-new-job.png');
+  });
+
+  await check('the job finishes, the UI keeps its final state, and Ctrl-C exits with its code', async () => {
+    await waitFor('the job to finish', () => /\[taas\] the UI keeps serving/.test(output), 180000);
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    await waitText(page.locator(`tr[data-job=${job}]`).getByTestId('state-chip'), 'Succeeded');
+    await shot('local-jobs-succeeded.png');
+    launcher.kill('SIGINT');
+    const { code } = await exited;
+    assert(code === 0, `exit code ${code}`);
+  });
+
+  await check('no unexpected errors in the browser console', async () => {
+    // 405: the refused create; the front end has no favicon.
+    const unexpected = consoleErrors.filter((e) => !/status of 405|favicon\.ico/.test(e));
+    assert(unexpected.length === 0, unexpected.join('\n'));
+  });
+} catch (e) {
+  failed += 1;
+  log(`FAIL setup: ${e.stack ?? e}`);
+} finally {
+  if (browser) await browser.close();
+  if (launcher.exitCode === null) {
+    launcher.kill('SIGINT');
+    await Promise.race([exited, sleep(10000)]);
+    if (launcher.exitCode === null) launcher.kill('SIGKILL');
+  }
+  if (failed) log(`--- taas run output (tail)\n${output.split('\n').slice(-60).join('\n')}`);
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);
