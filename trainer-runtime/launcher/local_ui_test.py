@@ -1,7 +1,8 @@
 """End-to-end test of the web UI a local run serves: `taas run` on a tiny linear-regression job
 (1 PS, 1 worker that is the chief) prints one `UI: http://127.0.0.1:PORT/#token=...` line; its
 API is checked over HTTP (401 without or with a wrong token, the TFJob and its pods, a log tail,
-a followed log, the local node, a clear error on create/delete, the loss scraped from the chief),
+a followed log, a killed chief's exit and restart as pod state and events, the local node, a
+clear error on create/delete, the loss scraped from the chief),
 the UI stays up after the job with --keep-ui, and Ctrl-C then exits with the job's own code.
 Also: the default port falls back to a free one when 8080 is taken, and --no-ui serves nothing.
 
@@ -61,7 +62,8 @@ class Launch:
             f.write(JOB.format(name=name, step_ms=step_ms))
         cmd = [TAAS, "run", path, "--model-dir", os.path.join(tmp, name), "--progress-secs", "0",
                "--env", f"TF_MAX_STEPS={steps}", "--env", "TAAS_LOG_STEPS=5",
-               "--env", "TF_SAVE_CHECKPOINTS_SECS=0", "--env", "TAAS_WAIT_TIMEOUT_SECS=60",
+               "--env", "TF_SAVE_CHECKPOINTS_SECS=0", "--env", "TAAS_SAVE_CHECKPOINTS_STEPS=25",
+               "--env", "TAAS_WAIT_TIMEOUT_SECS=60",
                *flags]
         self.lines = []
         self.lock = threading.Lock()
@@ -187,6 +189,26 @@ def main_run(tmp):
                 break
             got += chunk
     assert got.count(b"\n") >= 3, got
+
+    # The chief is killed (exit 137, transient under ExitCode): the launcher starts it again, and
+    # the UI shows the exit, the restart and the marker in its log.
+    run.wait_for(rf"^\[{job}-worker-0\] .*saved checkpoint")
+    pid = int(run.wait_for(rf"^\[taas\] started {job}-worker-0 pid=(\d+)").group(1))
+    os.kill(pid, signal.SIGKILL)
+    run.wait_for(rf"^\[taas\] started {job}-worker-0 pid=\d+ .*\(restart 1\)")
+
+    def restarted():
+        d = json.loads(call(base, "GET", f"namespaces/default/tfjobs/{job}", token)[1])
+        w = [p for p in d["job"]["pods"] if p["name"] == f"{job}-worker-0"][0]
+        return d if w["restarts"] == 1 and w["phase"] == "Running" and w["exitCode"] == 137 else None
+    detail = poll("worker-0 restarted once", restarted)
+    assert detail["job"]["restarts"] >= 1, detail["job"]
+    events = [(e["type"], e["reason"], e["object"]) for e in detail["events"]]
+    assert ("Warning", "Exited", f"Pod/{job}-worker-0") in events, events
+    assert ("Normal", "Restarted", f"Pod/{job}-worker-0") in events, events
+    status, text = call(base, "GET", f"namespaces/default/tfjobs/{job}/pods/{job}-worker-0/logs",
+                        token)
+    assert status == 200 and "[taas] restart 1: pid=" in text, text[-2000:]
 
     # Writes answer a clear error; the job is untouched.
     status, body = call(base, "POST", "namespaces/default/tfjobs", token,
