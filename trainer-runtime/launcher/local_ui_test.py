@@ -2,111 +2,24 @@
 (1 PS, 1 worker that is the chief) prints one `UI: http://127.0.0.1:PORT/#token=...` line; its
 API is checked over HTTP (401 without or with a wrong token, the TFJob and its pods, a log tail,
 a followed log, a killed chief's exit and restart as pod state and events, the local node, a
-clear error on create/delete, the loss scraped from the chief),
-the UI stays up after the job with --keep-ui, and Ctrl-C then exits with the job's own code.
+clear error on create/delete, the loss scraped from the chief), the UI stays up after the job
+with --keep-ui, and Ctrl-C then exits with the job's own code.
 Also: the default port falls back to a free one when 8080 is taken, and --no-ui serves nothing.
 
 usage: local_ui_test.py BUILD_DIR     (python3 standard library only)
 """
 import json
 import os
-import re
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 
-BUILD = os.path.abspath(sys.argv[1])
-TAAS = os.path.join(BUILD, "trainer-runtime", "launcher", "taas")
+from multiprocess_test import Launch  # `taas run` in the background, with its output lines
 
-JOB = """apiVersion: kubeflow.org/v1
-kind: TFJob
-metadata:
-  name: {name}
-spec:
-  tfReplicaSpecs:
-    PS:
-      replicas: 1
-      restartPolicy: ExitCode
-      template:
-        spec:
-          containers:
-            - name: tensorflow
-              image: taas/trainer:latest
-              command: ["/opt/taas/bin/linear-regression"]
-              args: ["--", "--step_ms={step_ms}"]
-    Worker:
-      replicas: 1
-      restartPolicy: ExitCode
-      template:
-        spec:
-          containers:
-            - name: tensorflow
-              image: taas/trainer:latest
-              command: ["/opt/taas/bin/linear-regression"]
-              args: ["--", "--step_ms={step_ms}"]
-"""
-
-
-class Launch:
-    """`taas run` in the background, collecting its output lines."""
-
-    def __init__(self, tmp, name, steps, step_ms, *flags):
-        path = os.path.join(tmp, name + ".yaml")
-        with open(path, "w") as f:
-            f.write(JOB.format(name=name, step_ms=step_ms))
-        cmd = [TAAS, "run", path, "--model-dir", os.path.join(tmp, name), "--progress-secs", "0",
-               "--env", f"TF_MAX_STEPS={steps}", "--env", "TAAS_LOG_STEPS=5",
-               "--env", "TF_SAVE_CHECKPOINTS_SECS=0", "--env", "TAAS_SAVE_CHECKPOINTS_STEPS=25",
-               "--env", "TAAS_WAIT_TIMEOUT_SECS=60",
-               *flags]
-        self.lines = []
-        self.lock = threading.Lock()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            with self.lock:
-                self.lines.append(line.rstrip("\n"))
-
-    def snapshot(self):
-        with self.lock:
-            return list(self.lines)
-
-    def wait_for(self, pattern, timeout=90):
-        deadline = time.time() + timeout
-        regex = re.compile(pattern)
-        while time.time() < deadline:
-            for line in self.snapshot():
-                m = regex.search(line)
-                if m:
-                    return m
-            if self.proc.poll() is not None and not self.reader.is_alive():
-                break
-            time.sleep(0.05)
-        self.dump()
-        raise AssertionError(f"no line matching {pattern!r}")
-
-    def finish(self, timeout=90):
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.dump()
-            raise AssertionError("the launcher did not finish in time")
-        self.reader.join()
-        return code
-
-    def dump(self):
-        sys.stdout.write("\n".join(self.snapshot()[-150:]) + "\n")
+TYPES = [("PS", 1), ("Worker", 1)]
 
 
 def call(base, method, path, token=None, body=None, timeout=10):
@@ -140,7 +53,8 @@ def poll(what, fn, timeout=60):
 
 def main_run(tmp):
     job = "local-ui"
-    run = Launch(tmp, job, 150, 40, "--ui-port", "0", "--keep-ui")
+    run = Launch(tmp, job, TYPES, {"TF_MAX_STEPS": "150", "TAAS_SAVE_CHECKPOINTS_STEPS": "25"},
+                 args=["--step_ms=40"], flags=["--ui-port", "0", "--keep-ui"])
     m = run.wait_for(r"^\[taas\] UI: (http://127\.0\.0\.1:(\d+))/#token=([A-Za-z0-9]{20,})$")
     base, token = m.group(1), m.group(3)
     assert sum(1 for l in run.snapshot() if " UI: " in l) == 1, "one UI line"
@@ -264,13 +178,13 @@ def default_port_and_no_ui(tmp):
         holder.listen(1)
     except OSError:
         pass  # taken by someone else: the fallback is exercised all the same
-    run = Launch(tmp, "port", 20, 0)
+    run = Launch(tmp, "port", TYPES, {"TF_MAX_STEPS": "20"})
     m = run.wait_for(r"^\[taas\] UI: http://127\.0\.0\.1:(\d+)/#token=")
     assert int(m.group(1)) != 8080, m.group(0)
     assert run.finish() == 0
     holder.close()
 
-    run = Launch(tmp, "quiet", 20, 0, "--no-ui")
+    run = Launch(tmp, "quiet", TYPES, {"TF_MAX_STEPS": "20"}, flags=["--no-ui"])
     assert run.finish() == 0
     assert not any(" UI: " in l for l in run.snapshot()), "--no-ui printed a UI line"
 

@@ -54,8 +54,8 @@ def job_yaml(name, types, args):
 class Launch:
     """Runs `taas run` in the background, collecting its output lines."""
 
-    def __init__(self, tmp, name, types, env, args=()):
-        self.model_dir = os.path.join(tmp, "model")
+    def __init__(self, tmp, name, types, env, args=(), flags=()):
+        self.model_dir = os.path.join(tmp, name + "-model")
         path = os.path.join(tmp, name + ".yaml")
         with open(path, "w") as f:
             f.write(job_yaml(name, types, list(args)))
@@ -66,6 +66,7 @@ class Launch:
         base.update(env)
         for k, v in base.items():
             cmd += ["--env", f"{k}={v}"]
+        cmd += list(flags)
         self.lines = []
         self.lock = threading.Lock()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
