@@ -2,6 +2,7 @@
 // ParseError at the first problem; the public functions convert it to an absl::Status.
 #include "taas/tfjob/serialization.h"
 
+#include <charconv>
 #include <limits>
 #include <set>
 
@@ -311,6 +312,19 @@ ReplicaStatus ReadReplicaStatus(const json& value, const std::string& path) {
   IfPresent(value, "restarts", path, [&](const json& v, const std::string& p) {
     status.restarts = ReadInteger<std::int32_t>(v, p);
   });
+  IfPresent(value, "containerRestarts", path, [&](const json& v, const std::string& p) {
+    for (const auto& [key, count] : ExpectObject(v, p).items()) {
+      const std::string field = Join(p, key);
+      int index = -1;
+      const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), index);
+      if (error != std::errc() || end != key.data() + key.size() || index < 0) {
+        Fail(field, "expected a replica index as the key");
+      }
+      if (const auto n = ReadInteger<std::int32_t>(count, field); n != 0) {
+        status.container_restarts[index] = n;
+      }
+    }
+  });
   return status;
 }
 
@@ -412,6 +426,12 @@ json ReplicaStatusToJson(const ReplicaStatus& status) {
   if (!status.selector.empty()) out["selector"] = status.selector;
   if (!status.succeeded_indexes.empty()) out["succeededIndexes"] = status.succeeded_indexes;
   if (status.restarts != 0) out["restarts"] = status.restarts;
+  if (!status.container_restarts.empty()) {
+    json& counts = out["containerRestarts"] = json::object();
+    for (const auto& [index, count] : status.container_restarts) {
+      counts[std::to_string(index)] = count;
+    }
+  }
   return out;
 }
 

@@ -249,10 +249,12 @@ TEST_CASE("taas status extensions are written only when used and read back") {
   ReplicaStatus& worker = status.replica_statuses[ReplicaType::kWorker];
   worker.succeeded_indexes = {0, 2};
   worker.restarts = 3;
+  worker.container_restarts = {{1, 2}, {12, 1}};
   status.last_reconcile_time = At(5);
   const json written = StatusToJson(status);
   CHECK(written["replicaStatuses"]["Worker"] ==
-        json::parse(R"({"succeededIndexes": [0, 2], "restarts": 3})"));
+        json::parse(R"({"succeededIndexes": [0, 2], "restarts": 3,
+                        "containerRestarts": {"1": 2, "12": 1}})"));
   const auto read = StatusFromJson(written);
   REQUIRE(read.ok());
   CHECK(*read == status);
@@ -268,6 +270,11 @@ TEST_CASE("status reading is lenient about what newer controllers write") {
   CHECK(status->conditions.size() == 1);
   CHECK(status->replica_statuses.size() == 1);
   CHECK(status->replica_statuses.at(ReplicaType::kWorker).active == 2);
+
+  const auto bad_index = StatusFromJson(
+      json::parse(R"({"replicaStatuses": {"Worker": {"containerRestarts": {"x": 1}}}})"));
+  REQUIRE_FALSE(bad_index.ok());
+  CHECK(ErrorField(bad_index.status()) == "status.replicaStatuses.Worker.containerRestarts.x");
 
   const auto bad = StatusFromJson(json::parse(R"({"conditions": [{"type": "Running",
       "status": "True", "lastUpdateTime": 12}]})"));

@@ -132,6 +132,9 @@ class StatusComputation {
       }
       std::erase_if(replica.succeeded_indexes,
                     [&](int index) { return index < 0 || index >= spec.replicas; });
+      std::erase_if(replica.container_restarts, [&](const auto& entry) {
+        return entry.first < 0 || entry.first >= spec.replicas;
+      });
       fresh[type] = std::move(replica);
     }
     status().replica_statuses = std::move(fresh);
@@ -164,7 +167,7 @@ class StatusComputation {
     for (const ObservedReplica& replica : observed_) {
       if (!InSpec(job_.spec, replica.type, replica.index) || replica.terminating) continue;
       ReplicaStatus& counts = status().replica_statuses[replica.type];
-      in_place_restarts_ += replica.restarts;
+      CountInPlaceRestarts(replica, counts);
       switch (replica.phase) {
         case ReplicaPhase::kRunning:
           ++counts.active;
@@ -185,6 +188,24 @@ class StatusComputation {
       replica.succeeded_indexes.assign(succeeded[type].begin(), succeeded[type].end());
       replica.succeeded = static_cast<std::int32_t>(replica.succeeded_indexes.size());
     }
+  }
+
+  // The kubelet restarts containers in place (Always, OnFailure): each rise of the replica's
+  // restartCount since the last observation is a restart, counted once in status. A count lower
+  // than the one last seen belongs to a new pod, whose restarts are all new.
+  void CountInPlaceRestarts(const ObservedReplica& replica, ReplicaStatus& counts) {
+    auto& seen = counts.container_restarts;
+    const auto it = seen.find(replica.index);
+    const int before = it == seen.end() ? 0 : it->second;
+    const int added = replica.restarts >= before ? replica.restarts - before : replica.restarts;
+    if (replica.restarts > 0) {
+      seen[replica.index] = replica.restarts;
+    } else {
+      seen.erase(replica.index);
+    }
+    if (added <= 0) return;
+    counts.restarts += added;
+    ++tally_[replica.type].restarting;
   }
 
   void CountFailure(const ObservedReplica& replica) {
@@ -230,12 +251,12 @@ class StatusComputation {
     return deadline && start && now_ - *start >= std::chrono::seconds(*deadline);
   }
 
-  // Every restart so far (recorded in status, and in place in the observed replicas) plus the
-  // ones this round would do, against backoffLimit.
+  // Every restart so far (recorded in status, in-place ones included) plus the ones this round
+  // would do, of every replica type, against backoffLimit.
   bool PastBackoffLimit() const {
     const auto& limit = job_.spec.run_policy.backoff_limit;
     if (!limit) return false;
-    std::int64_t total = in_place_restarts_ + static_cast<std::int64_t>(restarts_.size());
+    std::int64_t total = static_cast<std::int64_t>(restarts_.size());
     for (const auto& [type, replica] : update_.status.replica_statuses) total += replica.restarts;
     return total > *limit;
   }
@@ -275,10 +296,13 @@ class StatusComputation {
         "TFJob " + Key() + " is running.", false);
   }
 
+  // Counts the restarts decided now (the replica's next pod starts a new restartCount) and sets
+  // Restarting when any replica restarted, here or in place.
   void CommitRestarts() {
-    if (restarts_.empty()) return;
     for (const ReplicaRef& replica : restarts_) {
-      ++status().replica_statuses[replica.type].restarts;
+      ReplicaStatus& counts = status().replica_statuses[replica.type];
+      ++counts.restarts;
+      counts.container_restarts.erase(replica.index);
     }
     update_.restart = restarts_;
     for (ReplicaType type : kStatusOrder) {
@@ -339,7 +363,6 @@ class StatusComputation {
   StatusUpdate update_;
   std::map<ReplicaType, Tally> tally_;
   std::vector<ReplicaRef> restarts_;
-  std::int64_t in_place_restarts_ = 0;
 };
 
 }  // namespace

@@ -405,6 +405,108 @@ TEST_CASE("backoffLimit 0 allows no restart at all") {
   CHECK(IsFailed(job.status));
 }
 
+ObservedReplica RestartedInPlace(ReplicaType type, int index, int restarts) {
+  ObservedReplica replica = Replica(type, index, kRunning, 1);
+  replica.restarts = restarts;
+  return replica;
+}
+
+TEST_CASE("a container restarted in place is a restart: counted once, per type, and surfaced") {
+  for (RestartPolicy policy : {RestartPolicy::kOnFailure, RestartPolicy::kAlways}) {
+    CAPTURE(ToString(policy));
+    TFJob job = TestJob({{kPS, 1}, {kWorker, 2}}, policy);
+    Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(1));
+    REQUIRE(IsRunning(job.status));
+
+    const StatusUpdate update =
+        Step(job, {Replica(kWorker, 0, kRunning), RestartedInPlace(kWorker, 1, 1)}, At(2));
+    CHECK(update.restart.empty());  // the kubelet already restarted it
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 1);
+    CHECK(job.status.replica_statuses.at(kWorker).container_restarts == std::map<int, int>{{1, 1}});
+    const JobCondition& restarting = Condition(job.status, ConditionType::kRestarting);
+    CHECK(restarting.reason == "TFJobRestarting");
+    CHECK(restarting.message ==
+          "TFJob default/j is restarting because 1 Worker replica(s) failed.");
+    CHECK(update.events == std::vector<JobEvent>{{true, "TFJobRestarting", restarting.message}});
+
+    // The same restartCount seen again is not a new restart; the job is Running again.
+    const StatusUpdate again =
+        Step(job, {Replica(kWorker, 0, kRunning), RestartedInPlace(kWorker, 1, 1)}, At(3));
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 1);
+    CHECK(IsRunning(job.status));
+    CHECK_FALSE(FindCondition(job.status, ConditionType::kRestarting));
+    CHECK(again.events.size() == 1);
+    CHECK(again.events[0].reason == "TFJobRunning");
+
+    // Two more restarts of the same container between two observations count as two.
+    Step(job, {Replica(kWorker, 0, kRunning), RestartedInPlace(kWorker, 1, 3)}, At(4));
+    CHECK(job.status.replica_statuses.at(kWorker).restarts == 3);
+    CHECK(job.status.replica_statuses.at(kPS).restarts == 0);
+  }
+}
+
+TEST_CASE("in-place restarts stay counted when the pod is replaced") {
+  TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kAlways);
+  job.spec.run_policy.backoff_limit = 2;
+  Step(job, {RestartedInPlace(kWorker, 0, 2)}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  // The pod is deleted by hand and recreated: its restartCount starts again from 0.
+  Step(job, {}, At(2));
+  Step(job, {Replica(kWorker, 0, kRunning)}, At(3));
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 2);
+  CHECK(job.status.replica_statuses.at(kWorker).container_restarts.empty());
+  CHECK_FALSE(IsFinished(job.status));
+  Step(job, {RestartedInPlace(kWorker, 0, 1)}, At(4));
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 3);
+  CHECK(IsFailed(job.status));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "TFJob default/j has failed because it has reached the specified backoff limit");
+}
+
+TEST_CASE("a replica recreated by the operator starts a new restartCount") {
+  TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kOnFailure);
+  Step(job, {RestartedInPlace(kWorker, 0, 2)}, At(1));
+  // Evicted: the pod is Failed, so the operator recreates it (a third restart).
+  ObservedReplica evicted = Replica(kWorker, 0, kFailed);
+  evicted.restarts = 2;
+  const StatusUpdate update = Step(job, {evicted}, At(2));
+  CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 0}});
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 3);
+  // The new pod has restarted 3 times by the time it is first seen: 3 more restarts.
+  Step(job, {RestartedInPlace(kWorker, 0, 3)}, At(3));
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 6);
+}
+
+TEST_CASE("backoffLimit is job-wide: restarts of every replica type add up") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}}, RestartPolicy::kAlways);
+  job.spec.run_policy.backoff_limit = 2;
+  Step(job, {RestartedInPlace(kPS, 0, 1), RestartedInPlace(kWorker, 1, 1)}, At(1));
+  CHECK(job.status.replica_statuses.at(kPS).restarts == 1);
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 1);
+  CHECK_FALSE(IsFinished(job.status));
+  job.spec.replica_specs.at(kWorker).restart_policy = RestartPolicy::kExitCode;
+  const StatusUpdate update =
+      Step(job, {RestartedInPlace(kPS, 0, 1), Replica(kWorker, 0, kFailed, 137)}, At(2));
+  CHECK(update.restart.empty());
+  CHECK(IsFailed(job.status));
+}
+
+TEST_CASE("a terminating replica that exits with a retryable code is no failure and no restart") {
+  TFJob job = TestJob({{kWorker, 2}}, RestartPolicy::kExitCode);
+  job.spec.run_policy.backoff_limit = 0;
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kRunning)}, At(1));
+  ObservedReplica stopped = Replica(kWorker, 1, kFailed, 143);  // SIGTERM from the deletion
+  stopped.terminating = true;
+  const StatusUpdate update = Step(job, {Replica(kWorker, 0, kRunning), stopped}, At(2));
+  CHECK(update.restart.empty());
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(job.status.replica_statuses.at(kWorker).failed == 0);
+  CHECK(job.status.replica_statuses.at(kWorker).restarts == 0);
+  // Once gone it is created again, which is not a restart either.
+  CHECK(ReplicasToCreate(job, {Replica(kWorker, 0, kRunning)}) ==
+        std::vector<ReplicaRef>{{kWorker, 1}});
+}
+
 TEST_CASE("activeDeadlineSeconds fails the job on time and asks for a requeue at the deadline") {
   TFJob job = TestJob({{kWorker, 1}});
   job.spec.run_policy.active_deadline_seconds = 60;

@@ -74,8 +74,9 @@ struct ObservedReplica {
   // Exit code of the `tensorflow` container's last termination, when it terminated.
   std::optional<int> exit_code;
   // Restarts the object itself records (the container's restartCount; the launcher's in-place
-  // restarts under Always/OnFailure). Restarts done by recreating the replica are NOT included:
-  // the status counts those (ReplicaStatus::restarts).
+  // restarts under Always/OnFailure). Restarts done by recreating the replica are NOT included.
+  // The status adds each rise of this count to ReplicaStatus::restarts once (remembering the last
+  // value per index in ReplicaStatus::container_restarts).
   int restarts = 0;
   // Being deleted (the pod has a deletionTimestamp).
   bool terminating = false;
@@ -132,13 +133,15 @@ struct StatusUpdate {
 //     Kubeflow's 0xbeef). A terminating replica counts as neither active nor failed: once gone it
 //     is recreated (a pod deleted by hand or lost with its node). Replicas of other types or
 //     indices are ignored (ReplicasToDelete removes them).
-//  5. activeDeadlineSeconds passed since startTime -> Failed. Restarts (recorded + in place +
-//     decided now) above backoffLimit -> Failed (no restart happens).
+//     A rise of a replica's in-place restart count since the last computation adds to
+//     replicaStatuses[type].restarts (a lower count is a new pod: all of it is new).
+//  5. activeDeadlineSeconds passed since startTime -> Failed. Restarts of every type (recorded,
+//     in place included, + decided now) above backoffLimit -> Failed (no restart happens).
 //  6. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default
 //     successPolicy) or every worker has (AllWorkers). Running (TFJobRunning) while the chief, or
 //     without a chief any worker, is active.
-//  7. Restarting (TFJobRestarting) when a replica is restarted; Failed (TFJobFailed) when a
-//     replica failed for good, except workers under enableDynamicWorker.
+//  7. Restarting (TFJobRestarting) when a replica is restarted, now or in place; Failed
+//     (TFJobFailed) when a replica failed for good, except workers under enableDynamicWorker.
 //  8. Stuck (taas): True while a replica is stuck (options.stuck_after), False once none is.
 // Finishing sets completionTime and Running to False; conditions change per SetCondition.
 StatusUpdate ComputeJobStatus(const TFJob& job, const std::vector<ObservedReplica>& observed,

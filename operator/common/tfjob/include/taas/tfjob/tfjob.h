@@ -169,10 +169,13 @@ struct ReplicaStatus {
   // "k1=v1,k2=v2": the pods of this replica type (labels.h).
   std::string selector;
   // taas extensions, written only when non-empty/non-zero so the JSON stays Kubeflow's otherwise:
-  // indices that have succeeded (never run again, even when their pod disappears), and restarts
-  // performed by the controller (deleting and recreating a replica), counted for backoffLimit.
+  // indices that have succeeded (never run again, even when their pod disappears); every restart
+  // of a replica of this type, counted for backoffLimit: the controller's (deleting and recreating
+  // a replica) and the kubelet's in place (a container's restartCount going up); and, per index,
+  // the restartCount last seen on the current pod, so each in-place restart is counted once.
   std::vector<int> succeeded_indexes;  // sorted, unique; JSON "succeededIndexes": [0, 2]
   std::int32_t restarts = 0;           // JSON "restarts"
+  std::map<int, std::int32_t> container_restarts;  // JSON "containerRestarts": {"1": 3}; no zeros
 
   bool operator==(const ReplicaStatus&) const = default;
 };
