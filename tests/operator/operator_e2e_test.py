@@ -40,11 +40,14 @@ class Env:
         self.tmp = tempfile.mkdtemp(prefix="taas-operator-e2e-")
         self.env = dict(os.environ)
         self.operators = []
+        self.operator_flags = []  # the group's extra flags, for every operator it starts
 
     # ---- cluster ----
     def up(self):
         log(f"starting control plane {self.name}")
-        subprocess.run([self.args.cluster, "up", "--name", self.name, "--nodes", "2"],
+        # --owner-pid: the instance goes down by itself if ctest kills this test on a timeout.
+        subprocess.run([self.args.cluster, "up", "--name", self.name, "--nodes", "2",
+                        "--owner-pid", str(os.getpid())],
                        check=True, stdout=sys.stdout, stderr=sys.stderr)
         out = subprocess.run([self.args.cluster, "env", "--name", self.name], check=True,
                              capture_output=True, text=True).stdout
@@ -83,7 +86,14 @@ class Env:
         wait_for(f"service account in {ns}", lambda: self.get("-n", ns, "serviceaccount", "default"))
 
     def finish_pod(self, ns, pod, code):
-        subprocess.run([self.args.cluster, "finish-pod", "--name", self.name, "--timeout", "120",
+        self.cluster_pod_command("finish-pod", ns, pod, code)
+
+    def restart_container(self, ns, pod, code):
+        """The kubelet's in-place restart (restartPolicy Always/OnFailure), as kwok has none."""
+        self.cluster_pod_command("restart-container", ns, pod, code)
+
+    def cluster_pod_command(self, command, ns, pod, code):
+        subprocess.run([self.args.cluster, command, "--name", self.name, "--timeout", "120",
                         ns, pod, str(code)], check=True, env=self.env)
 
     # ---- operator ----
@@ -94,7 +104,7 @@ class Env:
         cmd = [self.args.operator, "--kubeconfig", self.kubeconfig, "--health-port", "0",
                "--health-address", "127.0.0.1", "--port-file", port_file, "--workers", "4",
                "--lease-duration-seconds", "4", "--lease-namespace", "default",
-               "--stuck-after-seconds", "8", *extra]
+               "--stuck-after-seconds", "8", *self.operator_flags, *extra]
         if identity:
             cmd += ["--identity", identity]
         out = open(log_path, "w")
@@ -246,6 +256,14 @@ def env_var(pod_obj, var):
     return None
 
 
+def job_status(env, ns, name):
+    return (env.get("-n", ns, "tfjob", name) or {}).get("status", {})
+
+
+def replica_restarts(env, ns, name, rtype):
+    return job_status(env, ns, name).get("replicaStatuses", {}).get(rtype, {}).get("restarts", 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # scenarios
 
@@ -306,6 +324,10 @@ def scenario_lifecycle(env):
     wait_for("pods cleaned up", lambda: len(job_pods(env, ns, "mnist")) == 0)
     check(event_count(env, ns, "SuccessfulCreatePod") == 3,
           f"exactly 3 pod creations, got {event_count(env, ns, 'SuccessfulCreatePod')}")
+    check(event_count(env, ns, "SuccessfulCreateService") == 3,
+          f"exactly 3 service creations, got {event_count(env, ns, 'SuccessfulCreateService')}")
+    check(events(env, ns, "TFJobCreated") and events(env, ns, "TFJobRunning"),
+          "an Event per condition change (Created, Running)")
     wait_for("Succeeded event", lambda: events(env, ns, "TFJobSucceeded"))
     wait_for("delete events", lambda: event_count(env, ns, "SuccessfulDeletePod") >= 3)
 
@@ -358,6 +380,9 @@ def scenario_exit_codes(env):
     check(tfj["status"]["replicaStatuses"]["Worker"].get("restarts", 0) >= 1,
           f"restarts counted: {tfj['status']['replicaStatuses']}")
     wait_for("Restarting event", lambda: events(env, ns, "TFJobRestarting"))
+    wait_for("RestartingReplica event naming the pod and code",
+             lambda: any("ec-worker-1" in e["message"] and "137" in e["message"]
+                         for e in events(env, ns, "RestartingReplica")))
     wait_for("pods Running again", lambda: pods_running(env, ns, "ec", 3))
     log("exit 1 (permanent) -> job Failed")
     env.finish_pod(ns, "ec-worker-1", 1)
@@ -369,6 +394,20 @@ def scenario_exit_codes(env):
     time.sleep(3)
     check(has_condition(env, ns, "ec", "Failed"), "Failed is final")
     check(len(live_pods(env, ns, "ec")) == 3, "nothing recreated after failure")
+
+
+def scenario_never(env):
+    """restartPolicy Never: any failure, even a retryable code, fails the job; nothing restarts."""
+    ns = "never"
+    env.namespace(ns)
+    env.apply(tfjob("nv", ns, {"PS": 1, "Worker": 2}, restart="Never"))
+    wait_for("pods Running", lambda: pods_running(env, ns, "nv", 3))
+    env.finish_pod(ns, "nv-worker-1", 137)
+    wait_for("job Failed", lambda: has_condition(env, ns, "nv", "Failed"))
+    status = job_status(env, ns, "nv")
+    check(status["replicaStatuses"]["Worker"].get("failed") == 1, f"1 failed worker: {status}")
+    check(replica_restarts(env, ns, "nv", "Worker") == 0, "no restart under Never")
+    check(event_count(env, ns, "SuccessfulCreatePod") == 3, "nothing recreated")
 
 
 def scenario_backoff(env):
@@ -510,6 +549,8 @@ def scenario_no_duplicates(env, op):
     env.apply(tfjob("big", ns, {"PS": 1, "Worker": workers}))
     wait_for("10 pods created", lambda: len(job_pods(env, ns, "big")) == 10)
     wait_for("creation failures", lambda: events(env, ns, "FailedCreatePod"))
+    check(env.metrics(op)["taas_operator_api_errors_total"] > 0,
+          "the refused creations count as API errors in /metrics")
     env.stop_operator(op, signal.SIGKILL)
     time.sleep(1)  # requests the API server had already received complete
     env.kubectl("-n", ns, "delete", "resourcequota", "pods")
@@ -557,9 +598,238 @@ def scenario_leader_election(env, op):
     check(env.ready(other), "/readyz")
 
 
+def scenario_in_place(env):
+    """OnFailure and Always: the kubelet restarts the container in place (restart-container plays
+    the kubelet); the operator surfaces Restarting, keeps the pod, and counts every restart per
+    replica type and job-wide against backoffLimit."""
+    ns = "inplace"
+    env.namespace(ns)
+    job = tfjob("ip", ns, {"PS": 1, "Worker": 2}, run_policy={"backoffLimit": 2})
+    job["spec"]["tfReplicaSpecs"]["PS"]["restartPolicy"] = "Always"
+    job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
+    env.apply(job)
+    wait_for("pods Running", lambda: pods_running(env, ns, "ip", 3))
+    wait_for("job Running", lambda: has_condition(env, ns, "ip", "Running"))
+    check(pod(env, ns, "ip-ps-0")["spec"]["restartPolicy"] == "Always", "PS pod restartPolicy")
+    check(pod(env, ns, "ip-worker-1")["spec"]["restartPolicy"] == "OnFailure",
+          "worker pod restartPolicy")
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in job_pods(env, ns, "ip")}
+
+    log("worker-1 exits 1 and is restarted in place -> Restarting, 1 Worker restart")
+    env.restart_container(ns, "ip-worker-1", 1)
+    p = pod(env, ns, "ip-worker-1")
+    cs = [c for c in p["status"]["containerStatuses"] if c["name"] == "tensorflow"][0]
+    check(p["status"]["phase"] == "Running" and cs["restartCount"] == 1 and "running" in cs["state"]
+          and cs["lastState"]["terminated"]["exitCode"] == 1,
+          f"restart-container wrote what a kubelet writes: {p['status']}")
+    wait_for("Worker restart counted", lambda: replica_restarts(env, ns, "ip", "Worker") == 1)
+    wait_for("Restarting event", lambda: event_count(env, ns, "TFJobRestarting") >= 1)
+    wait_for("job Running again", lambda: has_condition(env, ns, "ip", "Running"))
+    log("PS exits 0 under Always and is restarted in place -> 1 PS restart (2 job-wide)")
+    env.restart_container(ns, "ip-ps-0", 0)
+    wait_for("PS restart counted", lambda: replica_restarts(env, ns, "ip", "PS") == 1)
+    time.sleep(2)  # nothing else happens: 2 restarts are within backoffLimit 2
+    check(not has_condition(env, ns, "ip", "Failed"), "2 restarts are within backoffLimit 2")
+    check(replica_restarts(env, ns, "ip", "Worker") == 1, "an in-place restart is counted once")
+    check({p["metadata"]["name"]: p["metadata"]["uid"] for p in job_pods(env, ns, "ip")} == uids,
+          "in-place restarts keep the pods")
+    check(event_count(env, ns, "SuccessfulDeletePod") == 0, "no pod deleted for an in-place restart")
+
+    log("a third restart, of worker-0, exceeds backoffLimit 2 job-wide -> Failed")
+    env.restart_container(ns, "ip-worker-0", 137)
+    wait_for("job Failed (backoffLimit)", lambda: has_condition(env, ns, "ip", "Failed"))
+    tfj = env.get("-n", ns, "tfjob", "ip")
+    check("backoff limit" in condition(tfj, "Failed")["message"],
+          f"failed for the backoff limit: {condition(tfj, 'Failed')['message']}")
+    check(tfj["status"]["replicaStatuses"]["Worker"]["restarts"] == 2, "2 Worker restarts")
+    log("Failed is terminal: a later restart changes nothing")
+    conditions = tfj["status"]["conditions"]
+    env.restart_container(ns, "ip-worker-1", 1)
+    time.sleep(3)
+    check(env.get("-n", ns, "tfjob", "ip")["status"]["conditions"] == conditions,
+          "conditions changed after Failed")
+
+
+def scenario_succeeded_kept(env):
+    """successPolicy AllWorkers; a worker that succeeded is never run again when its pod is
+    deleted, and still counts towards the job's success."""
+    ns = "kept"
+    env.namespace(ns)
+    job = tfjob("aw", ns, {"PS": 1, "Worker": 2})
+    job["spec"]["successPolicy"] = "AllWorkers"
+    env.apply(job)
+    wait_for("pods Running", lambda: pods_running(env, ns, "aw", 3))
+    env.finish_pod(ns, "aw-worker-1", 0)
+    wait_for("worker-1 succeeded in status",
+             lambda: job_status(env, ns, "aw")["replicaStatuses"]["Worker"].get("succeeded") == 1)
+    check(not has_condition(env, ns, "aw", "Succeeded"), "AllWorkers waits for worker 0 too")
+    env.kubectl("-n", ns, "delete", "pod", "aw-worker-1", "--wait=false")
+    wait_for("worker-1 pod gone", lambda: pod(env, ns, "aw-worker-1") is None)
+    time.sleep(3)  # time for a wrong recreation to show
+    check(pod(env, ns, "aw-worker-1") is None, "a succeeded replica was run again")
+    check(job_status(env, ns, "aw")["replicaStatuses"]["Worker"].get("succeeded") == 1,
+          "the succeeded worker still counts once its pod is gone")
+    check(has_condition(env, ns, "aw", "Running"), "the job is still Running")
+    env.finish_pod(ns, "aw-worker-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "aw", "Succeeded"))
+    check(event_count(env, ns, "SuccessfulCreatePod") == 3, "exactly 3 pod creations")
+
+
+def scenario_terminating(env):
+    """A pod of a job with a retryable policy that fails while terminating (a kubelet's SIGTERM
+    on deletion) is neither a failure nor a restart: with backoffLimit 0 the job goes on and the
+    replica is created again once the pod is gone."""
+    ns = "terminating"
+    env.namespace(ns)
+    env.apply(tfjob("tp", ns, {"Worker": 2}, run_policy={"backoffLimit": 0}, restart="ExitCode"))
+    wait_for("pods Running", lambda: pods_running(env, ns, "tp", 2))
+    old_uid = pod(env, ns, "tp-worker-1")["metadata"]["uid"]
+    # A finalizer keeps the pod terminating (kwok would otherwise remove it at once).
+    env.kubectl("-n", ns, "patch", "pod", "tp-worker-1", "--type=merge", "-p",
+                '{"metadata":{"finalizers":["taas.test/hold"]}}')
+    env.kubectl("-n", ns, "delete", "pod", "tp-worker-1", "--wait=false")
+    wait_for("worker-1 terminating",
+             lambda: pod(env, ns, "tp-worker-1")["metadata"].get("deletionTimestamp"))
+    env.finish_pod(ns, "tp-worker-1", 143)
+    time.sleep(3)  # time for a wrong failure to show
+    status = job_status(env, ns, "tp")
+    check(not has_condition(env, ns, "tp", "Failed"), f"a terminating pod failed the job: {status}")
+    check(status["replicaStatuses"]["Worker"].get("failed", 0) == 0, f"counted as failed: {status}")
+    check(status["replicaStatuses"]["Worker"].get("restarts", 0) == 0,
+          f"counted as a restart: {status}")
+    env.kubectl("-n", ns, "patch", "pod", "tp-worker-1", "--type=merge", "-p",
+                '{"metadata":{"finalizers":null}}')
+    wait_for("worker-1 created again",
+             lambda: (p := pod(env, ns, "tp-worker-1")) and p["metadata"]["uid"] != old_uid
+             and p["status"].get("phase") == "Running")
+    check(not has_condition(env, ns, "tp", "Failed"), "the job goes on")
+    check(replica_restarts(env, ns, "tp", "Worker") == 0, "recreating a deleted pod is no restart")
+
+
+def scenario_metrics(env):
+    """/metrics after the group's scenarios: jobs by state agree with the API server, the
+    reconcile latency histogram is consistent, queue depth and API errors are exported."""
+    op = env.operators[-1]
+
+    def states_from_api():
+        counts = {}
+        for job in env.get("tfjobs", "-A")["items"]:
+            state = "Unknown"
+            for c in job.get("status", {}).get("conditions", []):
+                if c["status"] == "True" and c["type"] in (
+                        "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"):
+                    state = c["type"]
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
+    def agree():
+        m = env.metrics(op)
+        api = states_from_api()
+        prefix = 'taas_operator_jobs{state="'
+        exported = {k[len(prefix):-2]: int(v) for k, v in m.items() if k.startswith(prefix)}
+        same = all(exported.get(state, 0) == n for state, n in api.items()) and \
+            sum(exported.values()) == sum(api.values())
+        return same and (api, exported)
+    api, exported = wait_for("jobs by state agree with the API server", agree)
+    log(f"jobs by state: {exported}")
+    check(api.get("Succeeded", 0) >= 1 and api.get("Failed", 0) >= 1, f"states seen: {api}")
+    m = env.metrics(op)
+    prefix = 'taas_operator_reconcile_duration_seconds_bucket{le="'
+    buckets = sorted((float(k[len(prefix):-2]), v) for k, v in m.items() if k.startswith(prefix))
+    check(len(buckets) >= 2 and buckets[-1][0] == float("inf"), f"histogram buckets {buckets}")
+    check(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets are cumulative")
+    check(buckets[-1][1] == m["taas_operator_reconcile_duration_seconds_count"] > 0,
+          "+Inf bucket equals the count")
+    check(m["taas_operator_reconcile_duration_seconds_sum"] > 0, "latency sum")
+    check(m["taas_operator_workqueue_depth"] >= 0, "queue depth")
+    check(m["taas_operator_api_requests_total"] > 0, "API requests counted")
+    check("taas_operator_api_errors_total" in m, "API errors exported")
+    with urllib.request.urlopen(f"http://127.0.0.1:{op['port']}/healthz", timeout=5) as r:
+        check(r.status == 200, "/healthz")
+    check(env.ready(op), "/readyz")
+
+
+def scenario_master_domain(env):
+    """Master as a synonym of Chief, under an operator started with --cluster-domain."""
+    ns = "master"
+    env.namespace(ns)
+    job = tfjob("mj", ns, {"Master": 1, "Worker": 1})
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        del spec["restartPolicy"]  # Kubeflow's default: Never
+    env.apply(job)
+    wait_for("pods Running", lambda: pods_running(env, ns, "mj", 2))
+    master = pod(env, ns, "mj-master-0")
+    check(master["spec"]["restartPolicy"] == "Never", "default restartPolicy Never")
+    check(master["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "master",
+          "replica-type=master")
+    check(master["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
+          "job-role=master on the master")
+    check("training.kubeflow.org/job-role" not in pod(env, ns, "mj-worker-0")["metadata"]["labels"],
+          "no job-role on worker 0 when there is a master")
+    domain = CLUSTER_DOMAIN
+    expected = json.dumps({"cluster": {"master": [f"mj-master-0.master.svc.{domain}:2222"],
+                                       "worker": [f"mj-worker-0.master.svc.{domain}:2222"]},
+                           "task": {"type": "master", "index": 0}, "environment": "cloud"},
+                          separators=(",", ":"))
+    check(env_var(master, "TF_CONFIG") == expected,
+          f"master TF_CONFIG {env_var(master, 'TF_CONFIG')} != {expected}")
+    env.finish_pod(ns, "mj-worker-0", 0)
+    time.sleep(2)
+    check(not has_condition(env, ns, "mj", "Succeeded"), "worker 0 does not finish a job with a master")
+    env.finish_pod(ns, "mj-master-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "mj", "Succeeded"))
+    time.sleep(2)  # time for a wrong cleanup to show
+    check(len(live_pods(env, ns, "mj")) == 2, "default cleanPodPolicy None keeps every pod")
+
+
+PODGROUP_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
+    "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
+             "names": {"kind": "PodGroup", "listKind": "PodGroupList", "plural": "podgroups",
+                       "singular": "podgroup"},
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def scenario_gang(env):
+    """schedulingPolicy: a PodGroup (a minimal scheduler-plugins CRD is installed here) with
+    minMember, owned by the job; the pods name the gang scheduler and their group."""
+    ns = "gang"
+    env.namespace(ns)
+    env.apply(PODGROUP_CRD)
+    env.kubectl("wait", "--for=condition=established", "--timeout=120s",
+                "crd/podgroups.scheduling.x-k8s.io")
+    env.apply(tfjob("gj", ns, {"PS": 1, "Worker": 2},
+                    run_policy={"schedulingPolicy": {"minAvailable": 2}}))
+    group = wait_for("PodGroup", lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "gj"))
+    uid = env.get("-n", ns, "tfjob", "gj")["metadata"]["uid"]
+    check(group["spec"]["minMember"] == 2, f"minMember = minAvailable: {group['spec']}")
+    check(group["metadata"]["ownerReferences"][0]["uid"] == uid, "the PodGroup is owned by the job")
+    wait_for("3 pods", lambda: len(job_pods(env, ns, "gj")) == 3)
+    for p in job_pods(env, ns, "gj"):
+        name = p["metadata"]["name"]
+        check(p["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group") == "gj",
+              f"{name}: pod-group label")
+        check(p["spec"].get("schedulerName") == "scheduler-plugins-scheduler",
+              f"{name}: schedulerName {p['spec'].get('schedulerName')}")
+    log("without minAvailable, minMember is every replica")
+    env.apply(tfjob("all", ns, {"PS": 1, "Worker": 3}, run_policy={"schedulingPolicy": {}}))
+    group = wait_for("PodGroup", lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "all"))
+    check(group["spec"]["minMember"] == 4, f"minMember = all replicas: {group['spec']}")
+
+
+# Each group runs on its own control plane with one operator, started with the group's flags.
+CLUSTER_DOMAIN = "taas.example"
 GROUPS = {
-    "lifecycle": ["lifecycle", "chief", "exit_codes", "backoff", "deleted_pod", "invalid"],
-    "policies": ["suspend", "ttl_and_deadline", "stuck", "no_duplicates", "leader_election"],
+    "lifecycle": {"flags": [],
+                  "scenarios": ["lifecycle", "chief", "exit_codes", "never", "backoff", "in_place",
+                                "succeeded_kept", "terminating", "deleted_pod", "invalid",
+                                "metrics"]},
+    "policies": {"flags": ["--cluster-domain", CLUSTER_DOMAIN],
+                 "scenarios": ["master_domain", "gang", "suspend", "ttl_and_deadline", "stuck",
+                               "no_duplicates", "leader_election"]},
 }
 
 
@@ -571,6 +841,8 @@ def main():
     parser.add_argument("--group", required=True, choices=sorted(GROUPS))
     args = parser.parse_args()
     env = Env(args)
+    group = GROUPS[args.group]
+    env.operator_flags = group["flags"]
     failed = True
     try:
         env.up()
@@ -579,7 +851,7 @@ def main():
                     "crd/tfjobs.kubeflow.org")
         op = env.start_operator()
         wait_for("operator ready", lambda: env.ready(op))
-        for name in GROUPS[args.group]:
+        for name in group["scenarios"]:
             log(f"scenario {name}")
             started = time.time()
             fn = globals()[f"scenario_{name}"]
