@@ -9,6 +9,7 @@
 //    as bytes touched per second against a STREAM-like memory bandwidth measured in the same run.
 //
 // Usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] [--update-mb M]
+// (an empty --sizes or --update-mb 0 skips that table).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -280,7 +281,9 @@ std::vector<int> ParseSizes(const std::string& s) {
   std::vector<int> out;
   std::stringstream in(s);
   std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(std::atoi(item.c_str()));
+  }
   return out;
 }
 
@@ -312,10 +315,10 @@ int main(int argc, char** argv) {
           "[--update-mb M]");
     }
   }
-  if (num_ps < 1 || reps < 1 || chunk_kb < 1 || update_mb < 1 || sizes_mb.empty()) {
-    Fail("--ps, --reps, --chunk-kb, --update-mb and --sizes must be positive");
+  if (num_ps < 1 || reps < 1 || chunk_kb < 1 || update_mb < 0) {
+    Fail("--ps, --reps and --chunk-kb must be positive, --update-mb >= 0");
   }
-  TransportTable(num_ps, sizes_mb, reps, chunk_kb << 10);
-  UpdateTable((static_cast<std::size_t>(update_mb) << 20) / sizeof(float), reps);
+  if (!sizes_mb.empty()) TransportTable(num_ps, sizes_mb, reps, chunk_kb << 10);
+  if (update_mb > 0) UpdateTable((static_cast<std::size_t>(update_mb) << 20) / sizeof(float), reps);
   return 0;
 }

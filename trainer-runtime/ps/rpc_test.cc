@@ -1,6 +1,7 @@
 // The PS service and client over real gRPC on 127.0.0.1.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -159,6 +160,113 @@ TEST_CASE("sync over gRPC: two workers' pushes are averaged and released togethe
   auto done = setup.Push(placement, {{w, gw}, {bias, gb}}, {1, 1}, 9, 10);
   REQUIRE(done.ok());
   CHECK(done->done);
+}
+
+// SGD with learning rate 1 on `values`, every PS, from one client.
+std::vector<VariablePlacement> SetUp(PsClient& client, const std::vector<VariableInfo>& variables,
+                                     const std::vector<std::vector<float>>& values,
+                                     std::int64_t partition_bytes) {
+  auto placement = PlaceVariables(variables, client.num_ps(), partition_bytes);
+  InitAll(client, placement, values, false, 1);
+  return placement;
+}
+
+std::vector<float> Iota(std::size_t n, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale;
+  return v;
+}
+
+TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors over 3 PS") {
+  Cluster cluster(3);
+  PsClient setup(cluster.addresses, Quiet());
+  REQUIRE(setup.WaitForServers(10).ok());
+  // "big" (1003 floats) is split over the 3 PS; the others go whole.
+  const std::vector<std::vector<float>> init = {Iota(1003, 0.25f), Iota(37, -1), {}, {42}};
+  auto placement = SetUp(setup, {{"big", 1003}, {"odd", 37}, {"empty", 0}, {"one", 1}}, init, 4000);
+  REQUIRE(placement[0].shards.size() == 3);
+  auto expected = init;
+  // 6-byte pieces: every push message ends inside a float; pulls in 1-float pieces.
+  for (std::int64_t chunk_bytes : {6, 400, 4 << 20}) {
+    CAPTURE(chunk_bytes);
+    PsClient client(cluster.addresses, Quiet(), chunk_bytes);
+    std::vector<std::vector<float>> got = {
+        std::vector<float>(1003, -7), std::vector<float>(37, -7), {}, {-7}};
+    std::vector<std::vector<float>> grads = {Iota(1003, 1), std::vector<float>(37, 0.5f), {}, {2}};
+    std::vector<ParamBuffers> params;
+    for (std::size_t v = 0; v < got.size(); ++v) params.push_back({got[v], grads[v]});
+    auto before = client.Pull(placement, params, 10);
+    REQUIRE(before.ok());
+    CHECK(got == expected);
+    auto pushed = client.Push(placement, params, before->ps_steps, 0, 10);
+    REQUIRE(pushed.ok());
+    CHECK(pushed->applied == 3);
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      for (std::size_t i = 0; i < got[v].size(); ++i) expected[v][i] -= grads[v][i];
+    }
+    REQUIRE(client.Pull(placement, params, 10).ok());
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("concurrent pushes from several clients are all applied (async)") {
+  Cluster cluster(2);
+  PsClient setup(cluster.addresses, Quiet());
+  REQUIRE(setup.WaitForServers(10).ok());
+  constexpr std::size_t kSize = 300000;  // 1.2 MB: several 256 KB pieces per push
+  auto placement =
+      SetUp(setup, {{"w", kSize}, {"b", 3}}, {std::vector<float>(kSize, 0), {0, 0, 0}}, 1 << 20);
+  constexpr int kClients = 4, kPushes = 5;
+  std::vector<std::thread> threads;
+  std::vector<int> applied(kClients, 0);
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      PsClient client(cluster.addresses, Quiet(), 256 << 10);
+      std::vector<float> w(kSize), b(3), gw(kSize, 1), gb(3, 2);
+      std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
+      for (int k = 0; k < kPushes; ++k) {
+        auto pulled = client.Pull(placement, params, 30);
+        REQUIRE(pulled.ok());
+        auto pushed = client.Push(placement, params, pulled->ps_steps, c, 30);
+        REQUIRE(pushed.ok());
+        applied[static_cast<std::size_t>(c)] += pushed->applied;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int a : applied) CHECK(a == 2 * kPushes);
+  std::vector<float> w(kSize), b(3), gw(kSize), gb(3);
+  auto pulled = setup.Pull(placement, {{w, gw}, {b, gb}}, 10);
+  REQUIRE(pulled.ok());
+  CHECK(pulled->global_step == kClients * kPushes);
+  const float total = -static_cast<float>(kClients * kPushes);
+  CHECK(std::count(w.begin(), w.end(), total) == static_cast<long>(kSize));
+  CHECK(b == std::vector<float>(3, 2 * total));
+}
+
+TEST_CASE("an uninitialised or restarted PS refuses pushes; a model mismatch is an error") {
+  Cluster cluster(1);
+  PsClient client(cluster.addresses, Quiet());
+  REQUIRE(client.WaitForServers(10).ok());
+  auto placement = PlaceVariables({{"w", 4}}, 1, 1 << 20);
+  std::vector<float> w(4), g(4, 1);
+  auto refused = client.Push(placement, {{w, g}}, {0}, 0, 10);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+
+  InitAll(client, placement, {{1, 2, 3, 4}}, false, 1);
+  auto pulled = client.Pull(placement, {{w, g}}, 10);
+  REQUIRE(pulled.ok());
+  CHECK(pulled->incarnations[0] == 100);
+  auto other = PlaceVariables({{"w", 5}}, 1, 1 << 20);
+  std::vector<float> w5(5), g5(5);
+  auto mismatch = client.Push(other, {{w5, g5}}, {0}, 0, 10);
+  REQUIRE_FALSE(mismatch.ok());
+  CHECK(mismatch.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_FALSE(IsTransient(mismatch.status()));
+  auto pull_mismatch = client.Pull(other, {{w5, g5}}, 10);
+  REQUIRE_FALSE(pull_mismatch.ok());
+  CHECK(pull_mismatch.status().code() == absl::StatusCode::kOutOfRange);
 }
 
 TEST_CASE("an unreachable PS gives a clear transient error after the timeout") {

@@ -192,5 +192,119 @@ TEST_CASE("pushes that do not match the variables are errors") {
   CHECK(store.GetStatus().step == 0);
 }
 
+// Feeds the gradients of `shards` (concatenated as float32 bytes) to a streamed push in pieces of
+// `piece` bytes, then finishes it.
+void StreamPush(ParameterStore& store, std::int64_t step,
+                const std::vector<std::pair<std::string, std::vector<float>>>& shards,
+                std::size_t piece, Outcome& outcome, int worker = -1) {
+  std::vector<ParameterStore::GradientSize> sizes;
+  std::string bytes;
+  for (const auto& [name, g] : shards) {
+    sizes.push_back({name, static_cast<std::int64_t>(g.size())});
+    bytes.append(reinterpret_cast<const char*>(g.data()), g.size() * sizeof(float));
+  }
+  auto stream = store.BeginPush(step, sizes, worker);
+  REQUIRE(stream.ok());
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    REQUIRE((*stream)->Add(bytes.data() + at, std::min(piece, bytes.size() - at)).ok());
+  }
+  (*stream)->Finish(outcome.Callback());
+}
+
+TEST_CASE("streamed push: pieces cut anywhere (inside floats, across shards) apply as one push") {
+  for (std::size_t piece : {1u, 3u, 4u, 7u, 4096u}) {
+    CAPTURE(piece);
+    ParameterStore store(1);
+    REQUIRE(
+        store.Initialize(Sgd(false, 1), {{"a", {1, 2, 3}, {}}, {"e", {}, {}}, {"b", {5}, {}}}, 4)
+            .ok());
+    Outcome out;
+    StreamPush(store, 4, {{"a", {1, 1, 1}}, {"e", {}}, {"b", {0.5f}}}, piece, out);
+    CHECK(out.outcome() == PushOutcome::kApplied);
+    CHECK((*out.result)->step == 5);  // one step for the whole push
+    CHECK(Read(store, "a") == std::vector<float>{0, 1, 2});
+    CHECK(Read(store, "b") == std::vector<float>{4.5f});
+  }
+}
+
+TEST_CASE("streamed push in sync mode aggregates exactly like Push") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {10, 10}, {}}}, 0).ok());
+  Outcome first, retry, second;
+  StreamPush(store, 0, {{"w", {2, 4}}}, 3, first, /*worker=*/0);
+  CHECK_FALSE(first.result.has_value());
+  StreamPush(store, 0, {{"w", {2, 4}}}, 5, retry, /*worker=*/0);
+  CHECK(retry.outcome() == PushOutcome::kStale);
+  StreamPush(store, 0, {{"w", {4, 8}}}, 5, second, /*worker=*/1);
+  CHECK(first.outcome() == PushOutcome::kApplied);
+  CHECK(second.outcome() == PushOutcome::kApplied);
+  CHECK(Read(store, "w") == std::vector<float>{7, 4});
+}
+
+TEST_CASE("streamed push: wrong sizes, unknown shards, short or long bodies are errors") {
+  ParameterStore uninitialised(3);
+  auto refused = uninitialised.BeginPush(0, {{"w", 1}});
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(false, 1), {{"w", {0, 0}, {}}}, 0).ok());
+  CHECK(store.BeginPush(0, {{"w", 3}}).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(store.BeginPush(0, {{"v", 2}}).status().code() == absl::StatusCode::kNotFound);
+
+  const float g[3] = {1, 1, 1};
+  auto long_body = store.BeginPush(0, {{"w", 2}});
+  REQUIRE(long_body.ok());
+  CHECK((*long_body)->Add(reinterpret_cast<const char*>(g), sizeof(g)).code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  auto short_body = store.BeginPush(0, {{"w", 2}});
+  REQUIRE(short_body.ok());
+  REQUIRE((*short_body)->Add(reinterpret_cast<const char*>(g), 6).ok());
+  Outcome cut;
+  (*short_body)->Finish(cut.Callback());
+  CHECK(cut.result->status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(store.GetStatus().step == 0);
+}
+
+TEST_CASE("streamed push: a restore in the middle answers kReset; max steps answers kDone") {
+  ParameterStore store(1);
+  TrainingSpec spec = Sgd(false, 1);
+  spec.max_steps = 1;
+  REQUIRE(store.Initialize(spec, {{"w", {0, 0}, {}}}, 0).ok());
+  const float g[2] = {1, 1};
+  auto stream = store.BeginPush(0, {{"w", 2}});
+  REQUIRE(stream.ok());
+  REQUIRE(store.Initialize(spec, {{"w", {5, 5}, {}}}, 0).ok());
+  REQUIRE((*stream)->Add(reinterpret_cast<const char*>(g), sizeof(g)).ok());
+  Outcome reset;
+  (*stream)->Finish(reset.Callback());
+  CHECK(reset.outcome() == PushOutcome::kReset);
+  CHECK(Read(store, "w") == std::vector<float>{5, 5});  // nothing applied to the restored values
+
+  Outcome last, over;
+  StreamPush(store, 0, {{"w", {1, 1}}}, 4, last);
+  CHECK(last.outcome() == PushOutcome::kApplied);
+  StreamPush(store, 1, {{"w", {1, 1}}}, 4, over);
+  CHECK(over.outcome() == PushOutcome::kDone);
+  CHECK(Read(store, "w") == std::vector<float>{4, 4});
+}
+
+TEST_CASE("PullShared hands out buffers that later updates never change (copy-on-write)") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(false, 1), {{"w", {1, 2}, {}}}, 0).ok());
+  std::vector<std::shared_ptr<const std::vector<float>>> held;
+  auto step = store.PullShared({"w"}, &held);
+  REQUIRE(step.ok());
+  CHECK(*step == 0);
+  REQUIRE(held.size() == 1);
+  std::vector<float> g = {1, 1};
+  Outcome plain, streamed;
+  store.Push(0, {{"w", g}}, plain.Callback());
+  StreamPush(store, 1, {{"w", {1, 1}}}, 4, streamed);
+  CHECK(*held[0] == std::vector<float>{1, 2});
+  CHECK(Read(store, "w") == std::vector<float>{-1, 0});
+  CHECK(store.PullShared({"x"}, &held).status().code() == absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace taas::ps
