@@ -520,18 +520,39 @@ def scenario_ttl_and_deadline(env):
 
 
 def scenario_stuck(env):
-    """A replica Pending past --stuck-after-seconds surfaces as a Stuck condition with its reason."""
+    """A replica Pending, or in CrashLoopBackOff, past --stuck-after-seconds surfaces as a Stuck
+    condition with the pod's reason."""
     ns = "stuck"
     env.namespace(ns)
     job = tfjob("huge", ns, {"Worker": 2})
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
         "limits": {"nvidia.com/gpu": 100}}
     env.apply(job)
+    env.apply(tfjob("crash", ns, {"Worker": 1}, restart="OnFailure"))
     wait_for("Stuck condition", lambda: has_condition(env, ns, "huge", "Stuck"), 90)
     c = condition(env.get("-n", ns, "tfjob", "huge"), "Stuck")
     check(c["reason"] == "Unschedulable", f"Stuck reason is the pod's: {c}")
     log(f"stuck: {c['message'][:160]}")
     check(not has_condition(env, ns, "huge", "Running"), "a stuck job is not Running")
+
+    log("a container in CrashLoopBackOff (its status written as a kubelet would)")
+    wait_for("pod Running", lambda: pods_running(env, ns, "crash", 1))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {"status": {"containerStatuses": [{
+        "name": "tensorflow", "image": "taas/trainer:test", "ready": False, "started": False,
+        "restartCount": 3,
+        "state": {"waiting": {"reason": "CrashLoopBackOff",
+                              "message": "back-off 40s restarting failed container"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now,
+                                     "finishedAt": now}}}]}}
+    env.kubectl("-n", ns, "patch", "pod", "crash-worker-0", "--subresource=status",
+                "--type=merge", "-p", json.dumps(status))
+    wait_for("Stuck condition (CrashLoopBackOff)", lambda: has_condition(env, ns, "crash", "Stuck"),
+             90)
+    c = condition(env.get("-n", ns, "tfjob", "crash"), "Stuck")
+    check(c["reason"] == "CrashLoopBackOff" and "back-off" in c["message"],
+          f"Stuck reason and message are the container's: {c}")
+    check(replica_restarts(env, ns, "crash", "Worker") == 3, "its 3 in-place restarts counted")
 
 
 def scenario_no_duplicates(env, op):
