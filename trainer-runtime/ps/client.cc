@@ -409,6 +409,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
         break;
     }
     if (ps == 0) info.global_step = reply.step();
+    info.wait_secs = std::max(info.wait_secs, reply.wait_secs());
   }
   return info;
 }

@@ -34,7 +34,6 @@ inline void SetFloats(std::string* out, std::span<const float> values) {
   out->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
-
 inline std::vector<float> FloatVector(const std::string& bytes) {
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));

@@ -139,6 +139,7 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
     rpc::PushReply reply;
     reply.set_outcome(ToProto(result->outcome));
     reply.set_step(result->step);
+    reply.set_wait_secs(result->wait_secs);
     out_ = SerializeToBuffer(reply);
     StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
   }

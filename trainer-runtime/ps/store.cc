@@ -33,7 +33,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
       return absl::InvalidArgumentError("shard " + s.name + " given twice");
     }
   }
-  std::vector<Done> released;
+  std::vector<Waiting> released;
   {
     std::lock_guard<std::mutex> lock(mu_);
     spec_ = spec;
@@ -47,8 +47,17 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
     contributors_.clear();
     released.swap(waiting_);
   }
-  for (auto& d : released) d(PushResult{PushOutcome::kReset, step});
+  Release(released, PushResult{PushOutcome::kReset, step});
   return absl::OkStatus();
+}
+
+void ParameterStore::Release(std::vector<Waiting>& waiting, const PushResult& result) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& w : waiting) {
+    PushResult r = result;
+    r.wait_secs = std::chrono::duration<double>(now - w.since).count();
+    w.done(r);
+  }
 }
 
 ParameterStore::Status ParameterStore::GetStatus() const {
@@ -117,7 +126,7 @@ absl::Status ParameterStore::CheckGradientLocked(const std::string& name, std::s
 
 void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradients, Done done,
                           int worker) {
-  std::vector<Done> released;
+  std::vector<Waiting> released;
   absl::StatusOr<PushResult> result = PushResult{};
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -155,7 +164,7 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
             for (std::size_t i = 0; i < n; ++i) acc[i] += in[i];
           }
         }
-        waiting_.push_back(std::move(done));
+        waiting_.push_back({std::move(done), std::chrono::steady_clock::now()});
         if (static_cast<int>(waiting_.size()) < spec_.replicas_to_aggregate) return;
         const float scale = 1.0f / static_cast<float>(waiting_.size());
         for (const auto& name : touched_) {
@@ -173,7 +182,7 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
     }
   }
   if (!released.empty()) {
-    for (auto& d : released) d(result);
+    Release(released, *result);
     return;
   }
   done(std::move(result));
@@ -189,7 +198,7 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> ParameterStore:
 }
 
 void ParameterStore::MarkDone() {
-  std::vector<Done> released;
+  std::vector<Waiting> released;
   std::int64_t step;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -200,7 +209,7 @@ void ParameterStore::MarkDone() {
     touched_.clear();
     contributors_.clear();
   }
-  for (auto& d : released) d(PushResult{PushOutcome::kDone, step});
+  Release(released, PushResult{PushOutcome::kDone, step});
 }
 
 absl::StatusOr<std::unique_ptr<ParameterStore::PushStream>> ParameterStore::BeginPush(

@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <optional>
+#include <thread>
 
 namespace taas::ps {
 namespace {
@@ -84,6 +86,19 @@ TEST_CASE("sync: averages replicas_to_aggregate pushes and releases them togethe
   CHECK((*first.result)->step == 1);
   CHECK(Read(store, "w") == std::vector<float>{7, 4});  // 10 - mean(2,4), 10 - mean(4,8)
   CHECK(Read(store, "b") == std::vector<float>{0.5f});  // mean over the step's pushes
+}
+
+TEST_CASE("sync: a push reports how long it waited for the other replicas") {
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 0).ok());
+  std::vector<float> g = {1};
+  Outcome early, late;
+  store.Push(0, {{"w", g}}, early.Callback(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the straggler computes
+  store.Push(0, {{"w", g}}, late.Callback(), 1);
+  REQUIRE(early.outcome() == PushOutcome::kApplied);
+  CHECK((*early.result)->wait_secs >= 0.025);
+  CHECK((*late.result)->wait_secs < (*early.result)->wait_secs);
 }
 
 TEST_CASE("sync: gradients computed at an older step are dropped") {

@@ -346,6 +346,7 @@ int Trainer::Run() {
   auto window_start = Clock::now();
   std::int64_t window_steps = 0, window_examples = 0, dropped = 0;
   double window_comm_secs = 0;  // Pull + push (incl. waiting for sync peers) in this window.
+  double window_wait_secs = 0;  // The part of it the PS held pushes for the other replicas.
   bool chief_stop = false;
   while (true) {
     const auto pull_start = Clock::now();
@@ -436,6 +437,7 @@ int Trainer::Run() {
     ++window_steps;
     window_examples += examples;
     window_comm_secs += pull_secs + SecondsSince(push_start);
+    window_wait_secs += pushed->wait_secs;
     ctx_.gauges->Set("taas_global_step", static_cast<double>(global_step));
     ctx_.gauges->Set("taas_loss", result.loss);
     ctx_.gauges->Set("taas_learning_rate", session_state_.learning_rate);
@@ -447,11 +449,12 @@ int Trainer::Run() {
                                  {"loss", static_cast<double>(result.loss)},
                                  {"sec_per_batch", secs / static_cast<double>(window_steps)},
                                  {"comm_fraction", window_comm_secs / secs},
+                                 {"wait_fraction", window_wait_secs / secs},
                                  {"examples_per_sec", static_cast<double>(window_examples) / secs},
                                  {"dropped_pushes", dropped}});
       window_start = Clock::now();
       window_steps = window_examples = 0;
-      window_comm_secs = 0;
+      window_comm_secs = window_wait_secs = 0;
     }
     if (info_.is_chief) ChiefAfterStep(global_step, result, step_secs, examples);
     if (pushed->done || global_step >= info_.max_steps) break;

@@ -45,6 +45,9 @@ struct PushInfo {
   int applied = 0, stale = 0, reset = 0;
   bool done = false;
   std::int64_t global_step = 0;
+  // Sync: the longest time a PS held this push waiting for the other replicas (the rest of the
+  // push's time is transfer and update).
+  double wait_secs = 0;
 };
 
 class PsClient {

@@ -19,6 +19,7 @@
 // copy, so a buffer once handed out never changes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,6 +53,7 @@ enum class PushOutcome { kApplied, kStale, kReset, kDone };
 struct PushResult {
   PushOutcome outcome = PushOutcome::kApplied;
   std::int64_t step = 0;  // The store's step after the push was handled.
+  double wait_secs = 0;   // Sync: how long the push waited here for the other replicas' pushes.
 };
 
 struct Gradient {
@@ -130,6 +132,12 @@ class ParameterStore {
     std::vector<float> accumulator;  // Sync mode: sum of this step's gradients.
   };
   using Done = std::function<void(absl::StatusOr<PushResult>)>;
+  struct Waiting {
+    Done done;
+    std::chrono::steady_clock::time_point since;
+  };
+  // Answers every waiting push with `result` and the time it waited (outside the lock).
+  static void Release(std::vector<Waiting>& waiting, const PushResult& result);
 
   absl::Status NotInitialized() const;
   absl::Status CheckGradientLocked(const std::string& name, std::size_t size) const;
@@ -146,7 +154,7 @@ class ParameterStore {
   TrainingSpec spec_;                         // guarded by mu_
   std::unique_ptr<nn::Optimizer> optimizer_;  // guarded by mu_
   std::map<std::string, Shard> shards_;       // guarded by mu_
-  std::vector<Done> waiting_;                 // guarded by mu_: counted pushes of this step
+  std::vector<Waiting> waiting_;              // guarded by mu_: counted pushes of this step
   std::set<int> contributors_;                // guarded by mu_: workers counted this step
   std::vector<std::string> touched_;          // guarded by mu_: shards with accumulated grads
 };
