@@ -408,7 +408,9 @@ class Client::Impl {
     return c;
   }
 
-  static constexpr std::size_t kMaxIdle = 16;
+  // Idle keep-alive connections kept: above the operator's calls in flight (the controller's task
+  // pool, its workers and the event recorder), so a busy operator never re-handshakes TLS.
+  static constexpr std::size_t kMaxIdle = 32;
 
   ClientConfig config_;
   ServerAddress address_;

@@ -50,7 +50,7 @@ ObjectReference ObjectReference::Of(const nlohmann::json& object, const std::str
 
 nlohmann::json MakeEvent(const ObjectReference& ref, bool warning, const std::string& reason,
                          const std::string& message, const std::string& component,
-                         const std::string& host, const std::string& now) {
+                         const std::string& host, const std::string& now, int count) {
   std::string ns = ref.namespace_name.empty() ? "default" : ref.namespace_name;
   nlohmann::json involved = {{"apiVersion", ref.api_version},
                              {"kind", ref.kind},
@@ -70,14 +70,66 @@ nlohmann::json MakeEvent(const ObjectReference& ref, bool warning, const std::st
           {"reportingInstance", host},
           {"firstTimestamp", now},
           {"lastTimestamp", now},
-          {"count", 1}};
+          {"count", count}};
 }
 
-EventRecorder::EventRecorder(Client* client, std::string component, std::string host, Logger logger)
+namespace {
+
+std::string GroupKey(const RecordedEvent& e) {
+  std::string object =
+      e.ref.uid.empty() ? e.ref.namespace_name + "/" + e.ref.kind + "/" + e.ref.name : e.ref.uid;
+  return object + "/" + (e.warning ? "W" : "N") + "/" + e.reason;
+}
+
+// "Created pod: a" -> "Created pod: "; "" when there is no ": ".
+std::string_view Prefix(std::string_view message) {
+  auto colon = message.find(": ");
+  return colon == std::string_view::npos ? std::string_view() : message.substr(0, colon + 2);
+}
+
+// `into` extended by `next`'s message; false when the result would exceed `max`.
+bool MergeMessage(std::string& into, const std::string& next, std::size_t max) {
+  std::string_view prefix = Prefix(next);
+  std::string addition;
+  if (!prefix.empty() && into.compare(0, prefix.size(), prefix) == 0) {
+    addition = ", " + next.substr(prefix.size());
+  } else {
+    addition = "; " + next;
+  }
+  if (into.size() + addition.size() > max) return false;
+  into += addition;
+  return true;
+}
+
+}  // namespace
+
+std::vector<RecordedEvent> AggregateEvents(std::vector<RecordedEvent> events,
+                                           std::size_t max_message) {
+  std::vector<RecordedEvent> out;
+  std::map<std::string, std::size_t> open;  // group key -> index in out
+  for (auto& e : events) {
+    std::string key = GroupKey(e);
+    auto it = open.find(key);
+    if (it != open.end()) {
+      RecordedEvent& group = out[it->second];
+      if (group.message == e.message || MergeMessage(group.message, e.message, max_message)) {
+        group.count += e.count;
+        continue;
+      }
+    }
+    open[key] = out.size();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+EventRecorder::EventRecorder(Client* client, std::string component, std::string host, Logger logger,
+                             std::chrono::milliseconds linger)
     : client_(client),
       component_(std::move(component)),
       host_(std::move(host)),
       logger_(std::move(logger)),
+      linger_(linger),
       thread_([this] { Run(); }) {}
 
 EventRecorder::~EventRecorder() {
@@ -91,12 +143,12 @@ EventRecorder::~EventRecorder() {
 
 void EventRecorder::Normal(const ObjectReference& ref, const std::string& reason,
                            const std::string& message) {
-  Record(Pending{ref, false, reason, message});
+  Record(RecordedEvent{ref, false, reason, message, 1});
 }
 
 void EventRecorder::Warning(const ObjectReference& ref, const std::string& reason,
                             const std::string& message) {
-  Record(Pending{ref, true, reason, message});
+  Record(RecordedEvent{ref, true, reason, message, 1});
 }
 
 std::uint64_t EventRecorder::posted() const {
@@ -104,39 +156,46 @@ std::uint64_t EventRecorder::posted() const {
   return posted_;
 }
 
-void EventRecorder::Record(Pending pending) {
+std::uint64_t EventRecorder::recorded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recorded_;
+}
+
+void EventRecorder::Record(RecordedEvent event) {
   std::lock_guard<std::mutex> lock(mu_);
   if (queue_.size() >= 10000) {
-    logger_.Warning("event backlog full; dropping event",
-                    {{"object", pending.ref.namespace_name + "/" + pending.ref.name},
-                     {"reason", pending.reason}});
+    logger_.Warning(
+        "event backlog full; dropping event",
+        {{"object", event.ref.namespace_name + "/" + event.ref.name}, {"reason", event.reason}});
     return;
   }
-  queue_.push_back(std::move(pending));
+  ++recorded_;
+  queue_.push_back(std::move(event));
   cv_.notify_one();
 }
 
 void EventRecorder::Run() {
   for (;;) {
-    Pending pending;
+    std::vector<RecordedEvent> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and flushed
-      pending = std::move(queue_.front());
-      queue_.pop_front();
+      // Let the rest of a burst arrive (a reconcile records one event per child it creates).
+      cv_.wait_for(lock, linger_, [this] { return stopping_; });
+      batch.swap(queue_);
     }
-    Post(pending);
+    for (const auto& event : AggregateEvents(std::move(batch))) Post(event);
   }
 }
 
-void EventRecorder::Post(const Pending& p) {
+void EventRecorder::Post(const RecordedEvent& p) {
   std::string ns = p.ref.namespace_name.empty() ? "default" : p.ref.namespace_name;
   std::string key = ns + "/" + p.ref.kind + "/" + p.ref.name + "/" + p.ref.uid + "/" +
                     (p.warning ? "W" : "N") + "/" + p.reason + "/" + p.message;
   std::string now = NowRfc3339();
   if (auto it = recent_.find(key); it != recent_.end()) {
-    int count = it->second.second + 1;
+    int count = it->second.second + p.count;
     auto patched = client_->Patch("/api/v1/namespaces/" + ns + "/events/" + it->second.first,
                                   {{"count", count}, {"lastTimestamp", now}}, PatchType::kMerge);
     if (patched.ok()) {
@@ -147,7 +206,7 @@ void EventRecorder::Post(const Pending& p) {
     }
     recent_.erase(it);  // expired or deleted: post a new one
   }
-  auto event = MakeEvent(p.ref, p.warning, p.reason, p.message, component_, host_, now);
+  auto event = MakeEvent(p.ref, p.warning, p.reason, p.message, component_, host_, now, p.count);
   auto created = client_->Post("/api/v1/namespaces/" + ns + "/events", event);
   if (!created.ok()) {
     logger_.Warning("cannot post event", {{"object", ns + "/" + p.ref.name},
@@ -156,7 +215,7 @@ void EventRecorder::Post(const Pending& p) {
     return;
   }
   if (recent_.size() > 4096) recent_.clear();
-  recent_[key] = {event["metadata"]["name"].get<std::string>(), 1};
+  recent_[key] = {event["metadata"]["name"].get<std::string>(), p.count};
   std::lock_guard<std::mutex> lock(mu_);
   ++posted_;
 }
