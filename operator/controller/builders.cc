@@ -213,6 +213,86 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
   return r;
 }
 
+namespace {
+
+json TrimMetadata(const json& object) {
+  json out = json::object();
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return out;
+  for (const char* key :
+       {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"}) {
+    if (auto it = meta->find(key); it != meta->end()) out[key] = *it;
+  }
+  if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object()) {
+    json kept = json::object();
+    for (const auto& [key, value] : labels->items()) {
+      if (key.rfind("training.kubeflow.org/", 0) == 0) kept[key] = value;
+    }
+    out["labels"] = std::move(kept);
+  }
+  if (const json* owner = FindOwner(object)) {
+    json ref = json::object();
+    for (const char* key : {"apiVersion", "kind", "name", "uid", "controller"}) {
+      if (auto it = owner->find(key); it != owner->end()) ref[key] = *it;
+    }
+    out["ownerReferences"] = json::array({std::move(ref)});
+  }
+  return out;
+}
+
+json TrimContainerStatus(const json& cs) {
+  json out = json::object();
+  for (const char* key : {"name", "restartCount", "state", "lastState"}) {
+    if (auto it = cs.find(key); it != cs.end()) out[key] = *it;
+  }
+  // Only the fields read: terminated exit code and finish time, waiting reason and message.
+  for (const char* state : {"state", "lastState"}) {
+    if (!out.contains(state) || !out[state].is_object()) continue;
+    json& s = out[state];
+    if (s.contains("running")) s["running"] = json::object();
+    if (s.contains("terminated") && s["terminated"].is_object()) {
+      json t = json::object();
+      for (const char* key : {"exitCode", "finishedAt"}) {
+        if (s["terminated"].contains(key)) t[key] = s["terminated"][key];
+      }
+      s["terminated"] = std::move(t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void TrimCachedPod(json& pod) {
+  json out = {{"metadata", TrimMetadata(pod)}};
+  const auto status = pod.find("status");
+  if (status != pod.end() && status->is_object()) {
+    json kept = json::object();
+    for (const char* key : {"phase", "reason", "message"}) {
+      if (auto it = status->find(key); it != status->end()) kept[key] = *it;
+    }
+    if (auto conds = status->find("conditions"); conds != status->end() && conds->is_array()) {
+      json unscheduled = json::array();
+      for (const auto& c : *conds) {
+        if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+            c.value("status", "") == "False")
+          unscheduled.push_back(c);
+      }
+      if (!unscheduled.empty()) kept["conditions"] = std::move(unscheduled);
+    }
+    if (auto cs = status->find("containerStatuses"); cs != status->end() && cs->is_array()) {
+      for (const auto& c : *cs) {
+        if (c.is_object() && c.value("name", "") == tf::kDefaultContainerName)
+          kept["containerStatuses"] = json::array({TrimContainerStatus(c)});
+      }
+    }
+    out["status"] = std::move(kept);
+  }
+  pod = std::move(out);
+}
+
+void TrimCachedService(json& service) { service = {{"metadata", TrimMetadata(service)}}; }
+
 std::string ControllerUid(const json& object) {
   const json* owner = FindOwner(object);
   return owner == nullptr ? "" : owner->value("uid", "");

@@ -203,3 +203,103 @@ TEST_CASE("ObserveReplica reads type, index, phase, exit code and waiting reason
   bad["metadata"]["labels"]["training.kubeflow.org/replica-index"] = "1x";
   CHECK_FALSE(taas::controller::ObserveReplica(bad).has_value());
 }
+
+namespace {
+
+void CheckSameReplica(const json& pod) {
+  json trimmed = pod;
+  taas::controller::TrimCachedPod(trimmed);
+  auto a = taas::controller::ObserveReplica(pod);
+  auto b = taas::controller::ObserveReplica(trimmed);
+  REQUIRE(a.has_value() == b.has_value());
+  if (!a) return;
+  CHECK(a->type == b->type);
+  CHECK(a->index == b->index);
+  CHECK(a->phase == b->phase);
+  CHECK(a->exit_code == b->exit_code);
+  CHECK(a->restarts == b->restarts);
+  CHECK(a->terminating == b->terminating);
+  CHECK(a->reason == b->reason);
+  CHECK(a->message == b->message);
+  CHECK(a->waiting_since == b->waiting_since);
+  CHECK(taas::controller::ControllerUid(trimmed) == taas::controller::ControllerUid(pod));
+  CHECK(taas::controller::ControllerName(trimmed) == taas::controller::ControllerName(pod));
+}
+
+}  // namespace
+
+TEST_CASE("the cache keeps of a pod exactly what the controller reads") {
+  json labels = {{"training.kubeflow.org/job-name", "mnist"},
+                 {"training.kubeflow.org/replica-type", "worker"},
+                 {"training.kubeflow.org/replica-index", "1"},
+                 {"team", "vision"}};
+  json owner = {{"apiVersion", "kubeflow.org/v1"},
+                {"kind", "TFJob"},
+                {"name", "mnist"},
+                {"uid", "u"},
+                {"controller", true},
+                {"blockOwnerDeletion", true}};
+  json running = {
+      {"metadata",
+       {{"name", "mnist-worker-1"},
+        {"namespace", "ns"},
+        {"uid", "pod-uid"},
+        {"resourceVersion", "42"},
+        {"creationTimestamp", "2026-01-01T00:00:00Z"},
+        {"annotations", {{"big", std::string(4096, 'x')}}},
+        {"labels", labels},
+        {"ownerReferences", {owner}}}},
+      {"spec", {{"containers", {{{"name", "tensorflow"}}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"podIP", "10.0.0.1"},
+        {"conditions",
+         {{{"type", "Ready"}, {"status", "True"}}, {{"type", "PodScheduled"}, {"status", "True"}}}},
+        {"containerStatuses",
+         {{{"name", "sidecar"}, {"restartCount", 9}},
+          {{"name", "tensorflow"},
+           {"image", "taas/trainer"},
+           {"imageID", "sha256:abc"},
+           {"restartCount", 2},
+           {"state", {{"running", {{"startedAt", "2026-01-01T00:00:05Z"}}}}},
+           {"lastState",
+            {{"terminated",
+              {{"exitCode", 143},
+               {"reason", "Error"},
+               {"finishedAt", "2026-01-01T00:00:04Z"}}}}}}}}}}};
+  CheckSameReplica(running);
+
+  json trimmed = running;
+  taas::controller::TrimCachedPod(trimmed);
+  CHECK_FALSE(trimmed.contains("spec"));
+  CHECK_FALSE(trimmed["metadata"].contains("annotations"));
+  CHECK_FALSE(trimmed["metadata"]["labels"].contains("team"));
+  CHECK(trimmed["metadata"]["labels"]["training.kubeflow.org/job-name"] == "mnist");
+  CHECK(trimmed["metadata"]["resourceVersion"] == "42");
+  CHECK(trimmed["metadata"]["uid"] == "pod-uid");
+  CHECK_FALSE(trimmed["status"].contains("podIP"));
+  CHECK_FALSE(trimmed["status"].contains("conditions"));
+  CHECK(trimmed["status"]["containerStatuses"].size() == 1);
+  CHECK(trimmed.dump().size() < running.dump().size() / 4);
+
+  json waiting = running;
+  waiting["status"]["phase"] = "Pending";
+  waiting["status"]["containerStatuses"][1]["state"] = {
+      {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off"}}}};
+  CheckSameReplica(waiting);
+
+  json unscheduled = running;
+  unscheduled["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z";
+  unscheduled["status"] = {{"phase", "Pending"},
+                           {"conditions",
+                            {{{"type", "PodScheduled"},
+                              {"status", "False"},
+                              {"reason", "Unschedulable"},
+                              {"message", "0/4 nodes are available"}}}}};
+  CheckSameReplica(unscheduled);
+
+  json service = {{"metadata", running["metadata"]}, {"spec", {{"clusterIP", "None"}}}};
+  taas::controller::TrimCachedService(service);
+  CHECK_FALSE(service.contains("spec"));
+  CHECK(taas::controller::ControllerUid(service) == "u");
+}

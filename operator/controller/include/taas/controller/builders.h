@@ -42,6 +42,15 @@ nlohmann::json BuildPodGroup(const taas::tfjob::TFJob& job);
 // the replica-type/replica-index labels.
 std::optional<taas::tfjob::ObservedReplica> ObserveReplica(const nlohmann::json& pod);
 
+// What the operator's caches keep of a pod or service: exactly what ObserveReplica,
+// ControllerUid/ControllerName and the informers read (name, namespace, uid, resourceVersion,
+// timestamps, the training.kubeflow.org labels, the TFJob controller reference; for pods the
+// phase, reason, message, a False PodScheduled condition and the `tensorflow` container's
+// restartCount/state/lastState). Everything else is dropped: with thousands of pods the cache is
+// most of the operator's memory. ObserveReplica(Trim(pod)) == ObserveReplica(pod).
+void TrimCachedPod(nlohmann::json& pod);
+void TrimCachedService(nlohmann::json& service);
+
 // The TFJob UID a child is controlled by (its controller owner reference of kind TFJob), or "".
 std::string ControllerUid(const nlohmann::json& object);
 // The TFJob name a child is controlled by, or "".

@@ -1,20 +1,26 @@
 // The TFJob controller: informers on TFJobs and on the pods and services the operator created,
 // a rate-limited work queue of job keys, and N workers running an idempotent, level-triggered
-// reconcile. Each reconcile computes the desired children from the spec and the observed children
-// (never from the triggering event) with the rules of taas::tfjob, writes the status through
-// `/status` only when it changed (retrying on 409 with a fresh read), and acts: creates missing
-// pods and services in parallel, deletes pods to restart or clean up, deletes expired jobs.
+// reconcile in three steps:
+//   observe  the job's children in the caches, corrected by the expectations (Observe);
+//   decide   the new status and the children to create and delete (plan.h, pure: Decide);
+//   act      write the status through `/status` when it changed (retrying on 409 with a fresh
+//            read), then delete and create children through a shared, bounded pool of API calls.
+// The decision never comes from the triggering event, only from the spec and what is observed.
 //
 // Expectations (like client-go's ControllerExpectations) make a burst of events or a stale cache
 // safe: pods created but not yet seen count as Pending replicas, and pods deleted (or to delete)
 // for a restart count as terminating until the informer reports them gone, so nothing is created
-// or restarted twice.
+// or restarted twice. Restarts are counted once per pod UID even across a crash (plan.h,
+// RestartLedger).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +30,7 @@
 #include "taas/base/log.h"
 #include "taas/controller/builders.h"
 #include "taas/controller/metrics.h"
+#include "taas/controller/plan.h"
 #include "taas/kube/client.h"
 #include "taas/kube/events.h"
 #include "taas/kube/informer.h"
@@ -32,10 +39,18 @@
 
 namespace taas::controller {
 
+class TaskPool;
+
 struct ControllerOptions {
   std::vector<std::string> namespaces;  // empty: every namespace
   int workers = 4;
-  int create_parallelism = 16;  // concurrent creates/deletes within one reconcile
+  // API calls (creates, deletes) in flight at once, over every worker: the size of the shared
+  // pool that runs them.
+  int create_parallelism = 16;
+  // A change of a child (pod, service) is reconciled this long after it arrives, so a burst of
+  // changes to one job (its pods starting one after the other) makes one reconcile and at most
+  // one status write. Changes of the TFJob itself are reconciled at once.
+  std::chrono::milliseconds child_event_delay{250};
   BuildOptions build;
   taas::tfjob::StatusOptions status;
   std::chrono::seconds resync_period{std::chrono::minutes(5)};
@@ -72,26 +87,45 @@ class Controller {
   struct Watched {
     std::unique_ptr<kube::Informer> jobs, pods, services;
   };
-
-  struct Observation {
-    std::vector<kube::ObjectPtr> pods, services;
-    std::vector<taas::tfjob::ObservedReplica> replicas;
-    std::map<taas::tfjob::ReplicaRef, kube::ObjectPtr> pod_by_ref;
-    std::set<std::string> pod_names, service_names;  // service_names includes expected ones
-    std::vector<std::pair<std::string, std::string>> redelete;  // (uid, name) still to delete
+  // The job being reconciled: who it is, for API paths, Events and logs.
+  struct JobContext {
+    std::string key, ns, name, uid;
+    kube::ObjectReference ref;
+    Logger log;
   };
 
   void Worker();
   absl::Status Reconcile(const std::string& key);
-  Observation Observe(const std::string& key, const std::string& uid, const Watched& watched);
+  Observation Observe(const JobContext& job, const Watched& watched);
+  // Writes the decided status when it changed; on a 409 reads the job again, decides again
+  // (replacing `job` and `decision`) and retries. `gone`: the job no longer exists (or became
+  // invalid, which HandleInvalid reports): nothing else to do.
+  absl::Status WriteDecidedStatus(const JobContext& ctx, nlohmann::json object,
+                                  taas::tfjob::TFJob& job, const Observation& seen,
+                                  taas::tfjob::Time now, Decision& decision, bool& gone);
+  absl::Status Act(const JobContext& ctx, const nlohmann::json& object, taas::tfjob::TFJob& job,
+                   const Observation& seen, taas::tfjob::Time now, Decision& decision, bool& gone,
+                   bool& blocked);
+  absl::Status FollowUp(const JobContext& ctx, const taas::tfjob::TFJob& job,
+                        const Decision& decision, bool blocked, taas::tfjob::Time now);
+  void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  std::function<absl::Status()> CreatePodTask(const JobContext& ctx, const taas::tfjob::TFJob& job,
+                                              taas::tfjob::ReplicaRef ref,
+                                              std::atomic<bool>& blocked);
+  std::function<absl::Status()> CreateServiceTask(const JobContext& ctx,
+                                                  const taas::tfjob::TFJob& job,
+                                                  taas::tfjob::ReplicaRef ref);
+  std::function<absl::Status()> DeletePodTask(const JobContext& ctx, const PodToDelete& pod);
+  std::function<absl::Status()> DeleteServiceTask(const JobContext& ctx,
+                                                  const ServiceToDelete& svc);
   absl::Status HandleInvalid(const nlohmann::json& object, const absl::Status& error);
   absl::StatusOr<nlohmann::json> WriteStatus(const nlohmann::json& object,
-                                             const taas::tfjob::JobStatus& status);
+                                             const taas::tfjob::JobStatus& status,
+                                             const RestartLedger& ledger);
   kube::ObjectPtr CurrentJob(const std::string& key);
   const Watched* WatchedFor(const std::string& namespace_name) const;
   void OnJob(const kube::Delta& delta);
   void OnChild(const kube::Delta& delta, bool is_pod);
-  absl::Status RunParallel(std::vector<std::function<absl::Status()>> tasks);
 
   kube::Client* client_;
   const ControllerOptions options_;
@@ -101,12 +135,15 @@ class Controller {
   kube::EventRecorder events_;
   std::map<std::string, Watched> watched_;  // by namespace ("" = all); fixed after construction
   std::vector<std::thread> workers_;
+  std::unique_ptr<TaskPool> pool_;  // created by Start
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, Expectations> expectations_;  // guarded by mu_
   // Status objects this controller wrote that the informer may not show yet.
   std::unordered_map<std::string, kube::ObjectPtr> written_;  // guarded by mu_
-  bool synced_ = false;                                       // guarded by mu_
+  // TFJob UIDs whose PodGroup is known to exist (no GET per reconcile).
+  std::set<std::string> pod_groups_;  // guarded by mu_
+  bool synced_ = false;               // guarded by mu_
 };
 
 }  // namespace taas::controller

@@ -1,0 +1,145 @@
+// The act step's API calls: creating and deleting a job's pods, services and PodGroup, each with
+// its expectation, Event, log line and metric.
+#include <atomic>
+
+#include "internal.h"
+#include "taas/controller/controller.h"
+#include "taas/tfjob/labels.h"
+
+namespace taas::controller {
+
+namespace tf = taas::tfjob;
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+using internal::CorePath;
+using internal::kExpectationTimeout;
+
+std::function<absl::Status()> Controller::CreatePodTask(const JobContext& ctx, const tf::TFJob& job,
+                                                        tf::ReplicaRef ref,
+                                                        std::atomic<bool>& blocked) {
+  std::string pod_name = tf::ReplicaName(ctx.name, ref.type, ref.index);
+  json pod = BuildPod(job, ref.type, ref.index, options_.build);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[ctx.key].pods[pod_name] = {ref, SteadyClock::now() + kExpectationTimeout};
+  }
+  return [this, &ctx, pod = std::move(pod), pod_name, &blocked]() -> absl::Status {
+    auto created = client_->Post(CorePath(ctx.ns, "pods"), pod);
+    if (!created.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      expectations_[ctx.key].pods.erase(pod_name);
+      if (created.status().code() == absl::StatusCode::kAlreadyExists) {
+        blocked = true;  // the previous pod is still terminating
+        return absl::OkStatus();
+      }
+      events_.Warning(
+          ctx.ref, "FailedCreatePod",
+          "Error creating pod " + pod_name + ": " + std::string(created.status().message()));
+      return created.status();
+    }
+    metrics_.pods_created.fetch_add(1);
+    ctx.log.Info("created pod", {{"pod", pod_name}});
+    events_.Normal(ctx.ref, "SuccessfulCreatePod", "Created pod: " + pod_name);
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status()> Controller::CreateServiceTask(const JobContext& ctx,
+                                                            const tf::TFJob& job,
+                                                            tf::ReplicaRef ref) {
+  std::string svc_name = tf::ReplicaName(ctx.name, ref.type, ref.index);
+  json svc = BuildService(job, ref.type, ref.index, options_.build);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[ctx.key].services[svc_name] = SteadyClock::now() + kExpectationTimeout;
+  }
+  return [this, ctx, svc = std::move(svc), svc_name]() -> absl::Status {
+    auto created = client_->Post(CorePath(ctx.ns, "services"), svc);
+    if (created.status().code() == absl::StatusCode::kAlreadyExists) return absl::OkStatus();
+    if (!created.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        expectations_[ctx.key].services.erase(svc_name);
+      }
+      events_.Warning(
+          ctx.ref, "FailedCreateService",
+          "Error creating service " + svc_name + ": " + std::string(created.status().message()));
+      queue_.AddRateLimited(ctx.key);  // nobody waits for this task: look again later
+      return created.status();
+    }
+    metrics_.services_created.fetch_add(1);
+    ctx.log.Info("created service", {{"service", svc_name}});
+    events_.Normal(ctx.ref, "SuccessfulCreateService", "Created service: " + svc_name);
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status()> Controller::DeletePodTask(const JobContext& ctx,
+                                                        const PodToDelete& pod) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[ctx.key].deleting[pod.uid] = pod.name;
+  }
+  if (pod.newly_restarted)
+    events_.Warning(ctx.ref, "RestartingReplica", "Restarting " + pod.name + " (" + pod.why + ")");
+  return [this, &ctx, pod]() -> absl::Status {
+    auto deleted = client_->Delete(
+        CorePath(ctx.ns, "pods") + "/" + pod.name,
+        {{"preconditions", {{"uid", pod.uid}}}, {"propagationPolicy", "Background"}});
+    if (!deleted.ok() && deleted.status().code() != absl::StatusCode::kNotFound &&
+        deleted.status().code() != absl::StatusCode::kAborted) {
+      events_.Warning(
+          ctx.ref, "FailedDeletePod",
+          "Error deleting pod " + pod.name + ": " + std::string(deleted.status().message()));
+      return deleted.status();
+    }
+    metrics_.pods_deleted.fetch_add(1);
+    ctx.log.Info(pod.restart ? "deleted pod to restart it" : "deleted pod",
+                 {{"pod", pod.name}, {"why", pod.why}});
+    events_.Normal(ctx.ref, "SuccessfulDeletePod",
+                   "Deleted pod: " + pod.name + " (" + pod.why + ")");
+    return absl::OkStatus();
+  };
+}
+
+std::function<absl::Status()> Controller::DeleteServiceTask(const JobContext& ctx,
+                                                            const ServiceToDelete& svc) {
+  return [this, &ctx, svc]() -> absl::Status {
+    auto deleted = client_->Delete(CorePath(ctx.ns, "services") + "/" + svc.name);
+    if (!deleted.ok() && deleted.status().code() != absl::StatusCode::kNotFound) {
+      events_.Warning(
+          ctx.ref, "FailedDeleteService",
+          "Error deleting service " + svc.name + ": " + std::string(deleted.status().message()));
+      return deleted.status();
+    }
+    metrics_.services_deleted.fetch_add(1);
+    ctx.log.Info("deleted service", {{"service", svc.name}, {"why", svc.why}});
+    events_.Normal(ctx.ref, "SuccessfulDeleteService", "Deleted service: " + svc.name);
+    return absl::OkStatus();
+  };
+}
+
+// Gang scheduling: the PodGroup exists before the pods are scheduled. Asked for once per job.
+void Controller::EnsurePodGroup(const JobContext& ctx, const tf::TFJob& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pod_groups_.count(ctx.uid) != 0) return;
+  }
+  const std::string groups =
+      "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ctx.ns + "/podgroups";
+  auto existing = client_->Get(groups + "/" + ctx.name);
+  bool exists = existing.ok();
+  if (!existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
+    auto created = client_->Post(groups, BuildPodGroup(job));
+    exists = created.ok() || created.status().code() == absl::StatusCode::kAlreadyExists;
+    if (!exists)
+      ctx.log.Warning("cannot create PodGroup (is the scheduler-plugins CRD installed?)",
+                      {{"error", std::string(created.status().message())}});
+  }
+  if (exists) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pod_groups_.insert(ctx.uid);
+  }
+}
+
+}  // namespace taas::controller

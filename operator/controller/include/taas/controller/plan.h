@@ -1,0 +1,100 @@
+// The reconcile's decision, apart from its I/O. The controller observes a job's children in its
+// caches (Observation), decides here what the job's status becomes and which children to create
+// and delete (Decide, pure), then acts on the API server. Everything in this header is pure and
+// unit tested without an API server.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "taas/tfjob/status.h"
+#include "taas/tfjob/tfjob.h"
+
+namespace taas::controller {
+
+// One pod controlled by the job, as the cache shows it.
+struct ObservedPod {
+  std::string name;
+  std::string uid;
+  // What the pod says about its replica; std::nullopt when it lacks the replica labels (such a
+  // pod still blocks its name).
+  std::optional<taas::tfjob::ObservedReplica> replica;
+  // Deleted by this controller (in memory), the deletion not yet seen by the informer.
+  bool deleting = false;
+};
+
+// One service controlled by the job.
+struct ObservedService {
+  std::string name;
+  bool terminating = false;  // has a deletionTimestamp
+};
+
+// A job's children: the caches corrected by the controller's expectations.
+struct Observation {
+  std::vector<ObservedPod> pods;
+  // Pods created by this controller and not in the cache yet (they count as Pending replicas).
+  std::vector<taas::tfjob::ReplicaRef> expected_pods;
+  std::vector<ObservedService> services;
+  // Services created by this controller and not in the cache yet.
+  std::set<std::string> expected_services;
+};
+
+// The UIDs of the pods whose failure has already been counted as a restart (in
+// replicaStatuses[type].restarts). Persisted in the same status write as the count, as the taas
+// status extension `restartedPods`, so that a crash between that write and the pod's deletion
+// never counts the same pod twice: a pod in the ledger is treated as already being deleted.
+using RestartLedger = std::set<std::string>;
+
+// Reads `restartedPods` (an array of pod UIDs) from a TFJob's status JSON; empty when absent.
+RestartLedger LedgerFromStatus(const nlohmann::json& status);
+// Writes the ledger into a status JSON (removes the field when the ledger is empty).
+void LedgerToStatus(const RestartLedger& ledger, nlohmann::json& status);
+
+struct PodToDelete {
+  std::string uid;  // the delete is preconditioned on it: a newer pod of the name is kept
+  std::string name;
+  std::string why;       // "restart after exit code 137", "cleanPodPolicy", "job suspended", ...
+  bool restart = false;  // a restart (decided now, or still to finish after an earlier decision)
+  bool newly_restarted = false;  // a restart decided by this very decision (worth an Event)
+};
+
+struct ServiceToDelete {
+  std::string name;
+  std::string why;
+};
+
+struct Decision {
+  // The new status, the condition-change events and when to look again (requeue_at).
+  taas::tfjob::StatusUpdate update;
+  // The restart ledger to write with the status: the old one, minus pods no longer observed,
+  // plus the pods restarted now.
+  RestartLedger ledger;
+  // The status (and ledger) must be written: the status changed, or the ledger gained a pod.
+  bool write_status = false;
+
+  std::vector<taas::tfjob::ReplicaRef> create_pods;
+  // Services are created once none of the job's pods is left to create: a pod, not its
+  // service, is what the job waits for, so under load the API server gets every job's pods first.
+  std::vector<taas::tfjob::ReplicaRef> create_services;
+  std::vector<PodToDelete> delete_pods;
+  std::vector<ServiceToDelete> delete_services;
+  // A replica to create is blocked by an old pod of the same name (terminating, or owned by
+  // someone else): look again soon.
+  bool blocked = false;
+};
+
+// The replicas as taas::tfjob::ComputeJobStatus must see them: every labelled pod (a pod this
+// controller is deleting, or whose restart the ledger already counted, as terminating) plus the
+// expected pods as Pending.
+std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& seen,
+                                                            const RestartLedger& ledger);
+
+// The whole decision for `job` (defaulted and validated; its `status` is the one last written)
+// given what is observed now. Pure.
+Decision Decide(const taas::tfjob::TFJob& job, const RestartLedger& ledger, const Observation& seen,
+                taas::tfjob::Time now, const taas::tfjob::StatusOptions& options);
+
+}  // namespace taas::controller

@@ -1,0 +1,193 @@
+#include "taas/controller/plan.h"
+
+#include <map>
+
+#include "taas/tfjob/labels.h"
+
+namespace taas::controller {
+
+namespace tf = taas::tfjob;
+using nlohmann::json;
+
+namespace {
+
+constexpr char kLedgerField[] = "restartedPods";
+
+// A pod is being deleted for a restart: by this controller now (in memory), or after a restart
+// the ledger already counted.
+bool AlreadyRestarting(const ObservedPod& pod, const RestartLedger& ledger) {
+  return pod.deleting || ledger.count(pod.uid) != 0;
+}
+
+std::string RestartWhy(const tf::ObservedReplica& replica) {
+  return replica.exit_code ? "restart after exit code " + std::to_string(*replica.exit_code)
+                           : std::string("restart");
+}
+
+// The children the decided status asks for. `pods` maps each replica to its pod.
+class ChildPlanner {
+ public:
+  ChildPlanner(const tf::TFJob& job, const Observation& seen, const RestartLedger& ledger,
+               const std::vector<tf::ObservedReplica>& replicas, Decision& out)
+      : job_(job), seen_(seen), ledger_(ledger), replicas_(replicas), out_(out) {
+    for (const auto& pod : seen.pods) {
+      pod_names_.insert(pod.name);
+      if (pod.replica) by_ref_[tf::ReplicaRef{pod.replica->type, pod.replica->index}] = &pod;
+    }
+    for (const auto& svc : seen.services) service_names_.insert(svc.name);
+    service_names_.insert(seen.expected_services.begin(), seen.expected_services.end());
+  }
+
+  void Plan(const std::vector<tf::ReplicaRef>& restarts) {
+    const bool finished = tf::IsFinished(job_.status);
+    const bool suspended = job_.spec.run_policy.suspend && !finished;
+    PlanRestarts(restarts);
+    PlanCleanup(finished, suspended);
+    PlanPods();
+    PlanServices(finished, suspended);
+  }
+
+ private:
+  void DeletePod(const ObservedPod& pod, std::string why, bool restart, bool newly) {
+    if (!deleting_.insert(pod.uid).second) return;
+    out_.delete_pods.push_back({pod.uid, pod.name, std::move(why), restart, newly});
+  }
+
+  // Restarts decided now (counted in the new status), then deletions still owed for restarts
+  // decided earlier (the informer still shows the pod alive).
+  void PlanRestarts(const std::vector<tf::ReplicaRef>& restarts) {
+    for (const auto& ref : restarts) {
+      auto it = by_ref_.find(ref);
+      if (it == by_ref_.end()) continue;
+      DeletePod(*it->second, RestartWhy(*it->second->replica), true, true);
+    }
+    for (const auto& pod : seen_.pods) {
+      if (pod.replica && !pod.replica->terminating && AlreadyRestarting(pod, ledger_))
+        DeletePod(pod, "restart (retry)", true, false);
+    }
+  }
+
+  // Pods outside the spec, every pod while suspended, and per cleanPodPolicy once finished
+  // (with their services).
+  void PlanCleanup(bool finished, bool suspended) {
+    for (const auto& ref : tf::ReplicasToDelete(job_, replicas_)) {
+      auto it = by_ref_.find(ref);
+      if (it == by_ref_.end()) continue;
+      DeletePod(*it->second,
+                suspended  ? "job suspended"
+                : finished ? "cleanPodPolicy"
+                           : "not in spec",
+                false, false);
+      if (finished) {
+        std::string svc = tf::ReplicaName(job_.metadata.name, ref.type, ref.index);
+        if (service_names_.count(svc) != 0) out_.delete_services.push_back({svc, "cleanPodPolicy"});
+      }
+    }
+  }
+
+  // Every missing replica; an old pod of the same name in the way blocks its replica.
+  void PlanPods() {
+    for (const auto& ref : tf::ReplicasToCreate(job_, replicas_)) {
+      if (pod_names_.count(tf::ReplicaName(job_.metadata.name, ref.type, ref.index)) != 0) {
+        out_.blocked = true;
+        continue;
+      }
+      out_.create_pods.push_back(ref);
+    }
+  }
+
+  // One service per replica of the spec while the job runs (none while suspended), created once
+  // no pod is left to create; services outside that set are deleted.
+  void PlanServices(bool finished, bool suspended) {
+    if (finished) return;
+    std::set<std::string> wanted;
+    if (!suspended) {
+      for (const auto& [type, spec] : job_.spec.replica_specs) {
+        for (int i = 0; i < spec.replicas; ++i) {
+          std::string name = tf::ReplicaName(job_.metadata.name, type, i);
+          wanted.insert(name);
+          if (service_names_.count(name) == 0 && out_.create_pods.empty())
+            out_.create_services.push_back({type, i});
+        }
+      }
+    }
+    for (const auto& svc : seen_.services) {
+      if (wanted.count(svc.name) == 0 && !svc.terminating)
+        out_.delete_services.push_back({svc.name, suspended ? "job suspended" : "not in spec"});
+    }
+  }
+
+  const tf::TFJob& job_;
+  const Observation& seen_;
+  const RestartLedger& ledger_;
+  const std::vector<tf::ObservedReplica>& replicas_;
+  Decision& out_;
+  std::map<tf::ReplicaRef, const ObservedPod*> by_ref_;
+  std::set<std::string> pod_names_;
+  std::set<std::string> service_names_;  // existing and expected
+  std::set<std::string> deleting_;       // pod UIDs already planned for deletion
+};
+
+}  // namespace
+
+RestartLedger LedgerFromStatus(const json& status) {
+  RestartLedger ledger;
+  if (!status.is_object()) return ledger;
+  auto it = status.find(kLedgerField);
+  if (it == status.end() || !it->is_array()) return ledger;
+  for (const auto& uid : *it) {
+    if (uid.is_string()) ledger.insert(uid.get<std::string>());
+  }
+  return ledger;
+}
+
+void LedgerToStatus(const RestartLedger& ledger, json& status) {
+  if (ledger.empty()) {
+    status.erase(kLedgerField);
+    return;
+  }
+  status[kLedgerField] = json(std::vector<std::string>(ledger.begin(), ledger.end()));
+}
+
+std::vector<tf::ObservedReplica> ReplicasForStatus(const Observation& seen,
+                                                   const RestartLedger& ledger) {
+  std::vector<tf::ObservedReplica> replicas;
+  replicas.reserve(seen.pods.size() + seen.expected_pods.size());
+  for (const auto& pod : seen.pods) {
+    if (!pod.replica) continue;
+    replicas.push_back(*pod.replica);
+    if (AlreadyRestarting(pod, ledger)) replicas.back().terminating = true;
+  }
+  for (const auto& ref : seen.expected_pods) {
+    tf::ObservedReplica pending;
+    pending.type = ref.type;
+    pending.index = ref.index;
+    pending.phase = tf::ReplicaPhase::kPending;
+    replicas.push_back(pending);
+  }
+  return replicas;
+}
+
+Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observation& seen,
+                tf::Time now, const tf::StatusOptions& options) {
+  Decision out;
+  const std::vector<tf::ObservedReplica> replicas = ReplicasForStatus(seen, ledger);
+  out.update = tf::ComputeJobStatus(job, replicas, now, options);
+
+  tf::TFJob decided = job;
+  decided.status = out.update.status;
+  ChildPlanner(decided, seen, ledger, replicas, out).Plan(out.update.restart);
+
+  // The ledger keeps the pods still observed (a UID never comes back once its pod is gone).
+  for (const auto& pod : seen.pods) {
+    if (ledger.count(pod.uid) != 0) out.ledger.insert(pod.uid);
+  }
+  bool ledger_grew = false;
+  for (const auto& deletion : out.delete_pods) {
+    if (deletion.newly_restarted) ledger_grew |= out.ledger.insert(deletion.uid).second;
+  }
+  out.write_status = ledger_grew || tf::StatusChanged(job.status, out.update.status);
+  return out;
+}
+
+}  // namespace taas::controller
