@@ -90,13 +90,22 @@ def running_pods(api, ns):
     return len(items)
 
 
-def wait_running(api, ns, want, timeout):
+def wait_running(api, ns, want, timeout, on_poll=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
+        if on_poll is not None:
+            on_poll()
         if running_pods(api, ns) >= want:
             return time.time()
         time.sleep(0.5)
     raise SystemExit(f"timed out waiting for {want} Running pods in {ns}")
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return float("nan")
 
 
 def parallel(n, fn, workers):
@@ -136,6 +145,7 @@ def main():
     name = f"bench-{os.getpid()}-{random.randint(0, 9999)}"
     tmp = tempfile.mkdtemp(prefix="taas-operator-bench-")
     op = None
+    load_start = os.getloadavg()[0]
     try:
         if args.nodes * args.gpus_per_node < args.jobs * args.workers:
             raise SystemExit("not enough GPUs for every worker: raise --nodes or --gpus-per-node")
@@ -171,7 +181,7 @@ def main():
         floor_accept = time.time() - t0
         floor_running = wait_running(api, "floor", total, 1800) - t0
         print(f"floor: {total} pods accepted in {floor_accept:.1f}s, Running after "
-              f"{floor_running:.1f}s", flush=True)
+              f"{floor_running:.1f}s (load average {os.getloadavg()[0]:.1f})", flush=True)
         api.call("DELETE", "/api/v1/namespaces/floor")
         # Room on the nodes again before the jobs run.
         while running_pods(api, "floor") > 0:
@@ -188,27 +198,38 @@ def main():
         port = int(open(port_file).read())
         time.sleep(2)
 
+        created_all = []  # when the operator had created every pod
+
+        def poll_created():
+            if not created_all and metric(metrics(port), "taas_operator_pods_created_total") >= total:
+                created_all.append(time.time())
+
         t0 = time.time()
         parallel(args.jobs, lambda i: api.call("POST", "/apis/kubeflow.org/v1/namespaces/jobs/tfjobs",
                                                tfjob("jobs", i, args.workers)), args.parallel)
         jobs_created = time.time() - t0
-        jobs_running = wait_running(api, "jobs", total, 3600) - t0
+        jobs_running = wait_running(api, "jobs", total, 3600, poll_created) - t0
+        poll_created()
         text = metrics(port)
         with open(f"/proc/{op.pid}/status") as f:
             rss = [line.split()[1] for line in f if line.startswith("VmHWM")][0]
         with open(f"/proc/{op.pid}/stat") as f:
             stat = f.read().split()
         cpu = (int(stat[13]) + int(stat[14])) / os.sysconf("SC_CLK_TCK")
-        print(f"jobs: {args.jobs} TFJobs created in {jobs_created:.1f}s, all {total} pods Running "
-              f"after {jobs_running:.1f}s")
+        print(f"jobs: {args.jobs} TFJobs created in {jobs_created:.1f}s, every pod created by the "
+              f"operator after {(created_all[0] - t0) if created_all else float('nan'):.1f}s, "
+              f"all {total} pods Running after {jobs_running:.1f}s")
         print(f"ratio to the floor (Running): {jobs_running / floor_running:.2f}x; "
               f"to the floor (accepted): {jobs_running / floor_accept:.2f}x")
         print(f"reconcile latency p50 <= {quantile(text, 0.5)}s, p99 <= {quantile(text, 0.99)}s")
-        print(f"operator peak RSS {int(rss) / 1024:.1f} MiB, CPU {cpu:.1f} s")
+        print(f"operator peak RSS {int(rss) / 1024:.1f} MiB, CPU {cpu:.1f} s; load average "
+              f"{os.getloadavg()[0]:.1f} (at start {load_start:.1f})")
         for line in text.splitlines():
             if line.startswith(("taas_operator_reconcile_total", "taas_operator_api_",
-                                "taas_operator_pods_created", "taas_operator_services_created")):
+                                "taas_operator_pods_created", "taas_operator_services_created",
+                                "taas_operator_status_updates", "taas_operator_events_")):
                 print(line)
+        sys.stdout.flush()
     finally:
         if op is not None:
             op.terminate()
