@@ -3,7 +3,8 @@
 # job.yaml: 1 PS, 2 workers, 1 evaluator) under the local launcher: the share of each worker's
 # wall time spent pulling and pushing, including the wait for the other worker's gradient
 # (`comm_fraction` in the runtime's progress lines), averaged over the run after the first progress
-# line of each worker (start-up). The same job runs asynchronously for comparison.
+# line of each worker (start-up), and the part of it the PS held the push waiting for the other
+# worker (`wait_fraction`). The same job runs asynchronously for comparison.
 #
 #   bench/ps/sync_overhead.sh              # 600 global steps per mode
 #   STEPS=300 MODES=sync bench/ps/sync_overhead.sh
@@ -34,7 +35,7 @@ for mode in $MODES; do
   python3 - "$mode" "$WORK/$mode.log" <<'PY'
 import re, statistics, sys
 mode, path = sys.argv[1], sys.argv[2]
-seen, comm, batch = set(), [], []
+seen, comm, wait, batch = set(), [], [], []
 for line in open(path):
     if "msg=training " not in line or "role=worker" not in line:
         continue
@@ -44,12 +45,15 @@ for line in open(path):
         seen.add(worker)
         continue
     comm.append(float(fields["comm_fraction"]))
+    wait.append(float(fields.get("wait_fraction", "nan")))
     batch.append(float(fields["sec_per_batch"]))
 if not comm:
     sys.exit(f"{mode}: no progress lines after start-up; raise STEPS")
 print(f"{mode:>5}: comm_fraction mean {statistics.mean(comm):.3f} median "
       f"{statistics.median(comm):.3f} (min {min(comm):.3f}, max {max(comm):.3f}) over "
-      f"{len(comm)} windows; sec_per_batch {statistics.mean(batch):.4f}")
+      f"{len(comm)} windows; of it waiting for the other worker {statistics.mean(wait):.3f}, "
+      f"transfer and update {statistics.mean(comm) - statistics.mean(wait):.3f}; "
+      f"sec_per_batch {statistics.mean(batch):.4f}")
 PY
 done
 log "load after the run $(cut -d' ' -f1-3 /proc/loadavg)"

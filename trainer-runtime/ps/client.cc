@@ -293,16 +293,13 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
     context_.set_deadline(Deadline(timeout_secs));
     stub->PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
     StartRead(&reply_);
-    StartWrite(&messages_[0]);
+    WriteNext();
     StartCall();
   }
   void OnWriteDone(bool ok) override {
     if (!ok) return;  // The call failed; OnDone says why.
-    if (++next_ < messages_.size()) {
-      StartWrite(&messages_[next_]);
-    } else {
-      StartWritesDone();
-    }
+    ++next_;
+    if (next_ < messages_.size()) WriteNext();
   }
   void OnReadDone(bool ok) override { replied_ = ok; }
   void OnDone(const grpc::Status& s) override {
@@ -316,6 +313,15 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   bool Reply(rpc::PushReply* reply) { return replied_ && BufferReader(reply_).Parse(reply); }
 
  private:
+  // The last message also half-closes the stream: a small push is one write.
+  void WriteNext() {
+    if (next_ + 1 == messages_.size()) {
+      StartWriteLast(&messages_[next_], grpc::WriteOptions());
+    } else {
+      StartWrite(&messages_[next_]);
+    }
+  }
+
   grpc::ClientContext context_;
   std::vector<grpc::ByteBuffer> messages_;
   std::size_t next_ = 0;
@@ -340,8 +346,9 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
           " (did train() write every gradient?)");
     }
   }
-  // Per PS: the header, then messages of at most chunk_bytes_ made of slices that point into the
-  // gradients (no copy); small shards share a message.
+  // Per PS: messages of at most chunk_bytes_ of gradient, made of slices that point into the
+  // gradients (no copy), the first led by the length-prefixed header; small shards share a
+  // message.
   SliceLease lease;  // Declared first: waits until gRPC released every slice of the gradients.
   std::vector<rpc::PushHeader> headers(n);
   std::vector<std::vector<std::vector<grpc::Slice>>> bodies(n);
@@ -375,8 +382,10 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
   std::vector<std::unique_ptr<PushCall>> calls;
   Countdown countdown(static_cast<int>(n));
   for (std::size_t ps = 0; ps < n; ++ps) {
+    if (bodies[ps].empty()) bodies[ps].emplace_back();
+    auto& first = bodies[ps].front();
+    first.insert(first.begin(), grpc::Slice(LengthPrefixed(headers[ps].SerializeAsString())));
     std::vector<grpc::ByteBuffer> messages;
-    messages.push_back(SerializeToBuffer(headers[ps]));
     for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
     bodies[ps].clear();
     calls.push_back(std::make_unique<PushCall>(std::move(messages), &countdown));

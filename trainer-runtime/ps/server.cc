@@ -86,7 +86,7 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
   grpc::ByteBuffer in_, out_;
 };
 
-// Push: the header, then gradient pieces fed to the store as they arrive (read straight from the
+// Push: the header and gradient pieces, fed to the store as they arrive (read straight from the
 // slices gRPC received into), then one PushReply.
 class PushReactor final : public grpc::ServerGenericBidiReactor {
  public:
@@ -100,9 +100,10 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
       stream_->Finish([this](absl::StatusOr<PushResult> result) { Reply(std::move(result)); });
       return;
     }
+    BufferReader reader(in_);
     if (!stream_) {
       rpc::PushHeader header;
-      if (!BufferReader(in_).Parse(&header)) {
+      if (!reader.ParseLengthPrefixed(&header)) {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PushHeader"));
         return;
       }
@@ -115,15 +116,14 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
         return;
       }
       stream_ = std::move(*stream);
-    } else {
-      absl::Status added;
-      BufferReader(in_).ForEachRest([&](const char* data, std::size_t size) {
-        if (added.ok()) added = stream_->Add(data, size);
-      });
-      if (!added.ok()) {
-        Finish(ToGrpc(added));
-        return;
-      }
+    }
+    absl::Status added;
+    reader.ForEachRest([&](const char* data, std::size_t size) {
+      if (added.ok()) added = stream_->Add(data, size);
+    });
+    if (!added.ok()) {
+      Finish(ToGrpc(added));
+      return;
     }
     in_.Clear();
     StartRead(&in_);
