@@ -296,6 +296,7 @@ HttpResponse Api::Dispatch(const HttpRequest& request, const Route& route) const
 HttpResponse Api::GetConfig(const HttpRequest& request) const {
   return JsonResponse(200, {{"namespaces", options_.namespaces},
                             {"readOnly", request.authorization.empty()},
+                            {"localRun", options_.local_run},
                             {"version", "0.1.0"}});
 }
 

@@ -207,6 +207,7 @@ TEST_CASE("requests need the bearer token") {
   CHECK(ok.status == 200);
   CHECK(Body(ok)["namespaces"] == json{"default", "team-b"});
   CHECK(Body(ok)["readOnly"] == false);
+  CHECK(Body(ok)["localRun"] == false);
   CHECK(ConstantTimeEquals("abc", "abc"));
   CHECK_FALSE(ConstantTimeEquals("abc", "abd"));
   CHECK_FALSE(ConstantTimeEquals("abc", "abcd"));

@@ -119,6 +119,7 @@ try {
     await waitText(row.locator('td.replicas'), 'PS 1/1 · Worker 1/1 · Evaluator 1/1');
     await waitText(row.getByTestId('state-chip'), 'Running');
     assert(!page.url().includes('token='), 'the token stays in the address bar');
+    await waitText(page.getByTestId('local-run'), 'local run');
     await shot('local-jobs.png');
   });
 
@@ -157,6 +158,7 @@ try {
 
   await check('the New-job form says why it cannot create jobs in a local run', async () => {
     await page.getByRole('link', { name: 'New job' }).first().click();
+    await waitText(page.getByTestId('local-run-note'), 'cannot create jobs');
     await page.locator('input[name=name]').fill('another');
     // A request this machine could run (no GPUs), so the refusal is the only error.
     for (const [key, value] of [['gpusPerWorker', '0'], ['workerCpu', '1'], ['workerMemory', '64Mi'], ['psCpu', '1'], ['psMemory', '64Mi']]) {

@@ -211,6 +211,7 @@ void JobRunner::StartUi() {
   ui_server::UiServerOptions o;
   const std::string ns = job_.metadata.namespace_name;
   o.api.namespaces = {ns};
+  o.api.local_run = true;
   o.api.token = ui_server::RandomToken();
   o.http.host = "127.0.0.1";
   o.http.port = options_.ui_port;

@@ -90,7 +90,7 @@ struct Fixture {
   LocalKubeApi kube{&state, machine};
   ui_server::MetricsStore metrics;
   ui_server::Api api{
-      {{"default"}, kToken, false}, &kube, &metrics, Logger(stderr, LogLevel::kError), [] {
+      {{"default"}, kToken, false, true}, &kube, &metrics, Logger(stderr, LogLevel::kError), [] {
         return (kT0 + std::chrono::seconds(60)).time_since_epoch().count();
       }};
   tfjob::TFJob job = LinearJob();
@@ -191,6 +191,7 @@ TEST_CASE_FIXTURE(Fixture, "the token, and writes answer a clear error") {
   CHECK(Call("GET", "tfjobs", "").status == 401);
   CHECK(Call("GET", "tfjobs", "wrong").status == 401);
   CHECK(Call("GET", "namespaces/kube-system/tfjobs").status == 403);
+  CHECK(CallJson("GET", "config")["localRun"] == true);
 
   const json form = {{"name", "another"}, {"image", "taas/trainer:1"}, {"psReplicas", 0}};
   const auto created = Call("POST", "namespaces/default/tfjobs", kToken, form.dump());

@@ -105,6 +105,7 @@ export async function follow(
 export interface Config {
   namespaces: string[];
   readOnly: boolean;
+  localRun?: boolean;
   version: string;
 }
 

@@ -95,6 +95,13 @@ function App() {
             {nav('/cluster', 'Cluster', path === '/cluster')}
           </ul>
           <ul>
+            {config?.localRun && (
+              <li>
+                <small class="muted" data-testid="local-run" data-tooltip="served by taas run for its own job" data-placement="left">
+                  local run
+                </small>
+              </li>
+            )}
             {config?.readOnly && (
               <li>
                 <small class="muted">read-only</small>

@@ -77,7 +77,7 @@ export function NewJobPage(props: { config: Config }) {
   for (const e of errors) {
     const key = fieldKey(e.field);
     if (key && !byKey.has(key)) byKey.set(key, e.message);
-    else if (!key) unplaced.push(e);
+    else if (!key && e.message !== submitMessage) unplaced.push(e);  // not twice in the banners
   }
 
   const set = <K extends keyof JobForm>(key: K, value: JobForm[K]) => {
@@ -154,6 +154,12 @@ export function NewJobPage(props: { config: Config }) {
   return (
     <section>
       <h2>New training job</h2>
+      {props.config.localRun && (
+        <p class="muted" data-testid="local-run-note">
+          This UI is served by <code>taas run</code> for its own job: it cannot create jobs. Run
+          another manifest with <code>taas run</code>, or submit this one to a cluster.
+        </p>
+      )}
       {c && (
         <p class="capacity-hint" data-testid="capacity-hint">
           <strong>{freeGpus}</strong> of {c.totals.allocatable.gpu} GPUs free on {c.totals.nodes}{' '}

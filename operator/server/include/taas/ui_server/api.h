@@ -25,6 +25,8 @@ struct ApiOptions {
   std::vector<std::string> namespaces;  // where jobs may be listed, created and deleted
   std::string token;                    // the bearer token; empty accepts no token
   bool allow_anonymous_read = false;    // GETs without a token (never writes)
+  // Served by `taas run` for its one job (the front end says so); GET config says "localRun".
+  bool local_run = false;
 };
 
 struct HttpRequest {
