@@ -8,61 +8,16 @@
 // Usage: node local_ui_test.mjs --taas BIN --assets DIR --web-ui DIR --artifacts DIR
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-for (const key of ['taas', 'assets', 'web-ui', 'artifacts']) {
-  if (!args[key]) {
-    console.error(`missing --${key}`);
-    process.exit(2);
-  }
-}
-const { chromium } = createRequire(path.join(args['web-ui'], 'package.json'))('playwright-core');
+import { assert, launchChromium, parseArgs, Run, sleep, waitFor, waitText } from './harness.mjs';
 
+const args = parseArgs(process.argv, ['taas', 'assets', 'web-ui', 'artifacts']);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'taas-local-ui-'));
 fs.mkdirSync(args.artifacts, { recursive: true });
-let passed = 0;
-let failed = 0;
-
-const log = (...m) => console.log(`[local ui ${new Date().toISOString().slice(11, 19)}]`, ...m);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, fn, timeoutMs = 90000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(300);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
-
-async function check(title, fn) {
-  try {
-    await fn();
-    passed += 1;
-    log(`PASS ${title}`);
-  } catch (e) {
-    failed += 1;
-    log(`FAIL ${title}: ${e.stack ?? e}`);
-  }
-}
-
-async function waitText(locator, text, timeoutMs = 60000) {
-  await waitFor(`"${text}"`, async () => ((await locator.first().textContent({ timeout: 2000 })) ?? '').includes(text), timeoutMs);
-}
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
+const run = new Run('local ui');
+const check = (title, fn) => run.check(title, fn);
 
 const job = 'local-browser';
 const replica = (t) => `    ${t}:
@@ -99,12 +54,9 @@ try {
     if (launcher.exitCode !== null) throw new Error(`taas run exited:\n${output}`);
     return /^\[taas\] UI: (http:\/\/127\.0\.0\.1:\d+\/#token=\w+)$/m.exec(output)?.[1];
   }, 60000);
-  log(`taas run serves ${url.replace(/#token=.*/, '#token=...')}`);
+  run.log(`taas run serves ${url.replace(/#token=.*/, '#token=...')}`);
 
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium(args['web-ui']);
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.setDefaultTimeout(60000);
   const consoleErrors = [];
@@ -185,8 +137,7 @@ try {
     assert(unexpected.length === 0, unexpected.join('\n'));
   });
 } catch (e) {
-  failed += 1;
-  log(`FAIL setup: ${e.stack ?? e}`);
+  run.fail('setup', e);
 } finally {
   if (browser) await browser.close();
   if (launcher.exitCode === null) {
@@ -194,8 +145,7 @@ try {
     await Promise.race([exited, sleep(10000)]);
     if (launcher.exitCode === null) launcher.kill('SIGKILL');
   }
-  if (failed) log(`--- taas run output (tail)\n${output.split('\n').slice(-60).join('\n')}`);
+  if (run.failed) run.log(`--- taas run output (tail)\n${output.split('\n').slice(-60).join('\n')}`);
   fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);
+run.finish();

@@ -11,65 +11,21 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-for (const key of ['ui', 'operator', 'crd', 'cluster', 'assets', 'web-ui', 'artifacts']) {
-  if (!args[key]) {
-    console.error(`missing --${key}`);
-    process.exit(2);
-  }
-}
-const { chromium } = createRequire(path.join(args['web-ui'], 'package.json'))('playwright-core');
+import { assert, launchChromium, parseArgs, Run, sleep, waitFor, waitText } from './harness.mjs';
+
+const args = parseArgs(process.argv, ['ui', 'operator', 'crd', 'cluster', 'assets', 'web-ui', 'artifacts']);
 
 const name = `webui-${process.pid}-${randomBytes(2).toString('hex')}`;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'taas-webui-e2e-'));
 fs.mkdirSync(args.artifacts, { recursive: true });
 const env = { ...process.env };
 const children = [];
-let passed = 0;
-let failed = 0;
-
-const log = (...m) => console.log(`[web-ui e2e ${new Date().toISOString().slice(11, 19)}]`, ...m);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, fn, timeoutMs = 120000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(500);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
-
-async function check(title, fn) {
-  try {
-    await fn();
-    passed += 1;
-    log(`PASS ${title}`);
-  } catch (e) {
-    failed += 1;
-    log(`FAIL ${title}: ${e.stack ?? e}`);
-  }
-}
-
-// Waits until the element's text contains `text` (the element itself, not only a descendant).
-async function waitText(locator, text, timeoutMs = 60000) {
-  await waitFor(`"${text}"`, async () => ((await locator.first().textContent({ timeout: 2000 })) ?? '').includes(text), timeoutMs);
-}
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
+const e2e = new Run('web-ui e2e');
+const log = (...m) => e2e.log(...m);
+const check = (title, fn) => e2e.check(title, fn);
 
 function run(cmd, argv, options = {}) {
   const p = spawnSync(cmd, argv, { env, encoding: 'utf8', ...options });
@@ -177,10 +133,7 @@ try {
   });
 
   // ---- the browser ----
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium(args['web-ui']);
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.setDefaultTimeout(60000);
   const consoleErrors = [];
@@ -341,8 +294,7 @@ try {
     assert(unexpected.length === 0, unexpected.join('\n'));
   });
 } catch (e) {
-  failed += 1;
-  log(`FAIL setup: ${e.stack ?? e}`);
+  e2e.fail('setup', e);
   for (const f of ['operator.log', 'ui.log']) {
     const p = path.join(tmp, f);
     if (fs.existsSync(p)) log(`--- ${f} (tail)\n${fs.readFileSync(p, 'utf8').split('\n').slice(-40).join('\n')}`);
@@ -351,5 +303,4 @@ try {
   if (browser) await browser.close();
   await cleanup();
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 && passed > 0 ? 0 : 1);
+e2e.finish();
