@@ -12,6 +12,7 @@
 // (an empty --sizes or --update-mb 0 skips that table).
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,14 @@ double Seconds(Clock::time_point start) {
 [[noreturn]] void Fail(const std::string& what) {
   std::fprintf(stderr, "taas_ps_bench: %s\n", what.c_str());
   std::exit(1);
+}
+
+// CPU seconds (user + system) of this process: every thread, the in-process PS and echo included.
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 double Median(std::vector<double> v) {
@@ -181,15 +190,19 @@ class PsRound {
   std::vector<std::int64_t> steps_;
 };
 
-// Seconds per call of `f`, over enough calls to last ~`budget` seconds (at least one).
-double TimePerCall(const std::function<void()>& f, double budget) {
+// Seconds per call of `f`, over enough calls to last ~`budget` seconds (at least one); the CPU
+// seconds per call go to `cpu` when given.
+double TimePerCall(const std::function<void()>& f, double budget, double* cpu = nullptr) {
   auto start = Clock::now();
   f();
   const double first = Seconds(start);
   const int calls = std::max(1, static_cast<int>(budget / std::max(first, 1e-6)));
+  const double cpu_start = CpuSeconds();
   start = Clock::now();
   for (int i = 0; i < calls; ++i) f();
-  return Seconds(start) / calls;
+  const double secs = Seconds(start) / calls;
+  if (cpu != nullptr) *cpu = (CpuSeconds() - cpu_start) / calls;
+  return secs;
 }
 
 void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
@@ -200,7 +213,8 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
       "PS push+pull vs raw loopback socket: %d PS, messages of %lld KiB, median of %d "
       "alternating runs\n",
       num_ps, static_cast<long long>(chunk_bytes >> 10), reps);
-  std::printf("%8s %12s %12s %8s %18s\n", "MB", "raw GB/s", "PS GB/s", "ratio", "ratio min-max");
+  std::printf("%8s %12s %12s %8s %18s %16s %16s\n", "MB", "raw GB/s", "PS GB/s", "ratio",
+              "ratio min-max", "raw CPU-s/GB", "PS CPU-s/GB");
   for (int mb : sizes_mb) {
     const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
     RawEcho raw(bytes, static_cast<std::size_t>(chunk_bytes));
@@ -208,18 +222,23 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
     raw.Round();  // warm-up (connections, buffers, page faults)
     ps.Round();
     const double budget = 0.3;
-    std::vector<double> raw_secs, ps_secs, ratios;
+    std::vector<double> raw_secs, ps_secs, ratios, raw_cpu, ps_cpu;
     for (int r = 0; r < reps; ++r) {
-      raw_secs.push_back(TimePerCall([&] { raw.Round(); }, budget));
-      ps_secs.push_back(TimePerCall([&] { ps.Round(); }, budget));
+      double cpu = 0;
+      raw_secs.push_back(TimePerCall([&] { raw.Round(); }, budget, &cpu));
+      raw_cpu.push_back(cpu);
+      ps_secs.push_back(TimePerCall([&] { ps.Round(); }, budget, &cpu));
+      ps_cpu.push_back(cpu);
       ratios.push_back(raw_secs.back() / ps_secs.back());
     }
+    const double gb = 2.0 * static_cast<double>(bytes) / 1e9;
     // Both move 2 x bytes per round (out and back).
     const double raw_gbs = 2.0 * static_cast<double>(bytes) / Median(raw_secs) / 1e9;
     const double ps_gbs = 2.0 * static_cast<double>(bytes) / Median(ps_secs) / 1e9;
-    std::printf("%8d %12.2f %12.2f %7.0f%% %8.0f%% - %3.0f%%\n", mb, raw_gbs, ps_gbs,
+    std::printf("%8d %12.2f %12.2f %7.0f%% %8.0f%% - %3.0f%% %16.2f %16.2f\n", mb, raw_gbs, ps_gbs,
                 100.0 * ps_gbs / raw_gbs, 100.0 * *std::min_element(ratios.begin(), ratios.end()),
-                100.0 * *std::max_element(ratios.begin(), ratios.end()));
+                100.0 * *std::max_element(ratios.begin(), ratios.end()), Median(raw_cpu) / gb,
+                Median(ps_cpu) / gb);
   }
 }
 
@@ -228,35 +247,39 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
 void UpdateTable(std::size_t floats, int reps) {
   std::vector<float> a(floats, 1.0f), b(floats, 2.0f), c(floats, 3.0f), d(floats, 0.0f);
   const double bytes = static_cast<double>(floats * sizeof(float));
-  auto best = [&](const std::function<void()>& f) {
-    std::vector<double> secs;
-    for (int r = 0; r < reps; ++r) secs.push_back(TimePerCall(f, 0.2));
-    return *std::min_element(secs.begin(), secs.end());
-  };
   // STREAM-like kernels; bytes touched count each array read or written once.
-  const double copy = 2 * bytes / best([&] { std::memcpy(b.data(), a.data(), floats * 4); });
-  const double triad = 3 * bytes / best([&] {
-                         float* x = a.data();
-                         const float* y = b.data();
-                         const float* z = c.data();
-                         for (std::size_t i = 0; i < floats; ++i) x[i] = y[i] + 0.5f * z[i];
-                       });
-  const double bandwidth = std::max(copy, triad);
+  auto copy = [&] { std::memcpy(b.data(), a.data(), floats * sizeof(float)); };
+  auto triad = [&] {
+    float* x = a.data();
+    const float* y = b.data();
+    const float* z = c.data();
+    for (std::size_t i = 0; i < floats; ++i) x[i] = y[i] + 0.5f * z[i];
+  };
   std::printf(
-      "\nPS update over %zu floats (%.0f MB) vs memory bandwidth %.2f GB/s (best of memcpy %.2f, "
-      "triad %.2f)\n",
-      floats, bytes / 1e6, bandwidth / 1e9, copy / 1e9, triad / 1e9);
-  std::printf("%-28s %8s %14s %8s\n", "kernel", "arrays", "touched GB/s", "ratio");
-  auto row = [&](const char* name, int arrays, double secs) {
-    const double rate = arrays * bytes / secs;
-    std::printf("%-28s %8d %14.2f %7.0f%%\n", name, arrays, rate / 1e9, 100.0 * rate / bandwidth);
+      "\nPS update over %zu floats (%.0f MB) vs memory bandwidth (STREAM triad; memcpy "
+      "for reference), alternating, median of %d\n",
+      floats, bytes / 1e6, reps);
+  std::printf("%-26s %7s %14s %12s %12s %8s %8s\n", "kernel", "arrays", "touched GB/s",
+              "triad GB/s", "memcpy GB/s", "/triad", "/memcpy");
+  auto row = [&](const char* name, int arrays, const std::function<void()>& kernel) {
+    std::vector<double> rates, triads, copies, vs_triad, vs_copy;
+    for (int r = 0; r < reps; ++r) {
+      copies.push_back(2 * bytes / TimePerCall(copy, 0.1));
+      triads.push_back(3 * bytes / TimePerCall(triad, 0.1));
+      rates.push_back(arrays * bytes / TimePerCall(kernel, 0.1));
+      vs_triad.push_back(rates.back() / triads.back());
+      vs_copy.push_back(rates.back() / copies.back());
+    }
+    std::printf("%-26s %7d %14.2f %12.2f %12.2f %7.0f%% %7.0f%%\n", name, arrays,
+                Median(rates) / 1e9, Median(triads) / 1e9, Median(copies) / 1e9,
+                100.0 * Median(vs_triad), 100.0 * Median(vs_copy));
   };
   // Sync aggregation: the accumulator += one worker's gradient (ParameterStore::Push).
-  row("sum (sync aggregation)", 3, best([&] {
-        float* acc = d.data();
-        const float* in = a.data();
-        for (std::size_t i = 0; i < floats; ++i) acc[i] += in[i];
-      }));
+  row("sum (sync aggregation)", 3, [&] {
+    float* acc = d.data();
+    const float* in = a.data();
+    for (std::size_t i = 0; i < floats; ++i) acc[i] += in[i];
+  });
   struct Opt {
     const char* label;
     const char* name;
@@ -273,7 +296,7 @@ void UpdateTable(std::size_t floats, int reps) {
                                               std::vector<float>(floats, 0.0f));
     std::vector<std::span<float>> slots(slot_data.begin(), slot_data.end());
     std::int64_t step = 0;
-    row(o.label, o.arrays, best([&] { (*opt)->Apply(a, b, slots, step++); }));
+    row(o.label, o.arrays, [&] { (*opt)->Apply(a, b, slots, step++); });
   }
 }
 
