@@ -32,6 +32,7 @@
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/validation.h"
+#include "taas/ui_server/metrics.h"
 #include "taas/ui_server/ui_server.h"
 
 extern char** environ;
@@ -111,33 +112,13 @@ absl::StatusOr<std::vector<int>> FreePorts(int count) {
   return ports;
 }
 
-// GET /metrics from 127.0.0.1:port and return one gauge's value.
-std::optional<double> ScrapeGauge(int port, const std::string& gauge) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  std::string body;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(gauge + " ", 0) == 0) return std::stod(line.substr(gauge.size() + 1));
-  }
-  return std::nullopt;
+// The samples of the replica's Prometheus endpoint on 127.0.0.1:port (none when it does not answer
+// within a second).
+std::map<std::string, double> ScrapeMetrics(int port) {
+  auto text =
+      ui_server::HttpGet("127.0.0.1:" + std::to_string(port), "/metrics", std::chrono::seconds(1));
+  if (!text.ok()) return {};
+  return ui_server::ParsePrometheusText(*text);
 }
 
 std::string Now() {
@@ -531,11 +512,12 @@ void JobRunner::Progress() {
         tfjob::IsChiefOrMaster(r.type) ||
         (!tfjob::HasChiefOrMaster(job_.spec) && r.type == ReplicaType::kWorker && r.index == 0);
     if (!chief || r.pid <= 0) continue;
-    if (auto step = ScrapeGauge(r.metrics_port, "taas_global_step")) {
-      line += " global_step=" + std::to_string(static_cast<std::int64_t>(*step));
+    const auto metrics = ScrapeMetrics(r.metrics_port);
+    if (auto step = metrics.find("taas_global_step"); step != metrics.end()) {
+      line += " global_step=" + std::to_string(static_cast<std::int64_t>(step->second));
     }
-    if (auto loss = ScrapeGauge(r.metrics_port, "taas_loss")) {
-      line += " loss=" + std::to_string(*loss);
+    if (auto loss = metrics.find("taas_loss"); loss != metrics.end()) {
+      line += " loss=" + std::to_string(loss->second);
     }
   }
   console_.Say(line);
