@@ -53,7 +53,7 @@ def poll(what, fn, timeout=60):
 
 def main_run(tmp):
     job = "local-ui"
-    run = Launch(tmp, job, TYPES, {"TF_MAX_STEPS": "150", "TAAS_SAVE_CHECKPOINTS_STEPS": "25"},
+    run = Launch(tmp, job, TYPES, {"TF_MAX_STEPS": "250", "TAAS_SAVE_CHECKPOINTS_STEPS": "25"},
                  args=["--step_ms=40"], flags=["--ui-port", "0", "--keep-ui"])
     m = run.wait_for(r"^\[taas\] UI: (http://127\.0\.0\.1:(\d+))/#token=([A-Za-z0-9]{20,})$")
     base, token = m.group(1), m.group(3)
@@ -156,7 +156,7 @@ def main_run(tmp):
     assert any(e["reason"] == "TFJobSucceeded" for e in detail["events"]), detail["events"]
     status, text = call(base, "GET", f"namespaces/default/tfjobs/{job}/pods/{job}-worker-0/logs",
                         token)
-    assert status == 200 and "step=150" in text, text[-2000:]
+    assert status == 200 and "step=250" in text, text[-2000:]
     assert run.proc.poll() is None, "the launcher left while --keep-ui"
 
     # Ctrl-C ends it with the job's exit code.
