@@ -4,8 +4,13 @@
 //                 [--health-address 0.0.0.0] [--leader-elect=true] [--lease-namespace NS]
 //                 [--lease-name taas-operator] [--identity ID] [--cluster-domain DOMAIN]
 //                 [--stuck-after-seconds 300] [--resync-seconds 300] [--port-file PATH]
-//                 [--log-level info]
+//                 [--api-parallelism 16] [--child-event-delay-ms 250] [--log-level info]
+//                 [--ui-listen HOST:PORT [--ui-namespaces a,b] [--ui-token-file FILE]
+//                  [--ui-assets DIR] [--ui-allow-anonymous-read]]
 //
+// With --ui-listen the operator also serves the web UI and its API (taas::ui_server) on that
+// address, on every replica (a standby serves it too: the UI reads and writes through the API
+// server, not through the leader).
 // This file is the one place the operator reads its configuration (flags, then KUBECONFIG, then
 // the in-cluster service account).
 #include <malloc.h>
@@ -28,6 +33,8 @@
 #include "taas/controller/controller.h"
 #include "taas/kube/client.h"
 #include "taas/kube/leader_election.h"
+#include "taas/ui_server/kube_client_api.h"
+#include "taas/ui_server/ui_server.h"
 
 namespace {
 
@@ -45,8 +52,15 @@ struct Flags {
   int stuck_after_seconds = 300;
   int resync_seconds = 300;
   int lease_duration_seconds = 15;
+  int api_parallelism = 16;
+  int child_event_delay_ms = 250;
   std::string port_file;
   std::string log_level = "info";
+  std::string ui_listen;  // empty: no UI
+  std::vector<std::string> ui_namespaces;
+  std::string ui_token_file;
+  std::string ui_assets;
+  bool ui_allow_anonymous_read = false;
 };
 
 constexpr char kUsage[] =
@@ -55,8 +69,10 @@ constexpr char kUsage[] =
     "[--leader-elect=true|false]\n"
     "                     [--lease-namespace NS] [--lease-name NAME] [--lease-duration-seconds S]\n"
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
-    "                     [--resync-seconds S] [--port-file PATH] [--log-level "
-    "debug|info|warning]\n";
+    "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
+    "                     [--port-file PATH] [--log-level debug|info|warning]\n"
+    "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
+    "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";
 
 std::vector<std::string> Split(const std::string& text) {
   std::vector<std::string> out;
@@ -82,7 +98,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     if (auto eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "leader-elect") {
+    } else if (name == "leader-elect" || name == "ui-allow-anonymous-read") {
       value = "true";
     } else if (i + 1 < argc) {
       value = argv[++i];
@@ -116,9 +132,17 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   TAAS_RETURN_IF_ERROR(integer("stuck-after-seconds", flags.stuck_after_seconds, 0));
   TAAS_RETURN_IF_ERROR(integer("resync-seconds", flags.resync_seconds, 0));
   TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 2));
-  std::string namespaces, leader_elect;
+  TAAS_RETURN_IF_ERROR(integer("api-parallelism", flags.api_parallelism, 1));
+  TAAS_RETURN_IF_ERROR(integer("child-event-delay-ms", flags.child_event_delay_ms, 0));
+  std::string namespaces, leader_elect, ui_namespaces, ui_anonymous;
   text("namespaces", namespaces);
   flags.namespaces = Split(namespaces);
+  text("ui-namespaces", ui_namespaces);
+  flags.ui_namespaces = Split(ui_namespaces);
+  text("ui-listen", flags.ui_listen);
+  text("ui-token-file", flags.ui_token_file);
+  text("ui-assets", flags.ui_assets);
+  text("ui-allow-anonymous-read", ui_anonymous);
   text("kubeconfig", flags.kubeconfig);
   text("health-address", flags.health_address);
   text("lease-namespace", flags.lease_namespace);
@@ -133,8 +157,59 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError("--leader-elect must be true or false");
     flags.leader_elect = leader_elect == "true";
   }
+  if (!ui_anonymous.empty()) {
+    if (ui_anonymous != "true" && ui_anonymous != "false")
+      return absl::InvalidArgumentError("--ui-allow-anonymous-read must be true or false");
+    flags.ui_allow_anonymous_read = ui_anonymous == "true";
+  }
+  if (!flags.ui_listen.empty() && flags.ui_listen.rfind(':') == std::string::npos)
+    return absl::InvalidArgumentError("--ui-listen wants HOST:PORT, got \"" + flags.ui_listen +
+                                      "\"");
   if (!values.empty()) return absl::InvalidArgumentError("unknown flag --" + values.begin()->first);
   return flags;
+}
+
+// The web UI served from this process, over the operator's own (thread-safe) client.
+struct HostedUi {
+  std::unique_ptr<taas::ui_server::KubeClientApi> kube;
+  std::unique_ptr<taas::ui_server::UiServer> server;
+};
+
+absl::StatusOr<HostedUi> StartUi(const Flags& flags, taas::kube::Client* client,
+                                 const taas::Logger& logger) {
+  taas::ui_server::UiServerOptions options;
+  // The UI lists and creates jobs where the operator runs them; an operator watching every
+  // namespace offers "default" unless told otherwise (the chart does the same).
+  options.api.namespaces = !flags.ui_namespaces.empty() ? flags.ui_namespaces
+                           : !flags.namespaces.empty()  ? flags.namespaces
+                                                        : std::vector<std::string>{"default"};
+  options.api.allow_anonymous_read = flags.ui_allow_anonymous_read;
+  const bool generated_token = flags.ui_token_file.empty() && !flags.ui_allow_anonymous_read;
+  if (!flags.ui_token_file.empty()) {
+    TAAS_ASSIGN_OR_RETURN(options.api.token, taas::ui_server::ReadTokenFile(flags.ui_token_file));
+  } else if (generated_token) {
+    options.api.token = taas::ui_server::RandomToken();
+  }
+  const auto colon = flags.ui_listen.rfind(':');
+  options.http.host = flags.ui_listen.substr(0, colon);
+  try {
+    options.http.port = std::stoi(flags.ui_listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError("--ui-listen wants HOST:PORT, got \"" + flags.ui_listen +
+                                      "\"");
+  }
+  options.http.assets_dir = flags.ui_assets;
+
+  HostedUi ui;
+  ui.kube = std::make_unique<taas::ui_server::KubeClientApi>(client);
+  ui.server = std::make_unique<taas::ui_server::UiServer>(ui.kube.get(), options,
+                                                          logger.With({{"component", "taas-ui"}}));
+  TAAS_RETURN_IF_ERROR(ui.server->Start());
+  std::string url = "http://" + options.http.host + ":" + std::to_string(ui.server->port()) + "/";
+  // Only a token this process made up is printed: a mounted one is already known to its owner.
+  if (generated_token) url += "#token=" + options.api.token;
+  logger.Info("serving the web UI", {{"url", url}});
+  return ui;
 }
 
 }  // namespace
@@ -194,6 +269,8 @@ int main(int argc, char** argv) {
   options.build.addressing.cluster_domain = flags->cluster_domain;
   options.status.stuck_after = std::chrono::seconds(flags->stuck_after_seconds);
   options.resync_period = std::chrono::seconds(flags->resync_seconds);
+  options.create_parallelism = flags->api_parallelism;
+  options.child_event_delay = std::chrono::milliseconds(flags->child_event_delay_ms);
   options.host = identity;
   taas::controller::Controller controller(client->get(), options, logger);
 
@@ -232,6 +309,16 @@ int main(int argc, char** argv) {
       std::ofstream(flags->port_file + ".tmp") << health->port() << "\n";
       std::rename((flags->port_file + ".tmp").c_str(), flags->port_file.c_str());
     }
+  }
+
+  HostedUi ui;
+  if (!flags->ui_listen.empty()) {
+    auto started = StartUi(*flags, client->get(), logger);
+    if (!started.ok()) {
+      logger.Error("cannot serve the web UI", {{"error", std::string(started.status().message())}});
+      return 1;
+    }
+    ui = std::move(*started);
   }
 
   std::atomic<int> exit_code{0};
@@ -276,6 +363,7 @@ int main(int argc, char** argv) {
   elector.Stop();
   runner.join();
   controller.Stop();
+  if (ui.server) ui.server->Stop();
   health.reset();
   return exit_code.load();
 }

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -125,19 +124,12 @@ int main(int argc, char** argv) {
   }
   std::string token;
   if (!flags.token_file.empty()) {
-    std::ifstream in(flags.token_file);
-    if (!in) {
-      logger.Error("cannot read the token file", {{"path", flags.token_file}});
+    auto read = taas::ui_server::ReadTokenFile(flags.token_file);
+    if (!read.ok()) {
+      logger.Error("no bearer token", {{"error", std::string(read.status().message())}});
       return 2;
     }
-    std::getline(in, token);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-      token.pop_back();
-    }
-    if (token.empty()) {
-      logger.Error("the token file is empty", {{"path", flags.token_file}});
-      return 2;
-    }
+    token = *read;
   } else if (!flags.allow_anonymous_read) {
     token = taas::ui_server::RandomToken();
   }

@@ -1,5 +1,7 @@
 #include "taas/ui_server/ui_server.h"
 
+#include <cctype>
+#include <fstream>
 #include <random>
 
 namespace taas::ui_server {
@@ -32,6 +34,19 @@ std::string RandomToken() {
   const char* alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   std::string token;
   for (int i = 0; i < 40; ++i) token.push_back(alphabet[random() % 62]);
+  return token;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read the token file " + path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) {
+    return absl::InvalidArgumentError("the token file " + path +
+                                      " is empty: put the bearer token on its first line");
+  }
   return token;
 }
 

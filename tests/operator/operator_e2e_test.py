@@ -15,11 +15,13 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import urllib.error
 import urllib.request
 
 TIMEOUT = 120  # seconds for each wait; a loaded 2-core machine is slow
@@ -843,11 +845,62 @@ def scenario_gang(env):
 
 # Each group runs on its own control plane with one operator, started with the group's flags.
 CLUSTER_DOMAIN = "taas.example"
+def scenario_ui(env):
+    """The operator serves the web UI's API with --ui-listen, a standby replica too: 401 without
+    the mounted token, 403 outside --ui-namespaces, the namespace's jobs with the token, and a
+    job created through the UI's form is run by the leader."""
+    ns = "ui"
+    env.namespace(ns)
+    token = "ui-token-" + str(random.randrange(10**9))
+    token_file = os.path.join(env.tmp, "ui-token")
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    standby = env.start_operator("--ui-listen", f"127.0.0.1:{port}", "--ui-namespaces", ns,
+                                 "--ui-token-file", token_file, identity="ui-standby")
+    base = f"http://127.0.0.1:{port}/api/v1"
+
+    def call(method, path, body=None, auth=token):
+        request = urllib.request.Request(base + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode())
+        if auth:
+            request.add_header("Authorization", "Bearer " + auth)
+        if body is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    try:
+        check(call("GET", "/tfjobs", auth=None)[0] == 401, "no token: 401")
+        check(call("GET", "/tfjobs", auth="wrong")[0] == 401, "wrong token: 401")
+        check(call("GET", "/namespaces/default/tfjobs")[0] == 403, "outside --ui-namespaces: 403")
+        status, config = call("GET", "/config")
+        check(status == 200 and config["namespaces"] == [ns] and not config["localRun"],
+              f"config {status} {config}")
+        env.apply(tfjob("listed", ns, {"Worker": 1}))
+        wait_for("the UI lists the kubectl-applied job", lambda: any(
+            row["name"] == "listed" for row in call("GET", f"/namespaces/{ns}/tfjobs")[1]["items"]))
+        form = {"name": "formed", "image": "taas/trainer:latest", "psReplicas": 1,
+                "workerReplicas": 2, "gpusPerWorker": 1}
+        status, created = call("POST", f"/namespaces/{ns}/tfjobs", form)
+        check(status == 201, f"create through the UI: {status} {created}")
+        wait_for("the UI's job runs", lambda: pods_running(env, ns, "formed", 3))
+        check(env.ready(standby) and env.metrics(standby)["taas_operator_leader"] == 0,
+              "the UI came from the standby")
+    finally:
+        env.stop_operator(standby)
+
+
 GROUPS = {
     "lifecycle": {"flags": [],
                   "scenarios": ["lifecycle", "chief", "exit_codes", "never", "backoff", "in_place",
                                 "succeeded_kept", "terminating", "deleted_pod", "invalid",
-                                "metrics"]},
+                                "metrics", "ui"]},
     "policies": {"flags": ["--cluster-domain", CLUSTER_DOMAIN],
                  "scenarios": ["master_domain", "gang", "suspend", "ttl_and_deadline", "stuck",
                                "no_duplicates", "leader_election"]},

@@ -50,4 +50,8 @@ class UiServer {
 // generate one and print the URL carrying it (`http://HOST:PORT/#token=...`).
 std::string RandomToken();
 
+// The bearer token kept in `path`: its first line without trailing whitespace, as a mounted
+// Kubernetes Secret provides it. An unreadable or empty file is an error naming the file.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 }  // namespace taas::ui_server
