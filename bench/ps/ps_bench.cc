@@ -147,12 +147,14 @@ Cluster StartCluster(int num_ps, const taas::Logger& logger) {
   return c;
 }
 
-// One variable of `bytes` split over every PS; each round pushes its gradient and pulls it back.
+// One variable of `bytes` split over every PS; each round pushes its gradient and pulls it back:
+// a Push and a Pull, or (`one_call`) a Push whose reply carries the values, as the trainer does.
 class PsRound {
  public:
-  PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes,
+  PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes, bool one_call,
           const taas::Logger& logger)
       : client_(cluster.addresses, logger, chunk_bytes),
+        one_call_(one_call),
         n_(static_cast<std::int64_t>(bytes / sizeof(float))),
         value_(static_cast<std::size_t>(n_)),
         grad_(static_cast<std::size_t>(n_), 1.0f) {
@@ -174,8 +176,13 @@ class PsRound {
     steps_ = pulled->ps_steps;
   }
   void Round() {
-    auto pushed = client_.Push(placement_, params_, steps_, 0, 60);
+    auto pushed = client_.Push(placement_, params_, steps_, 0, 60, one_call_);
     if (!pushed.ok()) Fail(std::string(pushed.status().message()));
+    if (one_call_) {
+      if (!pushed->pulled) Fail("the push reply carried no values");
+      steps_ = pushed->pulled->ps_steps;
+      return;
+    }
     auto pulled = client_.Pull(placement_, params_, 60);
     if (!pulled.ok()) Fail(std::string(pulled.status().message()));
     steps_ = pulled->ps_steps;
@@ -183,6 +190,7 @@ class PsRound {
 
  private:
   taas::ps::PsClient client_;
+  bool one_call_;
   std::int64_t n_;
   std::vector<float> value_, grad_;
   std::vector<taas::ps::VariablePlacement> placement_;
@@ -213,32 +221,49 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
       "PS push+pull vs raw loopback socket: %d PS, messages of %lld KiB, median of %d "
       "alternating runs\n",
       num_ps, static_cast<long long>(chunk_bytes >> 10), reps);
-  std::printf("%8s %12s %12s %8s %18s %16s %16s\n", "MB", "raw GB/s", "PS GB/s", "ratio",
-              "ratio min-max", "raw CPU-s/GB", "PS CPU-s/GB");
+  std::printf("(PS: a Push then a Pull; 1-call: a Push whose reply carries the values)\n");
+  std::printf("%5s %9s %8s %6s %12s %8s %6s %12s %8s %8s %8s\n", "MB", "raw GB/s", "PS GB/s",
+              "ratio", "min-max", "1-call", "ratio", "min-max", "raw CPU", "PS CPU", "1-call");
+  std::printf("%5s %9s %8s %6s %12s %8s %6s %12s %8s %8s %8s\n", "", "", "", "", "", "GB/s", "", "",
+              "s/GB", "s/GB", "s/GB");
   for (int mb : sizes_mb) {
     const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
     RawEcho raw(bytes, static_cast<std::size_t>(chunk_bytes));
-    PsRound ps(cluster, bytes, chunk_bytes, quiet);
+    PsRound ps(cluster, bytes, chunk_bytes, /*one_call=*/false, quiet);
+    PsRound fused(cluster, bytes, chunk_bytes, /*one_call=*/true, quiet);
     raw.Round();  // warm-up (connections, buffers, page faults)
     ps.Round();
+    fused.Round();
     const double budget = 0.3;
-    std::vector<double> raw_secs, ps_secs, ratios, raw_cpu, ps_cpu;
+    std::vector<double> raw_secs, ps_secs, fused_secs, ratios, fused_ratios, raw_cpu, ps_cpu,
+        fused_cpu;
     for (int r = 0; r < reps; ++r) {
       double cpu = 0;
       raw_secs.push_back(TimePerCall([&] { raw.Round(); }, budget, &cpu));
       raw_cpu.push_back(cpu);
       ps_secs.push_back(TimePerCall([&] { ps.Round(); }, budget, &cpu));
       ps_cpu.push_back(cpu);
+      fused_secs.push_back(TimePerCall([&] { fused.Round(); }, budget, &cpu));
+      fused_cpu.push_back(cpu);
       ratios.push_back(raw_secs.back() / ps_secs.back());
+      fused_ratios.push_back(raw_secs.back() / fused_secs.back());
     }
+    // All move 2 x bytes per round (out and back).
     const double gb = 2.0 * static_cast<double>(bytes) / 1e9;
-    // Both move 2 x bytes per round (out and back).
-    const double raw_gbs = 2.0 * static_cast<double>(bytes) / Median(raw_secs) / 1e9;
-    const double ps_gbs = 2.0 * static_cast<double>(bytes) / Median(ps_secs) / 1e9;
-    std::printf("%8d %12.2f %12.2f %7.0f%% %8.0f%% - %3.0f%% %16.2f %16.2f\n", mb, raw_gbs, ps_gbs,
-                100.0 * ps_gbs / raw_gbs, 100.0 * *std::min_element(ratios.begin(), ratios.end()),
-                100.0 * *std::max_element(ratios.begin(), ratios.end()), Median(raw_cpu) / gb,
-                Median(ps_cpu) / gb);
+    const double raw_gbs = gb / Median(raw_secs);
+    const double ps_gbs = gb / Median(ps_secs);
+    const double fused_gbs = gb / Median(fused_secs);
+    auto lo = [](const std::vector<double>& v) {
+      return 100.0 * *std::min_element(v.begin(), v.end());
+    };
+    auto hi = [](const std::vector<double>& v) {
+      return 100.0 * *std::max_element(v.begin(), v.end());
+    };
+    std::printf(
+        "%5d %9.2f %8.2f %5.0f%% %5.0f%%-%4.0f%% %8.2f %5.0f%% %5.0f%%-%4.0f%% %8.2f %8.2f %8.2f\n",
+        mb, raw_gbs, ps_gbs, 100.0 * ps_gbs / raw_gbs, lo(ratios), hi(ratios), fused_gbs,
+        100.0 * fused_gbs / raw_gbs, lo(fused_ratios), hi(fused_ratios), Median(raw_cpu) / gb,
+        Median(ps_cpu) / gb, Median(fused_cpu) / gb);
   }
 }
 

@@ -283,16 +283,22 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
 
 namespace {
 
-// One Push stream to one PS: the header, then the gradient pieces, then the reply.
+// One Push stream to one PS: the header, then the gradient pieces; then the reply, and with
+// pull_values the values, written into `values` (the places of the header's shards, in order) as
+// they arrive.
 class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  PushCall(std::vector<grpc::ByteBuffer> messages, Countdown* countdown)
-      : messages_(std::move(messages)), countdown_(countdown) {}
+  struct Place {
+    char* data;
+    std::size_t size;
+  };
+  PushCall(std::vector<grpc::ByteBuffer> messages, std::vector<Place> values, Countdown* countdown)
+      : messages_(std::move(messages)), values_(std::move(values)), countdown_(countdown) {}
 
   void Start(grpc::GenericStub* stub, double timeout_secs) {
     context_.set_deadline(Deadline(timeout_secs));
     stub->PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
-    StartRead(&reply_);
+    StartRead(&in_);
     WriteNext();
     StartCall();
   }
@@ -301,7 +307,17 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
     ++next_;
     if (next_ < messages_.size()) WriteNext();
   }
-  void OnReadDone(bool ok) override { replied_ = ok; }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    BufferReader reader(in_);
+    if (!replied_) {
+      replied_ = true;
+      malformed_ = !reader.ParseLengthPrefixed(&reply_);
+    }
+    reader.ForEachRest([&](const char* data, std::size_t size) { Scatter(data, size); });
+    in_.Clear();
+    StartRead(&in_);
+  }
   void OnDone(const grpc::Status& s) override {
     status_ = s;
     messages_.clear();  // Let go of the gradient slices.
@@ -310,9 +326,30 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
 
   const grpc::Status& status() const { return status_; }
   // The PushReply, once OnDone ran with an OK status.
-  bool Reply(rpc::PushReply* reply) { return replied_ && BufferReader(reply_).Parse(reply); }
+  const rpc::PushReply* Reply() const { return replied_ && !malformed_ ? &reply_ : nullptr; }
+  // Every value byte arrived, and no more.
+  bool ValuesComplete() const { return !overflow_ && place_ == values_.size(); }
 
  private:
+  // Copies received value bytes to the next places.
+  void Scatter(const char* data, std::size_t size) {
+    while (size > 0) {
+      if (place_ == values_.size()) {
+        overflow_ = true;
+        return;
+      }
+      Place& to = values_[place_];
+      const std::size_t take = std::min(size, to.size - offset_);
+      std::memcpy(to.data + offset_, data, take);
+      data += take;
+      size -= take;
+      offset_ += take;
+      if (offset_ == to.size) {
+        ++place_;
+        offset_ = 0;
+      }
+    }
+  }
   // The last message also half-closes the stream: a small push is one write.
   void WriteNext() {
     if (next_ + 1 == messages_.size()) {
@@ -325,8 +362,12 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   grpc::ClientContext context_;
   std::vector<grpc::ByteBuffer> messages_;
   std::size_t next_ = 0;
-  grpc::ByteBuffer reply_;
-  bool replied_ = false;
+  grpc::ByteBuffer in_;
+  bool replied_ = false, malformed_ = false;
+  rpc::PushReply reply_;
+  std::vector<Place> values_;
+  std::size_t place_ = 0, offset_ = 0;  // Where the next value byte goes.
+  bool overflow_ = false;
   grpc::Status status_;
   Countdown* countdown_;
 };
@@ -336,7 +377,7 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
 absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& placement,
                                         const std::vector<ParamBuffers>& params,
                                         const std::vector<std::int64_t>& ps_steps, int worker,
-                                        double timeout_secs) {
+                                        double timeout_secs, bool pull_values) {
   const std::size_t n = addresses_.size();
   for (std::size_t v = 0; v < placement.size(); ++v) {
     if (static_cast<std::int64_t>(params[v].gradient.size()) != placement[v].size) {
@@ -352,11 +393,13 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
   SliceLease lease;  // Declared first: waits until gRPC released every slice of the gradients.
   std::vector<rpc::PushHeader> headers(n);
   std::vector<std::vector<std::vector<grpc::Slice>>> bodies(n);
+  std::vector<std::vector<PushCall::Place>> values(n);  // With pull_values.
   std::vector<std::size_t> open_bytes(n, 0);
   const auto chunk = static_cast<std::size_t>(std::max<std::int64_t>(sizeof(float), chunk_bytes_));
   for (std::size_t ps = 0; ps < n; ++ps) {
     headers[ps].set_step(ps_steps.at(ps));
     headers[ps].set_worker(worker);
+    headers[ps].set_pull_values(pull_values);
   }
   for (std::size_t v = 0; v < placement.size(); ++v) {
     for (const auto& shard : placement[v].shards) {
@@ -364,6 +407,10 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
       auto* g = headers[ps].add_gradients();
       g->set_name(shard.name);
       g->set_size(shard.size);
+      if (pull_values && shard.size > 0) {
+        values[ps].push_back({reinterpret_cast<char*>(params[v].value.data() + shard.offset),
+                              static_cast<std::size_t>(shard.size) * sizeof(float)});
+      }
       const char* data = reinterpret_cast<const char*>(params[v].gradient.data() + shard.offset);
       std::size_t left = static_cast<std::size_t>(shard.size) * sizeof(float);
       while (left > 0) {
@@ -388,20 +435,22 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
     std::vector<grpc::ByteBuffer> messages;
     for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
     bodies[ps].clear();
-    calls.push_back(std::make_unique<PushCall>(std::move(messages), &countdown));
+    calls.push_back(
+        std::make_unique<PushCall>(std::move(messages), std::move(values[ps]), &countdown));
   }
   for (std::size_t ps = 0; ps < n; ++ps) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs);
   countdown.Wait();
   PushInfo info;
+  PullInfo pulled;
+  pulled.ps_steps.resize(n);
+  pulled.incarnations.resize(n);
+  bool all_values = pull_values;
   for (std::size_t ps = 0; ps < n; ++ps) {
-    TAAS_RETURN_IF_ERROR(FromGrpc(calls[ps]->status(),
-                                  "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push"));
-    rpc::PushReply reply;
-    if (!calls[ps]->Reply(&reply)) {
-      return absl::InternalError("ps " + std::to_string(ps) + " at " + addresses_[ps] +
-                                 " Push: malformed reply");
-    }
-    switch (reply.outcome()) {
+    const std::string what = "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push";
+    TAAS_RETURN_IF_ERROR(FromGrpc(calls[ps]->status(), what));
+    const rpc::PushReply* reply = calls[ps]->Reply();
+    if (reply == nullptr) return absl::InternalError(what + ": malformed reply");
+    switch (reply->outcome()) {
       case rpc::PushReply::APPLIED:
         ++info.applied;
         break;
@@ -417,8 +466,20 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
       default:
         break;
     }
-    if (ps == 0) info.global_step = reply.step();
-    info.wait_secs = std::max(info.wait_secs, reply.wait_secs());
+    if (ps == 0) info.global_step = reply->step();
+    info.wait_secs = std::max(info.wait_secs, reply->wait_secs());
+    if (reply->values() && !calls[ps]->ValuesComplete()) {
+      return absl::InvalidArgumentError(what + ": the values in the reply do not match the " +
+                                        "pushed shards (the model differs from the chief's)");
+    }
+    all_values = all_values && reply->values();
+    pulled.ps_steps[ps] = reply->values_step();
+    pulled.incarnations[ps] = reply->incarnation();
+    pulled.done = pulled.done || reply->done();
+  }
+  if (all_values) {
+    pulled.global_step = pulled.ps_steps.empty() ? 0 : pulled.ps_steps[0];
+    info.pulled = std::move(pulled);
   }
   return info;
 }

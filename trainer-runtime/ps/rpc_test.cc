@@ -177,6 +177,75 @@ std::vector<float> Iota(std::size_t n, float scale) {
   return v;
 }
 
+TEST_CASE("sync push with pull_values: each worker gets the step's values in the push reply") {
+  Cluster cluster(2);
+  PsClient setup(cluster.addresses, Quiet());
+  REQUIRE(setup.WaitForServers(10).ok());
+  auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
+  InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
+
+  struct Got {
+    PushInfo info;
+    std::vector<float> w, b;
+  };
+  auto worker = [&](float g, Got* out) {
+    PsClient client(cluster.addresses, Quiet());
+    std::vector<float> w(4), b(1), gw(4, g), gb(1, g);
+    std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
+    auto pulled = client.Pull(placement, params, 10);
+    REQUIRE(pulled.ok());
+    auto pushed = client.Push(placement, params, pulled->ps_steps, static_cast<int>(g), 30,
+                              /*pull_values=*/true);
+    REQUIRE(pushed.ok());
+    *out = {*pushed, w, b};
+  };
+  Got a, b;
+  std::thread t1(worker, 1.0f, &a), t2(worker, 3.0f, &b);
+  t1.join();
+  t2.join();
+  for (const Got* got : {&a, &b}) {
+    CHECK(got->info.applied == 2);
+    REQUIRE(got->info.pulled.has_value());
+    CHECK(got->info.pulled->ps_steps == std::vector<std::int64_t>{1, 1});
+    CHECK(got->info.pulled->global_step == 1);
+    CHECK(got->info.pulled->incarnations == std::vector<std::uint64_t>{100, 101});
+    CHECK_FALSE(got->info.pulled->done);
+    CHECK(got->w == std::vector<float>{-2, -2, -2, -2});
+    CHECK(got->b == std::vector<float>{-2});
+  }
+  // A dropped push brings no values: the caller pulls.
+  std::vector<float> w(4, 7), bias(1, 7), gw(4), gb(1);
+  auto stale = setup.Push(placement, {{w, gw}, {bias, gb}}, {0, 0}, 9, 10, /*pull_values=*/true);
+  REQUIRE(stale.ok());
+  CHECK(stale->stale == 2);
+  CHECK_FALSE(stale->pulled.has_value());
+  CHECK(w == std::vector<float>(4, 7));
+}
+
+TEST_CASE("async push with pull_values: values after the push, across several reply messages") {
+  Cluster cluster(2);
+  PsClient client(cluster.addresses, Quiet());
+  REQUIRE(client.WaitForServers(10).ok());
+  // 10 MB split over 2 PS (5 MB each: two reply messages per PS), odd and empty tensors beside.
+  const std::size_t n = 2500001;
+  auto big = Iota(n, 1.0f);
+  auto odd = Iota(37, -1.0f);
+  auto placement =
+      PlaceVariables({{"big", static_cast<std::int64_t>(n)}, {"odd", 37}, {"e", 0}}, 2, 4 << 20);
+  InitAll(client, placement, {big, odd, {}}, false, 1);
+  std::vector<float> got_big(n, -1), got_odd(37, 9), none, g_big(n, 0.5f), g_odd = Iota(37, 1.0f);
+  std::vector<ParamBuffers> params = {{got_big, g_big}, {got_odd, g_odd}, {none, none}};
+  auto pushed = client.Push(placement, params, {0, 0}, 0, 30, /*pull_values=*/true);
+  REQUIRE(pushed.ok());
+  CHECK(pushed->applied == 2);
+  REQUIRE(pushed->pulled.has_value());
+  CHECK(pushed->pulled->ps_steps == std::vector<std::int64_t>{1, 1});
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += got_big[i] != big[i] - 0.5f;
+  CHECK(wrong == 0);
+  CHECK(got_odd == Iota(37, -2.0f));
+}
+
 TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors over 3 PS") {
   Cluster cluster(3);
   PsClient setup(cluster.addresses, Quiet());

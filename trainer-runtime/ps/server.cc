@@ -25,6 +25,20 @@ rpc::PushReply::Outcome ToProto(PushOutcome outcome) {
   return rpc::PushReply::DONE;
 }
 
+// Elements [offset, offset + count) of a store buffer as a slice that keeps the buffer alive until
+// gRPC has sent it.
+grpc::Slice ValueSlice(const std::shared_ptr<const std::vector<float>>& values, std::int64_t offset,
+                       std::int64_t count) {
+  // gRPC only reads send slices; the non-const pointer is its API's.
+  return grpc::Slice(
+      const_cast<float*>(values->data() + offset), static_cast<std::size_t>(count) * sizeof(float),
+      [](void* owner) { delete static_cast<std::shared_ptr<const std::vector<float>>*>(owner); },
+      new std::shared_ptr<const std::vector<float>>(values));
+}
+
+// Bytes of values per reply message after a push (the client's push pieces are this size too).
+constexpr std::size_t kReplyPieceBytes = 4 << 20;
+
 // Pull: answers one PullRequest with the header and slices that point into the store's
 // copy-on-write value buffers (each slice keeps its buffer alive until gRPC has sent it).
 class PullReactor final : public grpc::ServerGenericBidiReactor {
@@ -67,14 +81,7 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
         return;
       }
       if (r.count() == 0) continue;
-      // gRPC only reads send slices; the non-const pointer is its API's.
-      slices.emplace_back(
-          const_cast<float*>(v->data() + r.offset()),
-          static_cast<std::size_t>(r.count()) * sizeof(float),
-          [](void* owner) {
-            delete static_cast<std::shared_ptr<const std::vector<float>>*>(owner);
-          },
-          new std::shared_ptr<const std::vector<float>>(v));
+      slices.push_back(ValueSlice(v, r.offset(), r.count()));
     }
     out_ = grpc::ByteBuffer(slices.data(), slices.size());
     StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
@@ -110,6 +117,10 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
       std::vector<ParameterStore::GradientSize> sizes;
       sizes.reserve(static_cast<std::size_t>(header.gradients_size()));
       for (const auto& g : header.gradients()) sizes.push_back({g.name(), g.size()});
+      if (header.pull_values()) {
+        for (const auto& g : header.gradients()) names_.push_back(g.name());
+        pull_values_ = true;
+      }
       auto stream = store_->BeginPush(header.step(), std::move(sizes), header.worker());
       if (!stream.ok()) {
         Finish(ToGrpc(stream.status()));
@@ -140,13 +151,67 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
     reply.set_outcome(ToProto(result->outcome));
     reply.set_step(result->step);
     reply.set_wait_secs(result->wait_secs);
-    out_ = SerializeToBuffer(reply);
-    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+    std::vector<std::shared_ptr<const std::vector<float>>> values;
+    if (pull_values_ && result->outcome == PushOutcome::kApplied) {
+      // Not an error when the values cannot be read (a reset since): the client pulls instead.
+      auto step = store_->PullShared(names_, &values);
+      if (step.ok()) {
+        const auto status = store_->GetStatus();
+        reply.set_values(true);
+        reply.set_values_step(*step);
+        reply.set_done(status.done);
+        reply.set_incarnation(status.incarnation);
+      } else {
+        values.clear();
+      }
+    }
+    // The reply header leads the first message; values follow in pieces of kReplyPieceBytes.
+    std::vector<std::vector<grpc::Slice>> bodies(1);
+    bodies[0].emplace_back(LengthPrefixed(reply.SerializeAsString()));
+    std::size_t open = 0;
+    for (const auto& v : values) {
+      std::int64_t offset = 0;
+      const auto size = static_cast<std::int64_t>(v->size());
+      while (offset < size) {
+        if (open == kReplyPieceBytes) {
+          bodies.emplace_back();
+          open = 0;
+        }
+        const auto take = std::min<std::int64_t>(
+            size - offset, static_cast<std::int64_t>((kReplyPieceBytes - open) / sizeof(float)));
+        bodies.back().push_back(ValueSlice(v, offset, take));
+        open += static_cast<std::size_t>(take) * sizeof(float);
+        offset += take;
+      }
+    }
+    for (auto& body : bodies) out_.emplace_back(body.data(), body.size());
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // The client went away (a failed last write has finished the call already).
+      if (next_ + 1 < out_.size())
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "push reply not delivered"));
+      return;
+    }
+    ++next_;
+    WriteNext();
+  }
+  // The last message carries the status too: a small reply is one write.
+  void WriteNext() {
+    if (next_ + 1 == out_.size()) {
+      StartWriteAndFinish(&out_[next_], grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&out_[next_]);
+    }
   }
 
   ParameterStore* store_;
-  grpc::ByteBuffer in_, out_;
+  grpc::ByteBuffer in_;
+  std::vector<grpc::ByteBuffer> out_;
+  std::size_t next_ = 0;
   std::unique_ptr<ParameterStore::PushStream> stream_;
+  bool pull_values_ = false;
+  std::vector<std::string> names_;  // The header's shards, when pull_values_.
 };
 
 class Unimplemented final : public grpc::ServerGenericBidiReactor {

@@ -348,9 +348,14 @@ int Trainer::Run() {
   double window_comm_secs = 0;  // Pull + push (incl. waiting for sync peers) in this window.
   double window_wait_secs = 0;  // The part of it the PS held pushes for the other replicas.
   bool chief_stop = false;
+  // The values the last push brought back (one round trip per step); empty: pull.
+  std::optional<ps::PullInfo> refreshed;
   while (true) {
     const auto pull_start = Clock::now();
-    auto pulled = client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+    absl::StatusOr<ps::PullInfo> pulled =
+        refreshed ? absl::StatusOr<ps::PullInfo>(std::move(*refreshed))
+                  : client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+    refreshed.reset();
     const double pull_secs = SecondsSince(pull_start);
     if (!pulled.ok()) {
       const absl::Status& s = pulled.status();
@@ -405,7 +410,7 @@ int Trainer::Run() {
     const auto push_start = Clock::now();
 
     auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, info_.worker_rank,
-                               cfg_.wait_timeout_secs);
+                               cfg_.wait_timeout_secs, /*pull_values=*/true);
     if (!pushed.ok()) {
       const absl::Status& s = pushed.status();
       if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
@@ -428,6 +433,7 @@ int Trainer::Run() {
       continue;
     }
     patience_.Reset();
+    refreshed = std::move(pushed->pulled);
     ++local_step;
     dropped += pushed->stale + pushed->reset;
     const double step_secs = SecondsSince(step_start);

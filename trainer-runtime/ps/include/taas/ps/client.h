@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct PushInfo {
   // Sync: the longest time a PS held this push waiting for the other replicas (the rest of the
   // push's time is transfer and update).
   double wait_secs = 0;
+  // Push(pull_values): when every PS applied the push and returned its values, they are in
+  // params[i].value, tagged as a Pull would have (the caller needs no Pull before the next step).
+  std::optional<PullInfo> pulled;
 };
 
 class PsClient {
@@ -80,11 +84,13 @@ class PsClient {
 
   // Sends every params[i].gradient to the PS holding its shards, one push per PS tagged with
   // ps_steps[ps] and this replica's rank `worker`. In sync mode returns when the step completed
-  // (or the push was dropped).
+  // (or the push was dropped). With `pull_values`, each PS that applied the push answers with
+  // the values after it in the same call, written into params[i].value (see PushInfo::pulled;
+  // when a PS dropped the push, some values may be written and `pulled` is empty: Pull).
   absl::StatusOr<PushInfo> Push(const std::vector<VariablePlacement>& placement,
                                 const std::vector<ParamBuffers>& params,
                                 const std::vector<std::int64_t>& ps_steps, int worker,
-                                double timeout_secs);
+                                double timeout_secs, bool pull_values = false);
 
   // PS `ps`'s shards with slots, and its step.
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot(int ps,
