@@ -8,8 +8,13 @@
 // 2. PS update: the PS's own kernels (sync aggregation sum, SGD, momentum, Adam) over N floats,
 //    as bytes touched per second against a STREAM-like memory bandwidth measured in the same run.
 //
+// 3. Latency: microseconds per training-step round trip of small models (4 bytes, 64 KB, the
+//    Fashion-MNIST CNN's 375 KB), a Push then a Pull against one Push whose reply carries the
+//    values.
+//
 // Usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] [--update-mb M]
-// (an empty --sizes or --update-mb 0 skips that table).
+//                      [--latency-kb KB,KB,...]
+// (an empty --sizes or --latency-kb, or --update-mb 0, skips that table).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -267,6 +272,25 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
   }
 }
 
+void LatencyTable(int num_ps, const std::vector<int>& sizes_kb, int reps,
+                  std::int64_t chunk_bytes) {
+  taas::Logger quiet(stderr, taas::LogLevel::kError);
+  Cluster cluster = StartCluster(num_ps, quiet);
+  std::printf("\nRound trip per step: %d PS, median of %d alternating runs\n", num_ps, reps);
+  std::printf("%8s %16s %16s\n", "KB", "push+pull us", "1-call us");
+  for (int kb : sizes_kb) {
+    const std::size_t bytes = std::max<std::size_t>(sizeof(float), std::size_t(kb) << 10);
+    PsRound ps(cluster, bytes, chunk_bytes, /*one_call=*/false, quiet);
+    PsRound fused(cluster, bytes, chunk_bytes, /*one_call=*/true, quiet);
+    std::vector<double> ps_secs, fused_secs;
+    for (int r = 0; r < reps; ++r) {
+      ps_secs.push_back(TimePerCall([&] { ps.Round(); }, 0.2));
+      fused_secs.push_back(TimePerCall([&] { fused.Round(); }, 0.2));
+    }
+    std::printf("%8d %16.0f %16.0f\n", kb, 1e6 * Median(ps_secs), 1e6 * Median(fused_secs));
+  }
+}
+
 // --- PS update against memory bandwidth --------------------------------------------------------
 
 void UpdateTable(std::size_t floats, int reps) {
@@ -340,7 +364,7 @@ std::vector<int> ParseSizes(const std::string& s) {
 int main(int argc, char** argv) {
   int num_ps = 1, reps = 5, update_mb = 128;
   std::int64_t chunk_kb = 4096;
-  std::vector<int> sizes_mb = {1, 16, 128};
+  std::vector<int> sizes_mb = {1, 16, 128}, latency_kb = {0, 64, 375};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -355,18 +379,21 @@ int main(int argc, char** argv) {
       reps = std::atoi(value().c_str());
     } else if (arg == "--chunk-kb") {
       chunk_kb = std::atoll(value().c_str());
+    } else if (arg == "--latency-kb") {
+      latency_kb = ParseSizes(value());
     } else if (arg == "--update-mb") {
       update_mb = std::atoi(value().c_str());
     } else {
       Fail(
           "usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] "
-          "[--update-mb M]");
+          "[--update-mb M] [--latency-kb KB,KB,...]");
     }
   }
   if (num_ps < 1 || reps < 1 || chunk_kb < 1 || update_mb < 0) {
     Fail("--ps, --reps and --chunk-kb must be positive, --update-mb >= 0");
   }
   if (!sizes_mb.empty()) TransportTable(num_ps, sizes_mb, reps, chunk_kb << 10);
+  if (!latency_kb.empty()) LatencyTable(num_ps, latency_kb, reps, chunk_kb << 10);
   if (update_mb > 0) UpdateTable((static_cast<std::size_t>(update_mb) << 20) / sizeof(float), reps);
   return 0;
 }
