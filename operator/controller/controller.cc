@@ -5,6 +5,7 @@
 #include <set>
 
 #include "internal.h"
+#include "status_write.h"
 #include "taas/base/status.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
@@ -57,6 +58,13 @@ absl::StatusOr<tf::TFJob> LoadJob(const json& object) {
   auto errors = tf::Validate(*parsed);
   if (!errors.empty()) return tf::ValidationStatus(parsed->metadata, errors);
   return parsed;
+}
+
+// A status and the restart ledger as the TFJob's `status` JSON.
+json StatusJson(const tf::JobStatus& status, const RestartLedger& ledger) {
+  json out = tf::StatusToJson(status);
+  LedgerToStatus(ledger, out);
+  return out;
 }
 
 }  // namespace
@@ -228,15 +236,9 @@ kube::ObjectPtr Controller::CurrentJob(const std::string& key) {
   return it->second;
 }
 
-absl::StatusOr<json> Controller::WriteStatus(const json& object, const tf::JobStatus& status,
-                                             const RestartLedger& ledger) {
-  json body = object;
-  body["apiVersion"] = std::string(tf::kApiVersion);
-  body["kind"] = std::string(tf::kKind);
-  body["status"] = tf::StatusToJson(status);
-  LedgerToStatus(ledger, body["status"]);
+absl::StatusOr<json> Controller::PutStatus(const json& body) {
   auto written = client_->Put(
-      JobPath(MetaString(object, "namespace"), MetaString(object, "name")) + "/status", body);
+      JobPath(MetaString(body, "namespace"), MetaString(body, "name")) + "/status", body);
   if (written.ok()) metrics_.status_updates.fetch_add(1);
   return written;
 }
@@ -256,7 +258,7 @@ absl::Status Controller::HandleInvalid(const json& object, const absl::Status& e
   events_.Warning(
       kube::ObjectReference::Of(object, std::string(tf::kApiVersion), std::string(tf::kKind)),
       "InvalidSpec", message);
-  auto written = WriteStatus(object, status, LedgerFromStatus(previous_json));
+  auto written = PutStatus(StatusBody(object, StatusJson(status, LedgerFromStatus(previous_json))));
   if (!written.ok() && written.status().code() != absl::StatusCode::kNotFound)
     return written.status();
   return absl::OkStatus();
@@ -319,12 +321,34 @@ Observation Controller::Observe(const JobContext& job, const Watched& watched) {
 absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, tf::TFJob& job,
                                             const Observation& seen, tf::Time now,
                                             Decision& decision, bool& gone) {
-  for (int attempt = 0; decision.write_status; ++attempt) {
-    auto written = WriteStatus(object, decision.update.status, decision.ledger);
-    if (written.ok()) {
+  if (decision.write_status) {
+    StatusWriteOps ops;
+    ops.put = [&](const json& body) { return PutStatus(body); };
+    ops.get = [&] { return client_->Get(JobPath(ctx.ns, ctx.name)); };
+    ops.redecide = [&](const json& fresh) -> absl::StatusOr<StatusWriteOps::Redecision> {
+      auto reloaded = LoadJob(fresh);
+      if (!reloaded.ok()) {
+        // Nothing more to do for an invalid job than to say so; the job counts as gone, so the
+        // reconcile ends here whatever this write returns.
+        (void)HandleInvalid(fresh, reloaded.status());
+        return StatusWriteOps::Redecision{true, std::nullopt};
+      }
+      job = std::move(*reloaded);
+      decision = Decide(job, LedgerFromStatus(fresh.value("status", json::object())), seen, now,
+                        options_.status);
+      if (!decision.write_status) return StatusWriteOps::Redecision{};
+      return StatusWriteOps::Redecision{false, StatusJson(decision.update.status, decision.ledger)};
+    };
+    TAAS_ASSIGN_OR_RETURN(
+        StatusWrite result,
+        WriteStatusRetryingConflicts(std::move(object),
+                                     StatusJson(decision.update.status, decision.ledger), ops,
+                                     ctx.log, metrics_.status_conflicts));
+    gone = result.gone;
+    if (result.written) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        written_[ctx.key] = std::make_shared<const json>(std::move(*written));
+        written_[ctx.key] = std::make_shared<const json>(std::move(*result.written));
       }
       for (const auto& event : decision.update.events) {  // once, with the status that says it
         ctx.log.Info("job condition changed",
@@ -335,31 +359,7 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
           events_.Normal(ctx.ref, event.reason, event.message);
         }
       }
-      break;
     }
-    if (written.status().code() == absl::StatusCode::kNotFound) {
-      gone = true;
-      break;
-    }
-    if (written.status().code() != absl::StatusCode::kAborted || attempt >= 4)
-      return written.status();
-    // 409: someone else changed the job; decide again from a fresh read.
-    metrics_.status_conflicts.fetch_add(1);
-    auto fresh = client_->Get(JobPath(ctx.ns, ctx.name));
-    if (!fresh.ok() && fresh.status().code() != absl::StatusCode::kNotFound) return fresh.status();
-    if (!fresh.ok() || MetaString(*fresh, "uid") != ctx.uid) {
-      gone = true;
-      break;
-    }
-    auto reloaded = LoadJob(*fresh);
-    if (!reloaded.ok()) {
-      gone = true;  // nothing more to do for an invalid job than to say so
-      return HandleInvalid(*fresh, reloaded.status());
-    }
-    job = std::move(*reloaded);
-    object = std::move(*fresh);
-    decision = Decide(job, LedgerFromStatus(object.value("status", json::object())), seen, now,
-                      options_.status);
   }
   if (!gone) job.status = decision.update.status;
   return absl::OkStatus();

@@ -119,9 +119,8 @@ class Controller {
   std::function<absl::Status()> DeleteServiceTask(const JobContext& ctx,
                                                   const ServiceToDelete& svc);
   absl::Status HandleInvalid(const nlohmann::json& object, const absl::Status& error);
-  absl::StatusOr<nlohmann::json> WriteStatus(const nlohmann::json& object,
-                                             const taas::tfjob::JobStatus& status,
-                                             const RestartLedger& ledger);
+  // PUTs a status body (status_write.h, StatusBody) to the job's `/status`.
+  absl::StatusOr<nlohmann::json> PutStatus(const nlohmann::json& body);
   kube::ObjectPtr CurrentJob(const std::string& key);
   const Watched* WatchedFor(const std::string& namespace_name) const;
   void OnJob(const kube::Delta& delta);
