@@ -2,7 +2,8 @@
 // (1 PS, 1 worker that is the chief, 1 evaluator) prints one `UI: http://.../#token=...` line;
 // Chromium (Debian's, driven by playwright-core) opens that URL, sees the job and its replicas,
 // opens the job detail, sees a replica's log and the loss chart get points, the cluster page
-// with this machine, and the clear error the New-job form gets in a local run. Then Ctrl-C ends
+// with this machine, no New job, Clone or Delete anywhere, and the New-job route's explanation
+// with the equivalent commands instead of a form. Then Ctrl-C ends
 // the launcher with the job's exit code. Screenshots go to --artifacts. Prints "N passed, N failed".
 //
 // Usage: node local_ui_test.mjs --taas BIN --assets DIR --web-ui DIR --artifacts DIR
@@ -108,16 +109,31 @@ try {
     await shot('local-cluster.png');
   });
 
-  await check('the New-job form says why it cannot create jobs in a local run', async () => {
-    await page.getByRole('link', { name: 'New job' }).first().click();
-    await waitText(page.getByTestId('local-run-note'), 'cannot create jobs');
-    await page.locator('input[name=name]').fill('another');
-    // A request this machine could run (no GPUs), so the refusal is the only error.
-    for (const [key, value] of [['gpusPerWorker', '0'], ['workerCpu', '1'], ['workerMemory', '64Mi'], ['psCpu', '1'], ['psMemory', '64Mi']]) {
-      await page.locator(`input[name=${key}]`).fill(value);
-    }
-    await page.getByTestId('submit').click();
-    await waitText(page.getByTestId('submit-error'), 'not supported in a local run');
+  await check('a local run offers no New job, Clone or Delete', async () => {
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const row = page.locator(`tr[data-job=${job}]`);
+    await waitText(row.locator('td.replicas'), 'PS ');
+    const absent = async (where, locator) => assert((await locator.count()) === 0, `${where}: ${await locator.count()} shown`);
+    await absent('New job link', page.getByRole('link', { name: /New job|Create one/ }));
+    await absent('Clone on the jobs page', page.getByTestId('clone'));
+    await absent('Delete on the jobs page', page.getByTestId('delete'));
+    await absent('any button in the job row', row.getByRole('button'));
+    await page.getByRole('link', { name: job, exact: true }).click();
+    await page.waitForURL(`**/jobs/default/${job}`);
+    await waitText(page.getByTestId('stat-replicas'), 'PS ');
+    await absent('Clone on the job detail', page.getByTestId('clone'));
+    await absent('Delete on the job detail', page.getByTestId('delete'));
+    await absent('New job link on the job detail', page.getByRole('link', { name: 'New job' }));
+  });
+
+  await check('the New-job route explains why and shows the commands instead of a form', async () => {
+    await page.goto(url.replace('/#token=', '/new#token='));
+    const note = page.getByTestId('local-run-note');
+    await waitText(note, 'cannot create');
+    await waitText(note, 'taas run job.yaml');
+    await waitText(note, 'kubectl apply -f job.yaml');
+    assert((await page.getByTestId('job-form').count()) === 0, 'a form is shown');
+    assert((await page.getByTestId('submit').count()) === 0, 'a submit button is shown');
     await shot('local-new-job.png');
   });
 
@@ -132,8 +148,8 @@ try {
   });
 
   await check('no unexpected errors in the browser console', async () => {
-    // 405: the refused create; the front end has no favicon.
-    const unexpected = consoleErrors.filter((e) => !/status of 405|favicon\.ico/.test(e));
+    // The front end has no favicon. No 405 either: nothing offers a create, clone or delete.
+    const unexpected = consoleErrors.filter((e) => !/favicon\.ico/.test(e));
     assert(unexpected.length === 0, unexpected.join('\n'));
   });
 } catch (e) {

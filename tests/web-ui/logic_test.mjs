@@ -57,3 +57,10 @@ test('sizes and ages read like kubectl', () => {
   assert.equal(logic.formatAge(3600 + 120), '1h2m');
   assert.equal(logic.formatCores(0.5), '0.50');
 });
+
+test('jobs can be created, cloned and deleted only in a writable cluster UI', () => {
+  assert.equal(logic.canChangeJobs({ readOnly: false }), true);
+  assert.equal(logic.canChangeJobs({ readOnly: false, localRun: false }), true);
+  assert.equal(logic.canChangeJobs({ readOnly: true }), false);
+  assert.equal(logic.canChangeJobs({ readOnly: false, localRun: true }), false);
+});

@@ -1,7 +1,13 @@
 // Pure logic of the front end (no DOM, no framework), unit-tested by tests/web-ui/logic_test.mjs.
-import type { JobForm, MetricsPoint } from './api';
+import type { Config, JobForm, MetricsPoint } from './api';
 
 export type FormKey = keyof JobForm | 'namespace';
+
+// Whether the UI offers creating, cloning and deleting jobs: not when read-only, and not in a
+// local run (`taas run` serves one job and answers those requests 405).
+export function canChangeJobs(config: Pick<Config, 'readOnly' | 'localRun'>): boolean {
+  return !config.readOnly && !config.localRun;
+}
 
 // Which input an error belongs to, from the TFJob field path our server or the API server named.
 export function fieldKey(path: string): FormKey | null {

@@ -9,7 +9,7 @@ import { adoptTokenFromUrl, api, Config, setToken, setUnauthorizedListener, toke
 import { ClusterPage } from './pages/Cluster';
 import { JobDetailPage } from './pages/JobDetail';
 import { JobsPage } from './pages/Jobs';
-import { NewJobPage } from './pages/NewJob';
+import { LocalRunNewJobPage, NewJobPage } from './pages/NewJob';
 import { Link, usePath } from './util';
 
 function TokenDialog(props: { onSaved: () => void }) {
@@ -67,7 +67,7 @@ function App() {
   if (!config) {
     page = <p aria-busy="true">Connecting…</p>;
   } else if (path === '/new' || path.startsWith('/new/')) {
-    page = <NewJobPage config={config} />;
+    page = config.localRun ? <LocalRunNewJobPage /> : <NewJobPage config={config} />;
   } else if (detail) {
     page = <JobDetailPage config={config} namespace={detail[1]} name={detail[2]} />;
   } else if (path === '/cluster') {
@@ -91,7 +91,7 @@ function App() {
               <strong class="brand">taas</strong>
             </li>
             {nav('/', 'Jobs', path === '/' || (path.startsWith('/jobs') && !detail))}
-            {nav('/new', 'New job', path.startsWith('/new'))}
+            {config && !config.localRun && nav('/new', 'New job', path.startsWith('/new'))}
             {nav('/cluster', 'Cluster', path === '/cluster')}
           </ul>
           <ul>

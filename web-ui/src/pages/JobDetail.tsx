@@ -5,6 +5,7 @@ import { JobActions } from '../components/JobActions';
 import { LogViewer } from '../components/LogViewer';
 import { MetricChart, toCsv, XAxis } from '../components/MetricChart';
 import { StateChip } from '../components/StateChip';
+import { canChangeJobs } from '../logic';
 import { formatAge, formatTime, navigate, usePoll } from '../util';
 
 function Stat(props: { label: string; value: string; testid?: string; wide?: boolean }) {
@@ -66,7 +67,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
         <JobActions
           namespace={job.namespace}
           name={job.name}
-          readOnly={props.config.readOnly}
+          readOnly={!canChangeJobs(props.config)}
           onChanged={detail.reload}
           afterDelete={() => navigate('/')}
         />

@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, Config, JobRow } from '../api';
 import { JobActions } from '../components/JobActions';
 import { StateChip } from '../components/StateChip';
+import { canChangeJobs } from '../logic';
 import { formatAge, Link, usePoll } from '../util';
 
 export function JobsPage(props: { config: Config }) {
@@ -17,6 +18,7 @@ export function JobsPage(props: { config: Config }) {
     2000,
     [namespace],
   );
+  const canChange = canChangeJobs(props.config);
   const needle = filter.trim().toLowerCase();
   const rows = (data?.items ?? []).filter(
     (j) =>
@@ -29,7 +31,7 @@ export function JobsPage(props: { config: Config }) {
     <section>
       <div class="page-head">
         <h2>Training jobs</h2>
-        {!props.config.readOnly && (
+        {canChange && (
           <Link href="/new" class="button-link">
             New job
           </Link>
@@ -60,7 +62,7 @@ export function JobsPage(props: { config: Config }) {
       {data && rows.length === 0 && (
         <p class="muted">
           No jobs{needle ? ' match the filter' : ''}.{' '}
-          {!props.config.readOnly && <Link href="/new">Create one.</Link>}
+          {canChange && <Link href="/new">Create one.</Link>}
         </p>
       )}
       {rows.length > 0 && (
@@ -102,7 +104,7 @@ export function JobsPage(props: { config: Config }) {
                     <JobActions
                       namespace={j.namespace}
                       name={j.name}
-                      readOnly={props.config.readOnly}
+                      readOnly={!canChange}
                       onChanged={reload}
                     />
                   </td>

@@ -31,6 +31,27 @@ function lines(text: string): string[] {
     .filter((l) => l.length > 0);
 }
 
+// What the New-job route shows in a local run instead of a form that could only fail: `taas run`
+// serves the UI for its one job and cannot create others.
+export function LocalRunNewJobPage() {
+  return (
+    <section data-testid="local-run-note">
+      <h2>New training job</h2>
+      <p>
+        This UI is served by <code>taas run</code> for its own job, so it cannot create, clone or
+        delete jobs. Start another job from its manifest on this machine, or submit it to a cluster
+        running the taas operator:
+      </p>
+      <pre>
+        <code>{'taas run job.yaml\nkubectl apply -f job.yaml'}</code>
+      </pre>
+      <p class="muted">
+        Stop this job with Ctrl-C where <code>taas run</code> runs.
+      </p>
+    </section>
+  );
+}
+
 export function NewJobPage(props: { config: Config }) {
   const [namespace, setNamespace] = useState(props.config.namespaces[0] ?? '');
   const [form, setForm] = useState<JobForm>({
@@ -154,12 +175,6 @@ export function NewJobPage(props: { config: Config }) {
   return (
     <section>
       <h2>New training job</h2>
-      {props.config.localRun && (
-        <p class="muted" data-testid="local-run-note">
-          This UI is served by <code>taas run</code> for its own job: it cannot create jobs. Run
-          another manifest with <code>taas run</code>, or submit this one to a cluster.
-        </p>
-      )}
       {c && (
         <p class="capacity-hint" data-testid="capacity-hint">
           <strong>{freeGpus}</strong> of {c.totals.allocatable.gpu} GPUs free on {c.totals.nodes}{' '}
