@@ -57,6 +57,11 @@ check() { # DESCRIPTION COMMAND...
     sed 's/^/    /' "$tmp/check.out" | tail -n 20
   fi
 }
+# Succeeds when LOG shows no answer of 403 Forbidden from the API server (its message always says
+# "forbidden"; a bare 403 must stand alone, not be the milliseconds of a timestamp).
+no_rbac_denial() { # LOG
+  ! grep -Eiq 'forbidden|(^|[^0-9.])403([^0-9]|$)' "$1"
+}
 # Polls COMMAND until it succeeds or SECONDS pass.
 wait_for() { # SECONDS COMMAND...
   local deadline=$((SECONDS + $1))
@@ -275,7 +280,7 @@ EOF
   check "$account: TFJob status Succeeded" wait_for 120 condition Succeeded
   check "$account: events recorded" \
     bash -c "kubectl -n '$job_ns' get events --field-selector involvedObject.name=rbac-job -o name | grep -q ."
-  check "$account: no RBAC denial in the operator's log" bash -c "! grep -Eiq 'forbidden|403' '$log'"
+  check "$account: no RBAC denial in the operator's log" no_rbac_denial "$log"
   check "$account: the operator holds the chart's Lease" \
     bash -c "[ \"\$(kubectl -n '$release_ns' get lease '$account' -o jsonpath='{.spec.holderIdentity}')\" = test-$$ ]"
   if [ "$failures" -gt 0 ]; then
@@ -309,7 +314,7 @@ EOF
   check "UI job detail (TFJob, pods, events)" \
     bash -c "'$tmp/api' namespaces/default/tfjobs/rbac-job | grep -q rbac-job-worker-0"
   check "UI lists jobs" bash -c "'$tmp/api' namespaces/default/tfjobs | grep -q rbac-job"
-  check "UI hit no RBAC denial" bash -c "! grep -Eiq 'forbidden|403' '$tmp/ui.log'"
+  check "UI hit no RBAC denial" no_rbac_denial "$tmp/ui.log"
   if [ "$failures" -gt 0 ]; then
     echo "--- UI log (tail)"
     tail -n 20 "$tmp/ui.log"
