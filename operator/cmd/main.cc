@@ -56,7 +56,8 @@ struct Flags {
   int child_event_delay_ms = 250;
   std::string port_file;
   std::string log_level = "info";
-  std::string ui_listen;  // empty: no UI
+  std::string ui_listen;                   // empty: no UI
+  taas::ui_server::ServerOptions ui_http;  // host and port of ui_listen
   std::vector<std::string> ui_namespaces;
   std::string ui_token_file;
   std::string ui_assets;
@@ -162,9 +163,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError("--ui-allow-anonymous-read must be true or false");
     flags.ui_allow_anonymous_read = ui_anonymous == "true";
   }
-  if (!flags.ui_listen.empty() && flags.ui_listen.rfind(':') == std::string::npos)
-    return absl::InvalidArgumentError("--ui-listen wants HOST:PORT, got \"" + flags.ui_listen +
-                                      "\"");
+  if (!flags.ui_listen.empty()) {
+    TAAS_RETURN_IF_ERROR(
+        taas::ui_server::ParseListenAddress("--ui-listen", flags.ui_listen, &flags.ui_http));
+  }
   if (!values.empty()) return absl::InvalidArgumentError("unknown flag --" + values.begin()->first);
   return flags;
 }
@@ -190,14 +192,7 @@ absl::StatusOr<HostedUi> StartUi(const Flags& flags, taas::kube::Client* client,
   } else if (generated_token) {
     options.api.token = taas::ui_server::RandomToken();
   }
-  const auto colon = flags.ui_listen.rfind(':');
-  options.http.host = flags.ui_listen.substr(0, colon);
-  try {
-    options.http.port = std::stoi(flags.ui_listen.substr(colon + 1));
-  } catch (const std::exception&) {
-    return absl::InvalidArgumentError("--ui-listen wants HOST:PORT, got \"" + flags.ui_listen +
-                                      "\"");
-  }
+  options.http = flags.ui_http;
   options.http.assets_dir = flags.ui_assets;
 
   HostedUi ui;

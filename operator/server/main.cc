@@ -25,6 +25,7 @@ struct Flags {
   std::vector<std::string> namespaces;
   std::string token_file;
   std::string listen = "127.0.0.1:8080";
+  taas::ui_server::ServerOptions http;  // host and port of `listen`
   std::string assets;
   bool allow_anonymous_read = false;
   std::map<std::string, std::string> metrics_targets;
@@ -109,6 +110,11 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
     *error = "--namespaces is required";
     return false;
   }
+  if (auto parsed = taas::ui_server::ParseListenAddress("--listen", flags->listen, &flags->http);
+      !parsed.ok()) {
+    *error = std::string(parsed.message());
+    return false;
+  }
   return true;
 }
 
@@ -153,13 +159,7 @@ int main(int argc, char** argv) {
   options.api.allow_anonymous_read = flags.allow_anonymous_read;
   options.scraper.interval = std::chrono::seconds(flags.scrape_interval_seconds);
   options.scraper.overrides = flags.metrics_targets;
-  const auto colon = flags.listen.rfind(':');
-  if (colon == std::string::npos) {
-    std::fprintf(stderr, "taas-ui: --listen wants HOST:PORT\n");
-    return 2;
-  }
-  options.http.host = flags.listen.substr(0, colon);
-  options.http.port = std::atoi(flags.listen.substr(colon + 1).c_str());
+  options.http = flags.http;
   options.http.assets_dir = flags.assets;
   taas::ui_server::UiServer server(&kube, options, logger);
 

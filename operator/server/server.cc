@@ -40,6 +40,21 @@ void AddCommonHeaders(http::response_header<>& header, bool html) {
 
 }  // namespace
 
+absl::Status ParseListenAddress(const std::string& flag, const std::string& text,
+                                ServerOptions* out) {
+  const auto colon = text.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  if (colon == 0 || !digits || std::stoi(port) > 65535) {
+    return absl::InvalidArgumentError(
+        flag + " wants HOST:PORT with a port from 0 to 65535, got \"" + text + "\"");
+  }
+  out->host = text.substr(0, colon);
+  out->port = std::stoi(port);
+  return absl::OkStatus();
+}
+
 struct HttpServer::State {
   const Api* api;
   ServerOptions options;

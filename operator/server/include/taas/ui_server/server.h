@@ -23,6 +23,11 @@ struct ServerOptions {
   std::size_t max_connections = 256;
 };
 
+// Reads a `--listen`-style "HOST:PORT" (port 0..65535; 0 picks a free one) into `host` and
+// `port` of `out`. The error names `flag` and the expected form.
+absl::Status ParseListenAddress(const std::string& flag, const std::string& text,
+                                ServerOptions* out);
+
 class HttpServer {
  public:
   // `api` is not owned and must outlive the server.
