@@ -4,18 +4,11 @@
 # instance is reused; `down` then `up` works. Uses its own instance and always tears it down.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CLUSTER="$ROOT/scripts/cluster/taas-cluster"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 NAME="faults-$$-$RANDOM"
 STATE="${TAAS_CLUSTER_STATE:-/tmp/taas-cluster}/$NAME"
 LISTENER=""
 OWNER=""
-
-fail() {
-  printf 'FAIL: %s\n' "$*" >&2
-  exit 1
-}
-step() { printf '== %s\n' "$*" >&2; }
 
 cleanup() {
   local rc=$?

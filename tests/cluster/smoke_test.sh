@@ -5,16 +5,9 @@
 # instance down.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CLUSTER="$ROOT/scripts/cluster/taas-cluster"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 NAME="smoke-$$-$RANDOM"
 NS=smoke
-
-fail() {
-  printf 'FAIL: %s\n' "$*" >&2
-  exit 1
-}
-step() { printf '== %s\n' "$*" >&2; }
 
 cleanup() {
   local rc=$?
