@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { assert, launchChromium, parseArgs, Run, sleep, waitFor, waitText } from './harness.mjs';
 
@@ -20,23 +21,8 @@ fs.mkdirSync(args.artifacts, { recursive: true });
 const run = new Run('local ui');
 const check = (title, fn) => run.check(title, fn);
 
-const job = 'local-browser';
-const replica = (t) => `    ${t}:
-      replicas: 1
-      restartPolicy: ExitCode
-      template:
-        spec:
-          containers:
-            - name: tensorflow
-              image: taas/trainer:latest
-              command: ["/opt/taas/bin/linear-regression"]
-              args: ["--", "--step_ms=100"]
-`;
-const manifest = path.join(tmp, 'job.yaml');
-fs.writeFileSync(
-  manifest,
-  `apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: ${job}\nspec:\n  tfReplicaSpecs:\n${['PS', 'Worker', 'Evaluator'].map(replica).join('')}`,
-);
+const job = 'local-browser'; // metadata.name in testdata/local-job.yaml
+const manifest = fileURLToPath(new URL('./testdata/local-job.yaml', import.meta.url));
 
 let output = '';
 // About 20 s of training: time to see Running replicas and several scrapes of the chief.
