@@ -186,12 +186,10 @@ absl::StatusOr<HostedUi> StartUi(const Flags& flags, taas::kube::Client* client,
                            : !flags.namespaces.empty()  ? flags.namespaces
                                                         : std::vector<std::string>{"default"};
   options.api.allow_anonymous_read = flags.ui_allow_anonymous_read;
-  const bool generated_token = flags.ui_token_file.empty() && !flags.ui_allow_anonymous_read;
-  if (!flags.ui_token_file.empty()) {
-    TAAS_ASSIGN_OR_RETURN(options.api.token, taas::ui_server::ReadTokenFile(flags.ui_token_file));
-  } else if (generated_token) {
-    options.api.token = taas::ui_server::RandomToken();
-  }
+  TAAS_ASSIGN_OR_RETURN(
+      const taas::ui_server::BearerToken token,
+      taas::ui_server::ChooseToken(flags.ui_token_file, flags.ui_allow_anonymous_read));
+  options.api.token = token.value;
   options.http = flags.ui_http;
   options.http.assets_dir = flags.ui_assets;
 
@@ -200,9 +198,8 @@ absl::StatusOr<HostedUi> StartUi(const Flags& flags, taas::kube::Client* client,
   ui.server = std::make_unique<taas::ui_server::UiServer>(ui.kube.get(), options,
                                                           logger.With({{"component", "taas-ui"}}));
   TAAS_RETURN_IF_ERROR(ui.server->Start());
-  std::string url = "http://" + options.http.host + ":" + std::to_string(ui.server->port()) + "/";
-  // Only a token this process made up is printed: a mounted one is already known to its owner.
-  if (generated_token) url += "#token=" + options.api.token;
+  // Only a token this process made up is in the URL: a mounted one is already known to its owner.
+  const std::string url = taas::ui_server::BrowserUrl(options.http.host, ui.server->port(), token);
   logger.Info("serving the web UI", {{"url", url}});
   return ui;
 }

@@ -128,16 +128,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "taas-ui: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
-  std::string token;
-  if (!flags.token_file.empty()) {
-    auto read = taas::ui_server::ReadTokenFile(flags.token_file);
-    if (!read.ok()) {
-      logger.Error("no bearer token", {{"error", std::string(read.status().message())}});
-      return 2;
-    }
-    token = *read;
-  } else if (!flags.allow_anonymous_read) {
-    token = taas::ui_server::RandomToken();
+  auto token = taas::ui_server::ChooseToken(flags.token_file, flags.allow_anonymous_read);
+  if (!token.ok()) {
+    logger.Error("no bearer token", {{"error", std::string(token.status().message())}});
+    return 2;
   }
 
   auto config = flags.kubeconfig.empty() ? taas::kube::InClusterConfig()
@@ -155,7 +149,7 @@ int main(int argc, char** argv) {
 
   taas::ui_server::UiServerOptions options;
   options.api.namespaces = flags.namespaces;
-  options.api.token = token;
+  options.api.token = token->value;
   options.api.allow_anonymous_read = flags.allow_anonymous_read;
   options.scraper.interval = std::chrono::seconds(flags.scrape_interval_seconds);
   options.scraper.overrides = flags.metrics_targets;
@@ -174,9 +168,7 @@ int main(int argc, char** argv) {
     logger.Error("cannot start", {{"error", started.ToString()}});
     return 1;
   }
-  const std::string url = "http://" + options.http.host + ":" + std::to_string(server.port()) +
-                          "/" +
-                          (flags.token_file.empty() && !token.empty() ? "#token=" + token : "");
+  const std::string url = taas::ui_server::BrowserUrl(options.http.host, server.port(), *token);
   std::printf("taas-ui: serving %s\n", url.c_str());
   std::fflush(stdout);
 

@@ -50,4 +50,19 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
+absl::StatusOr<BearerToken> ChooseToken(const std::string& token_file, bool allow_anonymous_read) {
+  if (!token_file.empty()) {
+    TAAS_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(token_file));
+    return BearerToken{token, false};
+  }
+  if (allow_anonymous_read) return BearerToken{};
+  return BearerToken{RandomToken(), true};
+}
+
+std::string BrowserUrl(const std::string& host, int port, const BearerToken& token) {
+  std::string url = "http://" + host + ":" + std::to_string(port) + "/";
+  if (token.generated) url += "#token=" + token.value;
+  return url;
+}
+
 }  // namespace taas::ui_server

@@ -193,7 +193,9 @@ void JobRunner::StartUi() {
   const std::string ns = job_.metadata.namespace_name;
   o.api.namespaces = {ns};
   o.api.local_run = true;
-  o.api.token = ui_server::RandomToken();
+  // A local run has no token file and never serves anonymously: always a generated token.
+  const ui_server::BearerToken token{ui_server::RandomToken(), true};
+  o.api.token = token.value;
   o.http.host = "127.0.0.1";
   o.http.port = options_.ui_port;
   std::error_code ec;
@@ -224,7 +226,7 @@ void JobRunner::StartUi() {
     ui_.reset();
     return;
   }
-  ui_url_ = "http://127.0.0.1:" + std::to_string(ui_->port()) + "/#token=" + o.api.token;
+  ui_url_ = ui_server::BrowserUrl(o.http.host, ui_->port(), token);
   console_.Say("UI: " + ui_url_);
 }
 

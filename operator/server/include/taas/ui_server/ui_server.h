@@ -54,4 +54,16 @@ std::string RandomToken();
 // Kubernetes Secret provides it. An unreadable or empty file is an error naming the file.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// The API's bearer token as every host chooses it: the one in `token_file` when given; none when
+// anonymous reads are allowed without a file; else a fresh RandomToken().
+struct BearerToken {
+  std::string value;
+  bool generated = false;  // made up here: the host hands it over in the URL it prints
+};
+absl::StatusOr<BearerToken> ChooseToken(const std::string& token_file, bool allow_anonymous_read);
+
+// The address to open in a browser: `http://HOST:PORT/`, plus `#token=...` for a generated token
+// (the page keeps it and drops it from the address bar).
+std::string BrowserUrl(const std::string& host, int port, const BearerToken& token);
+
 }  // namespace taas::ui_server
