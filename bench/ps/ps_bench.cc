@@ -12,8 +12,9 @@
 //    Fashion-MNIST CNN's 375 KB), a Push then a Pull against one Push whose reply carries the
 //    values.
 //
-// Usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] [--update-mb M]
-//                      [--latency-kb KB,KB,...]
+// Usage: taas_ps_bench [--ps N] [--lanes L] [--sizes MB,MB,...] [--reps R] [--chunk-kb K]
+//                      [--update-mb M] [--latency-kb KB,KB,...]
+// (--ps: PS tasks, --lanes: lanes per task, taas/ps/client.h; the default is the trainer's)
 // (an empty --sizes or --latency-kb, or --update-mb 0, skips that table).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -136,15 +137,22 @@ class RawEcho {
 
 // --- PS ---------------------------------------------------------------------------------------
 
+// The trainer's default (TAAS_PS_LANES, taas/config/config.h).
+constexpr int kTrainerLanes = 2;
+
+// PS tasks of `lanes` lanes each (taas/ps/client.h).
 struct Cluster {
   std::vector<std::unique_ptr<taas::ps::PsServer>> servers;
   std::vector<std::string> addresses;
+  int lanes = 1;
 };
 
-Cluster StartCluster(int num_ps, const taas::Logger& logger) {
+Cluster StartCluster(int num_ps, int lanes, const taas::Logger& logger) {
   Cluster c;
+  c.lanes = lanes;
   for (int i = 0; i < num_ps; ++i) {
-    auto s = taas::ps::PsServer::Start("127.0.0.1:0", 1 + static_cast<std::uint64_t>(i), logger);
+    auto s =
+        taas::ps::PsServer::Start("127.0.0.1:0", 1 + static_cast<std::uint64_t>(i), logger, lanes);
     if (!s.ok()) Fail(std::string(s.status().message()));
     c.addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
     c.servers.push_back(std::move(*s));
@@ -152,19 +160,21 @@ Cluster StartCluster(int num_ps, const taas::Logger& logger) {
   return c;
 }
 
-// One variable of `bytes` split over every PS; each round pushes its gradient and pulls it back:
-// a Push and a Pull, or (`one_call`) a Push whose reply carries the values, as the trainer does.
+// One variable of `bytes`, placed as the trainer places it (split over every PS and lane from
+// 1 MB, TAAS_PARTITION_BYTES; whole on PS 0 below); each round pushes its gradient and pulls it
+// back: a Push and a Pull, or (`one_call`) a Push whose reply carries the values, as the trainer
+// does.
 class PsRound {
  public:
   PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes, bool one_call,
           const taas::Logger& logger)
-      : client_(cluster.addresses, logger, chunk_bytes),
+      : client_(cluster.addresses, logger, chunk_bytes, cluster.lanes),
         one_call_(one_call),
         n_(static_cast<std::int64_t>(bytes / sizeof(float))),
         value_(static_cast<std::size_t>(n_)),
         grad_(static_cast<std::size_t>(n_), 1.0f) {
     const int num_ps = client_.num_ps();
-    placement_ = taas::ps::PlaceVariables({{"w", n_}}, num_ps, 1);
+    placement_ = taas::ps::PlaceVariables({{"w", n_}}, num_ps, 1 << 20, cluster.lanes);
     taas::ps::TrainingSpec spec;
     spec.optimizer.learning_rate.initial = 0.0f;  // values stay put; the update still runs
     for (int ps = 0; ps < num_ps; ++ps) {
@@ -218,14 +228,14 @@ double TimePerCall(const std::function<void()>& f, double budget, double* cpu = 
   return secs;
 }
 
-void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
+void TransportTable(int num_ps, int lanes, const std::vector<int>& sizes_mb, int reps,
                     std::int64_t chunk_bytes) {
   taas::Logger quiet(stderr, taas::LogLevel::kError);
-  Cluster cluster = StartCluster(num_ps, quiet);
+  Cluster cluster = StartCluster(num_ps, lanes, quiet);
   std::printf(
-      "PS push+pull vs raw loopback socket: %d PS, messages of %lld KiB, median of %d "
+      "PS push+pull vs raw loopback socket: %d PS of %d lanes, messages of %lld KiB, median of %d "
       "alternating runs\n",
-      num_ps, static_cast<long long>(chunk_bytes >> 10), reps);
+      num_ps, lanes, static_cast<long long>(chunk_bytes >> 10), reps);
   std::printf("(PS: a Push then a Pull; 1-call: a Push whose reply carries the values)\n");
   std::printf("%5s %9s %8s %6s %12s %8s %6s %12s %8s %8s %8s\n", "MB", "raw GB/s", "PS GB/s",
               "ratio", "min-max", "1-call", "ratio", "min-max", "raw CPU", "PS CPU", "1-call");
@@ -272,11 +282,12 @@ void TransportTable(int num_ps, const std::vector<int>& sizes_mb, int reps,
   }
 }
 
-void LatencyTable(int num_ps, const std::vector<int>& sizes_kb, int reps,
+void LatencyTable(int num_ps, int lanes, const std::vector<int>& sizes_kb, int reps,
                   std::int64_t chunk_bytes) {
   taas::Logger quiet(stderr, taas::LogLevel::kError);
-  Cluster cluster = StartCluster(num_ps, quiet);
-  std::printf("\nRound trip per step: %d PS, median of %d alternating runs\n", num_ps, reps);
+  Cluster cluster = StartCluster(num_ps, lanes, quiet);
+  std::printf("\nRound trip per step: %d PS of %d lanes, median of %d alternating runs\n", num_ps,
+              lanes, reps);
   std::printf("%8s %16s %16s\n", "KB", "push+pull us", "1-call us");
   for (int kb : sizes_kb) {
     const std::size_t bytes = std::max<std::size_t>(sizeof(float), std::size_t(kb) << 10);
@@ -362,7 +373,7 @@ std::vector<int> ParseSizes(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int num_ps = 1, reps = 5, update_mb = 128;
+  int num_ps = 1, lanes = kTrainerLanes, reps = 5, update_mb = 128;
   std::int64_t chunk_kb = 4096;
   std::vector<int> sizes_mb = {1, 16, 128}, latency_kb = {0, 64, 375};
   for (int i = 1; i < argc; ++i) {
@@ -373,6 +384,8 @@ int main(int argc, char** argv) {
     };
     if (arg == "--ps") {
       num_ps = std::atoi(value().c_str());
+    } else if (arg == "--lanes") {
+      lanes = std::atoi(value().c_str());
     } else if (arg == "--sizes") {
       sizes_mb = ParseSizes(value());
     } else if (arg == "--reps") {
@@ -385,15 +398,15 @@ int main(int argc, char** argv) {
       update_mb = std::atoi(value().c_str());
     } else {
       Fail(
-          "usage: taas_ps_bench [--ps N] [--sizes MB,MB,...] [--reps R] [--chunk-kb K] "
-          "[--update-mb M] [--latency-kb KB,KB,...]");
+          "usage: taas_ps_bench [--ps N] [--lanes L] [--sizes MB,MB,...] [--reps R] "
+          "[--chunk-kb K] [--update-mb M] [--latency-kb KB,KB,...]");
     }
   }
-  if (num_ps < 1 || reps < 1 || chunk_kb < 1 || update_mb < 0) {
-    Fail("--ps, --reps and --chunk-kb must be positive, --update-mb >= 0");
+  if (num_ps < 1 || lanes < 1 || reps < 1 || chunk_kb < 1 || update_mb < 0) {
+    Fail("--ps, --lanes, --reps and --chunk-kb must be positive, --update-mb >= 0");
   }
-  if (!sizes_mb.empty()) TransportTable(num_ps, sizes_mb, reps, chunk_kb << 10);
-  if (!latency_kb.empty()) LatencyTable(num_ps, latency_kb, reps, chunk_kb << 10);
+  if (!sizes_mb.empty()) TransportTable(num_ps, lanes, sizes_mb, reps, chunk_kb << 10);
+  if (!latency_kb.empty()) LatencyTable(num_ps, lanes, latency_kb, reps, chunk_kb << 10);
   if (update_mb > 0) UpdateTable((static_cast<std::size_t>(update_mb) << 20) / sizeof(float), reps);
   return 0;
 }

@@ -119,6 +119,14 @@ std::vector<Setting> Settings() {
   s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
                    "variables at least this large are split across all PS (1048576)", IntAtLeast(4),
                    &RuntimeConfig::partition_bytes));
+  s.push_back({"ps_lanes", "TAAS_PS_LANES",
+               "lanes (stores over their own connections) per PS task for large variables (2)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(std::int64_t lanes, ParseInt(w, v, 1));
+                 if (lanes > 64) return Invalid(w, "must be <= 64, got " + v);
+                 c.ps_lanes = static_cast<int>(lanes);
+                 return absl::OkStatus();
+               }});
   s.push_back({"metrics_port", "TAAS_METRICS_PORT",
                "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {

@@ -73,6 +73,7 @@ TEST_CASE("flags override environment; model args after --") {
                         {"TF_SAVE_CHECKPOINTS_SECS", "2.5"},
                         {"TF_SAVE_SUMMARIES_STEPS", "7"},
                         {"TAAS_METRICS_PORT", "9100"},
+                        {"TAAS_PS_LANES", "3"},
                         {"TF_CONFIG", kCluster}});
   REQUIRE(c.ok());
   CHECK(c->info.max_steps == 50);
@@ -81,10 +82,12 @@ TEST_CASE("flags override environment; model args after --") {
   CHECK(c->save_checkpoints_secs == doctest::Approx(2.5));
   CHECK(c->save_summaries_steps == 7);
   CHECK(c->metrics_port == 9100);
+  CHECK(c->ps_lanes == 3);
   REQUIRE(c->info.args.size() == 1);
   CHECK(c->info.args[0] == "--lr=3");
   auto env_only = ParseConfig({}, {{"TF_MAX_STEPS", "10"}, {"TF_SYNC", "true"}});
   REQUIRE(env_only.ok());
+  CHECK(env_only->ps_lanes == 2);
   CHECK(env_only->info.max_steps == 10);
   CHECK(env_only->info.sync);
 }
@@ -124,6 +127,8 @@ TEST_CASE("bad settings name the flag or variable") {
   CHECK(ErrorOf({}, {{"TF_SAVE_CHECKPOINTS_SECS", "-1"}}).find("TF_SAVE_CHECKPOINTS_SECS") == 0);
   CHECK(ErrorOf({}, {{"TF_SYNC", "maybe"}}).find("TF_SYNC: must be true or false") == 0);
   CHECK(ErrorOf({}, {{"TAAS_METRICS_PORT", "70000"}}).find("TAAS_METRICS_PORT") == 0);
+  CHECK(ErrorOf({}, {{"TAAS_PS_LANES", "0"}}).find("TAAS_PS_LANES: must be >= 1") == 0);
+  CHECK(ErrorOf({"--ps_lanes=65"}, {}).find("--ps_lanes: must be <= 64") == 0);
   CHECK(ErrorOf({"--nope=1"}, {}).find("--nope: unknown flag") == 0);
   CHECK(ErrorOf({"stray"}, {}).find("stray: unexpected argument") == 0);
   CHECK(ErrorOf({"--replicas_to_aggregate=3"}, {{"TF_CONFIG", kCluster}})

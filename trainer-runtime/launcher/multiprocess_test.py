@@ -189,8 +189,10 @@ def scenario_sync(tmp):
 def scenario_sync_equals_single(tmp):
     """2 sync workers == 1 process with both sub-batches per step (same effective batch)."""
     steps = "60"
+    # w is split over both lanes of the PS (TAAS_PS_LANES=2): each lane aggregates its half.
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
-                 {"TF_MAX_STEPS": steps, "TF_SYNC": "true"}, args=["--optimizer=momentum"])
+                 {"TF_MAX_STEPS": steps, "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"},
+                 args=["--optimizer=momentum"])
     assert run.finish() == 0
     _, dist = read_checkpoint(run.model_dir)
     single_dir = os.path.join(tmp, "single")
@@ -222,8 +224,9 @@ def scenario_kill_worker(tmp):
 
 
 def scenario_kill_ps(tmp):
+    # w is split over both lanes of the PS: the restarted PS comes back empty in both.
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
-                 {"TF_MAX_STEPS": "800"}, args=["--step_ms=10"])
+                 {"TF_MAX_STEPS": "800", "TAAS_PARTITION_BYTES": "16"}, args=["--step_ms=10"])
     run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(1|2)\d\d")
     os.kill(run.pid_of("linear-ps-0"), signal.SIGKILL)
     run.wait_for(r"linear-ps-0 exited with code 137")

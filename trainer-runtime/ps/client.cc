@@ -86,10 +86,11 @@ struct PsClient::Impl {
 };
 
 PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger,
-                   std::int64_t chunk_bytes)
+                   std::int64_t chunk_bytes, int lanes)
     : addresses_(std::move(addresses)),
       logger_(logger),
       chunk_bytes_(chunk_bytes),
+      lanes_(std::max(lanes, 1)),
       impl_(std::make_unique<Impl>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -99,26 +100,39 @@ PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger,
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   SetBulkTransportArgs([&](const char* name, int value) { args.SetInt(name, value); });
   for (const auto& a : addresses_) {
-    auto channel = grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args);
-    impl_->stubs.push_back(rpc::ParameterServer::NewStub(channel));
-    impl_->generic.push_back(std::make_unique<grpc::GenericStub>(channel));
+    for (int lane = 0; lane < lanes_; ++lane) {
+      // A connection of its own per lane: channels with different arguments never share one.
+      grpc::ChannelArguments lane_args = args;
+      lane_args.SetInt("taas.ps.lane", lane);
+      auto channel = grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), lane_args);
+      impl_->stubs.push_back(rpc::ParameterServer::NewStub(channel));
+      impl_->generic.push_back(std::make_unique<grpc::GenericStub>(channel));
+    }
   }
 }
 
 PsClient::~PsClient() = default;
 
+std::string PsClient::Describe(int ps) const {
+  const int task = ps / lanes_;
+  return "ps " + std::to_string(task) +
+         (lanes_ > 1 ? " lane " + std::to_string(lane(ps)) : std::string()) + " at " + address(ps);
+}
+
 absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
-  const std::size_t n = addresses_.size();
+  const auto n = static_cast<std::size_t>(num_ps());
   FanOut<rpc::StatusRequest, rpc::StatusReply> f(n);
   std::vector<int> all;
-  for (int i = 0; i < num_ps(); ++i) all.push_back(i);
+  for (int i = 0; i < num_ps(); ++i) {
+    all.push_back(i);
+    f.requests[static_cast<std::size_t>(i)].set_lane(lane(i));
+  }
   impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
     async->GetStatus(ctx, req, reply, std::move(done));
   });
   std::vector<PsStatus> out(n);
   for (std::size_t i = 0; i < n; ++i) {
-    TAAS_RETURN_IF_ERROR(
-        FromGrpc(f.statuses[i], "ps " + std::to_string(i) + " at " + addresses_[i] + " GetStatus"));
+    TAAS_RETURN_IF_ERROR(FromGrpc(f.statuses[i], Describe(static_cast<int>(i)) + " GetStatus"));
     out[i] = {f.replies[i].incarnation(), f.replies[i].initialized(), f.replies[i].done(),
               f.replies[i].step()};
   }
@@ -162,6 +176,7 @@ absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t
   req.set_max_steps(spec.max_steps);
   ToProto(spec.optimizer, req.mutable_optimizer());
   req.set_step(step);
+  req.set_lane(lane(ps));
   for (auto& s : shards) {
     auto* shard = req.add_shards();
     shard->set_name(s.name);
@@ -172,13 +187,13 @@ absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t
   ctx.set_deadline(Deadline(timeout_secs));
   rpc::InitializeReply reply;
   return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Initialize(&ctx, req, &reply),
-                  "ps " + std::to_string(ps) + " at " + address(ps) + " Initialize");
+                  Describe(ps) + " Initialize");
 }
 
 absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& placement,
                                         const std::vector<ParamBuffers>& params,
                                         double timeout_secs) {
-  const std::size_t n = addresses_.size();
+  const auto n = static_cast<std::size_t>(num_ps());
   for (std::size_t v = 0; v < placement.size(); ++v) {
     if (static_cast<std::int64_t>(params[v].value.size()) != placement[v].size) {
       return absl::InvalidArgumentError(
@@ -187,7 +202,8 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
     }
   }
   // Pieces of at most chunk_bytes_, packed into calls of at most chunk_bytes_ per PS; every PS
-  // gets at least one call (it reports its step even when it holds nothing of this model).
+  // task gets at least one call (lane 0 reports its step even when it holds nothing of this
+  // model); other lanes only when they hold something.
   struct Piece {
     float* out;  // Where the piece's values go.
     std::int64_t count;
@@ -211,6 +227,7 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
       open = static_cast<std::int64_t>(calls.size());
       calls.push_back(std::make_unique<Call>());
       calls.back()->ps = ps;
+      calls.back()->request.set_lane(lane(ps));
     }
     return *calls[static_cast<std::size_t>(open)];
   };
@@ -230,7 +247,7 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
     }
   }
   for (std::size_t ps = 0; ps < n; ++ps) {
-    if (open_call[ps] < 0) call_for(static_cast<int>(ps), 0);
+    if (open_call[ps] < 0 && lane(static_cast<int>(ps)) == 0) call_for(static_cast<int>(ps), 0);
   }
   // Every call in flight at once; each reply is copied into place by the gRPC thread that
   // completes it, while the other pieces are still arriving.
@@ -240,7 +257,7 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
     call->context.set_deadline(Deadline(timeout_secs));
     call->request_buffer = SerializeToBuffer(call->request);
     const auto ps = static_cast<std::size_t>(call->ps);
-    const std::string what = "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Pull";
+    const std::string what = Describe(call->ps) + " Pull";
     impl_->generic[ps]->UnaryCall(
         &call->context, kPullMethod, grpc::StubOptions(), &call->request_buffer, &call->reply,
         [call, what, &countdown](grpc::Status s) {
@@ -269,6 +286,9 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
   PullInfo info;
   info.ps_steps.assign(n, std::numeric_limits<std::int64_t>::max());
   info.incarnations.resize(n);
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    if (open_call[ps] < 0) info.ps_steps[ps] = 0;  // A lane not called: nothing to tag.
+  }
   for (const auto& call : calls) {
     TAAS_RETURN_IF_ERROR(call->status);
     const auto ps = static_cast<std::size_t>(call->ps);
@@ -378,7 +398,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
                                         const std::vector<ParamBuffers>& params,
                                         const std::vector<std::int64_t>& ps_steps, int worker,
                                         double timeout_secs, bool pull_values) {
-  const std::size_t n = addresses_.size();
+  const auto n = static_cast<std::size_t>(num_ps());
   for (std::size_t v = 0; v < placement.size(); ++v) {
     if (static_cast<std::int64_t>(params[v].gradient.size()) != placement[v].size) {
       return absl::InvalidArgumentError(
@@ -400,6 +420,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
     headers[ps].set_step(ps_steps.at(ps));
     headers[ps].set_worker(worker);
     headers[ps].set_pull_values(pull_values);
+    headers[ps].set_lane(lane(static_cast<int>(ps)));
   }
   for (std::size_t v = 0; v < placement.size(); ++v) {
     for (const auto& shard : placement[v].shards) {
@@ -426,19 +447,27 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
       }
     }
   }
-  std::vector<std::unique_ptr<PushCall>> calls;
-  Countdown countdown(static_cast<int>(n));
+  // Every PS task gets a push (lane 0 counts the step even when it holds nothing of this model);
+  // other lanes only when they hold something.
+  std::vector<std::unique_ptr<PushCall>> calls(n);
+  int called = 0;
   for (std::size_t ps = 0; ps < n; ++ps) {
+    if (headers[ps].gradients_size() > 0 || lane(static_cast<int>(ps)) == 0) ++called;
+  }
+  Countdown countdown(called);
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    if (headers[ps].gradients_size() == 0 && lane(static_cast<int>(ps)) != 0) continue;
     if (bodies[ps].empty()) bodies[ps].emplace_back();
     auto& first = bodies[ps].front();
     first.insert(first.begin(), grpc::Slice(LengthPrefixed(headers[ps].SerializeAsString())));
     std::vector<grpc::ByteBuffer> messages;
     for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
     bodies[ps].clear();
-    calls.push_back(
-        std::make_unique<PushCall>(std::move(messages), std::move(values[ps]), &countdown));
+    calls[ps] = std::make_unique<PushCall>(std::move(messages), std::move(values[ps]), &countdown);
   }
-  for (std::size_t ps = 0; ps < n; ++ps) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs);
+  for (std::size_t ps = 0; ps < n; ++ps) {
+    if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs);
+  }
   countdown.Wait();
   PushInfo info;
   PullInfo pulled;
@@ -446,7 +475,8 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
   pulled.incarnations.resize(n);
   bool all_values = pull_values;
   for (std::size_t ps = 0; ps < n; ++ps) {
-    const std::string what = "ps " + std::to_string(ps) + " at " + addresses_[ps] + " Push";
+    if (!calls[ps]) continue;  // A lane holding nothing: its step and incarnation stay 0.
+    const std::string what = Describe(static_cast<int>(ps)) + " Push";
     TAAS_RETURN_IF_ERROR(FromGrpc(calls[ps]->status(), what));
     const rpc::PushReply* reply = calls[ps]->Reply();
     if (reply == nullptr) return absl::InternalError(what + ": malformed reply");
@@ -489,10 +519,11 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snaps
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_secs));
   rpc::SnapshotRequest req;
+  req.set_lane(lane(ps));
   rpc::SnapshotReply reply;
   TAAS_RETURN_IF_ERROR(
       FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Snapshot(&ctx, req, &reply),
-               "ps " + std::to_string(ps) + " at " + address(ps) + " Snapshot"));
+               Describe(ps) + " Snapshot"));
   std::vector<ShardState> shards;
   for (const auto& s : reply.shards()) {
     ShardState state{s.name(), FloatVector(s.values()), {}};
@@ -507,9 +538,10 @@ absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
   ctx.set_deadline(Deadline(timeout_secs));
   rpc::ShutdownRequest req;
   req.set_exit(exit);
+  req.set_lane(lane(ps));
   rpc::ShutdownReply reply;
   return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Shutdown(&ctx, req, &reply),
-                  "ps " + std::to_string(ps) + " at " + address(ps) + " Shutdown");
+                  Describe(ps) + " Shutdown");
 }
 
 }  // namespace taas::ps

@@ -6,7 +6,7 @@
 namespace taas::ps {
 
 std::vector<VariablePlacement> PlaceVariables(const std::vector<VariableInfo>& variables,
-                                              int num_ps, std::int64_t partition_bytes) {
+                                              int num_ps, std::int64_t partition_bytes, int lanes) {
   std::vector<VariablePlacement> out(variables.size());
   std::vector<std::int64_t> load(static_cast<std::size_t>(std::max(num_ps, 1)), 0);
   std::vector<std::size_t> whole;
@@ -31,11 +31,15 @@ std::vector<VariablePlacement> PlaceVariables(const std::vector<VariableInfo>& v
     if (variables[a].size != variables[b].size) return variables[a].size > variables[b].size;
     return variables[a].name < variables[b].name;
   });
+  const int stride = std::max(lanes, 1);  // Whole variables: lane 0 of each task.
   for (std::size_t i : whole) {
-    const auto least = std::min_element(load.begin(), load.end());
-    const int p = static_cast<int>(least - load.begin());
+    int p = 0;
+    for (int q = stride; q < static_cast<int>(load.size()); q += stride) {
+      if (load[static_cast<std::size_t>(q)] < load[static_cast<std::size_t>(p)]) p = q;
+    }
     out[i].shards.push_back({p, variables[i].name, 0, variables[i].size});
-    *least += variables[i].size * static_cast<std::int64_t>(sizeof(float));
+    load[static_cast<std::size_t>(p)] +=
+        variables[i].size * static_cast<std::int64_t>(sizeof(float));
   }
   return out;
 }

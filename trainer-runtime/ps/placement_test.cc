@@ -55,6 +55,19 @@ TEST_CASE("one PS holds everything whole; placement is deterministic") {
   }
 }
 
+TEST_CASE("with lanes, large variables split over every lane and small ones stay on lane 0") {
+  // 2 PS tasks of 2 lanes: PS 0 and 2 are lane 0 of task 0 and 1.
+  auto p = PlaceVariables({{"embed", 1000}, {"a", 30}, {"b", 20}, {"c", 10}}, 4, 400, 2);
+  REQUIRE(p[0].shards.size() == 4);
+  for (int i = 0; i < 4; ++i) CHECK(p[0].shards[static_cast<std::size_t>(i)].ps == i);
+  CHECK(p[1].shards.at(0).ps == 0);  // a(30) -> task 0 (tie: lowest index)
+  CHECK(p[2].shards.at(0).ps == 2);  // b(20) -> task 1
+  CHECK(p[3].shards.at(0).ps == 2);  // c(10) -> task 1 (1000+80 < 1000+120 bytes)
+  // One task, two lanes, nothing large: lane 1 holds nothing.
+  auto small = PlaceVariables({{"w", 100}, {"b", 10}}, 2, 1 << 20, 2);
+  CHECK(BytesPerPs(small, 2) == std::vector<std::int64_t>{440, 0});
+}
+
 TEST_CASE("balances bytes across PS within one variable's size") {
   std::vector<VariableInfo> vars;
   for (int i = 0; i < 40; ++i) vars.push_back({"v" + std::to_string(i), 100 + i * 37 % 500});

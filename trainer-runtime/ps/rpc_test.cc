@@ -13,18 +13,24 @@ namespace {
 
 Logger Quiet() { return Logger(stderr, LogLevel::kWarning); }
 
+// PS tasks of `lanes` lanes each. Most cases are about several PS tasks and use one lane per
+// task, with clients made by OneLane.
 struct Cluster {
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> addresses;
-  explicit Cluster(int n) {
+  explicit Cluster(int n, int lanes = 1) {
     for (int i = 0; i < n; ++i) {
-      auto s = PsServer::Start("127.0.0.1:0", 100 + static_cast<std::uint64_t>(i), Quiet());
+      auto s = PsServer::Start("127.0.0.1:0", 100 + static_cast<std::uint64_t>(i), Quiet(), lanes);
       REQUIRE(s.ok());
       addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
       servers.push_back(std::move(*s));
     }
   }
 };
+
+PsClient OneLane(const std::vector<std::string>& addresses, std::int64_t chunk_bytes = 4 << 20) {
+  return PsClient(addresses, Quiet(), chunk_bytes, /*lanes=*/1);
+}
 
 nn::OptimizerConfig Sgd(float lr) {
   nn::OptimizerConfig c;
@@ -57,7 +63,7 @@ void InitAll(PsClient& client, const std::vector<VariablePlacement>& placement,
 
 TEST_CASE("uninitialised PS refuses pulls with FAILED_PRECONDITION over gRPC") {
   Cluster cluster(1);
-  PsClient client(cluster.addresses, Quiet());
+  PsClient client = OneLane(cluster.addresses);
   auto statuses = client.WaitForServers(10);
   REQUIRE(statuses.ok());
   CHECK((*statuses)[0].incarnation == 100);
@@ -72,7 +78,7 @@ TEST_CASE("uninitialised PS refuses pulls with FAILED_PRECONDITION over gRPC") {
 
 TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {
   Cluster cluster(2);
-  PsClient client(cluster.addresses, Quiet());
+  PsClient client = OneLane(cluster.addresses);
   REQUIRE(client.WaitForServers(10).ok());
   // "big" (1000 floats = 4000 bytes) is partitioned; "small" goes whole.
   auto placement = PlaceVariables({{"big", 1000}, {"small", 3}}, 2, 4000);
@@ -103,7 +109,7 @@ TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") 
 
 TEST_CASE("pulls in small pieces, several in flight, land every element in place") {
   Cluster cluster(2);
-  PsClient setup(cluster.addresses, Quiet());
+  PsClient setup = OneLane(cluster.addresses);
   REQUIRE(setup.WaitForServers(10).ok());
   // 1001 floats split over 2 PS; 37 floats whole; pieces of at most 100 floats.
   auto placement = PlaceVariables({{"big", 1001}, {"odd", 37}, {"empty", 0}}, 2, 4000);
@@ -111,7 +117,7 @@ TEST_CASE("pulls in small pieces, several in flight, land every element in place
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
   for (std::size_t i = 0; i < odd.size(); ++i) odd[i] = -static_cast<float>(i);
   InitAll(setup, placement, {big, odd, {}}, false, 1);
-  PsClient client(cluster.addresses, Quiet(), /*chunk_bytes=*/400);
+  PsClient client = OneLane(cluster.addresses, /*chunk_bytes=*/400);
   std::vector<float> got_big(1001, -1), got_odd(37, 1), none, g_big(1001), g_odd(37);
   auto pulled = client.Pull(placement, {{got_big, g_big}, {got_odd, g_odd}, {none, none}}, 10);
   REQUIRE(pulled.ok());
@@ -122,13 +128,13 @@ TEST_CASE("pulls in small pieces, several in flight, land every element in place
 
 TEST_CASE("sync over gRPC: two workers' pushes are averaged and released together") {
   Cluster cluster(2);
-  PsClient setup(cluster.addresses, Quiet());
+  PsClient setup = OneLane(cluster.addresses);
   REQUIRE(setup.WaitForServers(10).ok());
   auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
   InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
 
   auto worker = [&](float g, PushInfo* out) {
-    PsClient client(cluster.addresses, Quiet());
+    PsClient client = OneLane(cluster.addresses);
     std::vector<float> w(4), b(1), gw(4, g), gb(1, g);
     std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
     auto pulled = client.Pull(placement, params, 10);
@@ -179,7 +185,7 @@ std::vector<float> Iota(std::size_t n, float scale) {
 
 TEST_CASE("sync push with pull_values: each worker gets the step's values in the push reply") {
   Cluster cluster(2);
-  PsClient setup(cluster.addresses, Quiet());
+  PsClient setup = OneLane(cluster.addresses);
   REQUIRE(setup.WaitForServers(10).ok());
   auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
   InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
@@ -189,7 +195,7 @@ TEST_CASE("sync push with pull_values: each worker gets the step's values in the
     std::vector<float> w, b;
   };
   auto worker = [&](float g, Got* out) {
-    PsClient client(cluster.addresses, Quiet());
+    PsClient client = OneLane(cluster.addresses);
     std::vector<float> w(4), b(1), gw(4, g), gb(1, g);
     std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
     auto pulled = client.Pull(placement, params, 10);
@@ -224,7 +230,7 @@ TEST_CASE("sync push with pull_values: each worker gets the step's values in the
 
 TEST_CASE("async push with pull_values: values after the push, across several reply messages") {
   Cluster cluster(2);
-  PsClient client(cluster.addresses, Quiet());
+  PsClient client = OneLane(cluster.addresses);
   REQUIRE(client.WaitForServers(10).ok());
   // 10 MB split over 2 PS (5 MB each: two reply messages per PS), odd and empty tensors beside.
   const std::size_t n = 2500001;
@@ -248,7 +254,7 @@ TEST_CASE("async push with pull_values: values after the push, across several re
 
 TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors over 3 PS") {
   Cluster cluster(3);
-  PsClient setup(cluster.addresses, Quiet());
+  PsClient setup = OneLane(cluster.addresses);
   REQUIRE(setup.WaitForServers(10).ok());
   // "big" (1003 floats) is split over the 3 PS; the others go whole.
   const std::vector<std::vector<float>> init = {Iota(1003, 0.25f), Iota(37, -1), {}, {42}};
@@ -258,7 +264,7 @@ TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors ov
   // 6-byte pieces: every push message ends inside a float; pulls in 1-float pieces.
   for (std::int64_t chunk_bytes : {6, 400, 4 << 20}) {
     CAPTURE(chunk_bytes);
-    PsClient client(cluster.addresses, Quiet(), chunk_bytes);
+    PsClient client = OneLane(cluster.addresses, chunk_bytes);
     std::vector<std::vector<float>> got = {
         std::vector<float>(1003, -7), std::vector<float>(37, -7), {}, {-7}};
     std::vector<std::vector<float>> grads = {Iota(1003, 1), std::vector<float>(37, 0.5f), {}, {2}};
@@ -280,7 +286,7 @@ TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors ov
 
 TEST_CASE("concurrent pushes from several clients are all applied (async)") {
   Cluster cluster(2);
-  PsClient setup(cluster.addresses, Quiet());
+  PsClient setup = OneLane(cluster.addresses);
   REQUIRE(setup.WaitForServers(10).ok());
   constexpr std::size_t kSize = 300000;  // 1.2 MB: several 256 KB pieces per push
   auto placement =
@@ -290,7 +296,7 @@ TEST_CASE("concurrent pushes from several clients are all applied (async)") {
   std::vector<int> applied(kClients, 0);
   for (int c = 0; c < kClients; ++c) {
     threads.emplace_back([&, c] {
-      PsClient client(cluster.addresses, Quiet(), 256 << 10);
+      PsClient client = OneLane(cluster.addresses, 256 << 10);
       std::vector<float> w(kSize), b(3), gw(kSize, 1), gb(3, 2);
       std::vector<ParamBuffers> params = {{w, gw}, {b, gb}};
       for (int k = 0; k < kPushes; ++k) {
@@ -315,7 +321,7 @@ TEST_CASE("concurrent pushes from several clients are all applied (async)") {
 
 TEST_CASE("an uninitialised or restarted PS refuses pushes; a model mismatch is an error") {
   Cluster cluster(1);
-  PsClient client(cluster.addresses, Quiet());
+  PsClient client = OneLane(cluster.addresses);
   REQUIRE(client.WaitForServers(10).ok());
   auto placement = PlaceVariables({{"w", 4}}, 1, 1 << 20);
   std::vector<float> w(4), g(4, 1);
@@ -336,6 +342,70 @@ TEST_CASE("an uninitialised or restarted PS refuses pushes; a model mismatch is 
   auto pull_mismatch = client.Pull(other, {{w5, g5}}, 10);
   REQUIRE_FALSE(pull_mismatch.ok());
   CHECK(pull_mismatch.status().code() == absl::StatusCode::kOutOfRange);
+}
+
+TEST_CASE("one PS task, two lanes: a partitioned variable's halves live in separate stores") {
+  Cluster cluster(1, /*lanes=*/2);
+  PsServer& server = *cluster.servers[0];
+  PsClient client(cluster.addresses, Quiet(), 4 << 20, /*lanes=*/2);
+  REQUIRE(client.num_ps() == 2);
+  CHECK(client.address(1) == cluster.addresses[0]);
+  auto statuses = client.WaitForServers(10);
+  REQUIRE(statuses.ok());
+  REQUIRE(statuses->size() == 2);
+  CHECK((*statuses)[1].incarnation == 100);  // One process: both lanes share its incarnation.
+
+  // "big" is split over the two lanes; "small" goes whole to lane 0.
+  auto placement = PlaceVariables({{"big", 1000}, {"small", 3}}, client.num_ps(), 4000, 2);
+  REQUIRE(placement[0].shards.size() == 2);
+  std::vector<float> big(1000), small = {1, 2, 3};
+  for (int i = 0; i < 1000; ++i) big[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  InitAll(client, placement, {big, small}, false, 1);
+  auto lane0 = server.store(0).Snapshot();
+  auto lane1 = server.store(1).Snapshot();
+  REQUIRE(lane0.ok());
+  REQUIRE(lane1.ok());
+  CHECK(lane0->second[0].name == "big/part_0");
+  CHECK(lane0->second[0].values.size() == 500);
+  CHECK(lane1->second[0].name == "big/part_1");
+  CHECK(lane1->second[0].values[0] == 500.0f);
+
+  std::vector<float> got_big(1000), got_small(3), g_big(1000, 1.0f), g_small(3, 0.5f);
+  std::vector<ParamBuffers> params = {{got_big, g_big}, {got_small, g_small}};
+  auto pulled = client.Pull(placement, params, 10);
+  REQUIRE(pulled.ok());
+  CHECK(got_big == big);
+  auto pushed = client.Push(placement, params, pulled->ps_steps, 0, 10, /*pull_values=*/true);
+  REQUIRE(pushed.ok());
+  CHECK(pushed->applied == 2);  // Each lane counts the push once: its own step.
+  REQUIRE(pushed->pulled);
+  CHECK(got_big[0] == -1.0f);
+  CHECK(got_big[999] == 998.0f);
+  CHECK(server.store(0).GetStatus().step == 1);
+  CHECK(server.store(1).GetStatus().step == 1);
+
+  // A model of small variables only lives on lane 0; lane 1 gets no calls (its step stays).
+  auto lane0_only = PlaceVariables({{"small", 3}}, client.num_ps(), 4000, 2);
+  std::vector<ParamBuffers> small_params = {{got_small, g_small}};
+  auto small_pulled = client.Pull(lane0_only, small_params, 10);
+  REQUIRE(small_pulled.ok());
+  CHECK(small_pulled->ps_steps == std::vector<std::int64_t>{1, 0});
+  REQUIRE(client.Push(lane0_only, small_params, small_pulled->ps_steps, 0, 10).ok());
+  CHECK(server.store(0).GetStatus().step == 2);
+  CHECK(server.store(1).GetStatus().step == 1);
+
+  // A client that expects more lanes than the server has is told so.
+  PsClient three(cluster.addresses, Quiet(), 4 << 20, /*lanes=*/3);
+  auto refused = three.Statuses(10);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(refused.status().message()).find("lane 2") != std::string::npos);
+
+  // The process exits only once every lane was told to.
+  REQUIRE(client.Shutdown(0, /*exit=*/true, 10).ok());
+  CHECK_FALSE(server.WaitForExitRequest(0.2));
+  REQUIRE(client.Shutdown(1, /*exit=*/true, 10).ok());
+  CHECK(server.WaitForExitRequest(10));
 }
 
 TEST_CASE("an unreachable PS gives a clear transient error after the timeout") {

@@ -4,6 +4,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 
 #include <chrono>
+#include <set>
 
 #include "ps.grpc.pb.h"
 #include "rpc_util.h"
@@ -25,6 +26,20 @@ rpc::PushReply::Outcome ToProto(PushOutcome outcome) {
   return rpc::PushReply::DONE;
 }
 
+// The store of `lane`, or an error naming the lanes this server has.
+absl::StatusOr<ParameterStore*> LaneStore(
+    const std::vector<std::unique_ptr<ParameterStore>>& stores, int lane) {
+  if (lane < 0 || lane >= static_cast<int>(stores.size())) {
+    return absl::InvalidArgumentError("lane " + std::to_string(lane) +
+                                      " requested, this parameter server has " +
+                                      std::to_string(stores.size()) +
+                                      " (TAAS_PS_LANES differs between this replica and the PS?)");
+  }
+  return stores[static_cast<std::size_t>(lane)].get();
+}
+
+using Stores = std::vector<std::unique_ptr<ParameterStore>>;
+
 // Elements [offset, offset + count) of a store buffer as a slice that keeps the buffer alive until
 // gRPC has sent it.
 grpc::Slice ValueSlice(const std::shared_ptr<const std::vector<float>>& values, std::int64_t offset,
@@ -43,7 +58,7 @@ constexpr std::size_t kReplyPieceBytes = 4 << 20;
 // copy-on-write value buffers (each slice keeps its buffer alive until gRPC has sent it).
 class PullReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  explicit PullReactor(ParameterStore* store) : store_(store) { StartRead(&in_); }
+  explicit PullReactor(const Stores* stores) : stores_(stores) { StartRead(&in_); }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pull without a request"));
@@ -54,6 +69,12 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest"));
       return;
     }
+    auto store = LaneStore(*stores_, req.lane());
+    if (!store.ok()) {
+      Finish(ToGrpc(store.status()));
+      return;
+    }
+    store_ = *store;
     std::vector<std::string> names;
     names.reserve(static_cast<std::size_t>(req.ranges_size()));
     for (const auto& r : req.ranges()) names.push_back(r.name());
@@ -89,7 +110,8 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 
  private:
-  ParameterStore* store_;
+  const Stores* stores_;
+  ParameterStore* store_ = nullptr;  // The request's lane.
   grpc::ByteBuffer in_, out_;
 };
 
@@ -97,7 +119,7 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
 // slices gRPC received into), then one PushReply.
 class PushReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  explicit PushReactor(ParameterStore* store) : store_(store) { StartRead(&in_); }
+  explicit PushReactor(const Stores* stores) : stores_(stores) { StartRead(&in_); }
   void OnReadDone(bool ok) override {
     if (!ok) {  // The client sent everything.
       if (!stream_) {
@@ -121,6 +143,12 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
         for (const auto& g : header.gradients()) names_.push_back(g.name());
         pull_values_ = true;
       }
+      auto store = LaneStore(*stores_, header.lane());
+      if (!store.ok()) {
+        Finish(ToGrpc(store.status()));
+        return;
+      }
+      store_ = *store;
       auto stream = store_->BeginPush(header.step(), std::move(sizes), header.worker());
       if (!stream.ok()) {
         Finish(ToGrpc(stream.status()));
@@ -205,7 +233,8 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
     }
   }
 
-  ParameterStore* store_;
+  const Stores* stores_;
+  ParameterStore* store_ = nullptr;  // The header's lane.
   grpc::ByteBuffer in_;
   std::vector<grpc::ByteBuffer> out_;
   std::size_t next_ = 0;
@@ -227,28 +256,44 @@ class Unimplemented final : public grpc::ServerGenericBidiReactor {
 // The raw-framed data path (ps.proto): methods the protobuf service does not declare land here.
 class TensorService final : public grpc::CallbackGenericService {
  public:
-  explicit TensorService(ParameterStore* store) : store_(store) {}
+  explicit TensorService(const Stores* stores) : stores_(stores) {}
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
-    if (ctx->method() == kPullMethod) return new PullReactor(store_);
-    if (ctx->method() == kPushMethod) return new PushReactor(store_);
+    if (ctx->method() == kPullMethod) return new PullReactor(stores_);
+    if (ctx->method() == kPushMethod) return new PushReactor(stores_);
     return new Unimplemented(ctx->method());
   }
 
  private:
-  ParameterStore* store_;
+  const Stores* stores_;
 };
 
 struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
-  ParameterStore* store = nullptr;
+  const Stores* stores = nullptr;
   Logger logger;
   std::unique_ptr<TensorService> tensors;
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable cv;
-  bool exit_requested = false;  // guarded by mu
+  std::set<int> exit_lanes;     // guarded by mu: lanes whose Shutdown asked to exit
+  bool exit_requested = false;  // guarded by mu: every lane asked
 
-  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx, const rpc::StatusRequest*,
+  // Answers a unary call with `status` when the request names no lane of this server.
+  template <class Request>
+  ParameterStore* Lane(grpc::CallbackServerContext* ctx, const Request& req,
+                       grpc::ServerUnaryReactor** reactor) {
+    auto store = LaneStore(*stores, req.lane());
+    if (store.ok()) return *store;
+    *reactor = ctx->DefaultReactor();
+    (*reactor)->Finish(ToGrpc(store.status()));
+    return nullptr;
+  }
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const rpc::StatusRequest* req,
                                       rpc::StatusReply* reply) override {
+    grpc::ServerUnaryReactor* refused = nullptr;
+    ParameterStore* store = Lane(ctx, *req, &refused);
+    if (store == nullptr) return refused;
     auto s = store->GetStatus();
     reply->set_incarnation(s.incarnation);
     reply->set_initialized(s.initialized);
@@ -262,6 +307,9 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Initialize(grpc::CallbackServerContext* ctx,
                                        const rpc::InitializeRequest* req,
                                        rpc::InitializeReply*) override {
+    grpc::ServerUnaryReactor* refused = nullptr;
+    ParameterStore* store = Lane(ctx, *req, &refused);
+    if (store == nullptr) return refused;
     TrainingSpec spec;
     spec.sync = req->sync();
     spec.replicas_to_aggregate = req->replicas_to_aggregate();
@@ -276,16 +324,22 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     }
     absl::Status status = store->Initialize(spec, std::move(shards), req->step());
     if (status.ok()) {
-      logger.Info("variables initialised by the chief",
-                  {{"shards", req->shards_size()}, {"step", req->step()}, {"sync", req->sync()}});
+      logger.Info("variables initialised by the chief", {{"lane", req->lane()},
+                                                         {"shards", req->shards_size()},
+                                                         {"step", req->step()},
+                                                         {"sync", req->sync()}});
     }
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpc(status));
     return reactor;
   }
 
-  grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* ctx, const rpc::SnapshotRequest*,
+  grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* ctx,
+                                     const rpc::SnapshotRequest* req,
                                      rpc::SnapshotReply* reply) override {
+    grpc::ServerUnaryReactor* refused = nullptr;
+    ParameterStore* store = Lane(ctx, *req, &refused);
+    if (store == nullptr) return refused;
     auto snapshot = store->Snapshot();
     if (snapshot.ok()) {
       reply->set_step(snapshot->first);
@@ -304,12 +358,16 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* ctx,
                                      const rpc::ShutdownRequest* req,
                                      rpc::ShutdownReply*) override {
+    grpc::ServerUnaryReactor* refused = nullptr;
+    ParameterStore* store = Lane(ctx, *req, &refused);
+    if (store == nullptr) return refused;
     store->MarkDone();
-    logger.Info("training done", {{"exit", req->exit()}});
+    logger.Info("training done", {{"lane", req->lane()}, {"exit", req->exit()}});
     if (req->exit()) {
       std::lock_guard<std::mutex> lock(mu);
-      exit_requested = true;
-      cv.notify_all();
+      exit_lanes.insert(req->lane());
+      exit_requested = exit_lanes.size() == stores->size();
+      if (exit_requested) cv.notify_all();
     }
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
@@ -319,7 +377,8 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
                                                           std::uint64_t incarnation,
-                                                          const Logger& logger) {
+                                                          const Logger& logger, int lanes) {
+  if (lanes < 1) return absl::InvalidArgumentError("a PS needs at least one lane");
   auto colon = address.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError("PS address " + address + " has no port");
@@ -330,9 +389,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   const std::string listen = host + ":" + address.substr(colon + 1);
 
   std::unique_ptr<PsServer> server(new PsServer());
-  server->store_ = std::make_unique<ParameterStore>(incarnation);
+  for (int lane = 0; lane < lanes; ++lane) {
+    server->stores_.push_back(std::make_unique<ParameterStore>(incarnation));
+  }
   server->impl_ = std::make_unique<Impl>();
-  server->impl_->store = server->store_.get();
+  server->impl_->stores = &server->stores_;
   server->impl_->logger = logger;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
@@ -341,7 +402,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   SetBulkTransportArgs(
       [&](const char* name, int value) { builder.AddChannelArgument(name, value); });
   builder.RegisterService(server->impl_.get());
-  server->impl_->tensors = std::make_unique<TensorService>(server->store_.get());
+  server->impl_->tensors = std::make_unique<TensorService>(&server->stores_);
   builder.RegisterCallbackGenericService(server->impl_->tensors.get());
   server->impl_->server = builder.BuildAndStart();
   if (!server->impl_->server || server->port_ == 0) {
@@ -365,7 +426,7 @@ bool PsServer::WaitForExitRequest(double timeout_secs) {
 void PsServer::Stop() {
   if (impl_ && impl_->server) {
     // Unblock sync pushes still waiting so shutdown does not wait on them.
-    store_->MarkDone();
+    for (auto& store : stores_) store->MarkDone();
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     impl_->server.reset();
   }

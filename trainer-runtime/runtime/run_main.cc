@@ -30,7 +30,8 @@ std::uint64_t NewIncarnation() {
 
 int RunParameterServer(Context& ctx) {
   const std::uint64_t incarnation = NewIncarnation();
-  auto server = ps::PsServer::Start(ctx.config->listen_address, incarnation, ctx.logger);
+  auto server = ps::PsServer::Start(ctx.config->listen_address, incarnation, ctx.logger,
+                                    ctx.config->ps_lanes);
   if (!server.ok()) {
     ctx.logger.Error("parameter server cannot start", {{"error", server.status().ToString()}});
     return kExitTransient;
@@ -108,7 +109,8 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
   }
   if (!cfg->local) return runtime::RunTrainer(ctx, cfg->ps_addresses);
   // No TF_CONFIG: one process with its own in-process parameter server on loopback.
-  auto server = ps::PsServer::Start("127.0.0.1:0", runtime::NewIncarnation(), ctx.logger);
+  auto server = ps::PsServer::Start("127.0.0.1:0", runtime::NewIncarnation(), ctx.logger,
+                                    ctx.config->ps_lanes);
   if (!server.ok()) {
     ctx.logger.Error("in-process parameter server cannot start",
                      {{"error", server.status().ToString()}});

@@ -62,7 +62,7 @@ class Trainer {
         info_(cfg_.info),
         built_(built),
         vars_(built.state.variables),
-        client_(ps_addresses, ctx.logger),
+        client_(ps_addresses, ctx.logger, ps::PsClient::kPieceBytes, ctx.config->ps_lanes),
         patience_(ctx.logger, cfg_.wait_timeout_secs),
         session_(&session_state_) {
     session_state_.info = &info_;
@@ -298,7 +298,7 @@ void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result,
 int Trainer::Run() {
   std::vector<ps::VariableInfo> infos;
   for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
-  placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes);
+  placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
   optimizer_ = std::move(nn::CreateOptimizer(built_.state.optimizer)).value();
   {
     std::string bytes;

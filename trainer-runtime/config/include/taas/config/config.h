@@ -38,7 +38,10 @@ struct RuntimeConfig {
   double wait_timeout_secs = 600;          // Longest any wait for a peer may last.
   double eval_interval_secs = 5;           // Evaluator's poll period for new checkpoints.
   std::int64_t partition_bytes = 1 << 20;  // Variables this large are split across all PS.
-  int metrics_port = 0;                    // 0: no metrics endpoint.
+  // Lanes per PS task (taas/ps/client.h): stores, each over its own connection, that a large
+  // partitioned variable is spread over. Every replica of a job must use the same value.
+  int ps_lanes = 2;
+  int metrics_port = 0;  // 0: no metrics endpoint.
 };
 
 // `args` excludes argv[0]; `env` maps variable names to values.

@@ -2,6 +2,15 @@
 // at once. Engine-agnostic: parameters are named float buffers (a value to fill on pull, a
 // gradient to send on push), laid out by a placement (placement.h).
 //
+// Lanes: a PS task may keep its variables in several independent stores ("lanes", each with its
+// own shards, step and sync aggregation), each reached over its own connection. One HTTP/2
+// connection is read, written and handed to the store by one thread at a time, so with one lane a
+// large push moves and is applied on one core; with two, the halves of a partitioned variable
+// travel and are applied side by side. The client sees each lane as one PS: PS index
+// `task * lanes + lane`, so placement (PlaceVariables with `lanes`), sync aggregation, steps and
+// restores work per lane exactly as across PS tasks. A lane other than 0 that holds nothing of
+// the model gets no calls, so a small model costs one call per task and step, as without lanes.
+//
 // Errors: gRPC codes map one-to-one onto absl codes. UNAVAILABLE / DEADLINE_EXCEEDED mean a peer
 // is gone or slow (transient); FAILED_PRECONDITION means a PS holds no variables yet (wait for
 // the chief); others are permanent (model mismatch, bad request). Thread-compatible: one thread
@@ -57,15 +66,22 @@ struct PushInfo {
 class PsClient {
  public:
   // Pulls travel in pieces of at most `chunk_bytes`, all in flight at once (gRPC moves ~1-4 MB
-  // messages far faster than one huge one).
+  // messages far faster than one huge one). Each PS task at `addresses` serves `lanes` lanes
+  // (above); PS 0 (task 0, lane 0) holds the global step.
+  static constexpr std::int64_t kPieceBytes = 4 << 20;
   PsClient(std::vector<std::string> addresses, const Logger& logger,
-           std::int64_t chunk_bytes = 4 << 20);
+           std::int64_t chunk_bytes = kPieceBytes, int lanes = 1);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
 
-  int num_ps() const { return static_cast<int>(addresses_.size()); }
-  const std::string& address(int ps) const { return addresses_[static_cast<std::size_t>(ps)]; }
+  // PS as placement, pulls and pushes see them: every lane of every task.
+  int num_ps() const { return static_cast<int>(addresses_.size()) * lanes_; }
+  int lanes() const { return lanes_; }
+  // The address of the task that serves PS `ps`.
+  const std::string& address(int ps) const {
+    return addresses_[static_cast<std::size_t>(ps / lanes_)];
+  }
 
   // Status of every PS, asking all at once; the first error wins.
   absl::StatusOr<std::vector<PsStatus>> Statuses(double timeout_secs);
@@ -102,9 +118,13 @@ class PsClient {
   struct Impl;
 
  private:
+  int lane(int ps) const { return ps % lanes_; }
+  std::string Describe(int ps) const;  // "ps T lane L at host:port", for errors.
+
   std::vector<std::string> addresses_;
   Logger logger_;
   std::int64_t chunk_bytes_;
+  int lanes_;
   std::unique_ptr<Impl> impl_;
 };
 

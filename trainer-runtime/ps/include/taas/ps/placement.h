@@ -4,7 +4,8 @@
 //     element ranges, sizes differing by at most one element), so the largest tensors spread
 //     their bytes and their update work over every PS;
 //   - the others go whole, largest first (ties by name), each to the PS holding the fewest bytes
-//     so far (ties to the lowest index).
+//     so far (ties to the lowest index); with lanes (client.h), only to lane 0 of each PS task,
+//     so a model of small variables needs no call to the other lanes.
 // Pure and deterministic: every replica computes the same placement from the same variables.
 #pragma once
 
@@ -32,9 +33,11 @@ struct VariablePlacement {
   std::vector<Shard> shards;  // Ordered by offset; they cover [0, size) exactly.
 };
 
-// Placement of `variables` (same order in the result) over `num_ps` servers.
+// Placement of `variables` (same order in the result) over `num_ps` servers: PS tasks of `lanes`
+// lanes each (num_ps counts lanes; PS index = task * lanes + lane).
 std::vector<VariablePlacement> PlaceVariables(const std::vector<VariableInfo>& variables,
-                                              int num_ps, std::int64_t partition_bytes);
+                                              int num_ps, std::int64_t partition_bytes,
+                                              int lanes = 1);
 
 // Bytes placed on each PS, for logs and tests.
 std::vector<std::int64_t> BytesPerPs(const std::vector<VariablePlacement>& placement, int num_ps);
