@@ -73,6 +73,15 @@ auto IntAtLeast(std::int64_t min) {
   };
 }
 
+auto IntInRange(std::int64_t min, std::int64_t max) {
+  return [min, max](const std::string& where,
+                    const std::string& value) -> absl::StatusOr<std::int64_t> {
+    TAAS_ASSIGN_OR_RETURN(std::int64_t parsed, ParseInt(where, value, min));
+    if (parsed > max) return Invalid(where, "must be <= " + std::to_string(max) + ", got " + value);
+    return parsed;
+  };
+}
+
 std::vector<Setting> Settings() {
   std::vector<Setting> s;
   s.push_back({"max_steps", "TF_MAX_STEPS", "stop when the global step reaches this (10000)",
@@ -119,22 +128,12 @@ std::vector<Setting> Settings() {
   s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
                    "variables at least this large are split across all PS (1048576)", IntAtLeast(4),
                    &RuntimeConfig::partition_bytes));
-  s.push_back({"ps_lanes", "TAAS_PS_LANES",
-               "lanes (stores over their own connections) per PS task for large variables (2)",
-               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
-                 TAAS_ASSIGN_OR_RETURN(std::int64_t lanes, ParseInt(w, v, 1));
-                 if (lanes > 64) return Invalid(w, "must be <= 64, got " + v);
-                 c.ps_lanes = static_cast<int>(lanes);
-                 return absl::OkStatus();
-               }});
-  s.push_back({"metrics_port", "TAAS_METRICS_PORT",
-               "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
-               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
-                 TAAS_ASSIGN_OR_RETURN(std::int64_t port, ParseInt(w, v, 0));
-                 if (port > 65535) return Invalid(w, "must be a port <= 65535, got " + v);
-                 c.metrics_port = static_cast<int>(port);
-                 return absl::OkStatus();
-               }});
+  s.push_back(Make("ps_lanes", "TAAS_PS_LANES",
+                   "lanes (stores over their own connections) per PS task for large variables (2)",
+                   IntInRange(1, 64), &RuntimeConfig::ps_lanes));
+  s.push_back(Make("metrics_port", "TAAS_METRICS_PORT",
+                   "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
+                   IntInRange(0, 65535), &RuntimeConfig::metrics_port));
   s.push_back({"job_name", "TAAS_JOB_NAME", "job name for log lines",
                [](const std::string&, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  c.job_name = v;
