@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "internal.h"
+#include "progress.h"
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/ps/client.h"
 #include "taas/summary/event_writer.h"
@@ -343,10 +344,8 @@ int Trainer::Run() {
 
   const Logger progress = ctx_.logger;
   std::int64_t local_step = 0;
-  auto window_start = Clock::now();
-  std::int64_t window_steps = 0, window_examples = 0, dropped = 0;
-  double window_comm_secs = 0;  // Pull + push (incl. waiting for sync peers) in this window.
-  double window_wait_secs = 0;  // The part of it the PS held pushes for the other replicas.
+  ProgressWindow window;
+  std::int64_t dropped = 0;
   bool chief_stop = false;
   // The values the last push brought back (one round trip per step); empty: pull.
   std::optional<ps::PullInfo> refreshed;
@@ -405,7 +404,11 @@ int Trainer::Run() {
     session_state_.local_step = local_step;
     session_state_.learning_rate = optimizer_->LearningRate(pulled->global_step);
     const auto step_start = Clock::now();
+    const double train_cpu_start = ThreadCpuSeconds();
     StepResult result = built_.model->train(session_);
+    StepTimes times;
+    times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
+    times.train_secs = SecondsSince(step_start);
     const std::int64_t examples = result.examples > 0 ? result.examples : built_.state.batch_size;
     const auto push_start = Clock::now();
 
@@ -440,27 +443,26 @@ int Trainer::Run() {
     const std::int64_t global_step = std::max(pushed->global_step, pulled->global_step);
     last_global_step_ = global_step;
     built_.global_step = global_step;
-    ++window_steps;
-    window_examples += examples;
-    window_comm_secs += pull_secs + SecondsSince(push_start);
-    window_wait_secs += pushed->wait_secs;
+    times.comm_secs = pull_secs + SecondsSince(push_start);
+    times.wait_secs = pushed->wait_secs;
+    times.examples = examples;
+    window.Add(times);
     ctx_.gauges->Set("taas_global_step", static_cast<double>(global_step));
     ctx_.gauges->Set("taas_loss", result.loss);
     ctx_.gauges->Set("taas_learning_rate", session_state_.learning_rate);
     if (local_step % cfg_.log_steps == 0) {
-      const double secs = std::max(SecondsSince(window_start), 1e-9);
-      ctx_.gauges->Set("taas_examples_per_second", static_cast<double>(window_examples) / secs);
+      const ProgressWindow::Summary w = window.Close();
+      ctx_.gauges->Set("taas_examples_per_second", w.examples_per_sec);
       progress.Info("training", {{"step", local_step},
                                  {"global_step", global_step},
                                  {"loss", static_cast<double>(result.loss)},
-                                 {"sec_per_batch", secs / static_cast<double>(window_steps)},
-                                 {"comm_fraction", window_comm_secs / secs},
-                                 {"wait_fraction", window_wait_secs / secs},
-                                 {"examples_per_sec", static_cast<double>(window_examples) / secs},
+                                 {"sec_per_batch", w.sec_per_batch},
+                                 {"comm_fraction", w.comm_fraction},
+                                 {"wait_fraction", w.wait_fraction},
+                                 {"train_secs", w.train_secs},
+                                 {"train_cpu_secs", w.train_cpu_secs},
+                                 {"examples_per_sec", w.examples_per_sec},
                                  {"dropped_pushes", dropped}});
-      window_start = Clock::now();
-      window_steps = window_examples = 0;
-      window_comm_secs = window_wait_secs = 0;
     }
     if (info_.is_chief) ChiefAfterStep(global_step, result, step_secs, examples);
     if (pushed->done || global_step >= info_.max_steps) break;
