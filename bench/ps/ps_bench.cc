@@ -36,6 +36,7 @@
 #include "taas/nn/optimizer.h"
 #include "taas/ps/client.h"
 #include "taas/ps/server.h"
+#include "taas/ps/store.h"
 
 namespace {
 
@@ -310,9 +311,9 @@ void UpdateTable(std::size_t floats, int reps) {
   // STREAM-like kernels; bytes touched count each array read or written once.
   auto copy = [&] { std::memcpy(b.data(), a.data(), floats * sizeof(float)); };
   auto triad = [&] {
-    float* x = a.data();
-    const float* y = b.data();
-    const float* z = c.data();
+    float* __restrict x = a.data();
+    const float* __restrict y = b.data();
+    const float* __restrict z = c.data();
     for (std::size_t i = 0; i < floats; ++i) x[i] = y[i] + 0.5f * z[i];
   };
   std::printf(
@@ -335,11 +336,7 @@ void UpdateTable(std::size_t floats, int reps) {
                 100.0 * Median(vs_triad), 100.0 * Median(vs_copy));
   };
   // Sync aggregation: the accumulator += one worker's gradient (ParameterStore::Push).
-  row("sum (sync aggregation)", 3, [&] {
-    float* acc = d.data();
-    const float* in = a.data();
-    for (std::size_t i = 0; i < floats; ++i) acc[i] += in[i];
-  });
+  row("sum (sync aggregation)", 3, [&] { taas::ps::Accumulate(d, a); });
   struct Opt {
     const char* label;
     const char* name;

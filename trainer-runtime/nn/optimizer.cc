@@ -23,8 +23,8 @@ class SgdOptimizer final : public Optimizer {
   void Apply(std::span<float> var, std::span<const float> grad, std::span<const std::span<float>>,
              std::int64_t step) const override {
     const float lr = LearningRate(step);
-    float* v = var.data();
-    const float* g = grad.data();
+    float* __restrict v = var.data();
+    const float* __restrict g = grad.data();
     const std::size_t n = var.size();
     for (std::size_t i = 0; i < n; ++i) v[i] -= lr * g[i];
   }
@@ -45,9 +45,9 @@ class MomentumOptimizer final : public Optimizer {
              std::span<const std::span<float>> slots, std::int64_t step) const override {
     const float lr = LearningRate(step);
     const float mu = config_.momentum;
-    float* v = var.data();
-    const float* g = grad.data();
-    float* a = slots[0].data();
+    float* __restrict v = var.data();
+    const float* __restrict g = grad.data();
+    float* __restrict a = slots[0].data();
     const std::size_t n = var.size();
     if (config_.use_nesterov) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -84,10 +84,10 @@ class AdamOptimizer final : public Optimizer {
     const float beta1 = config_.beta1;
     const float beta2 = config_.beta2;
     const float eps = config_.epsilon;
-    float* v = var.data();
-    const float* g = grad.data();
-    float* m = slots[0].data();
-    float* s = slots[1].data();
+    float* __restrict v = var.data();
+    const float* __restrict g = grad.data();
+    float* __restrict m = slots[0].data();
+    float* __restrict s = slots[1].data();
     const std::size_t n = var.size();
     for (std::size_t i = 0; i < n; ++i) {
       m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];

@@ -5,6 +5,13 @@
 
 namespace taas::ps {
 
+void Accumulate(std::span<float> sum, std::span<const float> gradient) {
+  float* __restrict out = sum.data();
+  const float* __restrict in = gradient.data();
+  const std::size_t n = gradient.size();
+  for (std::size_t i = 0; i < n; ++i) out[i] += in[i];
+}
+
 ParameterStore::ParameterStore(std::uint64_t incarnation) : incarnation_(incarnation) {}
 
 absl::Status ParameterStore::NotInitialized() const {
@@ -158,10 +165,7 @@ void ParameterStore::Push(std::int64_t step, const std::vector<Gradient>& gradie
             shard.accumulator.assign(g.values.begin(), g.values.end());
             touched_.push_back(g.name);
           } else {
-            float* acc = shard.accumulator.data();
-            const float* in = g.values.data();
-            const std::size_t n = g.values.size();
-            for (std::size_t i = 0; i < n; ++i) acc[i] += in[i];
+            Accumulate(shard.accumulator, g.values);
           }
         }
         waiting_.push_back({std::move(done), std::chrono::steady_clock::now()});
@@ -229,13 +233,34 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushStream>> ParameterStore::Begi
     stream->sync_ = spec_.sync;
     stream->generation_ = generation_;
     stream->skip_ = done_ || (spec_.max_steps > 0 && step_ >= spec_.max_steps);
-  }
-  for (const auto& g : shards) stream->total_ += g.size;
-  if (stream->sync_) {
-    for (const auto& g : shards) stream->staged_.emplace_back(static_cast<std::size_t>(g.size));
+    for (const auto& g : shards) stream->total_ += g.size;
+    if (stream->sync_) {
+      stream->staged_ = TakeStagingLocked(static_cast<std::size_t>(stream->total_));
+    }
   }
   stream->shards_ = std::move(shards);
   return stream;
+}
+
+std::vector<float> ParameterStore::TakeStagingLocked(std::size_t floats) {
+  std::vector<float> buffer;
+  if (!spare_staging_.empty()) {
+    buffer = std::move(spare_staging_.back());
+    spare_staging_.pop_back();
+  }
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer;
+}
+
+void ParameterStore::ReturnStaging(std::vector<float> buffer) {
+  // Enough for the pushes of one step from every worker of a large job; more are freed.
+  constexpr std::size_t kMaxSpare = 16;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_staging_.size() < kMaxSpare) spare_staging_.push_back(std::move(buffer));
+}
+
+ParameterStore::PushStream::~PushStream() {
+  if (!staged_.empty()) store_->ReturnStaging(std::move(staged_));
 }
 
 absl::Status ParameterStore::PushStream::Add(const char* data, std::size_t size) {
@@ -261,7 +286,12 @@ absl::Status ParameterStore::PushStream::Consume(const char* data, std::size_t f
     return absl::InvalidArgumentError("push carries more than the announced " +
                                       std::to_string(total_) + " gradient elements");
   }
+  const std::int64_t at = received_;
   received_ += static_cast<std::int64_t>(floats);
+  if (sync_) {
+    std::memcpy(staged_.data() + at, data, floats * sizeof(float));
+    return absl::OkStatus();
+  }
   // Small pieces of the async path are applied in one locked section per bounce buffer.
   constexpr std::size_t kBounce = 16 << 10;  // floats: 64 KB stays in the L2 cache.
   while (floats > 0) {
@@ -271,13 +301,6 @@ absl::Status ParameterStore::PushStream::Consume(const char* data, std::size_t f
     }
     const auto n = static_cast<std::size_t>(
         std::min<std::int64_t>(static_cast<std::int64_t>(floats), shards_[shard_].size - element_));
-    if (sync_) {
-      std::memcpy(staged_[shard_].data() + element_, data, n * sizeof(float));
-      element_ += static_cast<std::int64_t>(n);
-      data += n * sizeof(float);
-      floats -= n;
-      continue;
-    }
     const std::size_t m = std::min(n, kBounce);
     if (!skip_) {
       bounce_.resize(m);
@@ -309,8 +332,11 @@ void ParameterStore::PushStream::Finish(std::function<void(absl::StatusOr<PushRe
   if (sync_) {
     std::vector<Gradient> gradients;
     gradients.reserve(shards_.size());
-    for (std::size_t i = 0; i < shards_.size(); ++i) {
-      gradients.push_back({shards_[i].name, staged_[i]});
+    std::size_t offset = 0;
+    for (const auto& shard : shards_) {
+      const auto size = static_cast<std::size_t>(shard.size);
+      gradients.push_back({shard.name, std::span<const float>(staged_).subspan(offset, size)});
+      offset += size;
     }
     store_->Push(step_, gradients, std::move(done), worker_);
     return;

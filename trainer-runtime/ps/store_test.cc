@@ -2,9 +2,29 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <new>
 #include <optional>
 #include <thread>
+
+// Counts allocations of at least 1 MB while armed: the sync staging test checks that a push
+// allocates no buffer of its gradient's size once the store has a spare one. The replaced new and
+// delete pair malloc with free, which GCC cannot see through when it inlines the library's calls.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+namespace {
+std::atomic<bool> g_count_large_allocations{false};
+std::atomic<int> g_large_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (size >= (1u << 20) && g_count_large_allocations) ++g_large_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace taas::ps {
 namespace {
@@ -254,6 +274,48 @@ TEST_CASE("streamed push in sync mode aggregates exactly like Push") {
   CHECK(first.outcome() == PushOutcome::kApplied);
   CHECK(second.outcome() == PushOutcome::kApplied);
   CHECK(Read(store, "w") == std::vector<float>{7, 4});
+}
+
+TEST_CASE("sync: streamed pushes of several shards, cut anywhere, stage each shard in place") {
+  // The second step's pushes reuse the first step's staging buffers (larger than they need when
+  // a push carries fewer shards): every gradient must still land at its own shard.
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2), {{"a", {0, 0, 0}, {}}, {"b", {0}, {}}}, 0).ok());
+  Outcome w0, w1;
+  StreamPush(store, 0, {{"a", {2, 4, 6}}, {"b", {8}}}, 5, w0, /*worker=*/0);
+  StreamPush(store, 0, {{"b", {2}}, {"a", {0, 2, 4}}}, 3, w1, /*worker=*/1);
+  CHECK(w0.outcome() == PushOutcome::kApplied);
+  CHECK(Read(store, "a") == std::vector<float>{-1, -3, -5});
+  CHECK(Read(store, "b") == std::vector<float>{-5});
+  Outcome x0, x1;
+  StreamPush(store, 1, {{"b", {4}}}, 1, x0, /*worker=*/0);
+  StreamPush(store, 1, {{"b", {6}}, {"a", {2, 2, 2}}}, 7, x1, /*worker=*/1);
+  CHECK(x1.outcome() == PushOutcome::kApplied);
+  CHECK(Read(store, "a") == std::vector<float>{-2, -4, -6});
+  CHECK(Read(store, "b") == std::vector<float>{-10});
+}
+
+TEST_CASE("sync: a streamed push reuses a spare staging buffer instead of allocating one") {
+  constexpr std::int64_t kFloats = 1 << 19;  // 2 MB of gradient
+  ParameterStore store(1);
+  REQUIRE(store.Initialize(Sgd(true, 2, 0.0f), {{"w", std::vector<float>(kFloats), {}}}, 0).ok());
+  const std::string bytes(static_cast<std::size_t>(kFloats) * sizeof(float), '\0');
+  auto step = [&](std::int64_t at) {
+    for (int worker = 0; worker < 2; ++worker) {
+      auto stream = store.BeginPush(at, {{"w", kFloats}}, worker);
+      REQUIRE(stream.ok());
+      REQUIRE((*stream)->Add(bytes.data(), bytes.size()).ok());
+      (*stream)->Finish([](absl::StatusOr<PushResult>) {});
+    }
+  };
+  step(0);  // The first pushes allocate the buffers (and the accumulator).
+  g_large_allocations = 0;
+  g_count_large_allocations = true;
+  step(1);
+  step(2);
+  g_count_large_allocations = false;
+  CHECK(g_large_allocations == 0);
+  CHECK(store.GetStatus().step == 3);
 }
 
 TEST_CASE("streamed push: wrong sizes, unknown shards, short or long bodies are errors") {

@@ -43,8 +43,9 @@ class Optimizer {
   virtual int slot_count() const = 0;
 
   // Applies one update in place. `slots` holds slot_count() spans, each var.size() long and
-  // zero-initialised before the first update. `step` is the global step the gradient was computed
-  // at (0 for the first update); it drives the learning-rate schedule and Adam's bias correction.
+  // zero-initialised before the first update; `var`, `grad` and the slots do not overlap. `step` is
+  // the global step the gradient was computed at (0 for the first update); it drives the
+  // learning-rate schedule and Adam's bias correction.
   virtual void Apply(std::span<float> var, std::span<const float> grad,
                      std::span<const std::span<float>> slots, std::int64_t step) const = 0;
 

@@ -61,6 +61,10 @@ struct Gradient {
   std::span<const float> values;
 };
 
+// sum[i] += gradient[i]: synchronous aggregation (the benchmark measures this very kernel). The
+// spans have the same size and do not overlap.
+void Accumulate(std::span<float> sum, std::span<const float> gradient);
+
 class ParameterStore {
  public:
   explicit ParameterStore(std::uint64_t incarnation);
@@ -144,24 +148,31 @@ class ParameterStore {
   // The shard's values, made private to it first when a pull still references them.
   static std::vector<float>& MutableValues(Shard& shard);
   void ApplyLocked(Shard& shard, std::span<const float> gradient, std::size_t offset = 0);
+  // A buffer of at least `floats` elements for a sync push to stage its gradient in, reused from
+  // earlier pushes when one is spare: a fresh one per push would cost page faults and zeroing on
+  // the step's critical path.
+  std::vector<float> TakeStagingLocked(std::size_t floats);
+  void ReturnStaging(std::vector<float> buffer);
 
   const std::uint64_t incarnation_;
   mutable std::mutex mu_;
-  bool initialized_ = false;                  // guarded by mu_
-  bool done_ = false;                         // guarded by mu_
-  std::int64_t step_ = 0;                     // guarded by mu_
-  std::uint64_t generation_ = 0;              // guarded by mu_: counts Initialize calls
-  TrainingSpec spec_;                         // guarded by mu_
-  std::unique_ptr<nn::Optimizer> optimizer_;  // guarded by mu_
-  std::map<std::string, Shard> shards_;       // guarded by mu_
-  std::vector<Waiting> waiting_;              // guarded by mu_: counted pushes of this step
-  std::set<int> contributors_;                // guarded by mu_: workers counted this step
-  std::vector<std::string> touched_;          // guarded by mu_: shards with accumulated grads
+  bool initialized_ = false;                       // guarded by mu_
+  bool done_ = false;                              // guarded by mu_
+  std::int64_t step_ = 0;                          // guarded by mu_
+  std::uint64_t generation_ = 0;                   // guarded by mu_: counts Initialize calls
+  TrainingSpec spec_;                              // guarded by mu_
+  std::unique_ptr<nn::Optimizer> optimizer_;       // guarded by mu_
+  std::map<std::string, Shard> shards_;            // guarded by mu_
+  std::vector<Waiting> waiting_;                   // guarded by mu_: counted pushes of this step
+  std::set<int> contributors_;                     // guarded by mu_: workers counted this step
+  std::vector<std::string> touched_;               // guarded by mu_: shards with accumulated grads
+  std::vector<std::vector<float>> spare_staging_;  // guarded by mu_: see TakeStagingLocked
 };
 
 // One streamed push (ParameterStore::BeginPush). Thread-compatible: one thread feeds it at a time.
 class ParameterStore::PushStream {
  public:
+  ~PushStream();
   PushStream(const PushStream&) = delete;
   PushStream& operator=(const PushStream&) = delete;
 
@@ -185,8 +196,8 @@ class ParameterStore::PushStream {
   bool skip_ = false;  // Async: done or max steps reached at the start; pieces are dropped.
   std::uint64_t generation_ = 0;
   std::vector<GradientSize> shards_;
-  std::vector<std::vector<float>> staged_;  // Sync: the whole gradient of each shard.
-  std::size_t shard_ = 0;                   // Shard being filled and its next element.
+  std::vector<float> staged_;  // Sync: the gradients of shards_ concatenated (at least total_).
+  std::size_t shard_ = 0;      // Shard being filled and its next element.
   std::int64_t element_ = 0;
   std::int64_t total_ = 0, received_ = 0;  // Elements.
   char partial_[sizeof(float)] = {};       // A float split between two pieces.
