@@ -125,6 +125,9 @@ std::vector<Setting> Settings() {
   s.push_back(Make("eval_interval_secs", "TAAS_EVAL_INTERVAL_SECS",
                    "evaluator's poll period for new checkpoints (5)", ParseSeconds,
                    &RuntimeConfig::eval_interval_secs));
+  s.push_back(Make("evaluator_nice", "TAAS_EVALUATOR_NICE",
+                   "CPU priority (nice) of the evaluator, below training on shared cores (10)",
+                   IntInRange(0, 19), &RuntimeConfig::evaluator_nice));
   s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
                    "variables at least this large are split across all PS (1048576)", IntAtLeast(4),
                    &RuntimeConfig::partition_bytes));

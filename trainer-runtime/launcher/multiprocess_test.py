@@ -161,9 +161,22 @@ def check_trained(run, max_steps):
     return lines
 
 
+def nice_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[16])  # field 19 of proc(5); the first after the name is field 3
+
+
 def scenario_async(tmp):
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2), ("Evaluator", 1)],
                  {"TF_MAX_STEPS": "300"}, args=["--step_ms=10"])
+    # The evaluator runs below training (TAAS_EVALUATOR_NICE, 10; never above what it was
+    # started with): on shared cores evaluation takes only what training leaves.
+    ours = nice_of(os.getpid())
+    evaluator_nice = max(10, ours)
+    run.wait_for(rf"^\[linear-evaluator-0\] .*msg=starting .*nice={evaluator_nice}\b")
+    assert nice_of(run.pid_of("linear-evaluator-0")) == evaluator_nice
+    assert nice_of(run.pid_of("linear-worker-0")) == ours
     lines = check_trained(run, 300)
     assert run.count(r"^\[linear-worker-1\] .*msg=training") > 0
     # The evaluator followed the checkpoints and wrote its own summaries under eval/. (The job

@@ -1,6 +1,11 @@
 // The evaluator: follows the chief's checkpoints, evaluates each new one with the model's
 // evaluate(), and writes its own summaries under <model dir>/eval. It never talks to the
-// parameter servers, so evaluation cannot slow training down.
+// parameter servers, and it runs below training's CPU priority (YieldCoresToTraining), so
+// evaluation does not slow training down even where they share cores.
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -22,6 +27,18 @@ std::optional<std::int64_t> DoneStep(const std::string& model_dir) {
 }
 
 }  // namespace
+
+int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger) {
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, 0);
+  if (errno != 0 || current >= config.evaluator_nice) return current;
+  if (::setpriority(PRIO_PROCESS, 0, config.evaluator_nice) != 0) {
+    logger.Warning("cannot lower the evaluator's CPU priority",
+                   {{"nice", config.evaluator_nice}, {"error", std::strerror(errno)}});
+    return current;
+  }
+  return config.evaluator_nice;
+}
 
 int RunEvaluator(Context& ctx) {
   const auto& cfg = *ctx.config;

@@ -44,6 +44,9 @@ struct Context {
 int RunParameterServer(Context& ctx);
 int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses);
 int RunEvaluator(Context& ctx);
+// Lowers this process's CPU priority to the configured evaluator_nice (never raises it), before
+// any thread starts, so every thread of the evaluator inherits it. Returns the nice value now.
+int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger);
 
 // Builds the model and validates what it registered; nullptr with the error logged on failure.
 struct BuiltModel {

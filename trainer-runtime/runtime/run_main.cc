@@ -1,4 +1,5 @@
 #include <arpa/inet.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <random>
@@ -73,6 +74,9 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
   ctx.config = &*cfg;
   ctx.logger = base.With({{"role", config::RoleName(info.role)}, {"index", info.task_index}});
   ctx.factory = std::move(factory);
+  // Before any thread starts: threads inherit their creator's priority.
+  const int nice = info.role == Role::kEvaluator ? runtime::YieldCoresToTraining(*cfg, ctx.logger)
+                                                 : ::getpriority(PRIO_PROCESS, 0);
   metrics::Gauges gauges;
   gauges.Describe("taas_global_step", "Global training step this replica last saw");
   gauges.Describe("taas_loss", "Loss of this replica's last training step");
@@ -97,7 +101,8 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
                                {"workers", info.num_workers},
                                {"ps", info.num_ps},
                                {"chief", info.is_chief},
-                               {"metrics_port", cfg->metrics_port}});
+                               {"metrics_port", cfg->metrics_port},
+                               {"nice", nice}});
   switch (info.role) {
     case Role::kPs:
       return runtime::RunParameterServer(ctx);

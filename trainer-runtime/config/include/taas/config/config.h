@@ -35,8 +35,11 @@ struct RuntimeConfig {
   int keep_checkpoints = 5;
   std::int64_t save_summaries_steps = 100;
   std::int64_t log_steps = 10;
-  double wait_timeout_secs = 600;          // Longest any wait for a peer may last.
-  double eval_interval_secs = 5;           // Evaluator's poll period for new checkpoints.
+  double wait_timeout_secs = 600;  // Longest any wait for a peer may last.
+  double eval_interval_secs = 5;   // Evaluator's poll period for new checkpoints.
+  // The evaluator's nice value: where it shares cores with training (a local run), evaluation
+  // takes only the CPU training leaves.
+  int evaluator_nice = 10;
   std::int64_t partition_bytes = 1 << 20;  // Variables this large are split across all PS.
   // Lanes per PS task (taas/ps/client.h): stores, each over its own connection, that a large
   // partitioned variable is spread over. Every replica of a job must use the same value.
