@@ -117,6 +117,12 @@ std::vector<Setting> Settings() {
   s.push_back(Make("save_summaries_steps", "TF_SAVE_SUMMARIES_STEPS",
                    "global steps between TensorBoard summaries, 0 = off (100)", IntAtLeast(0),
                    &RuntimeConfig::save_summaries_steps));
+  s.push_back({"summary_histograms", "TAAS_SUMMARY_HISTOGRAMS",
+               "with each summary, a histogram of every variable (true)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(c.summary_histograms, ParseBool(w, v));
+                 return absl::OkStatus();
+               }});
   s.push_back(Make("log_steps", "TAAS_LOG_STEPS", "local steps between progress lines (10)",
                    IntAtLeast(1), &RuntimeConfig::log_steps));
   s.push_back(Make("wait_timeout_secs", "TAAS_WAIT_TIMEOUT_SECS",
@@ -126,7 +132,8 @@ std::vector<Setting> Settings() {
                    "evaluator's poll period for new checkpoints (5)", ParseSeconds,
                    &RuntimeConfig::eval_interval_secs));
   s.push_back(Make("evaluator_nice", "TAAS_EVALUATOR_NICE",
-                   "CPU priority (nice) of the evaluator, below training on shared cores (10)",
+                   "CPU priority (nice) of the evaluator, e.g. 10 to put it below training on "
+                   "shared cores (0: as started)",
                    IntInRange(0, 19), &RuntimeConfig::evaluator_nice));
   s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
                    "variables at least this large are split across all PS (1048576)", IntAtLeast(4),

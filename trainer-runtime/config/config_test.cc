@@ -75,6 +75,7 @@ TEST_CASE("flags override environment; model args after --") {
                         {"TAAS_METRICS_PORT", "9100"},
                         {"TAAS_PS_LANES", "3"},
                         {"TAAS_EVALUATOR_NICE", "19"},
+                        {"TAAS_SUMMARY_HISTOGRAMS", "false"},
                         {"TF_CONFIG", kCluster}});
   REQUIRE(c.ok());
   CHECK(c->info.max_steps == 50);
@@ -85,12 +86,14 @@ TEST_CASE("flags override environment; model args after --") {
   CHECK(c->metrics_port == 9100);
   CHECK(c->ps_lanes == 3);
   CHECK(c->evaluator_nice == 19);
+  CHECK_FALSE(c->summary_histograms);
   REQUIRE(c->info.args.size() == 1);
   CHECK(c->info.args[0] == "--lr=3");
   auto env_only = ParseConfig({}, {{"TF_MAX_STEPS", "10"}, {"TF_SYNC", "true"}});
   REQUIRE(env_only.ok());
   CHECK(env_only->ps_lanes == 2);
-  CHECK(env_only->evaluator_nice == 10);
+  CHECK(env_only->evaluator_nice == 0);
+  CHECK(env_only->summary_histograms);
   CHECK(env_only->info.max_steps == 10);
   CHECK(env_only->info.sync);
 }
@@ -135,6 +138,8 @@ TEST_CASE("bad settings name the flag or variable") {
   CHECK(ErrorOf({}, {{"TAAS_EVALUATOR_NICE", "-5"}}).find("TAAS_EVALUATOR_NICE: must be >= 0") ==
         0);
   CHECK(ErrorOf({"--evaluator_nice=20"}, {}).find("--evaluator_nice: must be <= 19") == 0);
+  CHECK(ErrorOf({}, {{"TAAS_SUMMARY_HISTOGRAMS", "maybe"}})
+            .find("TAAS_SUMMARY_HISTOGRAMS: must be true or false") == 0);
   CHECK(ErrorOf({"--nope=1"}, {}).find("--nope: unknown flag") == 0);
   CHECK(ErrorOf({"stray"}, {}).find("stray: unexpected argument") == 0);
   CHECK(ErrorOf({"--replicas_to_aggregate=3"}, {{"TF_CONFIG", kCluster}})

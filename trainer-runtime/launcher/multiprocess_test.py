@@ -169,9 +169,9 @@ def nice_of(pid):
 
 def scenario_async(tmp):
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2), ("Evaluator", 1)],
-                 {"TF_MAX_STEPS": "300"}, args=["--step_ms=10"])
-    # The evaluator runs below training (TAAS_EVALUATOR_NICE, 10; never above what it was
-    # started with): on shared cores evaluation takes only what training leaves.
+                 {"TF_MAX_STEPS": "300", "TAAS_EVALUATOR_NICE": "10"}, args=["--step_ms=10"])
+    # TAAS_EVALUATOR_NICE lowers the evaluator's priority alone (never above what it was started
+    # with): on shared cores evaluation takes only what training leaves.
     ours = nice_of(os.getpid())
     evaluator_nice = max(10, ours)
     run.wait_for(rf"^\[linear-evaluator-0\] .*msg=starting .*nice={evaluator_nice}\b")

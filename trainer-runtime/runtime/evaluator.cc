@@ -1,7 +1,7 @@
 // The evaluator: follows the chief's checkpoints, evaluates each new one with the model's
 // evaluate(), and writes its own summaries under <model dir>/eval. It never talks to the
-// parameter servers, and it runs below training's CPU priority (YieldCoresToTraining), so
-// evaluation does not slow training down even where they share cores.
+// parameter servers, and it can run below training's CPU priority (YieldCoresToTraining), so
+// evaluation does not slow training down where they share cores.
 #include <sys/resource.h>
 
 #include <cerrno>

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -61,6 +62,46 @@ absl::Status EventWriter::WriteScalars(std::int64_t step, const Scalars& scalars
   return WriteRecord(event.SerializeAsString());
 }
 
+Histogram Histogram::Of(std::span<const float> values, int buckets) {
+  Histogram h;
+  if (values.empty()) return h;
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  h.min = *lo;
+  h.max = *hi;
+  h.num = static_cast<double>(values.size());
+  const int count = h.max > h.min ? std::max(buckets, 1) : 1;
+  const double width = (h.max - h.min) / count;
+  h.bucket.assign(static_cast<std::size_t>(count), 0.0);
+  for (int i = 0; i < count; ++i) h.bucket_limit.push_back(h.min + width * (i + 1));
+  h.bucket_limit.back() = h.max;  // exactly, whatever the rounding of the sums above
+  for (const float v : values) {
+    h.sum += v;
+    h.sum_squares += static_cast<double>(v) * v;
+    const int i = width > 0 ? static_cast<int>((v - h.min) / width) : 0;
+    h.bucket[static_cast<std::size_t>(std::clamp(i, 0, count - 1))] += 1;
+  }
+  return h;
+}
+
+absl::Status EventWriter::WriteHistograms(std::int64_t step, const Histograms& histograms) {
+  Event event;
+  event.set_wall_time(Now());
+  event.set_step(step);
+  for (const auto& [tag, h] : histograms) {
+    auto* v = event.mutable_summary()->add_value();
+    v->set_tag(tag);
+    auto* histo = v->mutable_histo();
+    histo->set_min(h.min);
+    histo->set_max(h.max);
+    histo->set_num(h.num);
+    histo->set_sum(h.sum);
+    histo->set_sum_squares(h.sum_squares);
+    for (double limit : h.bucket_limit) histo->add_bucket_limit(limit);
+    for (double count : h.bucket) histo->add_bucket(count);
+  }
+  return WriteRecord(event.SerializeAsString());
+}
+
 absl::Status EventWriter::WriteRecord(const std::string& bytes) {
   char header[12];
   const std::uint64_t length = bytes.size();
@@ -106,7 +147,18 @@ absl::StatusOr<std::vector<ReadEvent>> ReadEventFile(const std::string& path) {
     ReadEvent e;
     e.step = event.step();
     e.file_version = event.file_version();
-    for (const auto& v : event.summary().value()) e.scalars.emplace_back(v.tag(), v.simple_value());
+    for (const auto& v : event.summary().value()) {
+      if (v.has_histo()) {
+        const auto& p = v.histo();
+        e.histograms.emplace_back(
+            v.tag(),
+            Histogram{p.min(), p.max(), p.num(), p.sum(), p.sum_squares(),
+                      std::vector<double>(p.bucket_limit().begin(), p.bucket_limit().end()),
+                      std::vector<double>(p.bucket().begin(), p.bucket().end())});
+      } else {
+        e.scalars.emplace_back(v.tag(), v.simple_value());
+      }
+    }
     out.push_back(std::move(e));
     pos += 12 + length + 4;
   }

@@ -41,5 +41,43 @@ TEST_CASE("events round-trip through TFRecord framing with checksums") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("histograms: equal-width buckets between min and max, read back as written") {
+  const std::vector<float> values = {1, 2, 3, 4};
+  const Histogram h = Histogram::Of(values, 3);
+  CHECK(h.min == 1);
+  CHECK(h.max == 4);
+  CHECK(h.num == 4);
+  CHECK(h.sum == 10);
+  CHECK(h.sum_squares == 30);
+  CHECK(h.bucket_limit == std::vector<double>{2, 3, 4});
+  CHECK(h.bucket == std::vector<double>{1, 1, 2});  // the max falls into the last bucket
+  const std::vector<float> same = {5, 5};
+  CHECK(Histogram::Of(same).bucket_limit == std::vector<double>{5});
+  CHECK(Histogram::Of(same).bucket == std::vector<double>{2});
+  CHECK(Histogram::Of(std::span<const float>()).bucket.empty());
+
+  std::string tmpl = (fs::temp_directory_path() / "taas-events-XXXXXX").string();
+  fs::path dir = ::mkdtemp(tmpl.data());
+  std::string path;
+  {
+    auto writer = EventWriter::Create(dir.string());
+    REQUIRE(writer.ok());
+    path = (*writer)->path();
+    REQUIRE((*writer)->WriteHistograms(7, {{"w", h}}).ok());
+  }
+  auto events = ReadEventFile(path);
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 2);
+  CHECK((*events)[1].step == 7);
+  REQUIRE((*events)[1].histograms.size() == 1);
+  const auto& [tag, read] = (*events)[1].histograms[0];
+  CHECK(tag == "w");
+  CHECK(read.bucket_limit == h.bucket_limit);
+  CHECK(read.bucket == h.bucket);
+  CHECK(read.sum_squares == 30);
+  CHECK((*events)[1].scalars.empty());
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace taas::summary

@@ -34,12 +34,13 @@ struct RuntimeConfig {
   std::int64_t save_checkpoints_steps = 0;  // 0: by time only.
   int keep_checkpoints = 5;
   std::int64_t save_summaries_steps = 100;
+  bool summary_histograms = true;  // The chief's summaries include a histogram of each variable.
   std::int64_t log_steps = 10;
   double wait_timeout_secs = 600;  // Longest any wait for a peer may last.
   double eval_interval_secs = 5;   // Evaluator's poll period for new checkpoints.
-  // The evaluator's nice value: where it shares cores with training (a local run), evaluation
-  // takes only the CPU training leaves.
-  int evaluator_nice = 10;
+  // The evaluator's nice value (0: as started). Where it shares cores with training (a local
+  // run), a higher one leaves training the CPU; the evaluator then scores what it gets to.
+  int evaluator_nice = 0;
   std::int64_t partition_bytes = 1 << 20;  // Variables this large are split across all PS.
   // Lanes per PS task (taas/ps/client.h): stores, each over its own connection, that a large
   // partitioned variable is spread over. Every replica of a job must use the same value.

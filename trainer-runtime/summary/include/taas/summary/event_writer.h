@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,19 @@
 namespace taas::summary {
 
 using Scalars = std::vector<std::pair<std::string, float>>;
+
+// The distribution of a tensor's values, as TensorBoard's histogram dashboard shows it.
+struct Histogram {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> bucket_limit;  // Upper edge of each bucket; the first starts at min.
+  std::vector<double> bucket;        // Values in each bucket.
+
+  // `values` in `buckets` buckets of equal width between their min and max, each from its lower
+  // limit up to its upper one excluded, except the last, which holds the max (one bucket when all
+  // values are equal; none when there are no values).
+  static Histogram Of(std::span<const float> values, int buckets = 30);
+};
+using Histograms = std::vector<std::pair<std::string, Histogram>>;
 
 class EventWriter {
  public:
@@ -28,6 +42,8 @@ class EventWriter {
 
   // Appends one Event with these scalar values at `step` and flushes it to the file.
   absl::Status WriteScalars(std::int64_t step, const Scalars& scalars);
+  // Appends one Event with these histograms at `step` and flushes it.
+  absl::Status WriteHistograms(std::int64_t step, const Histograms& histograms);
 
   const std::string& path() const { return path_; }
 
@@ -39,11 +55,13 @@ class EventWriter {
   std::string path_;
 };
 
-// One event read back (tests and tools): its step and scalar values; the version record has none.
+// One event read back (tests and tools): its step, scalars and histograms; the version record
+// has none.
 struct ReadEvent {
   std::int64_t step = 0;
   std::string file_version;
   Scalars scalars;
+  Histograms histograms;
 };
 
 // Reads every record of an event file, verifying both checksums of each (DataLoss otherwise).
