@@ -97,7 +97,7 @@ int RunEvaluator(Context& ctx) {
           if (writer.ok()) events = std::move(*writer);
         }
         if (events) {
-          absl::Status s = events->WriteScalars(c.global_step, scalars);
+          absl::Status s = events->WriteSummary(c.global_step, scalars);
           if (!s.ok()) ctx.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
         }
       }

@@ -272,16 +272,15 @@ void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result,
         {"global_step/sec",
          static_cast<float>(static_cast<double>(global_step - summary_window_step_) / secs)}};
     for (const auto& [tag, value] : result.scalars) scalars.emplace_back(tag, value);
-    absl::Status s = events_->WriteScalars(global_step, scalars);
-    if (s.ok() && cfg_.summary_histograms) {
-      // The variables as this replica last received them (the push's reply carries the values
-      // after it).
-      summary::Histograms histograms;
+    // The variables as this replica last received them (the push's reply carries the values
+    // after it).
+    summary::Histograms histograms;
+    if (cfg_.summary_histograms) {
       for (const nn::Variable* v : vars_) {
         histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
       }
-      s = events_->WriteHistograms(global_step, histograms);
     }
+    absl::Status s = events_->WriteSummary(global_step, scalars, histograms);
     if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
     next_summary_step_ = (global_step / cfg_.save_summaries_steps + 1) * cfg_.save_summaries_steps;
     summary_window_start_ = Clock::now();

@@ -20,14 +20,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// An Event at `step`, stamped now, for summary values to be added to.
-Event SummaryEvent(std::int64_t step) {
-  Event event;
-  event.set_wall_time(Now());
-  event.set_step(step);
-  return event;
-}
-
 std::string Hostname() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
@@ -58,16 +50,6 @@ absl::StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(const std::stri
 
 EventWriter::~EventWriter() { std::fclose(file_); }
 
-absl::Status EventWriter::WriteScalars(std::int64_t step, const Scalars& scalars) {
-  Event event = SummaryEvent(step);
-  for (const auto& [tag, value] : scalars) {
-    auto* v = event.mutable_summary()->add_value();
-    v->set_tag(tag);
-    v->set_simple_value(value);
-  }
-  return WriteRecord(event.SerializeAsString());
-}
-
 Histogram Histogram::Of(std::span<const float> values, int buckets) {
   Histogram h;
   if (values.empty()) return h;
@@ -89,8 +71,16 @@ Histogram Histogram::Of(std::span<const float> values, int buckets) {
   return h;
 }
 
-absl::Status EventWriter::WriteHistograms(std::int64_t step, const Histograms& histograms) {
-  Event event = SummaryEvent(step);
+absl::Status EventWriter::WriteSummary(std::int64_t step, const Scalars& scalars,
+                                       const Histograms& histograms) {
+  Event event;
+  event.set_wall_time(Now());
+  event.set_step(step);
+  for (const auto& [tag, value] : scalars) {
+    auto* v = event.mutable_summary()->add_value();
+    v->set_tag(tag);
+    v->set_simple_value(value);
+  }
   for (const auto& [tag, h] : histograms) {
     auto* v = event.mutable_summary()->add_value();
     v->set_tag(tag);

@@ -20,8 +20,8 @@ TEST_CASE("events round-trip through TFRecord framing with checksums") {
     REQUIRE(writer.ok());
     path = (*writer)->path();
     CHECK(fs::path(path).filename().string().rfind("events.out.tfevents.", 0) == 0);
-    REQUIRE((*writer)->WriteScalars(10, {{"loss", 1.5f}, {"learning_rate", 0.1f}}).ok());
-    REQUIRE((*writer)->WriteScalars(20, {{"loss", 0.75f}}).ok());
+    REQUIRE((*writer)->WriteSummary(10, {{"loss", 1.5f}, {"learning_rate", 0.1f}}).ok());
+    REQUIRE((*writer)->WriteSummary(20, {{"loss", 0.75f}}).ok());
   }
   auto events = ReadEventFile(path);
   REQUIRE(events.ok());
@@ -63,7 +63,7 @@ TEST_CASE("histograms: equal-width buckets between min and max, read back as wri
     auto writer = EventWriter::Create(dir.string());
     REQUIRE(writer.ok());
     path = (*writer)->path();
-    REQUIRE((*writer)->WriteHistograms(7, {{"w", h}}).ok());
+    REQUIRE((*writer)->WriteSummary(7, {}, {{"w", h}}).ok());
   }
   auto events = ReadEventFile(path);
   REQUIRE(events.ok());

@@ -16,15 +16,13 @@ int main(int argc, char** argv) {
   }
   const std::vector<float> weights = {-1, 0, 0, 1, 2};
   for (int step = 1; step <= 5; ++step) {
-    auto s = (*writer)->WriteScalars(step * 10, {{"loss", 1.0f / static_cast<float>(step)},
-                                                 {"learning_rate", 0.5f},
-                                                 {"examples_per_sec", 100.0f * step},
-                                                 {"global_step_per_sec", 2.0f},
-                                                 {"zero", 0.0f}});
-    if (s.ok()) {
-      s = (*writer)->WriteHistograms(step * 10,
+    auto s = (*writer)->WriteSummary(step * 10,
+                                     {{"loss", 1.0f / static_cast<float>(step)},
+                                      {"learning_rate", 0.5f},
+                                      {"examples_per_sec", 100.0f * step},
+                                      {"global_step_per_sec", 2.0f},
+                                      {"zero", 0.0f}},
                                      {{"dense/kernel", taas::summary::Histogram::Of(weights, 3)}});
-    }
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
       return 1;

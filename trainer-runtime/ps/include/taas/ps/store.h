@@ -197,7 +197,7 @@ class ParameterStore::PushStream {
   std::uint64_t generation_ = 0;
   std::vector<GradientSize> shards_;
   std::vector<float> staged_;  // Sync: the gradients of shards_ concatenated (at least total_).
-  std::size_t shard_ = 0;      // Shard being filled and its next element.
+  std::size_t shard_ = 0;      // Async: shard being applied and its next element.
   std::int64_t element_ = 0;
   std::int64_t total_ = 0, received_ = 0;  // Elements.
   char partial_[sizeof(float)] = {};       // A float split between two pieces.

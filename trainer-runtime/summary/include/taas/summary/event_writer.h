@@ -40,10 +40,9 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
-  // Appends one Event with these scalar values at `step` and flushes it to the file.
-  absl::Status WriteScalars(std::int64_t step, const Scalars& scalars);
-  // Appends one Event with these histograms at `step` and flushes it.
-  absl::Status WriteHistograms(std::int64_t step, const Histograms& histograms);
+  // Appends one Event with these scalars and histograms at `step` and flushes it to the file.
+  absl::Status WriteSummary(std::int64_t step, const Scalars& scalars,
+                            const Histograms& histograms = {});
 
   const std::string& path() const { return path_; }
 
