@@ -1,13 +1,17 @@
 #include "taas/config/config.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+
+#include "taas/contract/job_secret.h"
 
 namespace taas::config {
 namespace {
@@ -144,6 +148,9 @@ std::vector<Setting> Settings() {
   s.push_back(Make("metrics_port", "TAAS_METRICS_PORT",
                    "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
                    IntInRange(0, 65535), &RuntimeConfig::metrics_port));
+  s.push_back(Make("ps_max_message_bytes", "TAAS_PS_MAX_MESSAGE_BYTES",
+                   "largest gRPC message a PS or its client accepts (1073741824)",
+                   IntInRange(1 << 20, 2147483647), &RuntimeConfig::ps_max_message_bytes));
   s.push_back({"job_name", "TAAS_JOB_NAME", "job name for log lines",
                [](const std::string&, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  c.job_name = v;
@@ -309,7 +316,62 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   return absl::OkStatus();
 }
 
+// A token file's contents: exactly the hex of contract::kTokenBytes, one trailing newline allowed.
+absl::StatusOr<std::string> ParseToken(const std::string& where, std::string text) {
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  const bool hex = text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+  if (text.size() != 2 * contract::kTokenBytes || !hex) {
+    return Invalid(where, "must name a file holding " + std::to_string(2 * contract::kTokenBytes) +
+                              " hex characters (the job's token), got " +
+                              std::to_string(text.size()) + " characters" +
+                              (hex ? "" : " that are not all hex"));
+  }
+  return text;
+}
+
+// The token in the file that `env_name` names; "" when unset and `needed_by` is empty.
+absl::StatusOr<std::string> ReadToken(const std::map<std::string, std::string>& env,
+                                      std::string_view env_name, const std::string& needed_by) {
+  const std::string where(env_name);
+  auto it = env.find(where);
+  if (it == env.end() || it->second.empty()) {
+    if (needed_by.empty()) return std::string();
+    return Invalid(where, "not set: " + needed_by +
+                              " needs this token file (the operator mounts it from the Secret "
+                              "<job>" +
+                              std::string(contract::kJobSecretSuffix) +
+                              ", `taas run` writes one per run)");
+  }
+  std::ifstream file(it->second, std::ios::binary);
+  if (!file) return Invalid(where, "cannot read " + it->second);
+  // One byte more than a token and its newline tells a larger file apart without reading it all.
+  std::string text(2 * contract::kTokenBytes + 2, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  return ParseToken(where + " (" + it->second + ")", std::move(text));
+}
+
 }  // namespace
+
+absl::Status ReadSecrets(const std::map<std::string, std::string>& env, RuntimeConfig& c) {
+  if (auto it = env.find(std::string(contract::kPodIpEnv));
+      it != env.end() && !it->second.empty()) {
+    unsigned char ignored[sizeof(in6_addr)];
+    if (::inet_pton(AF_INET, it->second.c_str(), ignored) != 1 &&
+        ::inet_pton(AF_INET6, it->second.c_str(), ignored) != 1) {
+      return Invalid(std::string(contract::kPodIpEnv),
+                     "must be an IP address (the pod's status.podIP), got \"" + it->second + "\"");
+    }
+    c.pod_ip = it->second;
+  }
+  if (c.local) return absl::OkStatus();
+  const bool needs_chief = c.info.is_chief || c.info.role == Role::kPs;
+  TAAS_ASSIGN_OR_RETURN(c.job_token,
+                        ReadToken(env, contract::kJobTokenFileEnv, "every distributed replica"));
+  TAAS_ASSIGN_OR_RETURN(c.chief_token, ReadToken(env, contract::kChiefTokenFileEnv,
+                                                 needs_chief ? "the chief and the PS" : ""));
+  return absl::OkStatus();
+}
 
 std::string RoleName(Role role) {
   switch (role) {
@@ -421,7 +483,9 @@ absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv) {
       env[key] = entry.substr(eq + 1);
     }
   }
-  return ParseConfig(args, env);
+  TAAS_ASSIGN_OR_RETURN(RuntimeConfig config, ParseConfig(args, env));
+  TAAS_RETURN_IF_ERROR(ReadSecrets(env, config));
+  return config;
 }
 
 }  // namespace taas::config

@@ -46,13 +46,28 @@ struct RuntimeConfig {
   // partitioned variable is spread over. Every replica of a job must use the same value.
   int ps_lanes = 2;
   int metrics_port = 0;  // 0: no metrics endpoint.
+
+  // The job's secrets (taas/contract/job_secret.h): hex text read from the files named by
+  // TAAS_JOB_TOKEN_FILE and TAAS_CHIEF_TOKEN_FILE. A distributed run needs the job token, the
+  // chief and the PS the chief token too. Without TF_CONFIG no file is read: the in-process PS
+  // gets fresh tokens that only this process knows.
+  std::string job_token;
+  std::string chief_token;
+  std::string pod_ip;  // TAAS_POD_IP: where a PS binds (validated as an IP); "" when unset.
+  // Largest gRPC message a PS or its client accepts: Initialize and Snapshot carry a lane's
+  // shards and optimizer slots in one message.
+  std::int64_t ps_max_message_bytes = std::int64_t{1} << 30;
 };
 
 // `args` excludes argv[0]; `env` maps variable names to values.
 absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
                                           const std::map<std::string, std::string>& env);
 
-// Reads argv and the process environment, then ParseConfig.
+// The job's token files and the pod IP (RuntimeConfig::job_token, chief_token, pod_ip), read from
+// the files `env` names (taas/contract/job_secret.h); errors name the variable and the fix.
+absl::Status ReadSecrets(const std::map<std::string, std::string>& env, RuntimeConfig& config);
+
+// Reads argv and the process environment, then ParseConfig and ReadSecrets.
 absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv);
 
 // One line per setting with its value, for the start-up log and `--help`.
