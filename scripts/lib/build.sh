@@ -3,15 +3,21 @@
 TAAS_BUILD="${TAAS_BUILD:-$TAAS_ROOT/build}"
 export TAAS_BUILD
 
-# Builds the given targets (all when none are given): `taas_build`, `taas_build fashion_mnist_bench`.
-taas_build() {
+# Configures $TAAS_BUILD with ccache; extra arguments go to cmake (the sanitizer trees pass the
+# compiler and TAAS_SANITIZE).
+taas_configure() {
   # ccache keeps rebuilds of a fresh clone (CI) fast; its cache lives beside the other caches.
   # BASEDIR and NOHASHDIR let a clone at another path (CI's fresh clone) hit the same cache.
   export CCACHE_DIR="${CCACHE_DIR:-$TAAS_CACHE/ccache}"
   export CCACHE_BASEDIR="$TAAS_ROOT" CCACHE_NOHASHDIR=1
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" >/dev/null
+  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" "$@" >/dev/null
+}
+
+# Builds the given targets (all when none are given): `taas_build`, `taas_build fashion_mnist_bench`.
+taas_build() {
+  taas_configure
   local targets=()
   [ $# -gt 0 ] && targets=(--target "$@")
   cmake --build "$TAAS_BUILD" "${targets[@]}" -- -j"$(nproc)"
