@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
   options.namespaces = flags->namespaces;
   options.workers = flags->workers;
   options.build.addressing.cluster_domain = flags->cluster_domain;
+  // The UI server runs beside the operator (the chart installs both in one namespace): the jobs'
+  // NetworkPolicies admit that namespace to the metrics port.
+  options.build.metrics_scraper_namespace = ns_of_config;
   options.status.stuck_after = std::chrono::seconds(flags->stuck_after_seconds);
   options.resync_period = std::chrono::seconds(flags->resync_seconds);
   options.create_parallelism = flags->api_parallelism;

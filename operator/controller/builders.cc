@@ -1,5 +1,13 @@
 #include "taas/controller/builders.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "taas/base/json_fields.h"
+#include "taas/contract/job_secret.h"
+#include "taas/contract/ports.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/restart.h"
@@ -8,9 +16,14 @@
 namespace taas::controller {
 
 namespace tf = taas::tfjob;
+namespace contract = taas::contract;
+namespace jf = taas::json_fields;
 using nlohmann::json;
 
 namespace {
+
+// The pod volume that holds the job's Secret.
+constexpr std::string_view kJobSecretVolume = "taas-job-secret";
 
 constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
 
@@ -37,6 +50,71 @@ std::optional<tf::Time> TimeField(const json& object, const char* key) {
   auto parsed = tf::ParseRfc3339(object[key].get<std::string>());
   if (!parsed.ok()) return std::nullopt;
   return *parsed;
+}
+
+// `list` without the entries named `name` (a template's own entry is replaced, never doubled).
+json WithoutNamed(const json& list, std::string_view name) {
+  json out = json::array();
+  if (!list.is_array()) return out;
+  for (const auto& item : list) {
+    if (jf::StringOr(item, "name", "") != name) out.push_back(item);
+  }
+  return out;
+}
+
+bool GetsChiefToken(const tf::TFJobSpec& spec, tf::ReplicaType type, int index) {
+  return type == tf::ReplicaType::kPS || tf::IsMasterRole(spec, type, index);
+}
+
+std::string MountedFile(std::string_view key) {
+  return std::string(contract::kJobSecretMountPath) + "/" + std::string(key);
+}
+
+// The Secret volume with the keys this replica may read.
+json JobSecretVolume(const tf::TFJob& job, bool chief_token) {
+  json items = json::array({{{"key", contract::kJobTokenKey}, {"path", contract::kJobTokenKey}}});
+  if (chief_token)
+    items.push_back({{"key", contract::kChiefTokenKey}, {"path", contract::kChiefTokenKey}});
+  return {{"name", kJobSecretVolume},
+          {"secret", {{"secretName", JobSecretName(job.metadata.name)}, {"items", items}}}};
+}
+
+// The mount, token-file variables and pod IP of the replica container (TF_CONFIG's container).
+void AddJobSecretToContainer(json& container, bool chief_token) {
+  json mounts =
+      WithoutNamed(jf::Find(container, "volumeMounts") ? container["volumeMounts"] : json::array(),
+                   kJobSecretVolume);
+  mounts.push_back({{"name", kJobSecretVolume},
+                    {"mountPath", contract::kJobSecretMountPath},
+                    {"readOnly", true}});
+  container["volumeMounts"] = std::move(mounts);
+  json env = jf::Array(container, "env") ? container["env"] : json::array();
+  for (std::string_view name :
+       {contract::kJobTokenFileEnv, contract::kChiefTokenFileEnv, contract::kPodIpEnv}) {
+    env = WithoutNamed(env, name);
+  }
+  env.push_back(
+      {{"name", contract::kJobTokenFileEnv}, {"value", MountedFile(contract::kJobTokenKey)}});
+  if (chief_token) {
+    env.push_back(
+        {{"name", contract::kChiefTokenFileEnv}, {"value", MountedFile(contract::kChiefTokenKey)}});
+  }
+  env.push_back({{"name", contract::kPodIpEnv},
+                 {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}});
+  container["env"] = std::move(env);
+}
+
+void AddJobSecret(const tf::TFJob& job, tf::ReplicaType type, int index, json& pod_spec) {
+  const bool chief_token = GetsChiefToken(job.spec, type, index);
+  json volumes = WithoutNamed(jf::Find(pod_spec, "volumes") ? pod_spec["volumes"] : json::array(),
+                              kJobSecretVolume);
+  volumes.push_back(JobSecretVolume(job, chief_token));
+  pod_spec["volumes"] = std::move(volumes);
+  if (!jf::Array(pod_spec, "containers")) return;
+  for (auto& container : pod_spec["containers"]) {
+    if (jf::StringOr(container, "name", "") == tf::kDefaultContainerName)
+      AddJobSecretToContainer(container, chief_token);
+  }
 }
 
 }  // namespace
@@ -86,6 +164,8 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
       container["env"] = std::move(env);
     }
   }
+
+  AddJobSecret(job, type, index, pod_spec);
 
   if (job.spec.run_policy.scheduling_policy.has_value()) {
     metadata["labels"][std::string(kPodGroupLabel)] = job.metadata.name;
@@ -150,6 +230,88 @@ json BuildPodGroup(const tf::TFJob& job) {
             {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
             {"ownerReferences", json::array({OwnerReference(job)})}}},
           {"spec", spec}};
+}
+
+absl::StatusOr<std::string> RandomToken() {
+  unsigned char bytes[contract::kTokenBytes];
+  std::size_t filled = 0;
+  while (filled < sizeof(bytes)) {
+    ssize_t got = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(std::string("getrandom for a job token: ") +
+                                    std::strerror(errno));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * sizeof(bytes));
+  for (unsigned char b : bytes) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  return hex;
+}
+
+std::string JobSecretName(std::string_view job_name) {
+  return std::string(job_name) + std::string(contract::kJobSecretSuffix);
+}
+
+json BuildJobSecret(const tf::TFJob& job, const JobTokens& tokens) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"type", "Opaque"},
+          {"metadata",
+           {{"name", JobSecretName(job.metadata.name)},
+            {"namespace", job.metadata.namespace_name},
+            {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"stringData",
+           {{contract::kJobTokenKey, tokens.job}, {contract::kChiefTokenKey, tokens.chief}}}};
+}
+
+absl::Status CheckJobSecret(const json& secret, const tf::TFJob& job) {
+  const std::string name = job.metadata.namespace_name + "/" + JobSecretName(job.metadata.name);
+  if (ControllerUid(secret) != job.metadata.uid) {
+    return absl::FailedPreconditionError(
+        "Secret " + name + " is not controlled by this TFJob (uid " + job.metadata.uid +
+        "); delete it, or wait for the garbage collector to remove a previous job's");
+  }
+  const json* data = jf::Object(secret, "data");
+  for (std::string_view key : {contract::kJobTokenKey, contract::kChiefTokenKey}) {
+    if (data == nullptr || jf::StringOr(*data, key, "").empty()) {
+      return absl::FailedPreconditionError(
+          "Secret " + name + " has no data." + std::string(key) +
+          "; delete the Secret so that the operator makes it anew");
+    }
+  }
+  return absl::OkStatus();
+}
+
+json BuildNetworkPolicy(const tf::TFJob& job, const BuildOptions& options) {
+  const json job_pods = tf::LabelSelectorJson(tf::JobLabels(job.metadata.name));
+  json ingress = json::array({{{"from", json::array({{{"podSelector", job_pods}}})}}});
+  if (!options.metrics_scraper_namespace.empty()) {
+    json scrapers = {
+        {"namespaceSelector",
+         {{"matchLabels", {{"kubernetes.io/metadata.name", options.metrics_scraper_namespace}}}}}};
+    ingress.push_back(
+        {{"from", json::array({scrapers})},
+         {"ports", json::array({{{"protocol", "TCP"}, {"port", contract::kMetricsPortName}},
+                                {{"protocol", "TCP"}, {"port", contract::kDefaultMetricsPort}}})}});
+  }
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata",
+           {{"name", job.metadata.name},
+            {"namespace", job.metadata.namespace_name},
+            {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"spec",
+           {{"podSelector", job_pods},
+            {"policyTypes", json::array({"Ingress"})},
+            {"ingress", ingress}}}};
 }
 
 std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {

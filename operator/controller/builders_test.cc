@@ -303,3 +303,152 @@ TEST_CASE("the cache keeps of a pod exactly what the controller reads") {
   CHECK_FALSE(service.contains("spec"));
   CHECK(taas::controller::ControllerUid(service) == "u");
 }
+
+namespace {
+
+// The `items` keys of the job-secret volume of a pod.
+std::vector<std::string> SecretKeys(const json& pod) {
+  std::vector<std::string> keys;
+  for (const auto& volume : pod["spec"]["volumes"]) {
+    if (!volume.contains("secret") || volume["secret"]["secretName"] != "mnist-taas-job") continue;
+    for (const auto& item : volume["secret"]["items"]) keys.push_back(item["key"]);
+  }
+  return keys;
+}
+
+const json* Env(const json& pod, const std::string& name) {
+  for (const auto& c : pod["spec"]["containers"]) {
+    if (c["name"] != "tensorflow") continue;
+    for (const auto& e : c["env"]) {
+      if (e["name"] == name) return &e;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("every pod mounts the job token; the chief and the PS also the chief token") {
+  using Keys = std::vector<std::string>;
+  tf::TFJob job = PsWorkers();  // no Chief: worker 0 has the master role
+  json ps = taas::controller::BuildPod(job, tf::ReplicaType::kPS, 0, BuildOptions{});
+  json chief = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  json worker = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, BuildOptions{});
+  CHECK(SecretKeys(ps) == Keys{"job-token", "chief-token"});
+  CHECK(SecretKeys(chief) == Keys{"job-token", "chief-token"});
+  CHECK(SecretKeys(worker) == Keys{"job-token"});
+
+  for (const json* pod : {&ps, &chief, &worker}) {
+    const json& container = (*pod)["spec"]["containers"][0];
+    REQUIRE(container["name"] == "tensorflow");
+    REQUIRE(container["volumeMounts"].size() == 1);
+    CHECK(container["volumeMounts"][0]["mountPath"] == "/var/run/secrets/taas/job");
+    CHECK(container["volumeMounts"][0]["readOnly"] == true);
+    CHECK(EnvValue(*pod, "tensorflow", "TAAS_JOB_TOKEN_FILE") ==
+          "/var/run/secrets/taas/job/job-token");
+    const json* pod_ip = Env(*pod, "TAAS_POD_IP");
+    REQUIRE(pod_ip != nullptr);
+    CHECK((*pod_ip)["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP");
+    CHECK_FALSE((*pod)["spec"]["containers"][1].contains("volumeMounts"));  // the sidecar
+  }
+  CHECK(EnvValue(ps, "tensorflow", "TAAS_CHIEF_TOKEN_FILE") ==
+        "/var/run/secrets/taas/job/chief-token");
+  CHECK(EnvValue(chief, "tensorflow", "TAAS_CHIEF_TOKEN_FILE") ==
+        "/var/run/secrets/taas/job/chief-token");
+  CHECK(Env(worker, "TAAS_CHIEF_TOKEN_FILE") == nullptr);
+
+  // With a Chief, worker 0 is an ordinary worker.
+  tf::TFJob with_chief = Job({{"Chief", {{"replicas", 1}, {"template", Template()}}},
+                              {"Worker", {{"replicas", 1}, {"template", Template()}}}});
+  CHECK(SecretKeys(taas::controller::BuildPod(with_chief, tf::ReplicaType::kChief, 0, {})) ==
+        Keys{"job-token", "chief-token"});
+  CHECK(SecretKeys(taas::controller::BuildPod(with_chief, tf::ReplicaType::kWorker, 0, {})) ==
+        Keys{"job-token"});
+}
+
+TEST_CASE("a template's own variables and volume of the same names are replaced, not doubled") {
+  json tmpl = Template({{{"name", "TAAS_JOB_TOKEN_FILE"}, {"value", "/tmp/forged"}}});
+  tmpl["spec"]["volumes"] = {{{"name", "taas-job-secret"}, {"emptyDir", json::object()}},
+                             {{"name", "data"}, {"emptyDir", json::object()}}};
+  tf::TFJob job = Job({{"Worker", {{"replicas", 2}, {"template", tmpl}}}});
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, BuildOptions{});
+  CHECK(pod["spec"]["volumes"].size() == 2);
+  CHECK(SecretKeys(pod) == std::vector<std::string>{"job-token"});
+  CHECK(EnvValue(pod, "tensorflow", "TAAS_JOB_TOKEN_FILE") ==
+        "/var/run/secrets/taas/job/job-token");
+  int token_vars = 0;
+  for (const auto& e : pod["spec"]["containers"][0]["env"])
+    token_vars += e["name"] == "TAAS_JOB_TOKEN_FILE";
+  CHECK(token_vars == 1);
+}
+
+TEST_CASE("the job's Secret: name, owner, both tokens; a foreign or incomplete one is refused") {
+  tf::TFJob job = PsWorkers();
+  auto job_token = taas::controller::RandomToken();
+  auto chief_token = taas::controller::RandomToken();
+  REQUIRE(job_token.ok());
+  REQUIRE(chief_token.ok());
+  CHECK(job_token->size() == 64);
+  CHECK(job_token->find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(*job_token != *chief_token);
+
+  json secret = taas::controller::BuildJobSecret(job, {*job_token, *chief_token});
+  CHECK(secret["kind"] == "Secret");
+  CHECK(secret["metadata"]["name"] == "mnist-taas-job");
+  CHECK(secret["metadata"]["namespace"] == "team-a");
+  CHECK(secret["metadata"]["ownerReferences"][0]["uid"] == "uid-123");
+  CHECK(secret["metadata"]["ownerReferences"][0]["controller"] == true);
+  CHECK(secret["stringData"]["job-token"] == *job_token);
+  CHECK(secret["stringData"]["chief-token"] == *chief_token);
+
+  // As the API server answers it: data, base64.
+  json stored = secret;
+  stored.erase("stringData");
+  stored["data"] = {{"job-token", "YWJj"}, {"chief-token", "ZGVm"}};
+  CHECK(taas::controller::CheckJobSecret(stored, job).ok());
+  json foreign = stored;
+  foreign["metadata"]["ownerReferences"][0]["uid"] = "uid-old";
+  CHECK(taas::controller::CheckJobSecret(foreign, job).code() ==
+        absl::StatusCode::kFailedPrecondition);
+  json incomplete = stored;
+  incomplete["data"].erase("chief-token");
+  auto status = taas::controller::CheckJobSecret(incomplete, job);
+  CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(status.message()).find("data.chief-token") != std::string::npos);
+  json wrong_type = stored;
+  wrong_type["data"] = 7;
+  CHECK_FALSE(taas::controller::CheckJobSecret(wrong_type, job).ok());
+}
+
+TEST_CASE("the job's NetworkPolicy admits only the job's pods, and the scrapers to metrics") {
+  tf::TFJob job = PsWorkers();
+  BuildOptions options;
+  json policy = taas::controller::BuildNetworkPolicy(job, options);
+  const json job_pods = {{"matchLabels",
+                          {{"training.kubeflow.org/job-name", "mnist"},
+                           {"training.kubeflow.org/operator-name", "tfjob-controller"}}}};
+  CHECK(policy["apiVersion"] == "networking.k8s.io/v1");
+  CHECK(policy["kind"] == "NetworkPolicy");
+  CHECK(policy["metadata"]["name"] == "mnist");
+  CHECK(policy["metadata"]["namespace"] == "team-a");
+  CHECK(policy["metadata"]["ownerReferences"][0]["uid"] == "uid-123");
+  CHECK(policy["spec"]["podSelector"] == job_pods);
+  CHECK(policy["spec"]["policyTypes"] == json::array({"Ingress"}));
+  REQUIRE(policy["spec"]["ingress"].size() == 1);
+  CHECK(policy["spec"]["ingress"][0] == json{{"from", {{{"podSelector", job_pods}}}}});
+
+  // The selector matches the labels every pod of the job carries.
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, BuildOptions{});
+  for (const auto& [key, value] : job_pods["matchLabels"].items())
+    CHECK(pod["metadata"]["labels"][key] == value);
+
+  options.metrics_scraper_namespace = "taas-system";
+  policy = taas::controller::BuildNetworkPolicy(job, options);
+  REQUIRE(policy["spec"]["ingress"].size() == 2);
+  const json& scrape = policy["spec"]["ingress"][1];
+  CHECK(scrape["from"] ==
+        json::array({{{"namespaceSelector",
+                       {{"matchLabels", {{"kubernetes.io/metadata.name", "taas-system"}}}}}}}));
+  CHECK(scrape["ports"] == json::array({{{"protocol", "TCP"}, {"port", "metrics"}},
+                                        {{"protocol", "TCP"}, {"port", 9090}}}));
+}

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "internal.h"
+#include "taas/base/status.h"
 #include "taas/controller/controller.h"
 #include "taas/tfjob/labels.h"
 
@@ -140,6 +141,56 @@ void Controller::EnsurePodGroup(const JobContext& ctx, const tf::TFJob& job) {
     std::lock_guard<std::mutex> lock(mu_);
     pod_groups_.insert(ctx.uid);
   }
+}
+
+absl::Status Controller::EnsureJobAccess(const JobContext& ctx, const tf::TFJob& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (secured_.count(ctx.uid) != 0) return absl::OkStatus();
+  }
+  TAAS_RETURN_IF_ERROR(EnsureJobSecret(ctx, job));
+  TAAS_RETURN_IF_ERROR(EnsureNetworkPolicy(ctx, job));
+  std::lock_guard<std::mutex> lock(mu_);
+  secured_.insert(ctx.uid);
+  return absl::OkStatus();
+}
+
+// Created once: when it exists (an earlier reconcile, another operator, a restart), it is read
+// back and kept, because running pods already hold its tokens.
+absl::Status Controller::EnsureJobSecret(const JobContext& ctx, const tf::TFJob& job) {
+  const std::string name = JobSecretName(ctx.name);
+  TAAS_ASSIGN_OR_RETURN(std::string job_token, RandomToken());
+  TAAS_ASSIGN_OR_RETURN(std::string chief_token, RandomToken());
+  auto created =
+      client_->Post(CorePath(ctx.ns, "secrets"), BuildJobSecret(job, {job_token, chief_token}));
+  absl::Status status = created.status();
+  if (status.code() == absl::StatusCode::kAlreadyExists) {
+    auto existing = client_->Get(CorePath(ctx.ns, "secrets") + "/" + name);
+    status = existing.ok() ? CheckJobSecret(*existing, job) : existing.status();
+  } else if (status.ok()) {
+    ctx.log.Info("created the job's secret", {{"secret", name}});
+    events_.Normal(ctx.ref, "SuccessfulCreateSecret", "Created secret: " + name);
+  }
+  if (!status.ok()) {
+    events_.Warning(ctx.ref, "FailedCreateSecret",
+                    "Error creating secret " + name + ": " + std::string(status.message()));
+  }
+  return status;
+}
+
+absl::Status Controller::EnsureNetworkPolicy(const JobContext& ctx, const tf::TFJob& job) {
+  const std::string path = "/apis/networking.k8s.io/v1/namespaces/" + ctx.ns + "/networkpolicies";
+  auto created = client_->Post(path, BuildNetworkPolicy(job, options_.build));
+  if (created.ok()) {
+    ctx.log.Info("created the job's network policy", {{"networkpolicy", ctx.name}});
+    events_.Normal(ctx.ref, "SuccessfulCreateNetworkPolicy", "Created network policy: " + ctx.name);
+    return absl::OkStatus();
+  }
+  if (created.status().code() == absl::StatusCode::kAlreadyExists) return absl::OkStatus();
+  events_.Warning(
+      ctx.ref, "FailedCreateNetworkPolicy",
+      "Error creating network policy " + ctx.name + ": " + std::string(created.status().message()));
+  return created.status();
 }
 
 }  // namespace taas::controller

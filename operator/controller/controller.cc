@@ -165,6 +165,7 @@ void Controller::OnJob(const kube::Delta& delta) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     written_.erase(key);
+    secured_.erase(MetaString(*delta.object, "uid"));
     return;
   }
   queue_.Add(key);
@@ -375,6 +376,7 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
   if (job.spec.run_policy.scheduling_policy.has_value() && !tf::IsFinished(job.status) &&
       !decision.create_pods.empty())
     EnsurePodGroup(ctx, job);
+  if (decision.ensure_job_access) TAAS_RETURN_IF_ERROR(EnsureJobAccess(ctx, job));
   std::atomic<bool> create_blocked{false};
   std::vector<TaskPool::Task> tasks;
   absl::Status acted;

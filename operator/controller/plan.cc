@@ -177,6 +177,7 @@ Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observa
   tf::TFJob decided = job;
   decided.status = out.update.status;
   ChildPlanner(decided, seen, ledger, replicas, out).Plan(out.update.restart);
+  out.ensure_job_access = !out.create_pods.empty();
 
   // The ledger keeps the pods still observed (a UID never comes back once its pod is gone).
   for (const auto& pod : seen.pods) {

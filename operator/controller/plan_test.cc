@@ -92,11 +92,13 @@ TEST_CASE("a new job: pods first, their services once no pod is left to create")
   CHECK(first.create_pods.size() == 3);
   CHECK(first.create_services.empty());
   CHECK(first.delete_pods.empty());
+  CHECK(first.ensure_job_access);  // the Secret and NetworkPolicy before the first pod
 
   job.status = first.update.status;
   seen.expected_pods = first.create_pods;  // created, not yet in the cache
   Decision second = Decide(job, {}, seen, kNow, {});
   CHECK(second.create_pods.empty());
+  CHECK_FALSE(second.ensure_job_access);  // nothing to create: no call for them
   CHECK(second.create_services.size() == 3);
   CHECK_FALSE(second.write_status);
 

@@ -2,9 +2,13 @@
 // functions of the job (no I/O), so the exact pods, services and TF_CONFIG are unit tested.
 #pragma once
 
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
@@ -16,6 +20,15 @@ struct BuildOptions {
   taas::tfjob::ServiceAddressing addressing;  // port fallback and custom cluster domain
   // schedulerName given to pods of jobs with a schedulingPolicy (gang scheduling).
   std::string gang_scheduler_name = "scheduler-plugins-scheduler";
+  // The namespace of the operator and the UI server, whose pods may reach a job's metrics port
+  // through the job's NetworkPolicy; empty: no pod outside the job may.
+  std::string metrics_scraper_namespace;
+};
+
+// The two tokens of a job's Secret (taas/contract/job_secret.h), hex-encoded.
+struct JobTokens {
+  std::string job;
+  std::string chief;
 };
 
 // The owner reference every child carries: controller=true, blockOwnerDeletion=true.
@@ -29,6 +42,11 @@ nlohmann::json OwnerReference(const taas::tfjob::TFJob& job);
 nlohmann::json BuildPod(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
                         const BuildOptions& options);
 
+// Also, on every pod: the job's Secret as a read-only volume at contract::kJobSecretMountPath
+// holding the job token, plus the chief token for the master-role replica (tfjob::IsMasterRole)
+// and the parameter servers; on the `tensorflow` container the token-file variables for what is
+// mounted and the pod's IP (downward API status.podIP).
+
 // The headless service of replica (type, index): same name and labels as the pod, selecting it,
 // exposing every port of the `tensorflow` container (the `tfjob-port` at least).
 nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
@@ -37,6 +55,27 @@ nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaT
 // The scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) of a job with a
 // schedulingPolicy: minMember = minAvailable or every replica.
 nlohmann::json BuildPodGroup(const taas::tfjob::TFJob& job);
+
+// kTokenBytes random bytes from the kernel (getrandom), hex-encoded; an error only when the
+// kernel cannot give them.
+absl::StatusOr<std::string> RandomToken();
+
+// The job's Secret: "<job>" + contract::kJobSecretSuffix in the job's namespace, owned by the
+// TFJob (deleted with it), holding both tokens.
+nlohmann::json BuildJobSecret(const taas::tfjob::TFJob& job, const JobTokens& tokens);
+
+// The name of a job's Secret.
+std::string JobSecretName(std::string_view job_name);
+
+// Whether an existing Secret can serve as the job's: controlled by the job's UID and holding
+// both tokens as non-empty strings; otherwise an error naming what is wrong.
+absl::Status CheckJobSecret(const nlohmann::json& secret, const taas::tfjob::TFJob& job);
+
+// The job's NetworkPolicy (networking.k8s.io/v1, named after the job, owned by it): it selects
+// the job's pods (tfjob::JobLabels) and admits ingress only from pods of the same job, plus, when
+// options.metrics_scraper_namespace is set, from that namespace to the metrics port (the
+// container port named contract::kMetricsPortName, or contract::kDefaultMetricsPort).
+nlohmann::json BuildNetworkPolicy(const taas::tfjob::TFJob& job, const BuildOptions& options);
 
 // What a pod says about its replica, for tfjob::ComputeJobStatus; std::nullopt when the pod lacks
 // the replica-type/replica-index labels.

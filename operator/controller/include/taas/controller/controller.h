@@ -109,6 +109,11 @@ class Controller {
   absl::Status FollowUp(const JobContext& ctx, const taas::tfjob::TFJob& job,
                         const Decision& decision, bool blocked, taas::tfjob::Time now);
   void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  // The job's Secret (created once, read back when it exists, never regenerated) and its
+  // NetworkPolicy, before any of its pods; once per job UID.
+  absl::Status EnsureJobAccess(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  absl::Status EnsureJobSecret(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  absl::Status EnsureNetworkPolicy(const JobContext& ctx, const taas::tfjob::TFJob& job);
   std::function<absl::Status()> CreatePodTask(const JobContext& ctx, const taas::tfjob::TFJob& job,
                                               taas::tfjob::ReplicaRef ref,
                                               std::atomic<bool>& blocked);
@@ -142,7 +147,9 @@ class Controller {
   std::unordered_map<std::string, kube::ObjectPtr> written_;  // guarded by mu_
   // TFJob UIDs whose PodGroup is known to exist (no GET per reconcile).
   std::set<std::string> pod_groups_;  // guarded by mu_
-  bool synced_ = false;               // guarded by mu_
+  // TFJob UIDs whose Secret and NetworkPolicy are known to exist.
+  std::set<std::string> secured_;  // guarded by mu_
+  bool synced_ = false;            // guarded by mu_
 };
 
 }  // namespace taas::controller

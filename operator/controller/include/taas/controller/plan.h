@@ -76,6 +76,9 @@ struct Decision {
   bool write_status = false;
 
   std::vector<taas::tfjob::ReplicaRef> create_pods;
+  // The job's Secret and NetworkPolicy must exist before any pod is created (the pods mount the
+  // Secret; the policy guards them from their first second).
+  bool ensure_job_access = false;
   // Services are created once none of the job's pods is left to create: a pod, not its
   // service, is what the job waits for, so under load the API server gets every job's pods first.
   std::vector<taas::tfjob::ReplicaRef> create_services;

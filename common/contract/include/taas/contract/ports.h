@@ -1,0 +1,14 @@
+// Port names and numbers that the runtime, the operator and the UI server agree on.
+#pragma once
+
+#include <string_view>
+
+namespace taas::contract {
+
+// A replica's Prometheus endpoint: the container port of this name, else this number (the
+// runtime's TAAS_METRICS_PORT in Kubernetes). The UI server scrapes it; the job's NetworkPolicy
+// admits the operator's namespace to it.
+inline constexpr std::string_view kMetricsPortName = "metrics";
+inline constexpr int kDefaultMetricsPort = 9090;
+
+}  // namespace taas::contract
