@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "taas/base/json_fields.h"
 #include "taas/ui_server/job_form.h"
 #include "taas/ui_server/tfjob_rules.h"
 #include "taas/ui_server/views.h"
@@ -12,12 +13,37 @@
 namespace taas::ui_server {
 
 using nlohmann::json;
+namespace jf = taas::json_fields;
 
 namespace {
 
 constexpr std::string_view kApiPrefix = "/api/v1/";
 constexpr int kDefaultTailLines = 1000;
 constexpr int kMaxTailLines = 100000;
+
+// The items of a Kubernetes list; empty when it has none (or they are not an array).
+const json& ItemsOf(const json& list) {
+  static const json kEmpty = json::array();  // NOLINT: an immutable empty value, not state.
+  const json* items = jf::Array(list, "items");
+  return items ? *items : kEmpty;
+}
+
+std::string NameOf(const json& object) {
+  const json* metadata = jf::Object(object, "metadata");
+  return metadata ? jf::StringOr(*metadata, "name", "") : "";
+}
+
+// A whole decimal number from `min` to `max`; nullopt otherwise (no narrowing, no overflow).
+std::optional<std::int64_t> ParseBounded(const std::string& text, std::int64_t min,
+                                         std::int64_t max) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const std::int64_t value = std::stoll(text);
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
 
 HttpResponse JsonResponse(int status, const json& body) {
   return {status, "application/json", body.dump()};
@@ -126,30 +152,39 @@ HttpResponse KubeErrorResponse(const absl::Status& status) {
           absl::string_view(kKubeStatusPayload.data(), kKubeStatusPayload.size()))) {
     const json kube = json::parse(std::string(*payload), nullptr, /*allow_exceptions=*/false);
     if (kube.is_object()) {
-      if (kube.contains("message") && kube["message"].is_string()) body["error"] = kube["message"];
-      if (kube.contains("code") && kube["code"].is_number_integer()) {
-        const int code = kube["code"].get<int>();
-        if (code >= 400 && code < 600 && code != 401) http = code;
+      if (auto message = jf::String(kube, "message")) body["error"] = *message;
+      if (auto code = jf::Int(kube, "code"); code && *code >= 400 && *code < 600 && *code != 401) {
+        http = static_cast<int>(*code);
       }
-      const json causes = kube.value("details", json::object()).value("causes", json::array());
+      const json* details = jf::Object(kube, "details");
+      const json* causes = details ? jf::Array(*details, "causes") : nullptr;
       json errors = json::array();
-      for (const json& cause : causes) {
+      for (const json& cause : causes ? *causes : json::array()) {
         if (!cause.is_object()) continue;
-        errors.push_back(
-            {{"field", cause.value("field", "")}, {"message", cause.value("message", "")}});
+        const std::string field = jf::StringOr(cause, "field", "");
+        errors.push_back({{"field", field}, {"message", jf::StringOr(cause, "message", "")}});
+        if (!field.empty() && !body.contains("field")) body["field"] = field;
       }
-      if (!errors.empty()) {
-        body["errors"] = errors;
-        for (const json& e : errors) {
-          if (!e["field"].get<std::string>().empty()) {
-            body["field"] = e["field"];
-            break;
-          }
-        }
-      }
+      if (!errors.empty()) body["errors"] = errors;
     }
   }
   return JsonResponse(http, body);
+}
+
+absl::Status CheckApiOptions(const ApiOptions& options) {
+  if (options.max_log_bytes < 1024 || options.max_log_bytes > (std::int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--max-log-bytes must be from 1024 to 1073741824, got " +
+                                      std::to_string(options.max_log_bytes));
+  }
+  if (options.max_list_items < 1 || options.max_list_items > 100000) {
+    return absl::InvalidArgumentError("--max-list-items must be from 1 to 100000, got " +
+                                      std::to_string(options.max_list_items));
+  }
+  if (options.cluster_max_age.count() < 0 || options.cluster_max_age > std::chrono::minutes(10)) {
+    return absl::InvalidArgumentError("--cluster-max-age must be from 0 to 600 s, got " +
+                                      std::to_string(options.cluster_max_age.count()) + " ms");
+  }
+  return absl::OkStatus();
 }
 
 Api::Api(ApiOptions options, KubeApi* kube, const MetricsStore* metrics, Logger logger,
@@ -316,12 +351,12 @@ HttpResponse Api::ListJobs(const Route& route) const {
     auto pods = kube_->Get("/api/v1/namespaces/" + ns + "/pods");
     if (!pods.ok()) return KubeErrorResponse(pods.status());
     std::map<std::string, std::vector<json>> by_job;
-    for (const json& pod : pods->value("items", json::array())) {
+    for (const json& pod : ItemsOf(*pods)) {
       const std::string job = JobNameOfPod(pod);
       if (!job.empty()) by_job[job].push_back(pod);
     }
-    for (const json& job : jobs->value("items", json::array())) {
-      const std::string name = job.value("metadata", json::object()).value("name", "");
+    for (const json& job : ItemsOf(*jobs)) {
+      const std::string name = NameOf(job);
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       rows.push_back(JobView(job, by_job[name], now_()));
     }
@@ -330,12 +365,16 @@ HttpResponse Api::ListJobs(const Route& route) const {
     if (a["created"] != b["created"]) return a["created"] > b["created"];
     return a["name"] < b["name"];
   });
+  // The newest rows, at most max_list_items of them.
+  const std::size_t total = rows.size();
+  const auto shown =
+      std::min<std::size_t>(total, static_cast<std::size_t>(options_.max_list_items));
   json items = json::array();
-  for (json& row : rows) {
-    row.erase("pods");
-    items.push_back(std::move(row));
+  for (std::size_t i = 0; i < shown; ++i) {
+    rows[i].erase("pods");
+    items.push_back(std::move(rows[i]));
   }
-  return JsonResponse(200, {{"items", items}});
+  return JsonResponse(200, {{"items", items}, {"total", total}, {"truncated", shown < total}});
 }
 
 HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) const {
@@ -373,8 +412,8 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
     if (dry_run) {
       json out = json::parse(failure.body);
       if (!out.contains("errors")) {
-        out["errors"] =
-            json::array({{{"field", out.value("field", "")}, {"message", out.value("error", "")}}});
+        out["errors"] = json::array({{{"field", jf::StringOr(out, "field", "")},
+                                      {"message", jf::StringOr(out, "error", "")}}});
       }
       out["tfjob"] = tfjob;
       return JsonResponse(200, out);
@@ -393,19 +432,27 @@ HttpResponse Api::GetJob(const Route& route) const {
   if (!pods.ok()) return KubeErrorResponse(pods.status());
   std::vector<json> job_pods;
   std::vector<std::string> pod_names;
-  for (const json& pod : pods->value("items", json::array())) {
+  for (const json& pod : ItemsOf(*pods)) {
     if (PodBelongsToJob(pod, route.name)) {
       job_pods.push_back(pod);
-      pod_names.push_back(pod["metadata"].value("name", ""));
+      pod_names.push_back(NameOf(pod));
     }
   }
   auto events = kube_->Get("/api/v1/namespaces/" + route.ns + "/events");
   if (!events.ok()) return KubeErrorResponse(events.status());
-  json conditions = tfjob->value("status", json::object()).value("conditions", json::array());
+  const json* status = jf::Object(*tfjob, "status");
+  const json* conditions = status ? jf::Array(*status, "conditions") : nullptr;
+  // The newest events, at most max_list_items of them.
+  json job_events = EventsView(*events, route.name, pod_names);
+  const auto limit = static_cast<std::size_t>(options_.max_list_items);
+  if (job_events.size() > limit) {
+    job_events.erase(job_events.begin(),
+                     job_events.begin() + static_cast<std::ptrdiff_t>(job_events.size() - limit));
+  }
   return JsonResponse(200, {{"job", JobView(*tfjob, job_pods, now_())},
                             {"tfjob", *tfjob},
-                            {"conditions", conditions},
-                            {"events", EventsView(*events, route.name, pod_names)}});
+                            {"conditions", conditions ? *conditions : json::array()},
+                            {"events", job_events}});
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {
@@ -420,10 +467,9 @@ HttpResponse Api::CloneJob(const HttpRequest& request, const Route& route) const
   if (!request.body.empty()) {
     const json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return Error(400, "the request body must be a JSON object");
-    if (body.contains("name")) {
-      if (!body["name"].is_string()) return Error(422, "name must be a string", "metadata.name");
-      new_name = body["name"].get<std::string>();
-    }
+    auto name = jf::OptionalString(body, "name", "name");
+    if (!name.ok()) return Error(422, std::string(name.status().message()), "metadata.name");
+    new_name = name->value_or("");
   }
   if (new_name.empty()) {
     std::random_device random;
@@ -453,31 +499,42 @@ absl::StatusOr<std::string> Api::LogPath(const Route& route) const {
     return absl::NotFoundError("pod " + route.pod + " is not a replica of TFJob " + route.name);
   }
   std::string container;
-  for (const json& c : pod->value("spec", json::object()).value("containers", json::array())) {
-    const std::string name = c.value("name", "");
+  const json* spec = jf::Object(*pod, "spec");
+  const json* containers = spec ? jf::Array(*spec, "containers") : nullptr;
+  for (const json& c : containers ? *containers : json::array()) {
+    const std::string name = jf::StringOr(c, "name", "");
     if (container.empty() || name == "tensorflow") container = name;
   }
-  int tail = kDefaultTailLines;
+  std::int64_t tail = kDefaultTailLines;
   if (auto it = route.query.find("tailLines"); it != route.query.end()) {
-    char* end = nullptr;
-    const long value = std::strtol(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || value < 1 || value > kMaxTailLines) {
-      return absl::InvalidArgumentError("tailLines must be between 1 and " +
+    auto value = ParseBounded(it->second, 1, kMaxTailLines);
+    if (!value) {
+      return absl::InvalidArgumentError("tailLines must be a whole number from 1 to " +
                                         std::to_string(kMaxTailLines));
     }
-    tail = static_cast<int>(value);
+    tail = *value;
+  }
+  const bool follow = route.query.count("follow") && route.query.at("follow") == "true";
+  // A log answer is bounded in bytes too; a followed stream by its duration (unless asked).
+  std::optional<std::int64_t> limit_bytes;
+  if (!follow) limit_bytes = options_.max_log_bytes;
+  if (auto it = route.query.find("limitBytes"); it != route.query.end()) {
+    limit_bytes = ParseBounded(it->second, 1, options_.max_log_bytes);
+    if (!limit_bytes) {
+      return absl::InvalidArgumentError("limitBytes must be a whole number from 1 to " +
+                                        std::to_string(options_.max_log_bytes));
+    }
   }
   std::string path = "/api/v1/namespaces/" + route.ns + "/pods/" + route.pod +
                      "/log?tailLines=" + std::to_string(tail);
+  if (limit_bytes) path += "&limitBytes=" + std::to_string(*limit_bytes);
   if (IsDns1123Label(container) || (!container.empty() && IsPodName(container))) {
     path += "&container=" + container;
   }
   if (auto it = route.query.find("previous"); it != route.query.end() && it->second == "true") {
     path += "&previous=true";
   }
-  if (auto it = route.query.find("follow"); it != route.query.end() && it->second == "true") {
-    path += "&follow=true";
-  }
+  if (follow) path += "&follow=true";
   return path;
 }
 
@@ -491,6 +548,9 @@ HttpResponse Api::GetLogs(const Route& route) const {
   }
   auto text = kube_->GetText(*path);
   if (!text.ok()) return KubeErrorResponse(text.status());
+  // The API server honours limitBytes; a source that does not is cut here, to the last bytes.
+  const auto limit = static_cast<std::size_t>(options_.max_log_bytes);
+  if (text->size() > limit) text->erase(0, text->size() - limit);
   return {200, "text/plain; charset=utf-8", *text};
 }
 
@@ -525,8 +585,9 @@ std::optional<HttpResponse> Api::PrepareFollowLogs(const HttpRequest& request,
 }
 
 absl::Status Api::FollowLogs(const std::string& kube_path,
-                             const std::function<bool(std::string_view)>& write) const {
-  return kube_->StreamText(kube_path, write);
+                             const std::function<bool(std::string_view)>& write,
+                             kube::Cancellation* cancel) const {
+  return kube_->StreamText(kube_path, write, cancel);
 }
 
 HttpResponse Api::GetMetrics(const Route& route) const {
@@ -534,25 +595,17 @@ HttpResponse Api::GetMetrics(const Route& route) const {
 }
 
 HttpResponse Api::GetCluster() const {
-  auto nodes = kube_->Get("/api/v1/nodes");
-  if (!nodes.ok()) return KubeErrorResponse(nodes.status());
-  auto active = kube_->Get(
-      "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed");
-  if (!active.ok()) return KubeErrorResponse(active.status());
-  std::vector<json> job_pods;
-  json events = {{"items", json::array()}};
-  for (const std::string& ns : options_.namespaces) {
-    auto pods = kube_->Get("/api/v1/namespaces/" + ns + "/pods");
-    if (!pods.ok()) return KubeErrorResponse(pods.status());
-    for (const json& pod : pods->value("items", json::array())) {
-      if (!JobNameOfPod(pod).empty()) job_pods.push_back(pod);
-    }
-    auto ns_events =
-        kube_->Get("/api/v1/namespaces/" + ns + "/events?fieldSelector=reason%3DFailedScheduling");
-    if (!ns_events.ok()) return KubeErrorResponse(ns_events.status());
-    for (const json& e : ns_events->value("items", json::array())) events["items"].push_back(e);
-  }
-  return JsonResponse(200, ClusterView(*nodes, *active, job_pods, events));
+  ClusterCache& cache = *cluster_cache_;
+  // One computation at a time: concurrent requests wait for it and share its answer.
+  std::lock_guard<std::mutex> lock(cache.mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (cache.view && now - cache.computed < options_.cluster_max_age) return *cache.view;
+  auto objects = kube_->ListClusterObjects(options_.namespaces);
+  if (!objects.ok()) return KubeErrorResponse(objects.status());
+  cache.view = JsonResponse(
+      200, ClusterView(objects->nodes, objects->active_pods, objects->job_pods, objects->events));
+  cache.computed = now;
+  return *cache.view;
 }
 
 }  // namespace taas::ui_server

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "taas/base/json_fields.h"
+
 namespace taas::ui_server {
 namespace {
 
@@ -340,21 +342,24 @@ json BuildTfJob(const JobForm& form) {
 }
 
 json CloneTfJob(const json& tfjob, const std::string& new_name) {
+  namespace jf = taas::json_fields;
   json metadata = {{"name", new_name}};
-  const json& old = tfjob.contains("metadata") ? tfjob["metadata"] : json::object();
-  if (old.contains("namespace")) metadata["namespace"] = old["namespace"];
+  static const json kNoMetadata = json::object();  // NOLINT: an immutable empty value.
+  const json* found = jf::Object(tfjob, "metadata");
+  const json& old = found ? *found : kNoMetadata;
+  if (auto ns = jf::String(old, "namespace")) metadata["namespace"] = *ns;
   for (const char* key : {"labels", "annotations"}) {
-    if (old.contains(key) && old[key].is_object()) metadata[key] = old[key];
+    if (const json* map = jf::Object(old, key)) metadata[key] = *map;
   }
-  if (metadata.contains("annotations")) {
-    metadata["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
-  }
-  if (!metadata.contains("annotations")) metadata["annotations"] = json::object();
-  metadata["annotations"]["taas.dev/cloned-from"] = old.value("name", "");
-  return {{"apiVersion", tfjob.value("apiVersion", "kubeflow.org/v1")},
+  json& annotations = metadata["annotations"];
+  if (!annotations.is_object()) annotations = json::object();
+  annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  annotations["taas.dev/cloned-from"] = jf::StringOr(old, "name", "");
+  const json* spec = jf::Find(tfjob, "spec");
+  return {{"apiVersion", jf::StringOr(tfjob, "apiVersion", "kubeflow.org/v1")},
           {"kind", "TFJob"},
           {"metadata", metadata},
-          {"spec", tfjob.contains("spec") ? tfjob["spec"] : json::object()}};
+          {"spec", spec ? *spec : json::object()}};
 }
 
 json ErrorsJson(const std::vector<FieldError>& errors) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "taas/base/json_fields.h"
 #include "taas/tfjob/tfjob.h"
 
 namespace taas::ui_server {
@@ -18,6 +19,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using nlohmann::json;
+constexpr std::uint64_t kMaxMetricsBytes = 4 << 20;
+namespace jf = taas::json_fields;
 
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -25,11 +28,23 @@ std::int64_t NowMs() {
       .count();
 }
 
+// The member `key` of `object` as an object (resp. array), or an empty one.
+const json& ObjectOr(const json& object, std::string_view key) {
+  static const json kEmpty = json::object();  // NOLINT: an immutable empty value, not state.
+  const json* found = jf::Object(object, key);
+  return found ? *found : kEmpty;
+}
+const json& ArrayOr(const json& object, std::string_view key) {
+  static const json kEmpty = json::array();  // NOLINT: an immutable empty value, not state.
+  const json* found = jf::Array(object, key);
+  return found ? *found : kEmpty;
+}
+
 bool ConditionTrue(const json& tfjob, std::string_view type) {
-  const auto status = tfjob.find("status");
-  if (status == tfjob.end() || !status->contains("conditions")) return false;
-  for (const json& c : (*status)["conditions"]) {
-    if (c.value("type", "") == type && c.value("status", "") == "True") return true;
+  for (const json& c : ArrayOr(ObjectOr(tfjob, "status"), "conditions")) {
+    if (jf::StringOr(c, "type", "") == type && jf::StringOr(c, "status", "") == "True") {
+      return true;
+    }
   }
   return false;
 }
@@ -124,7 +139,9 @@ absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::str
   asio::io_context io;
   beast::tcp_stream stream(io);
   beast::flat_buffer buffer;
-  http::response<http::string_body> response;
+  // A replica's metrics page is small; a bigger answer is refused, not held in memory.
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxMetricsBytes);
   beast::error_code failure;
   asio::ip::tcp::resolver resolver(io);
   http::request<http::empty_body> request(http::verb::get, path, 11);
@@ -147,7 +164,7 @@ absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::str
           failure = ec3;
           return;
         }
-        http::async_read(stream, buffer, response, [&](beast::error_code ec4, std::size_t) {
+        http::async_read(stream, buffer, parser, [&](beast::error_code ec4, std::size_t) {
           if (ec4) failure = ec4;
         });
       });
@@ -158,6 +175,7 @@ absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::str
   if (failure) {
     return absl::UnavailableError("GET http://" + host_port + path + ": " + failure.message());
   }
+  auto& response = parser.get();
   if (response.result_int() != 200) {
     return absl::UnavailableError("GET http://" + host_port + path + ": HTTP " +
                                   std::to_string(response.result_int()));
@@ -180,7 +198,13 @@ void MetricsScraper::Start() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
-      ScrapeOnce();
+      try {
+        ScrapeOnce();
+      } catch (const std::exception& e) {
+        // A round that fails (an object no accessor foresaw, memory) costs one round, not the
+        // process: the next interval scrapes again.
+        logger_.Error("metrics scrape failed", {{"error", e.what()}});
+      }
       lock.lock();
       wake_.wait_for(lock, options_.interval, [this] { return stopping_; });
     }
@@ -198,19 +222,18 @@ void MetricsScraper::Stop() {
 
 std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
   std::vector<std::pair<std::string, std::string>> targets;
-  const json metadata = tfjob.value("metadata", json::object());
-  const std::string name = metadata.value("name", "");
-  const std::string ns = metadata.value("namespace", "");
-  const json specs = tfjob.value("spec", json::object()).value("tfReplicaSpecs", json::object());
+  const json& metadata = ObjectOr(tfjob, "metadata");
+  const std::string name = jf::StringOr(metadata, "name", "");
+  const std::string ns = jf::StringOr(metadata, "namespace", "");
+  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
+  if (name.empty() || ns.empty()) return targets;
   auto port_of = [&](const json& spec) {
-    const json containers = spec.value("template", json::object())
-                                .value("spec", json::object())
-                                .value("containers", json::array());
+    const json& containers = ArrayOr(ObjectOr(ObjectOr(spec, "template"), "spec"), "containers");
     for (const json& c : containers) {
-      for (const json& p : c.value("ports", json::array())) {
-        if (p.value("name", "") == "metrics" && p.contains("containerPort") &&
-            p["containerPort"].is_number_integer()) {
-          return p["containerPort"].get<int>();
+      for (const json& p : ArrayOr(c, "ports")) {
+        const auto port = jf::Int(p, "containerPort");
+        if (jf::StringOr(p, "name", "") == "metrics" && port && *port > 0 && *port <= 65535) {
+          return static_cast<int>(*port);
         }
       }
     }
@@ -224,14 +247,16 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
                              ? it->second
                              : replica + "." + ns + ".svc:" + std::to_string(port_of(spec)));
   };
-  if (specs.contains("Chief")) {
-    add(tfjob::ReplicaType::kChief, specs["Chief"]);
-  } else if (specs.contains("Master")) {
-    add(tfjob::ReplicaType::kMaster, specs["Master"]);
-  } else if (specs.contains("Worker")) {
-    add(tfjob::ReplicaType::kWorker, specs["Worker"]);
+  if (const json* chief = jf::Object(specs, "Chief")) {
+    add(tfjob::ReplicaType::kChief, *chief);
+  } else if (const json* master = jf::Object(specs, "Master")) {
+    add(tfjob::ReplicaType::kMaster, *master);
+  } else if (const json* worker = jf::Object(specs, "Worker")) {
+    add(tfjob::ReplicaType::kWorker, *worker);
   }
-  if (specs.contains("Evaluator")) add(tfjob::ReplicaType::kEvaluator, specs["Evaluator"]);
+  if (const json* evaluator = jf::Object(specs, "Evaluator")) {
+    add(tfjob::ReplicaType::kEvaluator, *evaluator);
+  }
   return targets;
 }
 
@@ -243,7 +268,7 @@ void MetricsScraper::ScrapeOnce() {
                     {{"namespace", ns}, {"error", std::string(list.status().message())}});
       continue;
     }
-    for (const json& job : list->value("items", json::array())) {
+    for (const json& job : ArrayOr(*list, "items")) {
       if (ConditionTrue(job, "Succeeded") || ConditionTrue(job, "Failed")) continue;
       MetricsPoint point;
       point.time_ms = NowMs();
@@ -265,7 +290,7 @@ void MetricsScraper::ScrapeOnce() {
         take("taas_eval_accuracy", &point.eval_accuracy);
       }
       if (any) {
-        store_->Add(ns + "/" + job["metadata"].value("name", ""), point);
+        store_->Add(ns + "/" + jf::StringOr(ObjectOr(job, "metadata"), "name", ""), point);
       }
     }
   }

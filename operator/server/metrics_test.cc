@@ -71,8 +71,8 @@ class OneJobKube : public KubeApi {
   absl::StatusOr<std::string> GetText(const std::string&) override {
     return absl::UnimplementedError("text");
   }
-  absl::Status StreamText(const std::string&,
-                          const std::function<bool(std::string_view)>&) override {
+  absl::Status StreamText(const std::string&, const std::function<bool(std::string_view)>&,
+                          kube::Cancellation*) override {
     return absl::UnimplementedError("stream");
   }
 

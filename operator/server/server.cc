@@ -1,5 +1,6 @@
 #include "taas/ui_server/server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -8,9 +9,12 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -21,10 +25,19 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kBodyLimit = 1 << 20;
+constexpr std::string_view kIndexHtml = "/index.html";
+
+HttpResponse JsonError(int status, const std::string& message) {
+  return {status, "application/json", nlohmann::json{{"error", message}}.dump()};
+}
+
+std::string Seconds(std::chrono::milliseconds duration) {
+  return std::to_string(duration.count() / 1000.0).substr(0, 5) + " s";
+}
 
 void AddCommonHeaders(http::response_header<>& header, bool html) {
   header.set(http::field::server, "taas-ui");
@@ -38,7 +51,155 @@ void AddCommonHeaders(http::response_header<>& header, bool html) {
   }
 }
 
+// A path the front end routes itself (History API): "/", "/cluster", "/jobs/default/mnist/".
+// Plain segments only, so nothing that names a file or climbs out of a folder falls back to it.
+bool IsAppRoute(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  path.remove_prefix(1);
+  if (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.empty()) return true;
+  std::size_t segment_length = 0;
+  for (char c : path) {
+    if (c == '/') {
+      if (segment_length == 0) return false;
+      segment_length = 0;
+      continue;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '-' || c == '_' || c == '~')) return false;
+    ++segment_length;
+  }
+  return segment_length > 0;
+}
+
+// The status for a request that could not be read whole, and what to tell the client.
+HttpResponse ReadFailure(const beast::error_code& ec, const ServerOptions& options) {
+  if (ec == http::error::body_limit) {
+    return JsonError(413, "the request body is over the limit of " +
+                              std::to_string(options.max_body_bytes) +
+                              " bytes; send a smaller body");
+  }
+  if (ec == http::error::header_limit) {
+    return JsonError(431, "the request line and headers are over the limit of " +
+                              std::to_string(options.max_header_bytes) + " bytes");
+  }
+  return JsonError(400, "malformed HTTP request: " + ec.message());
+}
+
+// Checks of a parsed request that the HTTP parser leaves to its user.
+std::optional<HttpResponse> CheckHeaders(const http::request<http::string_body>& req) {
+  if (req.count(http::field::authorization) > 1) {
+    return JsonError(400, "the request has more than one Authorization header; send one");
+  }
+  if (req.count(http::field::host) > 1) {
+    return JsonError(400, "the request has more than one Host header; send one");
+  }
+  return std::nullopt;
+}
+
+HttpRequest ToHttpRequest(const http::request<http::string_body>& req) {
+  HttpRequest request;
+  request.method = std::string(req.method_string());
+  request.target = std::string(req.target());
+  request.authorization = std::string(req[http::field::authorization]);
+  request.body = req.body();
+  return request;
+}
+
+// Calls `fire` for every armed deadline that passes, on its own thread. Disarm() after the
+// guarded operation says whether the deadline fired; once Disarm() returns, that deadline never
+// fires (so a descriptor closed after Disarm() is never touched).
+class Watchdog {
+ public:
+  using Id = std::uint64_t;
+
+  Watchdog() : thread_([this] { Run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  Id Arm(Clock::duration after, std::function<void()> fire) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Id id = ++next_id_;
+    armed_.emplace(id, Entry{Clock::now() + after, std::move(fire)});
+    wake_.notify_all();
+    return id;
+  }
+
+  // True when the deadline had already fired.
+  bool Disarm(Id id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return armed_.erase(id) == 0;
+  }
+
+ private:
+  struct Entry {
+    Clock::time_point deadline;
+    std::function<void()> fire;
+  };
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+      const Clock::time_point now = Clock::now();
+      for (auto it = armed_.begin(); it != armed_.end();) {
+        if (it->second.deadline <= now) {
+          it->second.fire();  // fire functions only shut down sockets or cancel; they don't throw
+          it = armed_.erase(it);
+        } else {
+          next = std::min(next, it->second.deadline);
+          ++it;
+        }
+      }
+      wake_.wait_until(lock, next);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<Id, Entry> armed_;  // guarded by mu_
+  Id next_id_ = 0;             // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  std::thread thread_;
+};
+
 }  // namespace
+
+absl::Status CheckServerOptions(const ServerOptions& o) {
+  auto range = [](const char* name, std::int64_t value, std::int64_t min, std::int64_t max,
+                  const char* unit) -> absl::Status {
+    if (value >= min && value <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(std::string(name) + " must be from " + std::to_string(min) +
+                                      " to " + std::to_string(max) + unit + ", got " +
+                                      std::to_string(value));
+  };
+  using std::chrono::milliseconds;
+  const std::int64_t kDay =
+      std::chrono::duration_cast<milliseconds>(std::chrono::hours(24)).count();
+  for (const absl::Status& s : {
+           range("--max-connections", static_cast<std::int64_t>(o.max_connections), 1, 10000, ""),
+           range("--max-body-bytes", static_cast<std::int64_t>(o.max_body_bytes), 1024, 64 << 20,
+                 " bytes"),
+           range("--max-header-bytes", static_cast<std::int64_t>(o.max_header_bytes), 1024, 1 << 20,
+                 " bytes"),
+           range("--idle-timeout", o.idle_timeout.count(), 100, kDay, " ms"),
+           range("--header-timeout", o.header_timeout.count(), 100, kDay, " ms"),
+           range("--body-timeout", o.body_timeout.count(), 100, kDay, " ms"),
+           range("--write-timeout", o.write_timeout.count(), 100, kDay, " ms"),
+           range("--max-follow", o.max_follow.count(), 1000, 7 * kDay, " ms"),
+       }) {
+    TAAS_RETURN_IF_ERROR(s);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ParseListenAddress(const std::string& flag, const std::string& text,
                                 ServerOptions* out) {
@@ -55,30 +216,6 @@ absl::Status ParseListenAddress(const std::string& flag, const std::string& text
   return absl::OkStatus();
 }
 
-struct HttpServer::State {
-  const Api* api;
-  ServerOptions options;
-  Logger logger;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::thread accept_thread;
-  std::atomic<bool> stopping{false};
-  std::mutex mu;
-  std::condition_variable idle;
-  std::set<int> open_sockets;  // guarded by mu
-  int port = 0;
-
-  State(const Api* a, ServerOptions o, Logger l)
-      : api(a), options(std::move(o)), logger(std::move(l)) {}
-
-  // Serves requests until the peer or the server ends the connection; the caller closes it.
-  void Serve(tcp::socket& socket);
-  void Reply(tcp::socket& socket, const HttpResponse& response, bool keep_alive,
-             beast::error_code& ec);
-  void ServeAsset(tcp::socket& socket, const std::string& target, bool keep_alive,
-                  beast::error_code& ec);
-};
-
 std::string ContentTypeFor(const std::string& file_name) {
   const std::string ext = std::filesystem::path(file_name).extension().string();
   if (ext == ".html") return "text/html; charset=utf-8";
@@ -93,122 +230,371 @@ std::string ContentTypeFor(const std::string& file_name) {
   return "application/octet-stream";
 }
 
-std::string AssetPathFor(const std::string& root, const std::string& target) {
-  if (root.empty()) return "";
-  std::string path = target.substr(0, target.find_first_of("?#"));
-  if (path.empty() || path.front() != '/') return "";
-  if (path.find("..") != std::string::npos || path.find('\\') != std::string::npos ||
-      path.find('%') != std::string::npos || path.find('\0') != std::string::npos) {
-    return "";
-  }
+absl::StatusOr<AssetIndex> AssetIndex::Load(const std::string& root, std::size_t max_files,
+                                            std::size_t max_bytes) {
+  std::map<std::string, std::string> files;
+  if (root.empty()) return FromFiles(files);
   namespace fs = std::filesystem;
-  const fs::path base(root);
-  if (path != "/") {
-    const fs::path file = base / path.substr(1);
-    std::error_code ec;
-    if (fs::is_regular_file(file, ec)) return file.string();
-    // Unknown files with an extension are 404; other paths are routes of the single-page app.
-    if (fs::path(path).has_extension()) return "";
-  }
-  const fs::path index = base / "index.html";
   std::error_code ec;
-  return fs::is_regular_file(index, ec) ? index.string() : "";
+  if (!fs::is_directory(root, ec)) {
+    return absl::NotFoundError("the assets folder " + root +
+                               " is not a directory: build the web UI (web-ui-dist) or drop "
+                               "--assets");
+  }
+  std::size_t total = 0;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+    const std::uintmax_t size = it->file_size(ec);
+    if (ec) break;
+    if (files.size() >= max_files || size > max_bytes - total) {
+      return absl::ResourceExhaustedError(
+          "the assets folder " + root + " holds more than " + std::to_string(max_files) +
+          " files or " + std::to_string(max_bytes) + " bytes: point --assets at the built web UI");
+    }
+    std::ifstream in(it->path(), std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    if (!in && !in.eof()) return absl::UnavailableError("cannot read " + it->path().string());
+    total += static_cast<std::size_t>(size);
+    files["/" + fs::relative(it->path(), root, ec).generic_string()] = content.str();
+  }
+  if (ec)
+    return absl::UnavailableError("cannot list the assets folder " + root + ": " + ec.message());
+  return FromFiles(files);
 }
 
-void HttpServer::State::Reply(tcp::socket& socket, const HttpResponse& response, bool keep_alive,
+AssetIndex AssetIndex::FromFiles(const std::map<std::string, std::string>& files) {
+  AssetIndex index;
+  for (const auto& [path, content] : files) {
+    const std::string type = ContentTypeFor(path);
+    index.assets_[path] = Asset{content, type, type.rfind("text/html", 0) == 0};
+  }
+  return index;
+}
+
+const AssetIndex::Asset* AssetIndex::Resolve(std::string_view target) const {
+  const std::string_view raw = target.substr(0, target.find_first_of("?#"));
+  const std::optional<std::string> path = PercentDecode(raw, /*plus_is_space=*/false);
+  if (!path || path->empty() || path->front() != '/') return nullptr;
+  if (auto it = assets_.find(*path); it != assets_.end() && *path != "/") return &it->second;
+  if (!IsAppRoute(*path)) return nullptr;
+  auto index = assets_.find(kIndexHtml);
+  return index == assets_.end() ? nullptr : &index->second;
+}
+
+Answer AnswerRequest(const Api& api, const AssetIndex& assets, const HttpRequest& request) {
+  if (Api::IsApiTarget(request.target)) return {api.Handle(request)};
+  if (request.method != "GET" && request.method != "HEAD") {
+    return {JsonError(405, "method " + request.method + " is not allowed for the web UI's files")};
+  }
+  if (const AssetIndex::Asset* asset = assets.Resolve(request.target)) return {{}, asset};
+  return {JsonError(404, "no such file or page")};
+}
+
+int AnswerRawRequest(const Api& api, const AssetIndex& assets, const ServerOptions& options,
+                     std::string_view bytes) {
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+  parser.body_limit(options.max_body_bytes);
+  parser.eager(true);
+  beast::error_code ec;
+  std::size_t used = 0;
+  while (!ec && !parser.is_done() && used < bytes.size()) {
+    const std::size_t n = parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    if (ec == http::error::need_more) break;
+    used += n;
+    if (n == 0 && !ec) break;
+  }
+  if (!parser.is_done()) {
+    if (!ec || ec == http::error::need_more) return 408;  // the rest never arrived
+    return ReadFailure(ec, options).status;
+  }
+  const auto& req = parser.get();
+  if (auto bad = CheckHeaders(req)) return bad->status;
+  const HttpRequest request = ToHttpRequest(req);
+  if (api.IsFollowLogs(request)) {
+    std::string kube_path;
+    auto failed = api.PrepareFollowLogs(request, &kube_path);
+    return failed ? failed->status : 200;
+  }
+  const Answer answer = AnswerRequest(api, assets, request);
+  return answer.asset ? 200 : answer.response.status;
+}
+
+struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
+  const Api* api;
+  ServerOptions options;
+  Logger logger;
+  AssetIndex assets;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread accept_thread;
+  std::atomic<bool> stopping{false};
+  Watchdog watchdog;
+  std::mutex mu;
+  std::condition_variable idle;
+  std::set<int> open_sockets;  // guarded by mu
+  std::size_t serving = 0;     // guarded by mu; connections served (the rest are being refused)
+  int port = 0;
+
+  State(const Api* a, ServerOptions o, Logger l)
+      : api(a), options(std::move(o)), logger(std::move(l)) {}
+
+  void AcceptLoop();
+  void AcceptOne(tcp::socket socket);
+  // Serves requests until the peer or the server ends the connection; the caller closes it.
+  void Serve(tcp::socket& socket);
+  // Reads one request header and answers 503: the server is at its connection limit.
+  void Refuse(tcp::socket& socket);
+  // Runs `op` with a deadline that shuts the socket down (`how`) when it passes; true if it did.
+  template <typename Op>
+  bool WithDeadline(tcp::socket& socket, std::chrono::milliseconds limit, int how, Op&& op) {
+    const int fd = socket.native_handle();
+    const Watchdog::Id id = watchdog.Arm(limit, [fd, how] { ::shutdown(fd, how); });
+    op();
+    return watchdog.Disarm(id);
+  }
+  void Write(tcp::socket& socket, const HttpResponse& response, bool keep_alive,
+             beast::error_code& ec);
+  void WriteAsset(tcp::socket& socket, const AssetIndex::Asset& asset, bool head, bool keep_alive,
+                  beast::error_code& ec);
+  void FollowLogs(tcp::socket& socket, const std::string& kube_path, beast::error_code& ec);
+};
+
+void HttpServer::State::Write(tcp::socket& socket, const HttpResponse& response, bool keep_alive,
                               beast::error_code& ec) {
   http::response<http::string_body> res{static_cast<http::status>(response.status), 11};
   AddCommonHeaders(res.base(), false);
   res.set(http::field::content_type, response.content_type);
   res.set(http::field::cache_control, "no-store");
+  if (response.status == 503) res.set(http::field::retry_after, "1");
   res.keep_alive(keep_alive);
   res.body() = response.body;
   res.prepare_payload();
-  http::write(socket, res, ec);
+  WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] { http::write(socket, res, ec); });
 }
 
-void HttpServer::State::ServeAsset(tcp::socket& socket, const std::string& target, bool keep_alive,
-                                   beast::error_code& ec) {
-  const std::string file = AssetPathFor(options.assets_dir, target);
-  if (file.empty()) {
-    Reply(socket, {404, "text/plain; charset=utf-8", "not found\n"}, keep_alive, ec);
-    return;
-  }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
+void HttpServer::State::WriteAsset(tcp::socket& socket, const AssetIndex::Asset& asset, bool head,
+                                   bool keep_alive, beast::error_code& ec) {
   http::response<http::string_body> res{http::status::ok, 11};
-  const bool html = file.size() >= 5 && file.compare(file.size() - 5, 5, ".html") == 0;
-  AddCommonHeaders(res.base(), html);
-  res.set(http::field::content_type, ContentTypeFor(file));
+  AddCommonHeaders(res.base(), asset.html);
+  res.set(http::field::content_type, asset.content_type);
   // Vite names built files by content hash; index.html must always be fresh.
-  res.set(http::field::cache_control, html ? "no-cache" : "public, max-age=31536000, immutable");
+  res.set(http::field::cache_control,
+          asset.html ? "no-cache" : "public, max-age=31536000, immutable");
   res.keep_alive(keep_alive);
-  res.body() = content.str();
-  res.prepare_payload();
-  http::write(socket, res, ec);
+  if (head) {
+    res.content_length(asset.content.size());
+  } else {
+    res.body() = asset.content;
+    res.prepare_payload();
+  }
+  WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] { http::write(socket, res, ec); });
+}
+
+void HttpServer::State::FollowLogs(tcp::socket& socket, const std::string& kube_path,
+                                   beast::error_code& ec) {
+  http::response<http::empty_body> res{http::status::ok, 11};
+  AddCommonHeaders(res.base(), false);
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.set(http::field::cache_control, "no-store");
+  res.chunked(true);
+  res.keep_alive(false);
+  http::response_serializer<http::empty_body> serializer(res);
+  WithDeadline(socket, options.write_timeout, SHUT_RDWR,
+               [&] { http::write_header(socket, serializer, ec); });
+  if (ec) return;
+
+  // Ends the upstream stream when the client goes away or the stream has lasted max_follow,
+  // even while the pod prints nothing.
+  kube::Cancellation cancel;
+  std::atomic<bool> done{false};
+  std::atomic<bool> expired{false};
+  std::thread guard([&, fd = socket.native_handle()] {
+    const Clock::time_point end = Clock::now() + options.max_follow;
+    while (!done.load() && !stopping.load()) {
+      if (Clock::now() >= end) {
+        expired = true;
+        break;
+      }
+      pollfd watched{fd, POLLIN | POLLRDHUP, 0};
+      if (::poll(&watched, 1, 200) > 0) {
+        if (watched.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) break;
+        char discard[4096];  // the client may not send more; what it sends is dropped
+        if (::recv(fd, discard, sizeof discard, MSG_DONTWAIT) == 0) break;
+      }
+    }
+    cancel.Cancel();
+  });
+  absl::Status streamed;
+  try {
+    streamed = api->FollowLogs(
+        kube_path,
+        [&](std::string_view chunk) {
+          if (stopping.load() || cancel.cancelled()) return false;
+          WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] {
+            asio::write(socket, http::make_chunk(asio::buffer(chunk.data(), chunk.size())), ec);
+          });
+          return !ec;
+        },
+        &cancel);
+  } catch (const std::exception& e) {
+    streamed = absl::InternalError(e.what());
+  }
+  done = true;
+  guard.join();
+  std::string note;
+  if (expired.load()) {
+    note = "\n[taas-ui] log stream ended after the longest follow of " +
+           Seconds(options.max_follow) + "; reload to follow again\n";
+  } else if (!streamed.ok()) {
+    note = "\n[taas-ui] log stream ended: " + std::string(streamed.message()) + "\n";
+  }
+  WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] {
+    if (!ec && !note.empty()) asio::write(socket, http::make_chunk(asio::buffer(note)), ec);
+    if (!ec) asio::write(socket, http::make_chunk_last(), ec);
+  });
 }
 
 void HttpServer::State::Serve(tcp::socket& socket) {
   beast::flat_buffer buffer;
   beast::error_code ec;
-  for (;;) {
+  while (!stopping.load()) {
+    if (buffer.size() == 0) {
+      // Keep-alive: wait for the first byte of the next request, not forever.
+      const bool idle_expired = WithDeadline(socket, options.idle_timeout, SHUT_RDWR,
+                                             [&] { socket.wait(tcp::socket::wait_read, ec); });
+      if (ec || idle_expired) break;
+    }
     http::request_parser<http::string_body> parser;
-    parser.body_limit(kBodyLimit);
-    http::read(socket, buffer, parser, ec);
-    if (ec == http::error::body_limit) {
-      Reply(socket, {413, "application/json", R"({"error":"request body over 1 MiB"})"}, false, ec);
+    parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+    parser.body_limit(options.max_body_bytes);
+    bool timed_out = WithDeadline(socket, options.header_timeout, SHUT_RD,
+                                  [&] { http::read_header(socket, buffer, parser, ec); });
+    if (!ec && !timed_out && !parser.is_done()) {
+      if (parser.get()[http::field::expect] == "100-continue") {
+        WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] {
+          asio::write(socket, asio::buffer(std::string_view("HTTP/1.1 100 Continue\r\n\r\n")), ec);
+        });
+      }
+      if (!ec) {
+        timed_out = WithDeadline(socket, options.body_timeout, SHUT_RD,
+                                 [&] { http::read(socket, buffer, parser, ec); });
+      }
+    }
+    if (timed_out) {
+      Write(socket,
+            JsonError(408, "the request did not arrive within " +
+                               Seconds(parser.is_header_done() ? options.body_timeout
+                                                               : options.header_timeout)),
+            false, ec);
       break;
     }
-    if (ec) break;
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == http::error::partial_message) {
+      break;
+    }
+    if (ec) {
+      Write(socket, ReadFailure(ec, options), false, ec);
+      break;
+    }
     const auto& req = parser.get();
-    HttpRequest request;
-    request.method = std::string(req.method_string());
-    request.target = std::string(req.target());
-    request.authorization = std::string(req[http::field::authorization]);
-    request.body = req.body();
     const bool keep_alive = req.keep_alive() && !stopping.load();
-
-    if (!Api::IsApiTarget(request.target)) {
-      if (request.method != "GET" && request.method != "HEAD") {
-        Reply(socket, {405, "text/plain; charset=utf-8", "method not allowed\n"}, keep_alive, ec);
-      } else {
-        ServeAsset(socket, request.target, keep_alive, ec);
-      }
-    } else if (api->IsFollowLogs(request)) {
+    if (auto bad = CheckHeaders(req)) {
+      Write(socket, *bad, false, ec);
+      break;
+    }
+    const HttpRequest request = ToHttpRequest(req);
+    if (api->IsFollowLogs(request)) {
       std::string kube_path;
       if (auto failed = api->PrepareFollowLogs(request, &kube_path)) {
-        Reply(socket, *failed, keep_alive, ec);
+        Write(socket, *failed, keep_alive, ec);
       } else {
-        http::response<http::empty_body> res{http::status::ok, 11};
-        AddCommonHeaders(res.base(), false);
-        res.set(http::field::content_type, "text/plain; charset=utf-8");
-        res.set(http::field::cache_control, "no-store");
-        res.chunked(true);
-        res.keep_alive(false);
-        http::response_serializer<http::empty_body> serializer(res);
-        http::write_header(socket, serializer, ec);
-        if (!ec) {
-          const absl::Status streamed = api->FollowLogs(kube_path, [&](std::string_view chunk) {
-            if (stopping.load()) return false;
-            asio::write(socket, http::make_chunk(asio::buffer(chunk.data(), chunk.size())), ec);
-            return !ec;
-          });
-          if (!streamed.ok() && !ec) {
-            const std::string note =
-                "\n[taas-ui] log stream ended: " + std::string(streamed.message()) + "\n";
-            asio::write(socket, http::make_chunk(asio::buffer(note)), ec);
-          }
-          if (!ec) asio::write(socket, http::make_chunk_last(), ec);
-        }
+        FollowLogs(socket, kube_path, ec);
         break;
       }
     } else {
-      Reply(socket, api->Handle(request), keep_alive, ec);
+      const Answer answer = AnswerRequest(*api, assets, request);
+      if (answer.asset) {
+        WriteAsset(socket, *answer.asset, request.method == "HEAD", keep_alive, ec);
+      } else {
+        Write(socket, answer.response, keep_alive, ec);
+      }
     }
     if (ec || !keep_alive) break;
   }
   socket.shutdown(tcp::socket::shutdown_both, ec);
+}
+
+void HttpServer::State::Refuse(tcp::socket& socket) {
+  // Read the request first, so that closing does not reset the connection before the client
+  // has read the answer.
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+  WithDeadline(socket, std::min(options.header_timeout, std::chrono::milliseconds(2000)), SHUT_RD,
+               [&] { http::read_header(socket, buffer, parser, ec); });
+  Write(socket,
+        JsonError(503, "the UI server is serving its limit of " +
+                           std::to_string(options.max_connections) +
+                           " connections; retry in a moment"),
+        false, ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+}
+
+void HttpServer::State::AcceptOne(tcp::socket socket) {
+  std::unique_lock<std::mutex> lock(mu);
+  // Past the limit, as many connections again are answered 503; beyond that they are closed.
+  if (open_sockets.size() >= 2 * options.max_connections) {
+    lock.unlock();
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  const bool serve = serving < options.max_connections;
+  if (serve) ++serving;
+  const int fd = socket.native_handle();
+  open_sockets.insert(fd);
+  lock.unlock();
+  // The thread keeps the state alive: it may outlive Stop()'s wait.
+  std::thread([self = shared_from_this(), serve, fd, socket = std::move(socket)]() mutable {
+    try {
+      serve ? self->Serve(socket) : self->Refuse(socket);
+    } catch (const std::exception& e) {
+      self->logger.Error("connection failed", {{"error", e.what()}});
+    }
+    {
+      // Forget the descriptor before closing it, so Stop() never shuts down a reused one.
+      std::lock_guard<std::mutex> guard(self->mu);
+      self->open_sockets.erase(fd);
+      if (serve) --self->serving;
+      self->idle.notify_all();
+    }
+    beast::error_code ignored;
+    socket.close(ignored);
+  }).detach();
+}
+
+void HttpServer::State::AcceptLoop() {
+  while (!stopping.load()) {
+    try {
+      tcp::socket socket(io);
+      beast::error_code accept_error;
+      acceptor.accept(socket, accept_error);
+      if (stopping.load()) break;
+      if (accept_error) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      AcceptOne(std::move(socket));
+    } catch (const std::exception& e) {
+      // Out of threads or memory: keep accepting once the pressure is gone.
+      logger.Error("accepting a connection failed", {{"error", e.what()}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 }
 
 HttpServer::HttpServer(const Api* api, ServerOptions options, Logger logger)
@@ -218,6 +604,8 @@ HttpServer::~HttpServer() { Stop(); }
 
 absl::Status HttpServer::Start() {
   State& s = *state_;
+  TAAS_RETURN_IF_ERROR(CheckServerOptions(s.options));
+  TAAS_ASSIGN_OR_RETURN(s.assets, AssetIndex::Load(s.options.assets_dir));
   beast::error_code ec;
   const auto address = asio::ip::make_address(s.options.host, ec);
   if (ec)
@@ -233,41 +621,9 @@ absl::Status HttpServer::Start() {
   }
   s.port = s.acceptor.local_endpoint().port();
   std::shared_ptr<State> state = state_;
-  s.accept_thread = std::thread([state] {
-    for (;;) {
-      tcp::socket socket(state->io);
-      beast::error_code accept_error;
-      state->acceptor.accept(socket, accept_error);
-      if (state->stopping.load()) break;
-      if (accept_error) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        continue;
-      }
-      std::unique_lock<std::mutex> lock(state->mu);
-      if (state->open_sockets.size() >= state->options.max_connections) {
-        lock.unlock();
-        beast::error_code ignored;
-        socket.close(ignored);
-        continue;
-      }
-      const int fd = socket.native_handle();
-      state->open_sockets.insert(fd);
-      lock.unlock();
-      std::thread([state, fd, socket = std::move(socket)]() mutable {
-        state->Serve(socket);
-        {
-          // Forget the descriptor before closing it, so Stop() never shuts down a reused one.
-          std::lock_guard<std::mutex> guard(state->mu);
-          state->open_sockets.erase(fd);
-          state->idle.notify_all();
-        }
-        beast::error_code ignored;
-        socket.close(ignored);
-      }).detach();
-    }
-  });
-  s.logger.Info("UI server listening",
-                {{"address", s.options.host + ":" + std::to_string(s.port)}});
+  s.accept_thread = std::thread([state] { state->AcceptLoop(); });
+  s.logger.Info("UI server listening", {{"address", s.options.host + ":" + std::to_string(s.port)},
+                                        {"assets", static_cast<std::int64_t>(s.assets.size())}});
   return absl::OkStatus();
 }
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <utility>
 
+#include "taas/base/json_fields.h"
+
 namespace taas::ui_server {
 namespace {
 
@@ -26,17 +28,31 @@ std::string Lower(std::string_view s) {
 
 // The value at `key` if it is a string, else "".
 std::string Str(const json& object, std::string_view key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) return "";
-  return it->get<std::string>();
+  return json_fields::StringOr(object, key, "");
 }
 
+// The value at `key` of any type; null when absent (or `object` is not an object).
 const json& Child(const json& object, std::string_view key) {
   static const json kNull;  // NOLINT: an immutable empty value, not state.
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
+  const json* found = json_fields::Find(object, key);
+  return found ? *found : kNull;
+}
+
+// A whole number in a label ("3"), clamped to int; 0 when it is not one.
+int LabelNumber(const std::string& text) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  return std::stoi(text);
+}
+
+// An integer field as int, clamped (a count such as restartCount); `fallback` when absent or of
+// another type.
+int IntField(const json& object, std::string_view key, int fallback) {
+  const auto value = json_fields::Int(object, key);
+  if (!value) return fallback;
+  return static_cast<int>(std::clamp<std::int64_t>(*value, -1000000000, 1000000000));
 }
 
 const json& Items(const json& list) {
@@ -61,11 +77,13 @@ int TypeRank(std::string_view type) {
   return static_cast<int>(kTypeOrder.size());
 }
 
-// A quantity held as a JSON string or number.
+// A quantity held as a JSON string or number; 0 for anything else, negative or not finite, and
+// at most 1e18 (so sums and roundings stay finite and defined).
 double QuantityOf(const json& value) {
-  if (value.is_number()) return value.get<double>();
-  if (value.is_string()) return ParseQuantity(value.get<std::string>()).value_or(0);
-  return 0;
+  double q = 0;
+  if (value.is_number()) q = value.get<double>();
+  if (value.is_string()) q = ParseQuantity(value.get<std::string>()).value_or(0);
+  return std::isfinite(q) && q > 0 ? std::min(q, 1e18) : 0;
 }
 
 struct Resources {
@@ -254,7 +272,7 @@ json PodView(const json& pod) {
     }
   }
   view["replicaType"] = Lower(type);
-  view["index"] = std::atoi(index.c_str());
+  view["index"] = LabelNumber(index);
   view["node"] = Str(spec, "nodeName");
   std::string phase = Str(status, "phase");
   if (phase.empty()) phase = "Pending";
@@ -269,8 +287,9 @@ json PodView(const json& pod) {
   const json& containers = Child(status, "containerStatuses");
   if (containers.is_array()) {
     for (const json& c : containers) {
-      restarts += Child(c, "restartCount").is_number_integer() ? c["restartCount"].get<int>() : 0;
-      if (!(Child(c, "ready").is_boolean() && c["ready"].get<bool>())) ready = false;
+      restarts = static_cast<int>(std::min<std::int64_t>(
+          std::int64_t{restarts} + std::max(0, IntField(c, "restartCount", 0)), 1000000000));
+      if (!json_fields::Bool(c, "ready").value_or(false)) ready = false;
       const json& state = Child(c, "state");
       const json& last = Child(Child(c, "lastState"), "terminated");
       if (const json& waiting = Child(state, "waiting"); waiting.is_object()) {
@@ -289,12 +308,14 @@ json PodView(const json& pod) {
           reason = Str(terminated, "reason");
           message = Str(terminated, "message");
         }
-        if (Child(terminated, "exitCode").is_number_integer()) exit_code = terminated["exitCode"];
+        if (json_fields::Int(terminated, "exitCode")) {
+          exit_code = IntField(terminated, "exitCode", 0);
+        }
       } else if (last.is_object() && reason.empty()) {
         reason = "Restarted (last: " + Str(last, "reason") + ")";
       }
-      if (exit_code.is_null() && last.is_object() && Child(last, "exitCode").is_number_integer()) {
-        exit_code = last["exitCode"];
+      if (exit_code.is_null() && json_fields::Int(last, "exitCode")) {
+        exit_code = IntField(last, "exitCode", 0);
       }
     }
   }
@@ -319,10 +340,11 @@ std::int64_t JobGpus(const json& tfjob) {
   double total = 0;
   for (const auto& [type, spec] : specs.items()) {
     const json& replicas = Child(spec, "replicas");
-    const double count = replicas.is_number() ? replicas.get<double>() : 1;
+    const double count = replicas.is_number() ? std::clamp(replicas.get<double>(), 0.0, 1e9) : 1;
     total += count * PodRequests(Child(spec, "template")).gpu;
   }
-  return std::llround(total);
+  // Clamped so that rounding stays defined for absurd replica counts.
+  return std::llround(std::clamp(total, 0.0, 1e15));
 }
 
 json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now) {
@@ -356,8 +378,7 @@ json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now)
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return TypeRank(a.first) < TypeRank(b.first); });
   for (const auto& [type, spec] : ordered) {
-    const json& count = Child(spec, "replicas");
-    const std::int64_t desired = count.is_number_integer() ? count.get<std::int64_t>() : 1;
+    const std::int64_t desired = json_fields::Int(spec, "replicas").value_or(1);
     std::int64_t ready = 0;
     for (const json& p : pod_views) {
       const std::string phase = p["phase"].get<std::string>();
@@ -375,8 +396,8 @@ json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now)
   const json& replica_statuses = Child(Child(tfjob, "status"), "replicaStatuses");
   if (replica_statuses.is_object()) {
     for (const auto& [type, status] : replica_statuses.items()) {
-      const json& count = Child(status, "restarts");
-      if (count.is_number_integer()) restarts += count.get<std::int64_t>();
+      const std::int64_t count = json_fields::Int(status, "restarts").value_or(0);
+      restarts += std::clamp<std::int64_t>(count, 0, 1000000000);
     }
   }
   for (const json& p : pod_views) restarts = std::max<std::int64_t>(restarts, p["restarts"]);
@@ -458,12 +479,11 @@ json EventsView(const json& event_list, std::string_view job,
     if (time.empty()) time = Str(e, "eventTime");
     if (time.empty()) time = Str(e, "firstTimestamp");
     if (time.empty()) time = Str(Child(e, "metadata"), "creationTimestamp");
-    const json& count = Child(e, "count");
     events.push_back({{"type", Str(e, "type")},
                       {"reason", Str(e, "reason")},
                       {"message", Str(e, "message")},
                       {"object", kind + "/" + name},
-                      {"count", count.is_number_integer() ? count.get<int>() : 1},
+                      {"count", IntField(e, "count", 1)},
                       {"time", time}});
   }
   std::stable_sort(events.begin(), events.end(), [](const json& a, const json& b) {

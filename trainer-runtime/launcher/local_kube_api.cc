@@ -356,9 +356,12 @@ absl::StatusOr<std::string> LocalKubeApi::GetText(const std::string& path) {
 }
 
 absl::Status LocalKubeApi::StreamText(const std::string& path,
-                                      const std::function<bool(std::string_view)>& on_chunk) {
+                                      const std::function<bool(std::string_view)>& on_chunk,
+                                      kube::Cancellation* cancel) {
   TAAS_ASSIGN_OR_RETURN(auto log, LogRequest(path, state_->Get().job.metadata.namespace_name));
-  return state_->FollowLog(log.first, log.second, on_chunk);
+  return state_->FollowLog(log.first, log.second, [&](std::string_view chunk) {
+    return (cancel == nullptr || !cancel->cancelled()) && on_chunk(chunk);
+  });
 }
 
 }  // namespace taas::launcher

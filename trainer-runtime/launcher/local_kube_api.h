@@ -35,8 +35,10 @@ class LocalKubeApi : public ui_server::KubeApi {
   absl::StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) override;
   absl::StatusOr<nlohmann::json> Delete(const std::string& path) override;
   absl::StatusOr<std::string> GetText(const std::string& path) override;
+  // Ends at the next chunk once `cancel` is cancelled.
   absl::Status StreamText(const std::string& path,
-                          const std::function<bool(std::string_view)>& on_chunk) override;
+                          const std::function<bool(std::string_view)>& on_chunk,
+                          kube::Cancellation* cancel) override;
 
  private:
   const LocalJobState* state_;

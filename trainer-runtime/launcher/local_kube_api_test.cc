@@ -258,7 +258,8 @@ TEST_CASE_FIXTURE(Fixture, "following a log: the tail, new lines, and the end wi
           std::lock_guard<std::mutex> lock(mu);
           received += chunk;
           return true;
-        });
+        },
+        nullptr);
     done = true;
   });
   auto wait_for = [&](const std::string& text) {

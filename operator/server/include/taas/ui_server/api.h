@@ -7,8 +7,11 @@
 // when there are several), with the field named as in the TFJob so the form can place it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,7 +30,17 @@ struct ApiOptions {
   bool allow_anonymous_read = false;    // GETs without a token (never writes)
   // Served by `taas run` for its one job (the front end says so); GET config says "localRun".
   bool local_run = false;
+  // Bytes of one log answer (`limitBytes`, default and maximum); a followed stream is bounded
+  // by time instead (ServerOptions::max_follow) unless the request sets limitBytes.
+  std::int64_t max_log_bytes = 8 << 20;
+  // Rows of the job list; the answer says "truncated" when there were more.
+  std::int64_t max_list_items = 500;
+  // The cluster page is computed at most once per this period, shared by every tab.
+  std::chrono::milliseconds cluster_max_age{std::chrono::seconds(5)};
 };
+
+// Range-checks the numbers of `options`; the error names the flag and its allowed range.
+absl::Status CheckApiOptions(const ApiOptions& options);
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", "DELETE"
@@ -42,7 +55,7 @@ struct HttpResponse {
   std::string body;
 };
 
-// Thread-safe (it keeps no state of its own besides what KubeApi and MetricsStore guard).
+// Thread-safe (its one state of its own, the cached cluster page, is guarded).
 class Api {
  public:
   // `kube` and `metrics` are not owned and must outlive the Api. `now` gives Unix seconds.
@@ -60,7 +73,8 @@ class Api {
   std::optional<HttpResponse> PrepareFollowLogs(const HttpRequest& request,
                                                 std::string* kube_path) const;
   absl::Status FollowLogs(const std::string& kube_path,
-                          const std::function<bool(std::string_view)>& write) const;
+                          const std::function<bool(std::string_view)>& write,
+                          kube::Cancellation* cancel) const;
 
  private:
   struct Route;
@@ -86,6 +100,14 @@ class Api {
   const MetricsStore* metrics_;
   Logger logger_;
   std::function<std::int64_t()> now_;
+
+  // The cluster page as last computed, shared by every request for cluster_max_age.
+  struct ClusterCache {
+    std::mutex mu;
+    std::chrono::steady_clock::time_point computed;
+    std::optional<HttpResponse> view;  // guarded by mu
+  };
+  std::unique_ptr<ClusterCache> cluster_cache_ = std::make_unique<ClusterCache>();
 };
 
 // Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in query strings);

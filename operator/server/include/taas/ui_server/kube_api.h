@@ -7,10 +7,21 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "taas/base/status.h"
+#include "taas/kube/client.h"
 
 namespace taas::ui_server {
+
+// What the cluster page sums up (see ClusterView in views.h): every node, every pod not yet done
+// in every namespace, the TFJob pods of the UI's namespaces and their FailedScheduling events.
+struct ClusterObjects {
+  nlohmann::json nodes = {{"items", nlohmann::json::array()}};
+  nlohmann::json active_pods = {{"items", nlohmann::json::array()}};
+  std::vector<nlohmann::json> job_pods;
+  nlohmann::json events = {{"items", nlohmann::json::array()}};
+};
 
 // Paths are absolute API paths with an optional query, e.g.
 // `/apis/kubeflow.org/v1/namespaces/default/tfjobs?dryRun=All`. A non-2xx answer is a Status
@@ -27,9 +38,15 @@ class KubeApi {
   virtual absl::StatusOr<nlohmann::json> Delete(const std::string& path) = 0;
   virtual absl::StatusOr<std::string> GetText(const std::string& path) = 0;
   // Calls `on_chunk` with each piece of a streamed text answer (pod logs with `follow=true`)
-  // until the stream ends, `on_chunk` returns false (not an error), or the connection fails.
+  // until the stream ends, `on_chunk` returns false or `cancel` (may be null) is cancelled (not
+  // errors), or the connection fails.
   virtual absl::Status StreamText(const std::string& path,
-                                  const std::function<bool(std::string_view)>& on_chunk) = 0;
+                                  const std::function<bool(std::string_view)>& on_chunk,
+                                  kube::Cancellation* cancel) = 0;
+  // The objects of the cluster page for `namespaces`. By default one list of each per call;
+  // KubeClientApi serves nodes, pods and events from informers (one watch each, shared).
+  virtual absl::StatusOr<ClusterObjects> ListClusterObjects(
+      const std::vector<std::string>& namespaces);
 };
 
 // The type URL under which a Kubernetes `Status` JSON object travels in an absl::Status payload.

@@ -2,8 +2,13 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "taas/base/log.h"
 #include "taas/kube/client.h"
+#include "taas/kube/informer.h"
 #include "taas/ui_server/kube_api.h"
 
 namespace taas::ui_server {
@@ -11,9 +16,10 @@ namespace taas::ui_server {
 class KubeClientApi : public KubeApi {
  public:
   // Owns `client`.
-  explicit KubeClientApi(std::unique_ptr<kube::Client> client);
+  explicit KubeClientApi(std::unique_ptr<kube::Client> client, Logger logger = Logger(stderr));
   // Shares a client owned elsewhere (e.g. the operator's), which must outlive this object.
-  explicit KubeClientApi(kube::Client* client);
+  explicit KubeClientApi(kube::Client* client, Logger logger = Logger(stderr));
+  ~KubeClientApi() override;
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path) override;
   absl::StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) override;
@@ -21,11 +27,24 @@ class KubeClientApi : public KubeApi {
   absl::StatusOr<nlohmann::json> Delete(const std::string& path) override;
   absl::StatusOr<std::string> GetText(const std::string& path) override;
   absl::Status StreamText(const std::string& path,
-                          const std::function<bool(std::string_view)>& on_chunk) override;
+                          const std::function<bool(std::string_view)>& on_chunk,
+                          kube::Cancellation* cancel) override;
+  // From informers started on the first call (a UI whose cluster page is never opened watches
+  // nothing): nodes, every pod, and FailedScheduling events of `namespaces`.
+  absl::StatusOr<ClusterObjects> ListClusterObjects(
+      const std::vector<std::string>& namespaces) override;
 
  private:
+  absl::Status StartClusterInformers(const std::vector<std::string>& namespaces);
+
   std::unique_ptr<kube::Client> owned_;
   kube::Client* client_;
+  Logger logger_;
+  std::mutex informers_mu_;
+  std::vector<std::string> informed_namespaces_;         // guarded by informers_mu_
+  std::unique_ptr<kube::Informer> nodes_;                // guarded by informers_mu_
+  std::unique_ptr<kube::Informer> pods_;                 // guarded by informers_mu_
+  std::vector<std::unique_ptr<kube::Informer>> events_;  // guarded by informers_mu_
 };
 
 }  // namespace taas::ui_server
