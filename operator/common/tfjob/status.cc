@@ -130,10 +130,12 @@ class StatusComputation {
         replica.label_selector = LabelSelectorJson(labels);
         replica.selector = std::move(selector);
       }
+      // A named copy: clang 14 (the sanitizer builds) cannot capture a structured binding.
+      const auto replicas = spec.replicas;
       std::erase_if(replica.succeeded_indexes,
-                    [&](int index) { return index < 0 || index >= spec.replicas; });
-      std::erase_if(replica.container_restarts, [&](const auto& entry) {
-        return entry.first < 0 || entry.first >= spec.replicas;
+                    [replicas](int index) { return index < 0 || index >= replicas; });
+      std::erase_if(replica.container_restarts, [replicas](const auto& entry) {
+        return entry.first < 0 || entry.first >= replicas;
       });
       fresh[type] = std::move(replica);
     }
