@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing runs of scripts/test.sh. Each is one ctest entry of the main build
+# (tests/CMakeLists.txt) that builds what it needs in its own clang tree beside the main one
+# (ccache'd like it) and runs ctest there, so its summary prints on failure and its exit status
+# is the entry's:
+#   asan  MAIN_BUILD   every `unit` test under AddressSanitizer + UndefinedBehaviorSanitizer
+#   fuzz  MAIN_BUILD   every fuzz target for TAAS_FUZZ_SECONDS (default 30), same tree as asan
+#   tsan  MAIN_BUILD   the parameter-server and kube (work queue, informer) tests under
+#                      ThreadSanitizer
+# The trees are MAIN_BUILD-asan and MAIN_BUILD-tsan. Suppressions live in sanitizers/ beside this
+# script, each with the reason it is there.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$TAAS_ROOT/scripts/lib/build.sh"
+
+usage() { die "usage: sanitize.sh asan|fuzz|tsan MAIN_BUILD"; }
+[ $# -eq 2 ] || usage
+run=$1 main_build=$2
+suppressions="$TAAS_ROOT/scripts/lib/sanitizers"
+
+need_command clang++ "run scripts/setup.sh (scripts/setup.d/15-sanitizers.sh installs clang)"
+
+# Line tables are enough for file:line in reports and keep the trees small; assertions stay on
+# (no NDEBUG). Warnings are the gcc build's job: clang's differ, so they are not errors here.
+clang_args=(-DCMAKE_CXX_COMPILER=clang++ -DTAAS_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only")
+
+# A report stops the test with a stack (the code is built with -fno-sanitize-recover); leaks are
+# reported at exit.
+export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
+export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp"
+
+# Configures and builds TARGETS in TREE with the given cmake arguments, printing the build time.
+build_tree() {
+  local tree=$1 target=$2
+  shift 2
+  local start=$SECONDS
+  TAAS_BUILD="$tree" taas_configure "$@"
+  cmake --build "$tree" --target "$target" -- -j"$(nproc)"
+  log "built $target in $tree in $((SECONDS - start)) s"
+}
+
+run_ctest() {
+  local tree=$1
+  shift
+  ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$(nproc)" "$@"
+}
+
+asan_args=("${clang_args[@]}" "-DTAAS_SANITIZE=address;undefined" -DTAAS_FUZZ=ON
+  "-DTAAS_FUZZ_SECONDS=${TAAS_FUZZ_SECONDS:-30}")
+
+case $run in
+asan)
+  build_tree "$main_build-asan" taas_unit_tests "${asan_args[@]}"
+  run_ctest "$main_build-asan" -L unit
+  ;;
+fuzz)
+  build_tree "$main_build-asan" taas_fuzzers "${asan_args[@]}"
+  run_ctest "$main_build-asan" -L fuzz
+  ;;
+tsan)
+  # Test names are their targets' names (taas_add_test).
+  tsan_tests='^(trainer_ps_.*_test|taas_kube_test)$'
+  TAAS_BUILD="$main_build-tsan" taas_configure "${clang_args[@]}" -DTAAS_SANITIZE=thread
+  mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N -R "$tsan_tests" |
+    sed -n 's/^ *Test *#[0-9]*: //p')
+  [ ${#targets[@]} -gt 0 ] || die "no tests match $tsan_tests in $main_build-tsan"
+  start=$SECONDS
+  cmake --build "$main_build-tsan" --target "${targets[@]}" -- -j"$(nproc)"
+  log "built ${targets[*]} in $main_build-tsan in $((SECONDS - start)) s"
+  run_ctest "$main_build-tsan" -R "$tsan_tests"
+  ;;
+*) usage ;;
+esac
