@@ -1,7 +1,11 @@
 #include "taas/ui_server/api.h"
 
 #include <absl/strings/cord.h>
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,8 +15,12 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 
+#include "taas/ui_server/job_form.h"
 #include "taas/ui_server/server.h"
+#include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
 namespace {
@@ -51,7 +59,7 @@ class FakeKube : public KubeApi {
   }
   absl::Status StreamText(const std::string& path,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          kube::Cancellation*) override {
+                          kube::Cancellation* cancel) override {
     {
       std::lock_guard<std::mutex> lock(mu);
       texts_requested.push_back(path);
@@ -59,11 +67,18 @@ class FakeKube : public KubeApi {
     for (const char* chunk : {"step=1 loss=2.3\n", "step=2 loss=2.1\n", "step=3 loss=1.9\n"}) {
       if (!on_chunk(chunk)) return absl::OkStatus();
     }
+    // A quiet pod: nothing more until the stream is cancelled.
+    while (stream_until_cancelled && !(cancel && cancel->cancelled())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ++streams_ended;
     return absl::OkStatus();
   }
 
   static absl::Status KubeStatus(absl::StatusCode code, const json& status) {
-    absl::Status s(code, status.value("message", "failed"));
+    const bool has_message =
+        status.is_object() && status.contains("message") && status["message"].is_string();
+    absl::Status s(code, has_message ? status["message"].get<std::string>() : "failed");
     s.SetPayload(absl::string_view(kKubeStatusPayload.data(), kKubeStatusPayload.size()),
                  absl::Cord(status.dump()));
     return s;
@@ -84,6 +99,8 @@ class FakeKube : public KubeApi {
   std::vector<std::pair<std::string, json>> posts;
   std::vector<std::string> deletes;
   std::vector<std::string> texts_requested;
+  std::atomic<bool> stream_until_cancelled{false};
+  std::atomic<int> streams_ended{0};
 };
 
 json Node(const std::string& name) {
@@ -130,7 +147,7 @@ json MnistJob() {
 }
 
 struct Fixture {
-  Fixture(bool anonymous = false) {
+  explicit Fixture(bool anonymous = false, ApiOptions options = {}) {
     kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs"] = {{"items", {MnistJob()}}};
     kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = MnistJob();
     kube.objects["/apis/kubeflow.org/v1/namespaces/team-b/tfjobs"] = {{"items", json::array()}};
@@ -156,7 +173,6 @@ struct Fixture {
     kube.objects
         ["/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"] =
         kube.objects["/api/v1/namespaces/default/pods"];
-    ApiOptions options;
     options.namespaces = {"default", "team-b"};
     options.token = kToken;
     options.allow_anonymous_read = anonymous;
@@ -485,6 +501,322 @@ TEST_CASE("over HTTP: token, API, followed logs and the front end's files") {
 
   server.Stop();
   std::filesystem::remove_all(assets);
+}
+
+// Every value of another type that a field of an outside object may hold.
+std::vector<json> WrongValues() {
+  return {"text",
+          -1,
+          18446744073709551615ULL,
+          1.5e308,
+          -1.5,
+          true,
+          nullptr,
+          json::array(),
+          json::object(),
+          json::array({1, "a", nullptr}),
+          json{{"a", {{"b", 1}}}}};
+}
+
+// `object` with one field (at any depth, array elements included) replaced by each wrong value.
+std::vector<json> WrongTypeVariants(const json& object) {
+  std::vector<json> variants;
+  const json flat = object.flatten();
+  std::set<std::string> pointers;
+  for (const auto& [leaf, value] : flat.items()) {
+    // Every prefix of a leaf's pointer is a field too (whole objects and arrays).
+    for (std::size_t slash = leaf.find('/', 1);; slash = leaf.find('/', slash + 1)) {
+      pointers.insert(leaf.substr(0, slash));
+      if (slash == std::string::npos) break;
+    }
+  }
+  for (const std::string& pointer : pointers) {
+    for (const json& wrong : WrongValues()) {
+      json variant = object;
+      variant[json::json_pointer(pointer)] = wrong;
+      variants.push_back(std::move(variant));
+    }
+  }
+  for (const json& wrong : WrongValues()) variants.push_back(wrong);  // the object itself
+  return variants;
+}
+
+TEST_CASE(
+    "TFJobs, pods, nodes and events whose every field has the wrong type answer, never throw") {
+  ApiOptions options;
+  options.cluster_max_age = std::chrono::milliseconds(0);
+  Fixture f(false, options);
+  MetricsStore store;
+  ScraperOptions scraper_options;
+  scraper_options.timeout = std::chrono::milliseconds(50);
+  for (const char* replica : {"mnist-chief-0", "mnist-worker-0", "mnist-evaluator-0"}) {
+    scraper_options.overrides[std::string("default/") + replica] = "127.0.0.1:1";
+  }
+  MetricsScraper scraper(&f.kube, {"default"}, &store, scraper_options, Logger(stderr));
+  const std::string job_path = "/apis/kubeflow.org/v1/namespaces/default/tfjobs";
+  const std::string pods_path = "/api/v1/namespaces/default/pods";
+  auto calls_answer = [&] {
+    for (const char* target :
+         {"/api/v1/tfjobs", "/api/v1/namespaces/default/tfjobs/mnist", "/api/v1/cluster",
+          "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs"}) {
+      CAPTURE(target);
+      CHECK(f.Call("GET", target).status != 500);
+    }
+    CHECK(f.Call("POST", "/api/v1/namespaces/default/tfjobs/mnist/clone", "{}").status != 500);
+    CHECK(f.Call("POST", "/api/v1/namespaces/default/tfjobs?dryRun=All", Form().dump()).status !=
+          500);
+    CHECK_NOTHROW(scraper.ScrapeOnce());
+  };
+
+  int variants = 0;
+  for (const json& job : WrongTypeVariants(MnistJob())) {
+    CAPTURE(job.dump());
+    f.kube.objects[job_path] = {{"items", {job}}};
+    f.kube.objects[job_path + "/mnist"] = job;
+    calls_answer();
+    CHECK_NOTHROW(scraper.Targets(job));
+    CHECK_NOTHROW(CloneTfJob(job, "copy"));
+    CHECK_NOTHROW(JobView(job, {WorkerPod(0, "Running")}, 0));
+    CHECK_NOTHROW(JobGpus(job));
+    ++variants;
+  }
+  f.kube.objects[job_path] = {{"items", {MnistJob()}}};
+  f.kube.objects[job_path + "/mnist"] = MnistJob();
+  for (const json& pod : WrongTypeVariants(WorkerPod(0, "Running"))) {
+    CAPTURE(pod.dump());
+    f.kube.objects[pods_path] = {{"items", {pod, WorkerPod(1, "Pending")}}};
+    f.kube.objects[pods_path + "/mnist-worker-0"] = pod;
+    f.kube.objects
+        ["/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"] =
+        f.kube.objects[pods_path];
+    calls_answer();
+    CHECK_NOTHROW(PodView(pod));
+    CHECK_NOTHROW(JobView(MnistJob(), {pod}, 0));
+    ++variants;
+  }
+  for (const json& node : WrongTypeVariants(Node("taas-node-0"))) {
+    CAPTURE(node.dump());
+    f.kube.objects["/api/v1/nodes"] = {{"items", {node, Node("taas-node-1")}}};
+    calls_answer();
+    CHECK_NOTHROW(ComputeClusterLimits({{"items", {node}}}));
+    ++variants;
+  }
+  const json event = f.kube.objects["/api/v1/namespaces/default/events"]["items"][0];
+  for (const json& e : WrongTypeVariants(event)) {
+    CAPTURE(e.dump());
+    f.kube.objects["/api/v1/namespaces/default/events"] = {{"items", {e}}};
+    f.kube.objects["/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling"] =
+        f.kube.objects["/api/v1/namespaces/default/events"];
+    calls_answer();
+    CHECK_NOTHROW(EventsView({{"items", {e}}}, "mnist", {"mnist-worker-1"}));
+    ++variants;
+  }
+  // Whole lists of the wrong type.
+  for (const json& wrong : WrongValues()) {
+    for (const std::string& path : {job_path, pods_path, std::string("/api/v1/nodes")}) {
+      const json saved = f.kube.objects[path];
+      f.kube.objects[path] = wrong;
+      calls_answer();
+      f.kube.objects[path] = {{"items", wrong}};
+      calls_answer();
+      f.kube.objects[path] = saved;
+    }
+  }
+  // A Kubernetes Status of the wrong shape in an error.
+  const json status = {{"kind", "Status"},
+                       {"code", 422},
+                       {"message", "invalid"},
+                       {"details", {{"causes", {{{"field", "spec"}, {"message", "bad"}}}}}}};
+  for (const json& wrong : WrongTypeVariants(status)) {
+    CHECK_NOTHROW(
+        KubeErrorResponse(FakeKube::KubeStatus(absl::StatusCode::kInvalidArgument, wrong)));
+  }
+  MESSAGE(variants << " objects with a field of the wrong type");
+  CHECK(variants > 400);
+}
+
+// Sends `bytes` on a fresh connection (after `pause`, the rest of `later`) and returns all the
+// server answers until it closes the connection or `wait` passes.
+std::string RawExchange(int port, const std::string& bytes, std::chrono::milliseconds wait,
+                        const std::string& later = "",
+                        std::chrono::milliseconds pause = std::chrono::milliseconds(0)) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  timeval timeout{static_cast<time_t>(wait.count() / 1000),
+                  static_cast<suseconds_t>(wait.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  if (!later.empty()) {
+    std::this_thread::sleep_for(pause);
+    ::send(fd, later.data(), later.size(), MSG_NOSIGNAL);
+  }
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, n);
+  ::close(fd);
+  return answer;
+}
+
+int StatusOf(const std::string& answer) {
+  return answer.size() > 12 ? std::atoi(answer.substr(9, 3).c_str()) : 0;
+}
+
+TEST_CASE("static files come only from the index of the assets folder") {
+  const AssetIndex index =
+      AssetIndex::FromFiles({{"/index.html", "<!doctype html>"}, {"/assets/app.js", "1"}});
+  REQUIRE(index.Resolve("/assets/app.js") != nullptr);
+  CHECK(index.Resolve("/assets/app.js")->content == "1");
+  CHECK(index.Resolve("/assets/app%2ejs")->content == "1");  // looked up decoded
+  // Plain paths are the app's routes: index.html, whatever file they name elsewhere.
+  for (const char* route : {"/", "/cluster", "/new", "/jobs/default/mnist", "/jobs/default/mnist/",
+                            "/?x=1", "/cluster#top", "/proc/self/environ", "/etc/hostname"}) {
+    CAPTURE(std::string(route));
+    REQUIRE(index.Resolve(route) != nullptr);
+    CHECK(index.Resolve(route)->html);
+  }
+  for (const char* hostile :
+       {"//etc/hostname", "//etc/passwd", "/../etc/passwd", "/assets/../../etc/passwd",
+        "/%2e%2e/etc/passwd", "/%2F%2Fetc/hostname", "/assets%2f..%2f..%2fetc%2fpasswd",
+        "/..\\..\\etc\\passwd", "/%00", "/index.html%00.js", "/%c0%ae%c0%ae/etc/passwd",
+        "/assets/missing.js", "/etc/hostname.txt", "relative", "", "/%zz", "/a//b", "/jobs/./x"}) {
+    CAPTURE(std::string(hostile));
+    CHECK(index.Resolve(hostile) == nullptr);
+  }
+}
+
+TEST_CASE("over HTTP: no file outside the assets, whatever the encoding") {
+  Fixture f;
+  const auto assets = std::filesystem::temp_directory_path() /
+                      ("taas-ui-assets-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(assets);
+  std::ofstream(assets / "index.html") << "<!doctype html><title>taas</title>";
+  std::filesystem::create_symlink("/etc/hostname", assets / "hostname");
+  HttpServer server(f.api.get(), {"127.0.0.1", 0, assets.string()}, Logger(stderr));
+  REQUIRE(server.Start().ok());
+  for (const char* target : {"//etc/hostname", "//etc/passwd", "/%2e%2e/etc/hostname",
+                             "/..%2f..%2fetc/hostname", "/assets/..//etc/hostname"}) {
+    CAPTURE(std::string(target));
+    const std::string answer =
+        RawExchange(server.port(), std::string("GET ") + target + " HTTP/1.1\r\nHost: x\r\n\r\n",
+                    std::chrono::milliseconds(2000));
+    CHECK(StatusOf(answer) == 404);
+  }
+  // A symbolic link in the assets folder is not one of the build's files: the app's page instead.
+  const std::string linked = RawExchange(server.port(), "GET /hostname HTTP/1.1\r\nHost: x\r\n\r\n",
+                                         std::chrono::milliseconds(2000));
+  CHECK(StatusOf(linked) == 200);
+  CHECK(linked.find("<title>taas</title>") != std::string::npos);
+  server.Stop();
+  std::filesystem::remove_all(assets);
+}
+
+TEST_CASE("over HTTP: deadlines, the connection limit, body limits and followed logs end") {
+  Fixture f;
+  ServerOptions options;
+  options.max_connections = 2;
+  options.idle_timeout = std::chrono::milliseconds(400);
+  options.header_timeout = std::chrono::milliseconds(300);
+  options.body_timeout = std::chrono::milliseconds(300);
+  options.max_body_bytes = 4096;
+  options.max_follow = std::chrono::milliseconds(1000);
+  HttpServer server(f.api.get(), options, Logger(stderr));
+  REQUIRE(server.Start().ok());
+  const int port = server.port();
+  const std::string get_config =
+      std::string("GET /api/v1/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kToken +
+      "\r\n\r\n";
+
+  SUBCASE("a slow request gets 408, an idle connection is closed") {
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(StatusOf(RawExchange(port, "GET /api/v1/config HTTP/1.1\r\nHost:",
+                               std::chrono::milliseconds(3000))) == 408);
+    CHECK(StatusOf(RawExchange(port,
+                               "POST /api/v1/namespaces/default/tfjobs HTTP/1.1\r\n"
+                               "Host: x\r\nContent-Length: 100\r\n\r\n{",
+                               std::chrono::milliseconds(3000))) == 408);
+    CHECK(RawExchange(port, "", std::chrono::milliseconds(3000)).empty());  // closed when idle
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(2500));
+  }
+  SUBCASE("past the connection limit: 503, and served again once the idle ones are closed") {
+    std::vector<std::thread> idle;
+    for (int i = 0; i < 2; ++i) {
+      idle.emplace_back([&] { RawExchange(port, "", std::chrono::milliseconds(1000)); });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string refused = RawExchange(port, get_config, std::chrono::milliseconds(2000));
+    CHECK(StatusOf(refused) == 503);
+    CHECK(refused.find("limit of 2 connections") != std::string::npos);
+    for (std::thread& t : idle) t.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(StatusOf(RawExchange(port, get_config, std::chrono::milliseconds(2000))) == 200);
+  }
+  SUBCASE("bodies over the limit get 413, oversized headers 431") {
+    CHECK(StatusOf(RawExchange(port,
+                               "POST /api/v1/namespaces/default/tfjobs HTTP/1.1\r\nHost: x\r\n"
+                               "Content-Length: 1000000\r\n\r\n",
+                               std::chrono::milliseconds(2000))) == 413);
+    CHECK(StatusOf(RawExchange(
+              port, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n",
+              std::chrono::milliseconds(2000))) == 431);
+  }
+  SUBCASE("a followed stream ends after max_follow, and when its client goes") {
+    f.kube.stream_until_cancelled = true;
+    const std::string follow =
+        std::string(
+            "GET /api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs"
+            "?follow=true HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
+        kToken + "\r\n\r\n";
+    const std::string answer = RawExchange(port, follow, std::chrono::milliseconds(4000));
+    CHECK(StatusOf(answer) == 200);
+    CHECK(answer.find("step=3 loss=1.9") != std::string::npos);
+    CHECK(answer.find("ended after the longest follow of 1.000 s") != std::string::npos);
+    CHECK(f.kube.streams_ended == 1);
+
+    RawExchange(port, follow, std::chrono::milliseconds(100));  // reads a little, then leaves
+    for (int i = 0; i < 100 && f.kube.streams_ended < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(f.kube.streams_ended == 2);  // within a second, well before max_follow
+  }
+  server.Stop();
+}
+
+TEST_CASE("log answers are bounded in bytes, job lists in rows") {
+  ApiOptions options;
+  options.max_log_bytes = 4096;
+  options.max_list_items = 1;
+  Fixture f(false, options);
+  const std::string logs = "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs";
+  CHECK(f.Call("GET", logs + "?limitBytes=100").status == 200);
+  CHECK(f.kube.texts_requested.back().find("&limitBytes=100&") != std::string::npos);
+  CHECK(f.Call("GET", logs).status == 200);
+  CHECK(f.kube.texts_requested.back().find("&limitBytes=4096&") != std::string::npos);
+  for (const char* bad : {"0", "4097", "-1", "1e3", "99999999999999999999", "", "x"}) {
+    CAPTURE(bad);
+    const HttpResponse r = f.Call("GET", logs + "?limitBytes=" + bad);
+    CHECK(r.status == 400);
+    CHECK(Body(r)["error"] == "limitBytes must be a whole number from 1 to 4096");
+  }
+  CHECK(f.Call("GET", logs + "?tailLines=100001").status == 400);
+
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs"]["items"].push_back(MnistJob());
+  const json list = Body(f.Call("GET", "/api/v1/tfjobs?namespace=default"));
+  CHECK(list["items"].size() == 1);
+  CHECK(list["total"] == 2);
+  CHECK(list["truncated"] == true);
+}
+
+TEST_CASE("the cluster page is computed once per period for every tab") {
+  Fixture f;
+  for (int i = 0; i < 5; ++i) REQUIRE(f.Call("GET", "/api/v1/cluster").status == 200);
+  const auto lists =
+      std::count_if(f.kube.gets.begin(), f.kube.gets.end(),
+                    [](const std::string& p) { return p.rfind("/api/v1/pods?", 0) == 0; });
+  CHECK(lists == 1);
 }
 
 }  // namespace

@@ -3,11 +3,17 @@
 //   taas-ui --kubeconfig ~/.kube/config --namespaces default,team-a --token-file /etc/taas/token
 //           --listen 127.0.0.1:8080 --assets web-ui/dist [--allow-anonymous-read]
 //           [--metrics-target default/mnist-chief-0=127.0.0.1:9100] [--scrape-interval 5]
+//           [--max-connections N] [--max-body-bytes N] [--max-header-bytes N] [--idle-timeout S]
+//           [--header-timeout S] [--body-timeout S] [--write-timeout S] [--max-follow S]
+//           [--max-log-bytes N] [--max-list-items N] [--cluster-max-age S]
+// (limits: docs/web-ui.md, "Limits and hardening").
 // Without --token-file (and without --allow-anonymous-read) it makes a random token and prints
 // the URL that carries it.
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -30,12 +36,42 @@ struct Flags {
   bool allow_anonymous_read = false;
   std::map<std::string, std::string> metrics_targets;
   int scrape_interval_seconds = 5;
+  taas::ui_server::ApiOptions api;  // the API's limits
 };
 
 constexpr const char* kUsage =
     "usage: taas-ui [--kubeconfig FILE] --namespaces NS[,NS...] [--token-file FILE]\n"
     "               [--listen HOST:PORT] [--assets DIR] [--allow-anonymous-read]\n"
-    "               [--metrics-target NS/REPLICA=HOST:PORT]... [--scrape-interval SECONDS]\n";
+    "               [--metrics-target NS/REPLICA=HOST:PORT]... [--scrape-interval SECONDS]\n"
+    "               [--max-connections N] [--max-body-bytes N] [--max-header-bytes N]\n"
+    "               [--idle-timeout S] [--header-timeout S] [--body-timeout S]\n"
+    "               [--write-timeout S] [--max-follow S] [--max-log-bytes N]\n"
+    "               [--max-list-items N] [--cluster-max-age S]\n";
+
+// A whole number for `flag` (range-checked later with the option it sets).
+bool ParseCount(const std::string& flag, const std::string& text, std::int64_t* out,
+                std::string* error) {
+  if (text.empty() || text.size() > 15 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    *error = flag + " wants a whole number, got \"" + text + "\"";
+    return false;
+  }
+  *out = std::stoll(text);
+  return true;
+}
+
+// Seconds (e.g. "30", "0.5") for `flag`, as milliseconds.
+bool ParseSeconds(const std::string& flag, const std::string& text, std::chrono::milliseconds* out,
+                  std::string* error) {
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(seconds >= 0) || seconds > 1e7) {
+    *error = flag + " wants seconds from 0 to 10000000, got \"" + text + "\"";
+    return false;
+  }
+  *out = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  return true;
+}
 
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -98,6 +134,27 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
         *error = "--scrape-interval must be at least 1";
         return false;
       }
+    } else if (arg == "--max-connections" || arg == "--max-body-bytes" ||
+               arg == "--max-header-bytes" || arg == "--max-log-bytes" ||
+               arg == "--max-list-items") {
+      std::int64_t count = 0;
+      if (!next() || !ParseCount(arg, value, &count, error)) return false;
+      if (arg == "--max-connections") flags->http.max_connections = static_cast<std::size_t>(count);
+      if (arg == "--max-body-bytes") flags->http.max_body_bytes = static_cast<std::size_t>(count);
+      if (arg == "--max-header-bytes")
+        flags->http.max_header_bytes = static_cast<std::size_t>(count);
+      if (arg == "--max-log-bytes") flags->api.max_log_bytes = count;
+      if (arg == "--max-list-items") flags->api.max_list_items = count;
+    } else if (arg == "--idle-timeout" || arg == "--header-timeout" || arg == "--body-timeout" ||
+               arg == "--write-timeout" || arg == "--max-follow" || arg == "--cluster-max-age") {
+      std::chrono::milliseconds duration{0};
+      if (!next() || !ParseSeconds(arg, value, &duration, error)) return false;
+      if (arg == "--idle-timeout") flags->http.idle_timeout = duration;
+      if (arg == "--header-timeout") flags->http.header_timeout = duration;
+      if (arg == "--body-timeout") flags->http.body_timeout = duration;
+      if (arg == "--write-timeout") flags->http.write_timeout = duration;
+      if (arg == "--max-follow") flags->http.max_follow = duration;
+      if (arg == "--cluster-max-age") flags->api.cluster_max_age = duration;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -110,10 +167,14 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
     *error = "--namespaces is required";
     return false;
   }
-  if (auto parsed = taas::ui_server::ParseListenAddress("--listen", flags->listen, &flags->http);
-      !parsed.ok()) {
-    *error = std::string(parsed.message());
-    return false;
+  for (const absl::Status& checked :
+       {taas::ui_server::ParseListenAddress("--listen", flags->listen, &flags->http),
+        taas::ui_server::CheckServerOptions(flags->http),
+        taas::ui_server::CheckApiOptions(flags->api)}) {
+    if (!checked.ok()) {
+      *error = std::string(checked.message());
+      return false;
+    }
   }
   return true;
 }
@@ -145,9 +206,10 @@ int main(int argc, char** argv) {
     logger.Error("cannot create the Kubernetes client", {{"error", client.status().ToString()}});
     return 2;
   }
-  taas::ui_server::KubeClientApi kube(std::move(*client));
+  taas::ui_server::KubeClientApi kube(std::move(*client), logger);
 
   taas::ui_server::UiServerOptions options;
+  options.api = flags.api;
   options.api.namespaces = flags.namespaces;
   options.api.token = token->value;
   options.api.allow_anonymous_read = flags.allow_anonymous_read;

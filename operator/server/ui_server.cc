@@ -7,13 +7,15 @@
 namespace taas::ui_server {
 
 UiServer::UiServer(KubeApi* kube, UiServerOptions options, Logger logger)
-    : api_(options.api, kube, &metrics_, logger),
+    : api_options_(options.api),
+      api_(options.api, kube, &metrics_, logger),
       scraper_(kube, options.api.namespaces, &metrics_, options.scraper, logger),
       http_(&api_, options.http, logger) {}
 
 UiServer::~UiServer() { Stop(); }
 
 absl::Status UiServer::Start() {
+  TAAS_RETURN_IF_ERROR(CheckApiOptions(api_options_));
   TAAS_RETURN_IF_ERROR(http_.Start());
   scraper_.Start();
   started_ = true;

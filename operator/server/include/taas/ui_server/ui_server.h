@@ -39,6 +39,7 @@ class UiServer {
   void Stop();
 
  private:
+  const ApiOptions api_options_;
   MetricsStore metrics_;
   Api api_;
   MetricsScraper scraper_;
