@@ -1,0 +1,45 @@
+// libFuzzer target: a request body of the UI API (the New-job form, a clone request) as JSON
+// through the form's checks, the TFJob built from it and the shared TFJob rules; the same JSON
+// as a TFJob, pod, node, event or list through the views and the scraper's target choice (any
+// field of an outside object may hold any type). Never throws, never aborts.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "taas/ui_server/job_form.h"
+#include "taas/ui_server/metrics.h"
+#include "taas/ui_server/tfjob_rules.h"
+#include "taas/ui_server/views.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using nlohmann::json;
+  namespace ui = taas::ui_server;
+  const json body = json::parse(std::string_view(reinterpret_cast<const char*>(data), size),
+                                nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return 0;
+
+  ui::JobForm form;
+  const std::vector<ui::FieldError> errors = ui::ParseJobForm(body, "default", &form);
+  if (errors.empty()) {
+    const json tfjob = ui::BuildTfJob(form);
+    ui::CheckTfJobRules(tfjob);
+    // A valid form names a valid job: its object name is a DNS-1123 label.
+    if (!ui::IsDns1123Label(form.name)) std::abort();
+  } else {
+    for (const ui::FieldError& e : errors) {
+      if (e.message.empty()) std::abort();
+    }
+  }
+  ui::CheckFormAgainstCluster(form, ui::ComputeClusterLimits(body));
+
+  const json clone = ui::CloneTfJob(body, "copy");
+  ui::CheckTfJobRules(clone);
+  ui::JobView(body, {body}, 0);
+  ui::PodView(body);
+  ui::EventsView(body, "mnist", {"mnist-worker-0"});
+  ui::ClusterView(body, body, {body}, body);
+  static ui::MetricsScraper* scraper = new ui::MetricsScraper(  // NOLINT: never freed
+      nullptr, {}, nullptr, {}, taas::Logger(stderr, taas::LogLevel::kError));
+  scraper->Targets(body);
+  return 0;
+}
