@@ -73,6 +73,11 @@ absl::Status KubeClientApi::StreamText(const std::string& path,
 absl::Status KubeClientApi::StartClusterInformers(const std::vector<std::string>& namespaces) {
   if (nodes_ && informed_namespaces_ == namespaces) return absl::OkStatus();
   if (nodes_) return absl::InvalidArgumentError("the cluster page serves one set of namespaces");
+  // One small list of each first: a missing permission is answered at once (and asked again on
+  // the next visit) rather than by informers that would never sync.
+  for (const char* probe : {"/api/v1/nodes?limit=1", "/api/v1/pods?limit=1"}) {
+    TAAS_RETURN_IF_ERROR(client_->Get(probe).status());
+  }
   auto make = [&](std::string path) {
     kube::Informer::Options options;
     options.path = std::move(path);
