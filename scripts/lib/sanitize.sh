@@ -5,8 +5,8 @@
 # is the entry's:
 #   asan  MAIN_BUILD   every `unit` test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   fuzz  MAIN_BUILD   every fuzz target for TAAS_FUZZ_SECONDS (default 30), same tree as asan
-#   tsan  MAIN_BUILD   the parameter-server and kube (work queue, informer) tests under
-#                      ThreadSanitizer
+#   tsan  MAIN_BUILD   the parameter-server (but its gRPC test) and kube (work queue, informer)
+#                      tests under ThreadSanitizer
 # The trees are MAIN_BUILD-asan and MAIN_BUILD-tsan. Suppressions live in sanitizers/ beside this
 # script, each with the reason it is there.
 set -euo pipefail
@@ -30,7 +30,7 @@ clang_args=(-DCMAKE_CXX_COMPILER=clang++ -DTAAS_WERROR=OFF -DCMAKE_BUILD_TYPE=Re
 export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
 # Configures and builds TARGETS in TREE with the given cmake arguments, printing the build time.
 build_tree() {
@@ -61,16 +61,20 @@ fuzz)
   run_ctest "$main_build-asan" -L fuzz
   ;;
 tsan)
-  # Test names are their targets' names (taas_add_test).
-  tsan_tests='^(trainer_ps_.*_test|taas_kube_test)$'
+  # The PS tests and the kube tests (work queue, informer, client, leader election); test names
+  # are their targets' names (taas_add_test). Not trainer_ps_rpc_test: Debian's gRPC is not built
+  # with TSan, so every handoff between its threads (completion queue, pollers, inlined grpcpp
+  # code) reads as a race; tried with library suppressions, each run showed a new one inside
+  # gRPC. It runs under ASan+UBSan with the other unit tests.
+  tsan_select=(-R '^(trainer_ps_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
   TAAS_BUILD="$main_build-tsan" taas_configure "${clang_args[@]}" -DTAAS_SANITIZE=thread
-  mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N -R "$tsan_tests" |
+  mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N "${tsan_select[@]}" |
     sed -n 's/^ *Test *#[0-9]*: //p')
-  [ ${#targets[@]} -gt 0 ] || die "no tests match $tsan_tests in $main_build-tsan"
+  [ ${#targets[@]} -gt 0 ] || die "no tests match ${tsan_select[*]} in $main_build-tsan"
   start=$SECONDS
   cmake --build "$main_build-tsan" --target "${targets[@]}" -- -j"$(nproc)"
   log "built ${targets[*]} in $main_build-tsan in $((SECONDS - start)) s"
-  run_ctest "$main_build-tsan" -R "$tsan_tests"
+  run_ctest "$main_build-tsan" "${tsan_select[@]}"
   ;;
 *) usage ;;
 esac
