@@ -46,7 +46,8 @@ std::optional<std::int64_t> ParseBounded(const std::string& text, std::int64_t m
 }
 
 HttpResponse JsonResponse(int status, const json& body) {
-  return {status, "application/json", body.dump()};
+  // Messages may quote what the request held, which need not be UTF-8: replaced, not thrown.
+  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 HttpResponse Error(int status, const std::string& message, const std::string& field = "") {

@@ -32,7 +32,10 @@ namespace {
 constexpr std::string_view kIndexHtml = "/index.html";
 
 HttpResponse JsonError(int status, const std::string& message) {
-  return {status, "application/json", nlohmann::json{{"error", message}}.dump()};
+  // The message may quote the request, which need not be UTF-8: replaced, not thrown.
+  return {status, "application/json",
+          nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                  nlohmann::json::error_handler_t::replace)};
 }
 
 std::string Seconds(std::chrono::milliseconds duration) {
