@@ -7,9 +7,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <limits>
 
+#include "taas/base/json_fields.h"
 #include "taas/crc32c/crc32c.h"
 
 namespace taas::checkpoint {
@@ -18,50 +18,101 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kFormat = "taas-checkpoint-1";
+// An index holds a few lines per variable: far less than this for any model.
+constexpr std::uint64_t kMaxIndexBytes = 64 << 20;
 
 absl::Status ErrnoError(const std::string& what, const std::string& path) {
   return absl::InternalError(what + " " + path + ": " + std::strerror(errno));
 }
 
-// Writes `size` bytes to `path` through a temporary file, fsyncs and renames it into place.
-absl::Status WriteAtomically(const std::string& path,
-                             const std::vector<std::pair<const void*, std::size_t>>& parts) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create", tmp);
+// Writes every byte of `parts` to the open file `fd`.
+absl::Status WriteAll(int fd, const std::vector<std::pair<const void*, std::size_t>>& parts,
+                      const std::string& path) {
   for (const auto& [data, size] : parts) {
     const char* p = static_cast<const char*>(data);
     std::size_t left = size;
     while (left > 0) {
       ssize_t n = ::write(fd, p, left);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        absl::Status s = ErrnoError("cannot write", tmp);
-        ::close(fd);
-        return s;
-      }
+      if (n <= 0) return ErrnoError("cannot write", path);
       p += n;
       left -= static_cast<std::size_t>(n);
     }
   }
-  if (::fsync(fd) != 0) {
-    absl::Status s = ErrnoError("cannot flush", tmp);
-    ::close(fd);
+  if (::fsync(fd) != 0) return ErrnoError("cannot flush", path);
+  return absl::OkStatus();
+}
+
+// Makes a rename in `dir` durable: without it a crash after the rename can lose the new name.
+absl::Status SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open directory", dir);
+  const int synced = ::fsync(fd);
+  absl::Status s = synced == 0 ? absl::OkStatus() : ErrnoError("cannot flush directory", dir);
+  ::close(fd);
+  return s;
+}
+
+// Writes `parts` to `path` through a temporary file: write, fsync, rename, fsync the directory.
+// On any failure the temporary file is removed and `path` is left as it was.
+absl::Status WriteAtomically(const std::string& path,
+                             const std::vector<std::pair<const void*, std::size_t>>& parts) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", tmp);
+  absl::Status s = WriteAll(fd, parts, tmp);
+  if (::close(fd) != 0 && s.ok()) s = ErrnoError("cannot close", tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoError("cannot rename to", path);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
     return s;
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("cannot rename to", path);
-  return absl::OkStatus();
+  return SyncDirectory(fs::path(path).parent_path().string());
 }
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+// The whole file, refused without reading when it is larger than `max_bytes`.
+absl::StatusOr<std::string> ReadFile(const std::string& path, std::uint64_t max_bytes) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) return absl::NotFoundError("cannot open " + path + ": " + ec.message());
+  if (size > max_bytes) {
+    return absl::DataLossError(path + ": " + std::to_string(size) + " bytes, more than the " +
+                               std::to_string(max_bytes) + " a checkpoint file may have");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError("cannot open " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  std::string out(static_cast<std::size_t>(size), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(size));
+  if (static_cast<std::uintmax_t>(in.gcount()) != size) {
+    return absl::DataLossError(path + ": shorter than its " + std::to_string(size) + " bytes");
+  }
+  return out;
+}
+
+// A required integer field of the index in [min, max], or DataLoss naming the file and field.
+absl::StatusOr<std::int64_t> IndexInt(const std::string& file, const json_fields::Json& object,
+                                      std::string_view key, const std::string& path,
+                                      std::int64_t min, std::int64_t max) {
+  const auto value = json_fields::Int(object, key);
+  if (!value) {
+    return absl::DataLossError(
+        file + ": " + path + " must be an integer, got " +
+        (json_fields::Find(object, key)
+             ? std::string(json_fields::TypeName(*json_fields::Find(object, key)))
+             : std::string("nothing")));
+  }
+  if (*value < min || *value > max) {
+    return absl::DataLossError(file + ": " + path + " " + std::to_string(*value) + " is outside [" +
+                               std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return *value;
+}
+
+// A checkpoint named in the `checkpoint` file must lie in the model dir: a plain file name.
+bool IsPlainName(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
 }
 
 std::int64_t StepOf(const std::string& prefix) {
@@ -93,6 +144,7 @@ std::vector<std::string> ListCheckpoints(const std::string& dir) {
     auto first = line.find('"'), last = line.rfind('"');
     if (first == std::string::npos || last <= first) continue;
     std::string name = line.substr(first + 1, last - first - 1);
+    if (!IsPlainName(name)) continue;
     out.push_back((fs::path(dir) / name).string());
   }
   return out;
@@ -156,41 +208,60 @@ absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_ste
 }
 
 absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
-  TAAS_ASSIGN_OR_RETURN(std::string index_text, ReadFile(prefix + ".index"));
-  TAAS_ASSIGN_OR_RETURN(std::string data, ReadFile(prefix + ".data"));
+  const std::string index_path = prefix + ".index";
+  const std::string data_path = prefix + ".data";
+  TAAS_ASSIGN_OR_RETURN(std::string index_text, ReadFile(index_path, kMaxIndexBytes));
+  // The data file's real size bounds every offset and count before anything is allocated.
+  std::error_code ec;
+  const std::uintmax_t data_size = fs::file_size(data_path, ec);
+  if (ec) return absl::NotFoundError("cannot open " + data_path + ": " + ec.message());
+  const auto index = json_fields::Json::parse(index_text, nullptr, /*allow_exceptions=*/false);
+  if (index.is_discarded()) return absl::DataLossError(index_path + ": not valid JSON");
+  if (json_fields::StringOr(index, "format", "") != kFormat) {
+    return absl::DataLossError(index_path + ": format must be \"" + std::string(kFormat) + "\"");
+  }
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   Checkpoint out;
   out.path = prefix;
-  try {
-    auto index = nlohmann::json::parse(index_text);
-    if (index.value("format", "") != kFormat) {
-      return absl::DataLossError(prefix + ".index: unknown format");
+  TAAS_ASSIGN_OR_RETURN(out.global_step,
+                        IndexInt(index_path, index, "global_step", "global_step", 0, kMax));
+  TAAS_ASSIGN_OR_RETURN(std::int64_t data_bytes,
+                        IndexInt(index_path, index, "data_bytes", "data_bytes", 0, kMax));
+  if (static_cast<std::uintmax_t>(data_bytes) != data_size) {
+    return absl::DataLossError(data_path + ": " + std::to_string(data_size) +
+                               " bytes, but the index's data_bytes says " +
+                               std::to_string(data_bytes));
+  }
+  const json_fields::Json* entries = json_fields::Array(index, "entries");
+  if (entries == nullptr) return absl::DataLossError(index_path + ": entries must be an array");
+  TAAS_ASSIGN_OR_RETURN(std::string data,
+                        ReadFile(data_path, static_cast<std::uint64_t>(data_bytes)));
+  const auto size = static_cast<std::int64_t>(data.size());
+  for (std::size_t i = 0; i < entries->size(); ++i) {
+    const json_fields::Json& e = (*entries)[i];
+    const std::string field = "entries[" + std::to_string(i) + "]";
+    const auto name = json_fields::String(e, "name");
+    if (!name || name->empty()) {
+      return absl::DataLossError(index_path + ": " + field + ".name must be a non-empty string");
     }
-    out.global_step = index.at("global_step").get<std::int64_t>();
-    if (index.at("data_bytes").get<std::uint64_t>() != data.size()) {
-      return absl::DataLossError(prefix + ".data: size " + std::to_string(data.size()) +
-                                 " differs from the index's " +
-                                 std::to_string(index.at("data_bytes").get<std::uint64_t>()));
+    TAAS_ASSIGN_OR_RETURN(std::int64_t offset,
+                          IndexInt(index_path, e, "offset", field + ".offset", 0, size));
+    // Counted in floats: at most what lies between the offset and the end of the data file.
+    TAAS_ASSIGN_OR_RETURN(std::int64_t count,
+                          IndexInt(index_path, e, "count", field + ".count", 0,
+                                   (size - offset) / static_cast<std::int64_t>(sizeof(float))));
+    TAAS_ASSIGN_OR_RETURN(std::int64_t crc, IndexInt(index_path, e, "crc32c", field + ".crc32c", 0,
+                                                     std::numeric_limits<std::uint32_t>::max()));
+    const auto bytes = static_cast<std::size_t>(count) * sizeof(float);
+    const char* begin = data.data() + offset;
+    if (crc32c::Value(begin, bytes) != static_cast<std::uint32_t>(crc)) {
+      return absl::DataLossError(data_path + ": checksum mismatch in " + *name);
     }
-    for (const auto& e : index.at("entries")) {
-      const auto offset = e.at("offset").get<std::uint64_t>();
-      const auto count = e.at("count").get<std::uint64_t>();
-      const std::size_t bytes = count * sizeof(float);
-      if (offset + bytes > data.size()) {
-        return absl::DataLossError(prefix + ".index: entry " + e.at("name").get<std::string>() +
-                                   " lies outside the data file");
-      }
-      if (crc32c::Value(data.data() + offset, bytes) != e.at("crc32c").get<std::uint32_t>()) {
-        return absl::DataLossError(prefix + ".data: checksum mismatch in " +
-                                   e.at("name").get<std::string>());
-      }
-      Entry entry;
-      entry.name = e.at("name").get<std::string>();
-      entry.values.resize(count);
-      std::memcpy(entry.values.data(), data.data() + offset, bytes);
-      out.entries.push_back(std::move(entry));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(prefix + ".index: " + e.what());
+    Entry entry;
+    entry.name = *name;
+    entry.values.resize(static_cast<std::size_t>(count));
+    std::memcpy(entry.values.data(), begin, bytes);
+    out.entries.push_back(std::move(entry));
   }
   return out;
 }
@@ -202,6 +273,12 @@ absl::StatusOr<std::optional<Checkpoint>> LoadLatest(const std::string& dir,
     auto loaded = Load(*it);
     if (loaded.ok()) return std::optional<Checkpoint>(std::move(*loaded));
     if (skipped) skipped->push_back(*it + ": " + std::string(loaded.status().message()));
+  }
+  if (!all.empty()) {
+    // Starting over would silently throw the job's training away: a person decides.
+    return absl::DataLossError("model dir " + dir + ": none of its " + std::to_string(all.size()) +
+                               " checkpoints verifies (newest " + all.back() +
+                               "); remove them to start over");
   }
   return std::optional<Checkpoint>();
 }

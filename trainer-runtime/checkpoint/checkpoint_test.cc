@@ -1,10 +1,14 @@
 #include "taas/checkpoint/checkpoint.h"
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 namespace taas::checkpoint {
 namespace {
@@ -104,6 +108,139 @@ TEST_CASE("an empty dir has no checkpoint") {
   auto latest = LoadLatest(dir.path, nullptr);
   REQUIRE(latest.ok());
   CHECK_FALSE(latest->has_value());
+}
+
+TEST_CASE("every checkpoint corrupt is an error, not a fresh start") {
+  TempDir dir;
+  REQUIRE(Save(dir.path, 3, Entries(3), 5).ok());
+  fs::resize_file(dir.path / "model.ckpt-3.data", 5);
+  std::vector<std::string> skipped;
+  auto latest = LoadLatest(dir.path, &skipped);
+  REQUIRE_FALSE(latest.ok());
+  CHECK(latest.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(std::string(latest.status().message()).find("none of its 1 checkpoints verifies") !=
+        std::string::npos);
+  CHECK(skipped.size() == 1);
+}
+
+// Writes `index` as the index of the checkpoint at `prefix`.
+void WriteIndex(const fs::path& prefix, const nlohmann::json& index) {
+  std::ofstream(prefix.string() + ".index") << index.dump();
+}
+
+// Loads after `edit` changed the saved index; the error's message.
+std::string LoadError(const std::function<void(nlohmann::json&)>& edit) {
+  TempDir dir;
+  auto prefix = Save(dir.path, 5, Entries(5), 5);
+  REQUIRE(prefix.ok());
+  nlohmann::json index;
+  std::ifstream(*prefix + ".index") >> index;
+  edit(index);
+  WriteIndex(*prefix, index);
+  auto loaded = Load(*prefix);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.status().code() == absl::StatusCode::kDataLoss);
+  return std::string(loaded.status().message());
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_CASE("every size, offset and count of the index is checked before allocating") {
+  // Counts that would overflow count * 4, or need more bytes than the data file has.
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["count"] = std::int64_t{1} << 62; }),
+            "model.ckpt-5.index: entries[0].count 4611686018427387904 is outside [0, 4]"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["count"] = ~std::uint64_t{0}; }),
+            "entries[0].count must be an integer"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][1]["count"] = 3; }),
+            "entries[1].count 3 is outside [0, 1]"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["offset"] = -4; }),
+            "entries[0].offset -4 is outside [0, 16]"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["offset"] = std::int64_t{1} << 62; }),
+            "entries[0].offset"));
+  CHECK(Has(LoadError([](auto& j) { j["data_bytes"] = 1 << 30; }),
+            "but the index's data_bytes says 1073741824"));
+  CHECK(Has(LoadError([](auto& j) { j["global_step"] = -1; }), "global_step -1 is outside"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["crc32c"] = std::int64_t{1} << 40; }),
+            "entries[0].crc32c"));
+  // Any JSON type where a number, a string or an array belongs.
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["offset"] = "0"; }),
+            "entries[0].offset must be an integer, got string"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["name"] = 7; }),
+            "entries[0].name must be a non-empty string"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"] = nlohmann::json::object(); }),
+            "entries must be an array"));
+  CHECK(Has(LoadError([](auto& j) { j = nlohmann::json::array(); }), "format must be"));
+  CHECK(Has(LoadError([](auto& j) { j.erase("global_step"); }),
+            "global_step must be an integer, got nothing"));
+}
+
+TEST_CASE("an index larger than any real one is refused unread") {
+  TempDir dir;
+  auto prefix = Save(dir.path, 5, Entries(5), 5);
+  REQUIRE(prefix.ok());
+  fs::resize_file(*prefix + ".index", std::uintmax_t{65} << 20);
+  auto loaded = Load(*prefix);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(Has(std::string(loaded.status().message()), "more than the 67108864"));
+}
+
+TEST_CASE("a checkpoint file naming a path outside the model dir is ignored") {
+  TempDir dir;
+  REQUIRE(Save(dir.path, 1, Entries(1), 5).ok());
+  std::ofstream(dir.path / "checkpoint")
+      << "model_checkpoint_path: \"../../etc/x\"\nall_model_checkpoint_paths: \"model.ckpt-1\"\n"
+      << "all_model_checkpoint_paths: \"/etc/passwd\"\nall_model_checkpoint_paths: \"..\"\n";
+  auto all = ListCheckpoints(dir.path);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0] == (dir.path / "model.ckpt-1").string());
+}
+
+// Files may grow to `bytes` while alive (a full disk, seen by write() as EFBIG).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() { ::setrlimit(RLIMIT_FSIZE, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+TEST_CASE("a failed write removes its temporary file and keeps the previous checkpoint") {
+  TempDir dir;
+  REQUIRE(Save(dir.path, 1, Entries(1), 5).ok());
+  const std::vector<Entry> big = {{"w", std::vector<float>(100000, 1.0f)}};
+  {
+    FileSizeLimit limit(4096);
+    auto failed = Save(dir.path, 2, big, 5);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(Has(std::string(failed.status().message()), "cannot write"));
+    CHECK(Has(std::string(failed.status().message()), "model.ckpt-2.data.tmp"));
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path)) {
+    CAPTURE(entry.path());
+    CHECK(entry.path().extension() != ".tmp");
+    CHECK(entry.path().filename() != "model.ckpt-2.data");
+  }
+  CHECK(LatestStep(dir.path) == 1);
+  auto latest = LoadLatest(dir.path, nullptr);
+  REQUIRE(latest.ok());
+  CHECK((*latest)->global_step == 1);
+}
+
+TEST_CASE("a save into a dir it cannot create fails naming the dir") {
+  TempDir dir;
+  std::ofstream(dir.path / "file") << "x";
+  auto failed = Save((dir.path / "file" / "model").string(), 1, Entries(1), 5);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(Has(std::string(failed.status().message()), "cannot create model dir"));
 }
 
 }  // namespace

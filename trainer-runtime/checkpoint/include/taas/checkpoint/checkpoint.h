@@ -3,9 +3,12 @@
 //   model.ckpt-<step>.index    JSON: global step, entries (name, offset, count, CRC-32C)
 //   model.ckpt-<step>.data     the float32 values of every entry, back to back
 //
-// Every file is written to a temporary name, flushed and renamed, data before index before the
-// `checkpoint` file, so a crash at any point leaves the previous checkpoint intact. Restores verify
-// each entry's checksum; a corrupt latest checkpoint is skipped for the newest valid one.
+// Every file is written to a temporary name, fsynced, renamed and the directory fsynced, data
+// before index before the `checkpoint` file, so a crash at any point leaves the previous
+// checkpoint intact; a failed write removes its temporary file. Restores check every field of the
+// index against the data file's real size (and an index against 64 MiB) before allocating, and
+// verify each entry's checksum; a corrupt latest checkpoint is skipped for the newest valid one,
+// and a dir whose checkpoints all fail is an error (never a silent fresh start).
 // Not thread-safe per directory: one writer (the chief) per model dir.
 #pragma once
 
@@ -36,17 +39,20 @@ struct Checkpoint {
 absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
                                  const std::vector<Entry>& entries, int keep);
 
-// Prefixes listed in `<dir>/checkpoint`, oldest first; empty when there is none.
+// Prefixes listed in `<dir>/checkpoint`, oldest first; empty when there is none. A listed name
+// that is not a plain file name (a path out of the dir) is left out.
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 // Global step of the latest checkpoint, or nullopt when the dir has none.
 std::optional<std::int64_t> LatestStep(const std::string& dir);
 
-// Loads and verifies one checkpoint (DataLoss on a checksum or size mismatch).
+// Loads and verifies one checkpoint: DataLoss naming the file and the field for an index that is
+// not what Save writes (any JSON type, a size or offset outside the data file), a size or
+// checksum mismatch.
 absl::StatusOr<Checkpoint> Load(const std::string& prefix);
 
-// The newest checkpoint that verifies, or nullopt when there is none. Prefixes that failed are
-// appended to `skipped` with their error.
+// The newest checkpoint that verifies; nullopt when the dir lists none; DataLoss when it lists
+// some and none verifies. Prefixes that failed are appended to `skipped` with their error.
 absl::StatusOr<std::optional<Checkpoint>> LoadLatest(const std::string& dir,
                                                      std::vector<std::string>* skipped);
 
