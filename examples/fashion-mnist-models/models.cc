@@ -27,7 +27,8 @@ BatchStats Model::Evaluate(const data::Batch& batch) {
 Mlp::Mlp(std::uint64_t seed) {
   using nn::Activation;
   auto& hidden = network_.Add(std::make_unique<nn::Dense>("hidden", 784, 500, Activation::kRelu));
-  auto& logits = network_.Add(std::make_unique<nn::Dense>("logits", 500, 10, Activation::kNone));
+  auto& logits =
+      network_.Add(std::make_unique<nn::Dense>("logits", 500, kClasses, Activation::kNone));
   nn::TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
   nn::TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
   nn::Constant(hidden.bias().value, 0.1f);
@@ -68,12 +69,13 @@ Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
   network_.Add(std::make_unique<nn::Flatten>("flatten"));
   auto& dense1 =
       network_.Add(std::make_unique<nn::Dense>("dense1", 3 * 3 * 64, 64, Activation::kRelu));
-  auto& logits = network_.Add(std::make_unique<nn::Dense>("logits", 64, 10, Activation::kNone));
+  auto& logits =
+      network_.Add(std::make_unique<nn::Dense>("logits", 64, kClasses, Activation::kNone));
   nn::GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
   nn::GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
   nn::GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
   nn::GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);
-  nn::GlorotUniform(logits.kernel().value, 64, 10, seed * 8 + 5);
+  nn::GlorotUniform(logits.kernel().value, 64, kClasses, seed * 8 + 5);
 }
 
 nn::OptimizerConfig Cnn::DefaultOptimizer(std::int64_t) const {

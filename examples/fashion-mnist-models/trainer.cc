@@ -69,10 +69,12 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
 
   if (info.role == Role::kEvaluator) {
     TAAS_ASSIGN_OR_RETURN(auto test, data::LoadMnistSplit(data_dir_, "test"));
+    TAAS_RETURN_IF_ERROR(data::CheckLabels(test, kClasses));
     test_ = std::make_shared<const data::ImageDataset>(std::move(test));
     return absl::OkStatus();
   }
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
+  TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
   data::PipelineOptions options;
   options.batch_size = batch_size_;
   options.shuffle_buffer = 10000;
@@ -139,7 +141,7 @@ std::map<std::string, double> FashionMnistTrainer::evaluate(Session& session) {
 void FashionMnistTrainer::after_train(Session& session, bool is_chief) {
   if (!is_chief || model_ == nullptr) return;
   auto test = data::LoadMnistSplit(data_dir_, "test");
-  if (!test.ok()) return;
+  if (!test.ok() || !data::CheckLabels(*test, kClasses).ok()) return;
   test_ = std::make_shared<const data::ImageDataset>(std::move(test).value());
   const auto metrics = evaluate(session);
   if (metrics.count("accuracy")) {

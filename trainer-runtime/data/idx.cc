@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -11,6 +12,9 @@ namespace {
 
 constexpr std::uint32_t kLabelsMagic = 0x00000801;
 constexpr std::uint32_t kImagesMagic = 0x00000803;
+// Plausible header values, checked before the limit on bytes.
+constexpr std::int64_t kMaxCount = 100'000'000;
+constexpr std::int64_t kMaxSide = 65'536;
 
 // Sequential reader over a gzip (or plain) file that tracks the decompressed byte offset.
 class GzReader {
@@ -71,6 +75,27 @@ class GzReader {
     return absl::OkStatus();
   }
 
+  // Reads `size` bytes of `what` into `out`, growing it a chunk at a time: a header that declares
+  // more than the file holds fails at its end, having allocated only what arrived.
+  absl::Status ReadGrowing(std::vector<std::uint8_t>& out, std::uint64_t size,
+                           const std::string& what) {
+    constexpr std::uint64_t kChunk = 16 << 20;
+    out.clear();
+    const std::uint64_t start = offset_;
+    while (out.size() < size) {
+      const std::size_t have = out.size();
+      const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, size - have));
+      out.resize(have + chunk);
+      absl::Status s = Read(out.data() + have, chunk, what);
+      if (!s.ok()) {
+        return absl::DataLossError(std::string(s.message()) + " (the header at byte offset 0 " +
+                                   "declares " + std::to_string(size) + " bytes from offset " +
+                                   std::to_string(start) + ")");
+      }
+    }
+    return absl::OkStatus();
+  }
+
   std::uint64_t offset() const { return offset_; }
   const std::string& path() const { return path_; }
 
@@ -91,37 +116,60 @@ absl::StatusOr<std::int64_t> ReadDimension(GzReader& reader, const std::string& 
   return static_cast<std::int64_t>(value);
 }
 
+absl::Status CheckPayload(const std::string& path, std::uint64_t bytes, const IdxLimits& limits) {
+  if (bytes > static_cast<std::uint64_t>(std::max<std::int64_t>(limits.max_bytes, 0))) {
+    return absl::DataLossError(path + ": the header at byte offset 0 declares " +
+                               std::to_string(bytes) + " bytes of data, more than the limit of " +
+                               std::to_string(limits.max_bytes) + " (IdxLimits::max_bytes)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path) {
+absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, const IdxLimits& limits) {
   GzReader reader(path);
   TAAS_RETURN_IF_ERROR(reader.Open());
   TAAS_RETURN_IF_ERROR(reader.ExpectMagic(kImagesMagic));
   IdxImages images;
-  TAAS_ASSIGN_OR_RETURN(images.count, ReadDimension(reader, "image count", 100'000'000));
-  TAAS_ASSIGN_OR_RETURN(images.rows, ReadDimension(reader, "row count", 65'536));
-  TAAS_ASSIGN_OR_RETURN(images.cols, ReadDimension(reader, "column count", 65'536));
-  const std::uint64_t bytes = static_cast<std::uint64_t>(images.count) * images.rows * images.cols;
-  if (bytes > (std::uint64_t{1} << 34)) {
-    return absl::DataLossError(path + ": header at byte offset 4 declares " +
-                               std::to_string(bytes) + " pixel bytes, more than 16 GiB");
-  }
-  images.pixels.resize(bytes);
-  TAAS_RETURN_IF_ERROR(reader.Read(images.pixels.data(), bytes, "pixels"));
+  TAAS_ASSIGN_OR_RETURN(images.count, ReadDimension(reader, "image count", kMaxCount));
+  TAAS_ASSIGN_OR_RETURN(images.rows, ReadDimension(reader, "row count", kMaxSide));
+  TAAS_ASSIGN_OR_RETURN(images.cols, ReadDimension(reader, "column count", kMaxSide));
+  // At most 1e8 * 2^16 * 2^16 < 2^63: the product cannot overflow.
+  const std::uint64_t bytes = static_cast<std::uint64_t>(images.count) *
+                              static_cast<std::uint64_t>(images.rows) *
+                              static_cast<std::uint64_t>(images.cols);
+  TAAS_RETURN_IF_ERROR(CheckPayload(path, bytes, limits));
+  TAAS_RETURN_IF_ERROR(reader.ReadGrowing(images.pixels, bytes, "pixels"));
   return images;
 }
 
-absl::StatusOr<std::vector<std::uint8_t>> ReadIdxLabels(const std::string& path) {
+absl::StatusOr<std::vector<std::uint8_t>> ReadIdxLabels(const std::string& path,
+                                                        const IdxLimits& limits) {
   GzReader reader(path);
   TAAS_RETURN_IF_ERROR(reader.Open());
   TAAS_RETURN_IF_ERROR(reader.ExpectMagic(kLabelsMagic));
-  TAAS_ASSIGN_OR_RETURN(std::int64_t count, ReadDimension(reader, "label count", 100'000'000));
-  std::vector<std::uint8_t> labels(static_cast<std::size_t>(count));
-  TAAS_RETURN_IF_ERROR(reader.Read(labels.data(), labels.size(), "labels"));
+  TAAS_ASSIGN_OR_RETURN(std::int64_t count, ReadDimension(reader, "label count", kMaxCount));
+  TAAS_RETURN_IF_ERROR(CheckPayload(path, static_cast<std::uint64_t>(count), limits));
+  std::vector<std::uint8_t> labels;
+  TAAS_RETURN_IF_ERROR(reader.ReadGrowing(labels, static_cast<std::uint64_t>(count), "labels"));
   return labels;
 }
 
-absl::StatusOr<ImageDataset> LoadMnistSplit(const std::string& dir, const std::string& split) {
+absl::Status CheckLabels(const ImageDataset& dataset, std::int64_t num_classes) {
+  for (std::size_t i = 0; i < dataset.labels.size(); ++i) {
+    if (dataset.labels[i] >= num_classes) {
+      return absl::DataLossError(dataset.labels_path + ": label " +
+                                 std::to_string(dataset.labels[i]) + " of example " +
+                                 std::to_string(i) + " is outside [0, " +
+                                 std::to_string(num_classes) + ") (the model's classes)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImageDataset> LoadMnistSplit(const std::string& dir, const std::string& split,
+                                            const IdxLimits& limits) {
   std::string prefix;
   if (split == "train") {
     prefix = "train";
@@ -133,8 +181,8 @@ absl::StatusOr<ImageDataset> LoadMnistSplit(const std::string& dir, const std::s
   }
   const std::string images_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
   const std::string labels_path = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
-  TAAS_ASSIGN_OR_RETURN(IdxImages images, ReadIdxImages(images_path));
-  TAAS_ASSIGN_OR_RETURN(std::vector<std::uint8_t> labels, ReadIdxLabels(labels_path));
+  TAAS_ASSIGN_OR_RETURN(IdxImages images, ReadIdxImages(images_path, limits));
+  TAAS_ASSIGN_OR_RETURN(std::vector<std::uint8_t> labels, ReadIdxLabels(labels_path, limits));
   if (static_cast<std::int64_t>(labels.size()) != images.count) {
     return absl::DataLossError(labels_path + " has " + std::to_string(labels.size()) +
                                " labels but " + images_path + " has " +
@@ -146,6 +194,7 @@ absl::StatusOr<ImageDataset> LoadMnistSplit(const std::string& dir, const std::s
   dataset.cols = images.cols;
   dataset.pixels = std::move(images.pixels);
   dataset.labels = std::move(labels);
+  dataset.labels_path = labels_path;
   return dataset;
 }
 

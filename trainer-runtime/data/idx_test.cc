@@ -1,6 +1,7 @@
 #include "taas/data/idx.h"
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -138,6 +139,72 @@ TEST_CASE("bad magic, implausible header and missing files") {
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(Contains(missing.status(), dir.File("nope.gz")));
+}
+
+// The most memory this process has held, in MiB.
+long PeakMiB() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
+TEST_CASE("a header declaring more than the file holds allocates only what arrived") {
+  TempDir dir;
+  // 400000 images of 28 x 28 declared (313 MiB, under the limit), 12 bytes present.
+  auto bytes = ImagesFile(0, 28, 28);
+  bytes[4] = 0x00;
+  bytes[5] = 0x06;
+  bytes[6] = 0x1a;
+  bytes[7] = 0x80;
+  bytes.insert(bytes.end(), 12, 0);
+  WriteGz(dir.File("liar.gz"), bytes);
+  const long before = PeakMiB();
+  auto images = ReadIdxImages(dir.File("liar.gz"));
+  REQUIRE_FALSE(images.ok());
+  INFO(images.status().message());
+  CHECK(Contains(images.status(), "truncated at byte offset 28"));
+  CHECK(Contains(images.status(), "declares 313600000 bytes"));
+  CHECK(PeakMiB() - before < 100);
+
+  std::vector<std::uint8_t> labels;
+  Put32(labels, 0x801);
+  Put32(labels, 100'000'000);
+  WriteGz(dir.File("labels.gz"), labels);
+  auto read = ReadIdxLabels(dir.File("labels.gz"));
+  REQUIRE_FALSE(read.ok());
+  CHECK(Contains(read.status(), "truncated at byte offset 8"));
+  CHECK(PeakMiB() - before < 100);
+}
+
+TEST_CASE("sizes beyond the configured maximum are refused before reading") {
+  TempDir dir;
+  WriteGz(dir.File("images.gz"), ImagesFile(3, 2, 2));
+  auto images = ReadIdxImages(dir.File("images.gz"), IdxLimits{11});
+  REQUIRE_FALSE(images.ok());
+  CHECK(Contains(images.status(), "declares 12 bytes of data, more than the limit of 11"));
+  CHECK(ReadIdxImages(dir.File("images.gz"), IdxLimits{12}).ok());
+
+  // The largest header the plausibility checks pass: 1e8 x 65536 x 65536, no overflow.
+  auto huge = ImagesFile(0, 0, 0);
+  for (auto [at, value] : {std::pair{4, 100'000'000u}, {8, 65'536u}, {12, 65'536u}}) {
+    for (int k = 0; k < 4; ++k) huge[at + k] = static_cast<std::uint8_t>(value >> (24 - 8 * k));
+  }
+  WriteGz(dir.File("huge.gz"), huge);
+  images = ReadIdxImages(dir.File("huge.gz"));
+  REQUIRE_FALSE(images.ok());
+  CHECK(Contains(images.status(), "declares 429496729600000000 bytes"));
+}
+
+TEST_CASE("labels outside the model's classes name the file and the example") {
+  ImageDataset dataset;
+  dataset.labels = {0, 9, 10, 3};
+  dataset.labels_path = "/data/train-labels-idx1-ubyte.gz";
+  absl::Status s = CheckLabels(dataset, 10);
+  CHECK(s.code() == absl::StatusCode::kDataLoss);
+  CHECK(s.message() ==
+        "/data/train-labels-idx1-ubyte.gz: label 10 of example 2 is outside [0, 10) (the model's "
+        "classes)");
+  CHECK(CheckLabels(dataset, 11).ok());
 }
 
 TEST_CASE("loads the real Fashion-MNIST splits") {

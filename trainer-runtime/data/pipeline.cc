@@ -13,11 +13,29 @@ std::uint64_t NextRandom(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// The data set's vectors must hold what its count, rows and cols say: batches index them by those.
+absl::Status CheckShape(const ImageDataset& d) {
+  std::int64_t pixels = 0;
+  const bool fits = d.count >= 0 && d.rows >= 0 && d.cols >= 0 &&
+                    !__builtin_mul_overflow(d.count, d.rows, &pixels) &&
+                    !__builtin_mul_overflow(pixels, d.cols, &pixels);
+  if (!fits || static_cast<std::uint64_t>(pixels) != d.pixels.size() ||
+      static_cast<std::uint64_t>(d.count) != d.labels.size()) {
+    return absl::InvalidArgumentError(
+        "pipeline: the data set holds " + std::to_string(d.pixels.size()) + " pixel bytes and " +
+        std::to_string(d.labels.size()) + " labels, not count x rows x cols (" +
+        std::to_string(d.count) + " x " + std::to_string(d.rows) + " x " + std::to_string(d.cols) +
+        ") and count");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(
     std::shared_ptr<const ImageDataset> dataset, PipelineOptions options) {
   if (dataset == nullptr) return absl::InvalidArgumentError("pipeline: dataset is null");
+  TAAS_RETURN_IF_ERROR(CheckShape(*dataset));
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError("pipeline: batch_size must be >= 1, got " +
                                       std::to_string(options.batch_size));

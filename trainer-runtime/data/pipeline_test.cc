@@ -148,5 +148,22 @@ TEST_CASE("bad options are rejected by name") {
   CHECK(std::string(bad.status().message()).find("example_shape") != std::string::npos);
 }
 
+TEST_CASE("a data set whose vectors disagree with its count and shape is rejected") {
+  auto pixels_short = std::make_shared<ImageDataset>(*Tiny(4));
+  pixels_short->pixels.pop_back();
+  auto bad = Pipeline::Create(pixels_short, PipelineOptions());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("not count x rows x cols") != std::string::npos);
+
+  auto labels_short = std::make_shared<ImageDataset>(*Tiny(4));
+  labels_short->labels.pop_back();
+  CHECK_FALSE(Pipeline::Create(labels_short, PipelineOptions()).ok());
+
+  auto overflowing = std::make_shared<ImageDataset>(*Tiny(4));
+  overflowing->count = std::int64_t{1} << 40;
+  overflowing->rows = std::int64_t{1} << 40;
+  CHECK_FALSE(Pipeline::Create(overflowing, PipelineOptions()).ok());
+}
+
 }  // namespace
 }  // namespace taas::data

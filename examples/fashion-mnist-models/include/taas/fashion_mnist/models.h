@@ -83,6 +83,9 @@ class Cnn final : public Model {
 };
 
 // "mlp" or "cnn"; InvalidArgument otherwise.
+// Fashion-MNIST's labels are 0..9: the models' logits, and what a data set's labels must be below.
+inline constexpr std::int64_t kClasses = 10;
+
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const std::string& name, std::uint64_t seed);
 
 }  // namespace taas::fashion_mnist
