@@ -269,16 +269,19 @@ absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
 absl::StatusOr<std::optional<Checkpoint>> LoadLatest(const std::string& dir,
                                                      std::vector<std::string>* skipped) {
   auto all = ListCheckpoints(dir);
+  std::string newest_error;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     auto loaded = Load(*it);
     if (loaded.ok()) return std::optional<Checkpoint>(std::move(*loaded));
-    if (skipped) skipped->push_back(*it + ": " + std::string(loaded.status().message()));
+    std::string error = *it + ": " + std::string(loaded.status().message());
+    if (newest_error.empty()) newest_error = error;
+    if (skipped) skipped->push_back(std::move(error));
   }
   if (!all.empty()) {
     // Starting over would silently throw the job's training away: a person decides.
-    return absl::DataLossError("model dir " + dir + ": none of its " + std::to_string(all.size()) +
-                               " checkpoints verifies (newest " + all.back() +
-                               "); remove them to start over");
+    return absl::DataLossError(
+        "model dir " + dir + ": none of its " + std::to_string(all.size()) +
+        " checkpoints verifies (remove them to start over); the newest: " + newest_error);
   }
   return std::optional<Checkpoint>();
 }
