@@ -7,10 +7,13 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
 #include <set>
+#include <type_traits>
+#include <utility>
 
+#include "taas/base/json_fields.h"
 #include "taas/contract/job_secret.h"
 
 namespace taas::config {
@@ -25,6 +28,11 @@ struct Setting {
                              RuntimeConfig& config)>
       apply;
 };
+
+// Bounds on what TF_CONFIG and the settings may ask for (docs/trainer-runtime.md, "Limits").
+constexpr std::size_t kMaxTfConfigBytes = 1 << 20;
+constexpr std::int64_t kMaxAddresses = 10000;   // In all of TF_CONFIG; also bounds task.index.
+constexpr double kMaxSeconds = 30 * 24 * 3600;  // Any duration setting: 30 days.
 
 absl::Status Invalid(const std::string& where, const std::string& message) {
   return absl::InvalidArgumentError(where + ": " + message);
@@ -43,11 +51,17 @@ absl::StatusOr<std::int64_t> ParseInt(const std::string& where, const std::strin
   return out;
 }
 
+// Seconds in [0, kMaxSeconds]: a number written in full (no spaces, no NaN or infinity); the
+// bound keeps every wait representable as a std::chrono duration.
 absl::StatusOr<double> ParseSeconds(const std::string& where, const std::string& value) {
   char* end = nullptr;
-  double out = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(out) || out < 0) {
-    return Invalid(where, "must be a number of seconds >= 0, got \"" + value + "\"");
+  const double out = value.empty() || std::isspace(static_cast<unsigned char>(value[0]))
+                         ? std::nan("")
+                         : std::strtod(value.c_str(), &end);
+  if (end != value.c_str() + value.size() || !std::isfinite(out) || out < 0 || out > kMaxSeconds) {
+    return Invalid(where, "must be a number of seconds in [0, " +
+                              std::to_string(static_cast<std::int64_t>(kMaxSeconds)) + "], got \"" +
+                              value + "\"");
   }
   return out;
 }
@@ -58,6 +72,21 @@ absl::StatusOr<bool> ParseBool(const std::string& where, const std::string& valu
   return Invalid(where, "must be true or false, got \"" + value + "\"");
 }
 
+// Stores the parsed value in `field`; an integer that does not fit the field's type is an error,
+// never a silent narrowing.
+template <class T, class Parsed>
+absl::Status Store(const std::string& where, const Parsed& parsed, T& field) {
+  if constexpr (std::is_integral_v<T> && std::is_integral_v<Parsed>) {
+    if (!std::in_range<T>(parsed)) {
+      return Invalid(where, "must be in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                                std::to_string(std::numeric_limits<T>::max()) + "], got " +
+                                std::to_string(parsed));
+    }
+  }
+  field = static_cast<T>(parsed);
+  return absl::OkStatus();
+}
+
 template <class T, class Parse>
 Setting Make(std::string flag, std::string env, std::string help, Parse parse,
              T RuntimeConfig::*field) {
@@ -66,8 +95,7 @@ Setting Make(std::string flag, std::string env, std::string help, Parse parse,
                                 RuntimeConfig& config) -> absl::Status {
                    auto parsed = parse(where, value);
                    if (!parsed.ok()) return parsed.status();
-                   config.*field = static_cast<T>(*parsed);
-                   return absl::OkStatus();
+                   return Store(where, *parsed, config.*field);
                  }};
 }
 
@@ -107,7 +135,8 @@ std::vector<Setting> Settings() {
   s.push_back({"replicas_to_aggregate", "TF_REPLICAS_TO_AGGREGATE",
                "gradients averaged per sync step (all training replicas)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
-                 TAAS_ASSIGN_OR_RETURN(c.info.replicas_to_aggregate, ParseInt(w, v, 1));
+                 TAAS_ASSIGN_OR_RETURN(std::int64_t n, IntInRange(1, kMaxAddresses)(w, v));
+                 c.info.replicas_to_aggregate = static_cast<int>(n);
                  return absl::OkStatus();
                }});
   s.push_back(Make("save_checkpoints_secs", "TF_SAVE_CHECKPOINTS_SECS",
@@ -117,7 +146,7 @@ std::vector<Setting> Settings() {
                    "global steps between checkpoints, 0 = off (0)", IntAtLeast(0),
                    &RuntimeConfig::save_checkpoints_steps));
   s.push_back(Make("keep_checkpoints", "TAAS_KEEP_CHECKPOINTS", "checkpoints kept (5)",
-                   IntAtLeast(1), &RuntimeConfig::keep_checkpoints));
+                   IntInRange(1, 100000), &RuntimeConfig::keep_checkpoints));
   s.push_back(Make("save_summaries_steps", "TF_SAVE_SUMMARIES_STEPS",
                    "global steps between TensorBoard summaries, 0 = off (100)", IntAtLeast(0),
                    &RuntimeConfig::save_summaries_steps));
@@ -167,39 +196,71 @@ std::optional<Role> RoleFromKey(const std::string& key) {
   return std::nullopt;
 }
 
-// A "host:port" string, or an error naming `field`.
-absl::StatusOr<std::string> Address(const std::string& field, const nlohmann::json& value) {
-  if (!value.is_string()) return Invalid(field, "must be a \"host:port\" string");
-  std::string address = value.get<std::string>();
+using json_fields::Json;
+
+// A "host:port" string with a port in [1, 65535], or an error naming `field`.
+absl::StatusOr<std::string> Address(const std::string& field, const Json& value) {
+  if (!value.is_string()) {
+    return Invalid(
+        field, "must be a \"host:port\" string, got " + std::string(json_fields::TypeName(value)));
+  }
+  const std::string& address = value.get_ref<const std::string&>();
   auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 ||
-      !ParseInt(field, address.substr(colon + 1), 1).ok()) {
-    return Invalid(field, "must be \"host:port\", got \"" + address + "\"");
+      !IntInRange(1, 65535)(field, address.substr(colon + 1)).ok()) {
+    return Invalid(field,
+                   "must be \"host:port\" with a port in [1, 65535], got \"" + address + "\"");
   }
   return address;
 }
 
-// Kubeflow's sparse form (enableDynamicWorker): a worker sees every PS and itself, a PS itself.
-absl::Status ParseSparseTfConfig(const nlohmann::json& j, RuntimeConfig& c) {
-  const auto& sparse = j["sparseCluster"];
-  if (!sparse.is_object()) return Invalid("TF_CONFIG.sparseCluster", "must be an object");
-  if (!j.contains("task") || !j["task"].is_object() || !j["task"].contains("type") ||
-      !j["task"]["type"].is_string() ||
-      !j["task"].value("index", nlohmann::json(0)).is_number_integer()) {
+// The addresses of `list` (a JSON array at `field`), counting them against the job's maximum.
+absl::StatusOr<std::vector<std::string>> Addresses(const std::string& field, const Json& list,
+                                                   std::size_t& total) {
+  if (!list.is_array()) return Invalid(field, "must be a list of host:port addresses");
+  total += list.size();
+  if (total > static_cast<std::size_t>(kMaxAddresses)) {
+    return Invalid(field,
+                   "TF_CONFIG lists more than " + std::to_string(kMaxAddresses) + " addresses");
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    TAAS_ASSIGN_OR_RETURN(std::string address,
+                          Address(field + "[" + std::to_string(i) + "]", list[i]));
+    out.push_back(std::move(address));
+  }
+  return out;
+}
+
+// TF_CONFIG.task: its type and index (default 0), the index in [0, kMaxAddresses).
+absl::StatusOr<std::pair<std::string, std::int64_t>> Task(const Json& j) {
+  TAAS_ASSIGN_OR_RETURN(const Json* task, json_fields::OptionalObject(j, "task", "TF_CONFIG.task"));
+  if (task == nullptr) {
     return Invalid("TF_CONFIG.task", "must be an object {\"type\": ..., \"index\": ...}");
   }
-  const std::string type = j["task"]["type"].get<std::string>();
-  const auto index = j["task"].value("index", std::int64_t{0});
-  if (index < 0) return Invalid("TF_CONFIG.task.index", "must be >= 0");
+  TAAS_ASSIGN_OR_RETURN(auto type,
+                        json_fields::OptionalString(*task, "type", "TF_CONFIG.task.type"));
+  if (!type) return Invalid("TF_CONFIG.task.type", "must be a string");
+  TAAS_ASSIGN_OR_RETURN(auto index,
+                        json_fields::OptionalInt(*task, "index", "TF_CONFIG.task.index"));
+  const std::int64_t value = index.value_or(0);
+  if (value < 0 || value >= kMaxAddresses) {
+    return Invalid("TF_CONFIG.task.index", "must be in [0, " + std::to_string(kMaxAddresses) +
+                                               "), got " + std::to_string(value));
+  }
+  return std::pair{*type, value};
+}
+
+// Kubeflow's sparse form (enableDynamicWorker): a worker sees every PS and itself, a PS itself.
+absl::Status ParseSparseTfConfig(const Json& j, RuntimeConfig& c) {
+  const Json* sparse = json_fields::Object(j, "sparseCluster");
+  if (sparse == nullptr) return Invalid("TF_CONFIG.sparseCluster", "must be an object");
+  TAAS_ASSIGN_OR_RETURN(auto task, Task(j));
+  const auto& [type, index] = task;
+  std::size_t total = 0;
   std::vector<std::string> ps;
-  if (sparse.contains("ps")) {
-    if (!sparse["ps"].is_array()) return Invalid("TF_CONFIG.sparseCluster.ps", "must be a list");
-    for (std::size_t i = 0; i < sparse["ps"].size(); ++i) {
-      TAAS_ASSIGN_OR_RETURN(
-          std::string a,
-          Address("TF_CONFIG.sparseCluster.ps[" + std::to_string(i) + "]", sparse["ps"][i]));
-      ps.push_back(a);
-    }
+  if (const Json* list = json_fields::Find(*sparse, "ps")) {
+    TAAS_ASSIGN_OR_RETURN(ps, Addresses("TF_CONFIG.sparseCluster.ps", *list, total));
   }
   c.info.task_index = static_cast<int>(index);
   c.dynamic_workers = true;
@@ -218,48 +279,46 @@ absl::Status ParseSparseTfConfig(const nlohmann::json& j, RuntimeConfig& c) {
                        type + "\"");
   }
   const std::string self = std::to_string(index);
-  if (!sparse.contains("worker") || !sparse["worker"].is_object() ||
-      !sparse["worker"].contains(self)) {
+  const Json* workers = json_fields::Object(*sparse, "worker");
+  const Json* own = workers ? json_fields::Find(*workers, self) : nullptr;
+  if (own == nullptr) {
     return Invalid("TF_CONFIG.sparseCluster.worker." + self, "must hold this worker's address");
   }
-  TAAS_ASSIGN_OR_RETURN(c.listen_address,
-                        Address("TF_CONFIG.sparseCluster.worker." + self, sparse["worker"][self]));
+  TAAS_ASSIGN_OR_RETURN(c.listen_address, Address("TF_CONFIG.sparseCluster.worker." + self, *own));
   if (ps.empty())
     return Invalid("TF_CONFIG.sparseCluster.ps", "needs at least one parameter server");
   c.info.role = Role::kWorker;
   c.info.is_chief = index == 0;
   c.info.worker_rank = static_cast<int>(index);
   c.ps_addresses = ps;
-  // Other workers are unknown; this worker's rank + 1 is what is known of their number.
+  // Other workers are unknown; this worker's rank + 1 is what is known of their number (the
+  // index is below kMaxAddresses, so this list is too).
   c.worker_addresses.assign(static_cast<std::size_t>(index) + 1, "");
   c.worker_addresses.back() = c.listen_address;
   return absl::OkStatus();
 }
 
 absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return Invalid("TF_CONFIG", std::string("is not valid JSON: ") + e.what());
+  if (text.size() > kMaxTfConfigBytes) {
+    return Invalid("TF_CONFIG", "is " + std::to_string(text.size()) + " bytes, more than the " +
+                                    std::to_string(kMaxTfConfigBytes) + " allowed");
   }
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Invalid("TF_CONFIG", "is not valid JSON");
   if (!j.is_object()) return Invalid("TF_CONFIG", "must be a JSON object");
   if (!j.contains("cluster") && j.contains("sparseCluster")) return ParseSparseTfConfig(j, c);
-  if (!j.contains("cluster") || !j["cluster"].is_object()) {
+  const Json* cluster_json = json_fields::Object(j, "cluster");
+  if (cluster_json == nullptr) {
     return Invalid("TF_CONFIG.cluster", "must be an object mapping replica types to addresses");
   }
   std::map<std::string, std::vector<std::string>> cluster;
-  for (const auto& [key, hosts] : j["cluster"].items()) {
+  std::size_t total = 0;
+  for (const auto& [key, hosts] : cluster_json->items()) {
     std::string field = "TF_CONFIG.cluster." + key;
     if (!RoleFromKey(key)) {
       return Invalid(field, "unknown replica type (expected chief, master, worker, ps, evaluator)");
     }
-    if (!hosts.is_array()) return Invalid(field, "must be a list of host:port addresses");
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-      TAAS_ASSIGN_OR_RETURN(std::string address,
-                            Address(field + "[" + std::to_string(i) + "]", hosts[i]));
-      cluster[key].push_back(address);
-    }
+    TAAS_ASSIGN_OR_RETURN(cluster[key], Addresses(field, hosts, total));
   }
   if (cluster.count("chief") && cluster.count("master")) {
     return Invalid("TF_CONFIG.cluster", "has both chief and master; use one");
@@ -270,34 +329,21 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
                      "must have exactly 1 replica, got " + std::to_string(cluster[key].size()));
     }
   }
-  if (!j.contains("task") || !j["task"].is_object()) {
-    return Invalid("TF_CONFIG.task", "must be an object {\"type\": ..., \"index\": ...}");
-  }
-  const auto& task = j["task"];
-  if (!task.contains("type") || !task["type"].is_string()) {
-    return Invalid("TF_CONFIG.task.type", "must be a string");
-  }
-  std::string type = task["type"].get<std::string>();
+  TAAS_ASSIGN_OR_RETURN(auto task, Task(j));
+  const auto& [type, index] = task;
   auto role = RoleFromKey(type);
   if (!role) return Invalid("TF_CONFIG.task.type", "unknown replica type \"" + type + "\"");
   if (!cluster.count(type)) {
     return Invalid("TF_CONFIG.task.type", "\"" + type + "\" is not in TF_CONFIG.cluster");
   }
-  std::int64_t index = 0;
-  if (task.contains("index")) {
-    if (!task["index"].is_number_integer()) {
-      return Invalid("TF_CONFIG.task.index", "must be an integer");
-    }
-    index = task["index"].get<std::int64_t>();
-  }
-  if (index < 0 || index >= static_cast<std::int64_t>(cluster[type].size())) {
+  if (index >= static_cast<std::int64_t>(cluster[type].size())) {
     return Invalid("TF_CONFIG.task.index",
                    std::to_string(index) + " is out of range for TF_CONFIG.cluster." + type + " (" +
                        std::to_string(cluster[type].size()) + " replicas)");
   }
   c.info.role = *role;
   c.info.task_index = static_cast<int>(index);
-  c.listen_address = cluster[type][index];
+  c.listen_address = cluster[type][static_cast<std::size_t>(index)];
   c.ps_addresses = cluster["ps"];
   const bool has_chief = cluster.count("chief") || cluster.count("master");
   for (const char* key : {"chief", "master", "worker"}) {

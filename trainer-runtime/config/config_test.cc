@@ -174,5 +174,92 @@ TEST_CASE("malformed or inconsistent TF_CONFIG names the field") {
             .find("TF_CONFIG.cluster.chief: must have exactly 1 replica") == 0);
 }
 
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_CASE("numbers that do not fit their field are errors, never narrowed") {
+  CHECK(Has(ErrorOf({"--keep_checkpoints=4294967297"}, {}),
+            "--keep_checkpoints: must be <= 100000, got 4294967297"));
+  CHECK(Has(ErrorOf({}, {{"TF_REPLICAS_TO_AGGREGATE", "4294967297"}}),
+            "TF_REPLICAS_TO_AGGREGATE: must be <= 10000"));
+  CHECK(Has(ErrorOf({"--max_steps=99999999999999999999"}, {}), "--max_steps: must be an integer"));
+  CHECK(Has(ErrorOf({}, {{"TAAS_METRICS_PORT", "65536"}}), "TAAS_METRICS_PORT: must be <= 65535"));
+  CHECK(Has(ErrorOf({"--log_steps= 5"}, {}), "--log_steps: must be an integer"));
+  CHECK(Has(ErrorOf({"--log_steps=5x"}, {}), "--log_steps: must be an integer"));
+}
+
+TEST_CASE("seconds are finite, written in full and at most 30 days") {
+  for (const char* bad : {"nan", "inf", "-inf", "1e300", "2592001", "-1", " 5", "5 ", "0x", ""}) {
+    CAPTURE(bad);
+    CHECK(Has(ErrorOf({}, {{"TAAS_WAIT_TIMEOUT_SECS", bad}}),
+              "TAAS_WAIT_TIMEOUT_SECS: must be a number of seconds in [0, 2592000]"));
+  }
+  auto c = ParseConfig({"--eval_interval_secs=2592000", "--save_checkpoints_secs=0.5"}, {});
+  REQUIRE(c.ok());
+  CHECK(c->eval_interval_secs == 2592000);
+  CHECK(c->save_checkpoints_secs == 0.5);
+}
+
+// TF_CONFIG with `task` in place of the task, over the two-worker cluster.
+std::string WithTask(const std::string& task) {
+  return R"({"cluster":{"ps":["a:1"],"worker":["b:2","c:3"]},"task":)" + task + "}";
+}
+
+TEST_CASE("any JSON type in any TF_CONFIG field is an error naming the field") {
+  const char* values[] = {"null", "true", "1", "1.5", "\"x\"", "[]", "{}", "[[1]]"};
+  for (const char* v : values) {
+    CAPTURE(v);
+    const std::string value = v;
+    for (const std::string& text :
+         {"{\"cluster\":" + value + "}", "{\"cluster\":{\"ps\":" + value + "}}",
+          "{\"cluster\":{\"ps\":[" + value + "]},\"task\":{\"type\":\"ps\"}}", WithTask(value),
+          WithTask("{\"type\":" + value + "}"),
+          WithTask("{\"type\":\"worker\",\"index\":" + value + "}"),
+          "{\"sparseCluster\":" + value + "}",
+          "{\"sparseCluster\":{\"ps\":" + value + "},\"task\":{\"type\":\"worker\"}}",
+          "{\"sparseCluster\":{\"ps\":[\"a:1\"],\"worker\":" + value +
+              "},\"task\":{\"type\":\"worker\"}}",
+          "{\"sparseCluster\":{\"ps\":[\"a:1\"],\"worker\":{\"0\":" + value +
+              "}},\"task\":{\"type\":\"worker\"}}"}) {
+      CAPTURE(text);
+      auto c = ParseConfig({}, {{"TF_CONFIG", text}});
+      if (!c.ok()) CHECK(Has(std::string(c.status().message()), "TF_CONFIG"));
+    }
+  }
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", WithTask(R"({"type":"worker","index":"1"})")}}),
+            "TF_CONFIG.task.index must be an integer, got string"));
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", WithTask(R"({"type":7})")}}),
+            "TF_CONFIG.task.type must be a string, got integer"));
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":[1]},"task":{"type":"ps"}})"}}),
+            "TF_CONFIG.cluster.ps[0]: must be a \"host:port\" string, got integer"));
+}
+
+TEST_CASE("TF_CONFIG is bounded: its size, its addresses, ports and the task index") {
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", std::string(1 << 20 | 1, ' ')}}),
+            "TF_CONFIG: is 1048577 bytes, more than the 1048576 allowed"));
+  std::string many = R"({"cluster":{"ps":["a:1"],"worker":[)";
+  for (int i = 0; i < 10000; ++i) many += R"("w:1",)";
+  many += R"("w:1"]},"task":{"type":"ps","index":0}})";
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", many}}),
+            "TF_CONFIG.cluster.worker: TF_CONFIG lists more than 10000 addresses"));
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"ps":["a:65536"],"worker":["b:2"]},)"
+                                       R"("task":{"type":"worker","index":0}})"}}),
+            "TF_CONFIG.cluster.ps[0]: must be \"host:port\" with a port in [1, 65535]"));
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG", WithTask(R"({"type":"worker","index":-1})")}}),
+            "TF_CONFIG.task.index: must be in [0, 10000), got -1"));
+  // A sparse worker's index sizes the list of known workers: bounded before it is allocated.
+  CHECK(Has(ErrorOf({}, {{"TF_CONFIG",
+                          R"({"sparseCluster":{"ps":["a:1"],"worker":{"99999999999":"b:2"}},)"
+                          R"("task":{"type":"worker","index":99999999999}})"}}),
+            "TF_CONFIG.task.index: must be in [0, 10000), got 99999999999"));
+  auto c = ParseConfig({}, {{"TF_CONFIG", R"({"sparseCluster":{"ps":["a:1"],"worker":)"
+                                          R"({"9999":"b:2"}},"task":{"type":"worker",)"
+                                          R"("index":9999}})"}});
+  REQUIRE(c.ok());
+  CHECK(c->info.task_index == 9999);
+  CHECK(c->info.num_workers == 10000);
+}
+
 }  // namespace
 }  // namespace taas::config
