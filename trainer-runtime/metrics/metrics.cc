@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -73,18 +75,36 @@ MetricsServer::~MetricsServer() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+// Milliseconds left until `deadline`, at least 0.
+int RemainingMs(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<std::int64_t>(left.count(), 0));
+}
+
+// Waits for `events` on `fd` until `deadline`; false when it passed first.
+bool WaitFor(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  pollfd p{fd, events, 0};
+  return ::poll(&p, 1, RemainingMs(deadline)) > 0;
+}
+
+}  // namespace
+
 void MetricsServer::Serve() {
   while (!stop_) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;
-    int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (client < 0) continue;
-    // Read the request head (scrapers send a small GET); give up on slow clients after 1 s.
+    // One connection at a time, so each gets a deadline for all of its reading and writing: a
+    // client that sends or reads slowly cannot keep the scraper out for longer.
+    const auto deadline = std::chrono::steady_clock::now() + kConnectionDeadline;
     char buffer[2048];
     std::string request;
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
-      pollfd c{client, POLLIN, 0};
-      if (::poll(&c, 1, 1000) <= 0) break;
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384 &&
+           WaitFor(client, POLLIN, deadline)) {
       ssize_t n = ::recv(client, buffer, sizeof(buffer), 0);
       if (n <= 0) break;
       request.append(buffer, static_cast<std::size_t>(n));
@@ -94,7 +114,7 @@ void MetricsServer::Serve() {
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     std::size_t sent = 0;
-    while (sent < response.size()) {
+    while (sent < response.size() && WaitFor(client, POLLOUT, deadline)) {
       ssize_t n = ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) break;
       sent += static_cast<std::size_t>(n);

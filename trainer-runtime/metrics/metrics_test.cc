@@ -6,16 +6,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 namespace taas::metrics {
 namespace {
 
-std::string Get(int port) {
+int Connect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+std::string Get(int port) {
+  const int fd = Connect(port);
   const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
   REQUIRE(::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size()));
   std::string out;
@@ -43,6 +52,32 @@ TEST_CASE("serves gauges in Prometheus text format over HTTP") {
   CHECK(response.find("taas_eval_accuracy") == std::string::npos);  // not set yet
   gauges.Set("taas_eval_accuracy", 0.5);
   CHECK(Get((*server)->port()).find("taas_eval_accuracy 0.5\n") != std::string::npos);
+}
+
+TEST_CASE("a client sending its request slowly holds the server for the deadline at most") {
+  Gauges gauges;
+  gauges.Set("taas_global_step", 7);
+  auto server = MetricsServer::Start("127.0.0.1", 0, &gauges);
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+  std::atomic<bool> done{false};
+  // One byte every 200 ms for 8 s: each byte arrives well within any per-read timeout.
+  std::thread slow([&] {
+    const int fd = Connect(port);
+    for (int i = 0; i < 40 && !done; ++i) {
+      if (::send(fd, "G", 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ::close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string response = Get(port);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  done = true;
+  slow.join();
+  CHECK(response.find("taas_global_step 7") != std::string::npos);
+  CHECK(waited < MetricsServer::kConnectionDeadline + std::chrono::milliseconds(1500));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@ class MetricsServer {
   MetricsServer& operator=(const MetricsServer&) = delete;
 
   int port() const { return port_; }
+
+  // How long one scrape may take, reading the request and writing the answer together.
+  static constexpr std::chrono::milliseconds kConnectionDeadline{2000};
 
  private:
   MetricsServer() = default;
