@@ -7,7 +7,6 @@
 #include "internal.h"
 #include "status_write.h"
 #include "taas/base/status.h"
-#include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/validation.h"
@@ -48,16 +47,6 @@ kube::Store::IndexFunc ByJobName() {
     if (job.empty()) return {};
     return {meta->value("namespace", "") + "/" + job};
   };
-}
-
-// Parse, Kubeflow's defaults and the rules' validation of a TFJob object.
-absl::StatusOr<tf::TFJob> LoadJob(const json& object) {
-  auto parsed = tf::TFJobFromJson(object);
-  if (!parsed.ok()) return parsed.status();
-  tf::SetDefaults(*parsed);
-  auto errors = tf::Validate(*parsed);
-  if (!errors.empty()) return tf::ValidationStatus(parsed->metadata, errors);
-  return parsed;
 }
 
 // A status and the restart ledger as the TFJob's `status` JSON.
@@ -327,7 +316,7 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
     ops.put = [&](const json& body) { return PutStatus(body); };
     ops.get = [&] { return client_->Get(JobPath(ctx.ns, ctx.name)); };
     ops.redecide = [&](const json& fresh) -> absl::StatusOr<StatusWriteOps::Redecision> {
-      auto reloaded = LoadJob(fresh);
+      auto reloaded = tf::LoadTFJob(fresh, options_.limits);
       if (!reloaded.ok()) {
         // Nothing more to do for an invalid job than to say so; the job counts as gone, so the
         // reconcile ends here whatever this write returns.
@@ -457,7 +446,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
       logger_.With({{"job", key}})};
   const Watched* watched = WatchedFor(ctx.ns);
   if (watched == nullptr) return absl::OkStatus();
-  auto loaded = LoadJob(*object);
+  auto loaded = tf::LoadTFJob(*object, options_.limits);
   if (!loaded.ok()) return HandleInvalid(*object, loaded.status());
   tf::TFJob job = std::move(*loaded);
 

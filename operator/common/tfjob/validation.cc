@@ -29,6 +29,8 @@ std::string Quote(std::string_view text) { return "\"" + std::string(text) + "\"
 
 class Validator {
  public:
+  explicit Validator(const Limits& limits) : limits_(limits) {}
+
   std::vector<FieldError> Run(const TFJob& job) {
     CheckName(job);
     CheckReplicaSpecs(job.spec);
@@ -88,11 +90,29 @@ class Validator {
       CheckReplicaSpec("spec.tfReplicaSpecs." + std::string(ReplicaTypeName(type)), type,
                        it->second);
     }
+    CheckTotalReplicas(spec);
+  }
+
+  // Counts are int32 each and at most 5 types: the sum fits int64 whatever they hold.
+  void CheckTotalReplicas(const TFJobSpec& spec) {
+    std::int64_t total = 0;
+    for (const auto& [type, replica] : spec.replica_specs) total += std::max(replica.replicas, 0);
+    if (total > limits_.max_replicas_per_job) {
+      Add("spec.tfReplicaSpecs", "has " + std::to_string(total) +
+                                     " replicas in all, over the maximum of " +
+                                     std::to_string(limits_.max_replicas_per_job) +
+                                     " per job; use fewer replicas or split the job");
+    }
   }
 
   void CheckReplicaSpec(const std::string& path, ReplicaType type, const ReplicaSpec& replica) {
+    const int max_replicas = std::min(kMaxReplicasPerType, limits_.max_replicas_per_job);
     if (replica.replicas < 0) {
       Add(path + ".replicas", "must be >= 0, got " + std::to_string(replica.replicas));
+    } else if (replica.replicas > max_replicas) {
+      Add(path + ".replicas", "must be <= " + std::to_string(max_replicas) +
+                                  " (the maximum per replica type), got " +
+                                  std::to_string(replica.replicas));
     } else if (IsChiefOrMaster(type) && replica.replicas > 1) {
       Add(path + ".replicas", "must be 0 or 1 (a job has at most one " +
                                   std::string(ReplicaTypeName(type)) + "), got " +
@@ -174,12 +194,15 @@ class Validator {
     }
   }
 
+  const Limits& limits_;
   std::vector<FieldError> errors_;
 };
 
 }  // namespace
 
-std::vector<FieldError> Validate(const TFJob& job) { return Validator().Run(job); }
+std::vector<FieldError> Validate(const TFJob& job, const Limits& limits) {
+  return Validator(limits).Run(job);
+}
 
 absl::Status FieldStatus(const std::string& field, const std::string& message) {
   absl::Status status =
@@ -206,10 +229,10 @@ std::optional<std::string> ErrorField(const absl::Status& status) {
   return std::string(*payload);
 }
 
-absl::StatusOr<TFJob> LoadTFJob(const nlohmann::json& object) {
+absl::StatusOr<TFJob> LoadTFJob(const nlohmann::json& object, const Limits& limits) {
   TAAS_ASSIGN_OR_RETURN(TFJob job, TFJobFromJson(object));
   SetDefaults(job);
-  TAAS_RETURN_IF_ERROR(ValidationStatus(job.metadata, Validate(job)));
+  TAAS_RETURN_IF_ERROR(ValidationStatus(job.metadata, Validate(job, limits)));
   return job;
 }
 

@@ -29,6 +29,47 @@ TEST_CASE("negative replicas name the field and the fix") {
   CHECK(errors[0] == FieldError{"spec.tfReplicaSpecs.Worker.replicas", "must be >= 0, got -1"});
 }
 
+TEST_CASE("replicas are bounded per type and per job, naming the field and the limit") {
+  CHECK(Validate(TestJob({{ReplicaType::kWorker, kMaxReplicasPerType}})).empty());
+  SUBCASE("one type over its maximum") {
+    const auto errors = Validate(TestJob({{ReplicaType::kWorker, kMaxReplicasPerType + 1}}));
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == FieldError{"spec.tfReplicaSpecs.Worker.replicas",
+                                  "must be <= 1024 (the maximum per replica type), got 1025"});
+  }
+  SUBCASE("the largest int32 count") {
+    const auto errors = Validate(TestJob({{ReplicaType::kPS, 2147483647}}));
+    CHECK(Fields(errors) ==
+          std::vector<std::string>{"spec.tfReplicaSpecs.PS.replicas", "spec.tfReplicaSpecs"});
+  }
+  SUBCASE("types within their maximum, over the job's") {
+    const auto errors = Validate(TestJob(
+        {{ReplicaType::kPS, 1024}, {ReplicaType::kWorker, 1024}, {ReplicaType::kEvaluator, 1}}));
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] ==
+          FieldError{"spec.tfReplicaSpecs",
+                     "has 2049 replicas in all, over the maximum of 2048 per job; use fewer "
+                     "replicas or split the job"});
+  }
+  SUBCASE("an installation's lower limit bounds both") {
+    const Limits limits{.max_replicas_per_job = 10};
+    CHECK(Validate(TestJob({{ReplicaType::kPS, 2}, {ReplicaType::kWorker, 8}}), limits).empty());
+    const auto errors =
+        Validate(TestJob({{ReplicaType::kPS, 2}, {ReplicaType::kWorker, 11}}), limits);
+    CHECK(Fields(errors) ==
+          std::vector<std::string>{"spec.tfReplicaSpecs.Worker.replicas", "spec.tfReplicaSpecs"});
+    CHECK(errors[0].message == "must be <= 10 (the maximum per replica type), got 11");
+  }
+}
+
+TEST_CASE("LoadTFJob applies the limits it is given") {
+  const json object = TFJobToJson(TestJob({{ReplicaType::kWorker, 3}}));
+  CHECK(LoadTFJob(object).ok());
+  const auto limited = LoadTFJob(object, Limits{.max_replicas_per_job = 2});
+  REQUIRE_FALSE(limited.ok());
+  CHECK(ErrorField(limited.status()) == "spec.tfReplicaSpecs.Worker.replicas");
+}
+
 TEST_CASE("at most one chief: one Chief/Master type with at most one replica") {
   SUBCASE("two chiefs") {
     const auto errors = Validate(TestJob({{ReplicaType::kChief, 2}}));

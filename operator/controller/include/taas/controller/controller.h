@@ -36,6 +36,7 @@
 #include "taas/kube/informer.h"
 #include "taas/kube/workqueue.h"
 #include "taas/tfjob/status.h"
+#include "taas/tfjob/validation.h"
 
 namespace taas::controller {
 
@@ -53,6 +54,8 @@ struct ControllerOptions {
   std::chrono::milliseconds child_event_delay{250};
   BuildOptions build;
   taas::tfjob::StatusOptions status;
+  // Size limits every TFJob is validated against (`--max-replicas-per-job` lowers them).
+  taas::tfjob::Limits limits;
   std::chrono::seconds resync_period{std::chrono::minutes(5)};
   std::string host = "taas-operator";  // Event source.host
 };

@@ -11,6 +11,18 @@
 
 namespace taas::tfjob {
 
+// Upper bounds on a job's size. The status rules, the plan and TF_CONFIG allocate in proportion to
+// the replica counts, so one job with a huge count could exhaust the operator for every namespace.
+// The CRD (crds/kubeflow.org_tfjobs.yaml: `maximum` on replicas, a CEL rule on their sum) says the
+// same numbers; crd_limits_test pins them to these constants.
+inline constexpr int kMaxReplicasPerType = 1024;
+inline constexpr int kMaxReplicasPerJob = 2048;
+
+// What an installation allows; an operator flag can lower the per-job limit, never raise it.
+struct Limits {
+  int max_replicas_per_job = kMaxReplicasPerJob;
+};
+
 struct FieldError {
   std::string field;    // e.g. "spec.tfReplicaSpecs.Worker.replicas"
   std::string message;  // a predicate with the fix, e.g. "must be >= 0, got -1"
@@ -23,13 +35,14 @@ struct FieldError {
 //  - metadata.name: a DNS-1035 label (lower-case letters, digits and '-', starting with a
 //    letter, at most 63 characters), as Kubeflow requires;
 //  - spec.tfReplicaSpecs: at least one replica type; at most one of Chief/Master, with
-//    replicas <= 1; replicas >= 0;
+//    replicas <= 1; 0 <= replicas <= kMaxReplicasPerType (or the per-job limit, if lower); the
+//    sum over every type <= limits.max_replicas_per_job;
 //  - template.spec.containers: present, one named `tensorflow`, every container has an image;
 //  - runPolicy: ttlSecondsAfterFinished, backoffLimit >= 0; activeDeadlineSeconds > 0;
 //    schedulingPolicy an object.
 // Unknown replica types and invalid enum values cannot be represented in TFJob; the parser
 // (serialization.h) reports them with the same field paths.
-std::vector<FieldError> Validate(const TFJob& job);
+std::vector<FieldError> Validate(const TFJob& job, const Limits& limits = {});
 
 // OK when `errors` is empty; otherwise InvalidArgument with the message
 //   tfjob <ns>/<name>: <field> <message>[; <field> <message>]...
@@ -43,8 +56,8 @@ absl::Status FieldStatus(const std::string& field, const std::string& message);
 // {"error": ..., "field": ...}; std::nullopt when there is none.
 std::optional<std::string> ErrorField(const absl::Status& status);
 
-// Parse + SetDefaults + Validate of one TFJob JSON object: what the UI server and the launcher
-// want from user input.
-absl::StatusOr<TFJob> LoadTFJob(const nlohmann::json& object);
+// Parse + SetDefaults + Validate of one TFJob JSON object: what the operator, the UI server and
+// the launcher want from user input.
+absl::StatusOr<TFJob> LoadTFJob(const nlohmann::json& object, const Limits& limits = {});
 
 }  // namespace taas::tfjob
