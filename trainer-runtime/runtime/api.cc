@@ -1,5 +1,6 @@
 #include <set>
 
+#include "exit_code.h"
 #include "internal.h"
 
 namespace taas {
@@ -40,22 +41,19 @@ void DistModel::after_train(Session&, bool) {}
 
 namespace runtime {
 
-std::unique_ptr<BuiltModel> BuildModel(Context& ctx) {
+absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx) {
   auto built = std::make_unique<BuiltModel>();
   built->state.info = &ctx.config->info;
   built->state.logger = &ctx.logger;
   built->state.global_step = &built->global_step;
-  built->model = ctx.factory();
-  if (!built->model) {
-    ctx.logger.Error("the model factory returned no model");
-    return nullptr;
-  }
+  TAAS_RETURN_IF_ERROR(CallModel("the model factory", [&] {
+    built->model = ctx.factory();
+    return absl::OkStatus();
+  }));
+  if (!built->model) return absl::InvalidArgumentError("the model factory returned no model");
   ModelBuilder builder(&built->state);
-  absl::Status status = built->model->build_model(builder);
-  if (!status.ok()) {
-    ctx.logger.Error("build_model failed", {{"error", status.ToString()}});
-    return nullptr;
-  }
+  TAAS_RETURN_IF_ERROR(
+      CallModel("build_model()", [&] { return built->model->build_model(builder); }));
   std::set<std::string> names;
   for (auto* v : built->state.variables) {
     if (v->name.empty()) built->state.errors.push_back("a registered Variable has no name");
@@ -68,10 +66,11 @@ std::unique_ptr<BuiltModel> BuildModel(Context& ctx) {
         "build_model registered no variables (ModelBuilder::AddVariable)");
   }
   auto optimizer = nn::CreateOptimizer(built->state.optimizer);
-  if (!optimizer.ok()) built->state.errors.push_back(optimizer.status().ToString());
+  if (!optimizer.ok()) built->state.errors.push_back(std::string(optimizer.status().message()));
   if (!built->state.errors.empty()) {
-    for (const auto& e : built->state.errors) ctx.logger.Error("invalid model", {{"error", e}});
-    return nullptr;
+    std::string all;
+    for (const auto& e : built->state.errors) all += (all.empty() ? "" : "; ") + e;
+    return absl::InvalidArgumentError("invalid model: " + all);
   }
   return built;
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "exit_code.h"
 #include "internal.h"
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/summary/event_writer.h"
@@ -24,6 +25,20 @@ std::optional<std::int64_t> DoneStep(const std::string& model_dir) {
   std::int64_t step;
   if (in >> step) return step;
   return std::nullopt;
+}
+
+// Copies a checkpoint's values into the model's variables; InvalidArgument naming the first
+// variable it lacks or holds at another size.
+absl::Status Restore(const checkpoint::Checkpoint& c, const std::vector<nn::Variable*>& variables) {
+  for (auto* v : variables) {
+    const auto* entry = c.Find(v->name);
+    if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
+      return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
+                                        (entry ? "another size for " : "no variable ") + v->name);
+    }
+    std::copy(entry->values.begin(), entry->values.end(), v->value.data());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -43,8 +58,11 @@ int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logg
 int RunEvaluator(Context& ctx) {
   const auto& cfg = *ctx.config;
   const auto& info = cfg.info;
-  auto built = BuildModel(ctx);
-  if (!built) return kExitModelError;
+  auto built_or = BuildModel(ctx);
+  if (!built_or.ok()) {
+    return Exit(ctx.logger, 0, FailureSource::kModel, "build_model failed", built_or.status());
+  }
+  BuiltModel& built = **built_or;
   Session::State state;
   state.info = &info;
   state.logger = &ctx.logger;
@@ -56,58 +74,62 @@ int RunEvaluator(Context& ctx) {
   auto last_new = std::chrono::steady_clock::now();
   std::int64_t evaluated = -1;
   bool logged_wait = false;
+  std::string last_skipped;
   while (true) {
     auto latest = checkpoint::LatestStep(info.model_dir);
+    std::vector<std::string> skipped;
     if (latest && *latest > evaluated) {
-      std::vector<std::string> skipped;
       auto ckpt = checkpoint::LoadLatest(info.model_dir, &skipped);
-      if (!ckpt.ok() || !ckpt->has_value()) {
-        // Deleted under us (keep-K) or being replaced: look again shortly.
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        continue;
+      // A checkpoint being replaced or deleted (keep-K) is retried at the next poll; one that
+      // stays corrupt ends with the wait below, the reason in its line.
+      if (!skipped.empty() && skipped.back() != last_skipped) {
+        last_skipped = skipped.back();
+        ctx.logger.Warning("skipping a checkpoint that does not verify", {{"error", last_skipped}});
       }
-      const auto& c = **ckpt;
-      bool complete = true;
-      for (auto* v : built->state.variables) {
-        const auto* entry = c.Find(v->name);
-        if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
-          ctx.logger.Error("checkpoint does not match the model",
-                           {{"checkpoint", c.path}, {"variable", v->name}});
-          complete = false;
-          break;
+      if (ckpt.ok() && ckpt->has_value() && (*ckpt)->global_step > evaluated) {
+        const auto& c = **ckpt;
+        if (absl::Status s = Restore(c, built.state.variables); !s.ok()) {
+          return Exit(ctx.logger, ctx.global_step, FailureSource::kData,
+                      "cannot evaluate a checkpoint", s);
         }
-        std::copy(entry->values.begin(), entry->values.end(), v->value.data());
-      }
-      if (!complete) return kExitModelError;
-      state.global_step = c.global_step;
-      built->global_step = c.global_step;
-      const auto start = std::chrono::steady_clock::now();
-      auto results = built->model->evaluate(session);
-      summary::Scalars scalars;
-      std::string line;
-      for (const auto& [name, value] : results) {
-        scalars.emplace_back(name, static_cast<float>(value));
-        line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
-        if (name == "accuracy") ctx.gauges->Set("taas_eval_accuracy", value);
-      }
-      ctx.gauges->Set("taas_global_step", static_cast<double>(c.global_step));
-      if (!scalars.empty()) {
-        if (!events) {
-          auto writer = summary::EventWriter::Create((fs::path(info.model_dir) / "eval").string());
-          if (writer.ok()) events = std::move(*writer);
+        state.global_step = c.global_step;
+        built.global_step = c.global_step;
+        ctx.global_step = c.global_step;
+        const auto start = std::chrono::steady_clock::now();
+        std::map<std::string, double> results;
+        absl::Status s = CallModel("evaluate()", [&] {
+          results = built.model->evaluate(session);
+          return absl::OkStatus();
+        });
+        if (!s.ok())
+          return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed", s);
+        summary::Scalars scalars;
+        std::string line;
+        for (const auto& [name, value] : results) {
+          scalars.emplace_back(name, static_cast<float>(value));
+          line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
+          if (name == "accuracy") ctx.gauges->Set("taas_eval_accuracy", value);
         }
-        if (events) {
-          absl::Status s = events->WriteSummary(c.global_step, scalars);
-          if (!s.ok()) ctx.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
+        ctx.gauges->Set("taas_global_step", static_cast<double>(c.global_step));
+        if (!scalars.empty()) {
+          if (!events) {
+            auto writer =
+                summary::EventWriter::Create((fs::path(info.model_dir) / "eval").string());
+            if (writer.ok()) events = std::move(*writer);
+          }
+          if (events) {
+            absl::Status w = events->WriteSummary(c.global_step, scalars);
+            if (!w.ok()) ctx.logger.Warning("cannot write summaries", {{"error", w.ToString()}});
+          }
         }
+        ctx.logger.Info("evaluated checkpoint", {{"checkpoint", c.path},
+                                                 {"global_step", c.global_step},
+                                                 {"metrics", line},
+                                                 {"secs", SecondsSince(start)}});
+        evaluated = c.global_step;
+        last_new = std::chrono::steady_clock::now();
+        logged_wait = false;
       }
-      ctx.logger.Info("evaluated checkpoint", {{"checkpoint", c.path},
-                                               {"global_step", c.global_step},
-                                               {"metrics", line},
-                                               {"secs", SecondsSince(start)}});
-      evaluated = c.global_step;
-      last_new = std::chrono::steady_clock::now();
-      logged_wait = false;
     }
     auto done = DoneStep(info.model_dir);
     if ((done && evaluated >= *done) || evaluated >= info.max_steps) {
@@ -115,10 +137,20 @@ int RunEvaluator(Context& ctx) {
                       {{"global_step", evaluated}});
       return kExitOk;
     }
+    if (done && latest && *latest >= *done && !skipped.empty()) {
+      // No newer checkpoint can come: waiting, or a restart, cannot help.
+      return Exit(ctx.logger, ctx.global_step, FailureSource::kData,
+                  "training is over but its last checkpoint does not verify",
+                  absl::DataLossError(skipped.front()));
+    }
     if (SecondsSince(last_new) > patience) {
-      ctx.logger.Error("no new checkpoint for too long",
-                       {{"waited_secs", SecondsSince(last_new)}, {"model_dir", info.model_dir}});
-      return kExitTransient;
+      const std::string why =
+          last_skipped.empty() ? "" : "; the newest does not verify: " + last_skipped;
+      return Exit(ctx.logger, ctx.global_step, FailureSource::kWait, "gave up waiting",
+                  absl::DeadlineExceededError(
+                      "no new checkpoint in " + info.model_dir + " for " +
+                      std::to_string(SecondsSince(last_new)) + " s (the longer of " +
+                      "TAAS_WAIT_TIMEOUT_SECS and 3 x TF_SAVE_CHECKPOINTS_SECS)" + why));
     }
     if (!logged_wait) {
       ctx.logger.Info("waiting for a new checkpoint",

@@ -39,6 +39,8 @@ struct Context {
   Logger logger;
   metrics::Gauges* gauges = nullptr;
   std::function<std::unique_ptr<DistModel>()> factory;
+  // The last global step this replica saw, for the line that explains a failed exit.
+  std::atomic<std::int64_t> global_step{0};
 };
 
 int RunParameterServer(Context& ctx);
@@ -48,13 +50,14 @@ int RunEvaluator(Context& ctx);
 // any thread starts, so every thread of the evaluator inherits it. Returns the nice value now.
 int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger);
 
-// Builds the model and validates what it registered; nullptr with the error logged on failure.
+// Builds the model (the factory, then build_model) and validates what it registered. An error
+// (a Status the model returned, an exception it threw, or what it registered) is permanent.
 struct BuiltModel {
   std::unique_ptr<DistModel> model;
   ModelBuilder::State state;
   std::atomic<std::int64_t> global_step{0};
 };
-std::unique_ptr<BuiltModel> BuildModel(Context& ctx);
+absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx);
 
 // Seconds since `start`.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {

@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "exit_code.h"
 #include "internal.h"
 #include "taas/ps/server.h"
 
@@ -34,20 +35,71 @@ int RunParameterServer(Context& ctx) {
   auto server = ps::PsServer::Start(ctx.config->listen_address, incarnation, ctx.logger,
                                     ctx.config->ps_lanes);
   if (!server.ok()) {
-    ctx.logger.Error("parameter server cannot start", {{"error", server.status().ToString()}});
-    return kExitTransient;
+    return Exit(ctx.logger, 0, FailureSource::kServer, "parameter server cannot start",
+                server.status());
   }
   ctx.logger.Info(
       "parameter server listening, waiting for the chief to initialise variables",
       {{"address", ctx.config->listen_address}, {"incarnation", std::to_string(incarnation)}});
   while (!(*server)->WaitForExitRequest(1.0)) {
-    ctx.gauges->Set("taas_global_step", static_cast<double>((*server)->store().GetStatus().step));
+    ctx.global_step = (*server)->store().GetStatus().step;
+    ctx.gauges->Set("taas_global_step", static_cast<double>(ctx.global_step));
   }
   // Give workers a moment to fetch the final values before the port closes.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   (*server)->Stop();
   ctx.logger.Info("parameter server exiting: training is done");
   return kExitOk;
+}
+
+// Everything after the configuration: metrics, then the role's driver.
+int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
+  const auto& info = cfg.info;
+  // Before any thread starts: threads inherit their creator's priority.
+  const int nice = info.role == Role::kEvaluator ? YieldCoresToTraining(cfg, ctx.logger)
+                                                 : ::getpriority(PRIO_PROCESS, 0);
+  metrics::Gauges gauges;
+  gauges.Describe("taas_global_step", "Global training step this replica last saw");
+  gauges.Describe("taas_loss", "Loss of this replica's last training step");
+  gauges.Describe("taas_examples_per_second", "Training examples per second on this replica");
+  gauges.Describe("taas_learning_rate", "Learning rate at the current global step");
+  gauges.Describe("taas_eval_accuracy", "Accuracy of the evaluator's last evaluation");
+  ctx.gauges = &gauges;
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (cfg.metrics_port > 0) {
+    auto server = metrics::MetricsServer::Start(BindHost(cfg), cfg.metrics_port, &gauges);
+    if (!server.ok()) {
+      return Exit(ctx.logger, 0, FailureSource::kServer, "metrics endpoint cannot start",
+                  server.status());
+    }
+    metrics_server = std::move(*server);
+  }
+  ctx.logger.Info("starting", {{"max_steps", info.max_steps},
+                               {"model_dir", info.model_dir},
+                               {"sync", info.sync},
+                               {"replicas_to_aggregate", info.replicas_to_aggregate},
+                               {"workers", info.num_workers},
+                               {"ps", info.num_ps},
+                               {"chief", info.is_chief},
+                               {"metrics_port", cfg.metrics_port},
+                               {"nice", nice}});
+  switch (info.role) {
+    case Role::kPs:
+      return RunParameterServer(ctx);
+    case Role::kEvaluator:
+      return RunEvaluator(ctx);
+    case Role::kWorker:
+    case Role::kChief:
+      break;
+  }
+  if (!cfg.local) return RunTrainer(ctx, cfg.ps_addresses);
+  // No TF_CONFIG: one process with its own in-process parameter server on loopback.
+  auto server = ps::PsServer::Start("127.0.0.1:0", NewIncarnation(), ctx.logger, cfg.ps_lanes);
+  if (!server.ok()) {
+    return Exit(ctx.logger, 0, FailureSource::kServer, "in-process parameter server cannot start",
+                server.status());
+  }
+  return RunTrainer(ctx, {"127.0.0.1:" + std::to_string((*server)->port())});
 }
 
 }  // namespace runtime
@@ -62,66 +114,27 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  auto cfg = config::ConfigFromProcess(argc, argv);
-  if (!cfg.ok()) {
-    Logger().Error("invalid configuration", {{"error", std::string(cfg.status().message())}});
-    return kExitBadConfig;
-  }
-  const auto& info = cfg->info;
-  Logger base;
-  if (!cfg->job_name.empty()) base = base.With({{"job", cfg->job_name}});
+  using runtime::FailureSource;
   runtime::Context ctx;
-  ctx.config = &*cfg;
-  ctx.logger = base.With({{"role", config::RoleName(info.role)}, {"index", info.task_index}});
-  ctx.factory = std::move(factory);
-  // Before any thread starts: threads inherit their creator's priority.
-  const int nice = info.role == Role::kEvaluator ? runtime::YieldCoresToTraining(*cfg, ctx.logger)
-                                                 : ::getpriority(PRIO_PROCESS, 0);
-  metrics::Gauges gauges;
-  gauges.Describe("taas_global_step", "Global training step this replica last saw");
-  gauges.Describe("taas_loss", "Loss of this replica's last training step");
-  gauges.Describe("taas_examples_per_second", "Training examples per second on this replica");
-  gauges.Describe("taas_learning_rate", "Learning rate at the current global step");
-  gauges.Describe("taas_eval_accuracy", "Accuracy of the evaluator's last evaluation");
-  ctx.gauges = &gauges;
-  std::unique_ptr<metrics::MetricsServer> metrics_server;
-  if (cfg->metrics_port > 0) {
-    auto server =
-        metrics::MetricsServer::Start(runtime::BindHost(*cfg), cfg->metrics_port, &gauges);
-    if (!server.ok()) {
-      ctx.logger.Error("metrics endpoint cannot start", {{"error", server.status().ToString()}});
-      return kExitTransient;
+  // Nothing escapes: an exception the drivers did not turn into a Status (model code runs inside
+  // CallModel) still exits permanently with one line, never with abort's 134.
+  try {
+    auto cfg = config::ConfigFromProcess(argc, argv);
+    if (!cfg.ok()) {
+      return runtime::Exit(ctx.logger, 0, FailureSource::kConfig, "invalid configuration",
+                           cfg.status());
     }
-    metrics_server = std::move(*server);
+    Logger base;
+    if (!cfg->job_name.empty()) base = base.With({{"job", cfg->job_name}});
+    ctx.config = &*cfg;
+    ctx.logger =
+        base.With({{"role", config::RoleName(cfg->info.role)}, {"index", cfg->info.task_index}});
+    ctx.factory = std::move(factory);
+    return runtime::RunRole(ctx, *cfg);
+  } catch (...) {
+    return runtime::Exit(ctx.logger, ctx.global_step, FailureSource::kModel, "uncaught exception",
+                         runtime::StatusFromCurrentException("the trainer"));
   }
-  ctx.logger.Info("starting", {{"max_steps", info.max_steps},
-                               {"model_dir", info.model_dir},
-                               {"sync", info.sync},
-                               {"replicas_to_aggregate", info.replicas_to_aggregate},
-                               {"workers", info.num_workers},
-                               {"ps", info.num_ps},
-                               {"chief", info.is_chief},
-                               {"metrics_port", cfg->metrics_port},
-                               {"nice", nice}});
-  switch (info.role) {
-    case Role::kPs:
-      return runtime::RunParameterServer(ctx);
-    case Role::kEvaluator:
-      return runtime::RunEvaluator(ctx);
-    case Role::kWorker:
-    case Role::kChief:
-      break;
-  }
-  if (!cfg->local) return runtime::RunTrainer(ctx, cfg->ps_addresses);
-  // No TF_CONFIG: one process with its own in-process parameter server on loopback.
-  auto server = ps::PsServer::Start("127.0.0.1:0", runtime::NewIncarnation(), ctx.logger,
-                                    ctx.config->ps_lanes);
-  if (!server.ok()) {
-    ctx.logger.Error("in-process parameter server cannot start",
-                     {{"error", server.status().ToString()}});
-    return kExitTransient;
-  }
-  return runtime::RunTrainer(ctx, {"127.0.0.1:" + std::to_string((*server)->port())});
 }
 
 }  // namespace taas

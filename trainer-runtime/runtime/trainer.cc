@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "exit_code.h"
 #include "internal.h"
 #include "progress.h"
 #include "taas/checkpoint/checkpoint.h"
@@ -25,22 +26,23 @@ class Patience {
  public:
   Patience(const Logger& logger, double timeout_secs) : logger_(logger), timeout_(timeout_secs) {}
 
-  // Returns false when the wait has lasted too long (the caller exits with kExitTransient).
-  bool Wait(const std::string& why, const absl::Status& status) {
+  // OK after a pause; DeadlineExceeded naming what was awaited once the wait has lasted too long
+  // (the caller exits with FailureSource::kWait).
+  absl::Status Wait(const std::string& why, const absl::Status& status) {
     if (!since_) {
       since_ = Clock::now();
       backoff_ = 0.05;
       logger_.Info(why, {{"detail", std::string(status.message())}, {"timeout_secs", timeout_}});
     }
     if (SecondsSince(*since_) > timeout_) {
-      logger_.Error("gave up waiting", {{"why", why},
-                                        {"waited_secs", SecondsSince(*since_)},
-                                        {"detail", std::string(status.message())}});
-      return false;
+      return absl::DeadlineExceededError("gave up after " + std::to_string(SecondsSince(*since_)) +
+                                         " s (TAAS_WAIT_TIMEOUT_SECS " + std::to_string(timeout_) +
+                                         "): " + why +
+                                         (status.ok() ? "" : ": " + std::string(status.message())));
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff_));
     backoff_ = std::min(backoff_ * 2, 1.0);
-    return true;
+    return absl::OkStatus();
   }
 
   void Reset() {
@@ -85,6 +87,16 @@ class Trainer {
   void ChiefAfterStep(std::int64_t global_step, const StepResult& result, double step_secs,
                       std::int64_t examples);
   int Finish(bool chief_ends_training);
+  // Logs the one line that explains the exit and returns its code (exit_code.h).
+  int Fail(FailureSource source, std::string_view cause, const absl::Status& status) const {
+    return Exit(ctx_.logger, last_global_step_, source, cause, status);
+  }
+  // Waits a little for `why`; the exit code once the wait has lasted too long, else nullopt.
+  std::optional<int> KeepWaiting(const std::string& why, const absl::Status& status) {
+    absl::Status waited = patience_.Wait(why, status);
+    if (waited.ok()) return std::nullopt;
+    return Fail(FailureSource::kWait, "gave up waiting", waited);
+  }
 
   Context& ctx_;
   const config::RuntimeConfig& cfg_;
@@ -124,7 +136,14 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
   for (const auto& s : skipped) {
     ctx_.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
   }
-  InitFn init_fn = first_time ? built_.model->get_init_fn() : InitFn();
+  InitFn init_fn;
+  if (first_time) {
+    absl::Status got = CallModel("get_init_fn()", [&] {
+      init_fn = built_.model->get_init_fn();
+      return absl::OkStatus();
+    });
+    if (!got.ok()) return absl::InvalidArgumentError(got.message());
+  }
   if (ckpt) {
     for (std::size_t v = 0; v < n; ++v) {
       const auto* entry = ckpt->Find(vars_[v]->name);
@@ -157,7 +176,8 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
   } else {
     if (first_time && init_fn) {
       session_state_.global_step = 0;
-      absl::Status s = init_fn(session_);
+      absl::Status s = CallModel("the init fn", [&] { return init_fn(session_); });
+      // Whatever its code, the init fn's failure is the model's: never retried as a peer's.
       if (!s.ok()) return absl::InvalidArgumentError("init fn failed: " + s.ToString());
       ctx_.logger.Info("no checkpoint: variables initialised and the init fn ran (warm start)");
     } else if (first_time) {
@@ -321,8 +341,7 @@ int Trainer::Run() {
   }
   auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
   if (!reachable.ok()) {
-    ctx_.logger.Error("parameter servers unreachable", {{"error", reachable.status().ToString()}});
-    return ps::IsTransient(reachable.status()) ? kExitTransient : kExitBadConfig;
+    return Fail(FailureSource::kPeer, "parameter servers unreachable", reachable.status());
   }
   if (info_.is_chief) {
     std::error_code ec;
@@ -332,11 +351,10 @@ int Trainer::Run() {
       absl::Status s = InitializeOrRestore(/*first_time=*/true);
       if (s.ok()) break;
       if (!ps::IsTransient(s)) {
-        ctx_.logger.Error("cannot initialise the parameter servers", {{"error", s.ToString()}});
-        return kExitModelError;
+        return Fail(FailureSource::kPeer, "cannot initialise the parameter servers", s);
       }
-      if (!patience_.Wait("parameter servers not answering initialisation", s)) {
-        return kExitTransient;
+      if (auto code = KeepWaiting("parameter servers not answering initialisation", s)) {
+        return *code;
       }
     }
     patience_.Reset();
@@ -375,23 +393,22 @@ int Trainer::Run() {
           absl::Status r = InitializeOrRestore(/*first_time=*/false);
           if (r.ok()) continue;
           if (!ps::IsTransient(r)) {
-            ctx_.logger.Error("cannot restore the parameter servers", {{"error", r.ToString()}});
-            return kExitModelError;
+            return Fail(FailureSource::kPeer, "cannot restore the parameter servers", r);
           }
-          if (!patience_.Wait("restoring parameter servers", r)) return kExitTransient;
+          if (auto code = KeepWaiting("restoring parameter servers", r)) return *code;
           continue;
         }
-        if (!patience_.Wait("waiting for the chief to initialise or restore the variables", s)) {
-          return kExitTransient;
+        if (auto code =
+                KeepWaiting("waiting for the chief to initialise or restore the variables", s)) {
+          return *code;
         }
         continue;
       }
       if (ps::IsTransient(s)) {
-        if (!patience_.Wait("parameter server unreachable, retrying", s)) return kExitTransient;
+        if (auto code = KeepWaiting("parameter server unreachable, retrying", s)) return *code;
         continue;
       }
-      ctx_.logger.Error("pull failed", {{"error", s.ToString()}});
-      return kExitModelError;
+      return Fail(FailureSource::kPeer, "pull failed", s);
     }
     if (info_.is_chief && !incarnations_.empty()) {
       for (std::size_t p = 0; p < incarnations_.size(); ++p) {
@@ -405,6 +422,7 @@ int Trainer::Run() {
     incarnations_ = pulled->incarnations;
     last_global_step_ = pulled->global_step;
     built_.global_step = pulled->global_step;
+    ctx_.global_step = pulled->global_step;
     ctx_.gauges->Set("taas_global_step", static_cast<double>(pulled->global_step));
     if (pulled->done || pulled->global_step >= info_.max_steps) break;
 
@@ -413,7 +431,12 @@ int Trainer::Run() {
     session_state_.learning_rate = optimizer_->LearningRate(pulled->global_step);
     const auto step_start = Clock::now();
     const double train_cpu_start = ThreadCpuSeconds();
-    StepResult result = built_.model->train(session_);
+    StepResult result;
+    absl::Status trained = CallModel("train()", [&] {
+      result = built_.model->train(session_);
+      return absl::OkStatus();
+    });
+    if (!trained.ok()) return Fail(FailureSource::kModel, "train() failed", trained);
     StepTimes times;
     times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
     times.train_secs = SecondsSince(step_start);
@@ -427,19 +450,20 @@ int Trainer::Run() {
       if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
         // The next pull waits for the PS or the chief's restore. Failed pushes count towards
         // the same timeout as failed pulls: a sync step that never completes must end too.
-        if (!patience_.Wait("gradients not applied (peer lost or sync step timed out)", s)) {
-          return kExitTransient;
+        if (auto code =
+                KeepWaiting("gradients not applied (peer lost or sync step timed out)", s)) {
+          return *code;
         }
         continue;
       }
-      ctx_.logger.Error("push failed", {{"error", s.ToString()}});
-      return kExitModelError;
+      return Fail(FailureSource::kPeer, "push failed", s);
     }
     if (pushed->applied == 0 && !pushed->done && pushed->global_step <= pulled->global_step) {
       // Dropped without the step moving (a retried sync push, a restore): no progress, so this
       // counts towards the wait timeout instead of spinning.
-      if (!patience_.Wait("gradients dropped and the step does not advance", absl::OkStatus())) {
-        return kExitTransient;
+      if (auto code =
+              KeepWaiting("gradients dropped and the step does not advance", absl::OkStatus())) {
+        return *code;
       }
       continue;
     }
@@ -451,6 +475,7 @@ int Trainer::Run() {
     const std::int64_t global_step = std::max(pushed->global_step, pulled->global_step);
     last_global_step_ = global_step;
     built_.global_step = global_step;
+    ctx_.global_step = global_step;
     times.comm_secs = pull_secs + SecondsSince(push_start);
     times.wait_secs = pushed->wait_secs;
     times.examples = examples;
@@ -491,7 +516,11 @@ int Trainer::Finish(bool chief_stop) {
     // Best effort: the final values for after_train (the PS may already be gone).
     auto pulled = client_.Pull(placement_, Buffers(), 10);
     if (pulled.ok()) session_state_.global_step = pulled->global_step;
-    built_.model->after_train(session_, false);
+    absl::Status s = CallModel("after_train()", [&] {
+      built_.model->after_train(session_, false);
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return Fail(FailureSource::kModel, "after_train() failed", s);
     return kExitOk;
   }
   // Release workers waiting in sync pushes; pulls and snapshots keep working.
@@ -501,22 +530,23 @@ int Trainer::Finish(bool chief_stop) {
   }
   auto pulled = client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
   if (!pulled.ok()) {
-    ctx_.logger.Error("cannot fetch the final variables", {{"error", pulled.status().ToString()}});
-    return kExitTransient;
+    return Fail(FailureSource::kPeer, "cannot fetch the final variables", pulled.status());
   }
   session_state_.global_step = pulled->global_step;
   if (pulled->global_step != last_checkpoint_step_) {
+    // A snapshot that lost its PS is transient; a checkpoint that cannot be written is not.
     absl::Status s = SaveCheckpoint(pulled->global_step);
-    if (!s.ok()) {
-      ctx_.logger.Error("final checkpoint failed", {{"error", s.ToString()}});
-      return kExitTransient;
-    }
+    if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
   {
     std::ofstream marker(fs::path(info_.model_dir) / kDoneMarker);
     marker << pulled->global_step << "\n";
   }
-  built_.model->after_train(session_, true);
+  absl::Status after = CallModel("after_train()", [&] {
+    built_.model->after_train(session_, true);
+    return absl::OkStatus();
+  });
+  if (!after.ok()) return Fail(FailureSource::kModel, "after_train() failed", after);
   for (int p = 0; p < client_.num_ps(); ++p) {
     absl::Status s = client_.Shutdown(p, /*exit=*/true, 10);
     if (!s.ok()) ctx_.logger.Warning("cannot stop a parameter server", {{"error", s.ToString()}});
@@ -529,8 +559,9 @@ int Trainer::Finish(bool chief_stop) {
 
 int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses) {
   auto built = BuildModel(ctx);
-  if (!built) return kExitModelError;
-  Trainer trainer(ctx, *built, ps_addresses);
+  if (!built.ok())
+    return Exit(ctx.logger, 0, FailureSource::kModel, "build_model failed", built.status());
+  Trainer trainer(ctx, **built, ps_addresses);
   return trainer.Run();
 }
 

@@ -1,0 +1,61 @@
+#include "exit_code.h"
+
+#include <new>
+
+#include "taas/ps/client.h"
+
+namespace taas::runtime {
+
+int ExitCodeFor(FailureSource source, const absl::Status& status) {
+  switch (source) {
+    case FailureSource::kConfig:
+      return kExitBadConfig;
+    case FailureSource::kModel:
+    case FailureSource::kData:
+      return kExitModelError;
+    case FailureSource::kPeer:
+      if (ps::IsTransient(status)) return kExitTransient;
+      if (status.code() == absl::StatusCode::kUnauthenticated ||
+          status.code() == absl::StatusCode::kPermissionDenied) {
+        return kExitBadConfig;
+      }
+      return kExitModelError;
+    case FailureSource::kWait:
+    case FailureSource::kServer:
+      return kExitTransient;
+  }
+  return kExitModelError;
+}
+
+absl::Status StatusFromCurrentException(std::string_view hook) {
+  const std::string where(hook);
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(where + " ran out of memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return absl::InternalError(where + " threw: " + e.what());
+  } catch (...) {
+    return absl::InternalError(where + " threw something that is not a std::exception");
+  }
+}
+
+absl::Status CallModel(std::string_view hook, const std::function<absl::Status()>& body) {
+  try {
+    return body();
+  } catch (...) {
+    return StatusFromCurrentException(hook);
+  }
+}
+
+int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
+         std::string_view cause, const absl::Status& status) {
+  const int code = ExitCodeFor(source, status);
+  logger.Error("exiting: " + std::string(cause), {{"step", global_step},
+                                                  {"exit_code", code},
+                                                  {"transient", code >= kExitTransient},
+                                                  {"error", std::string(status.message())}});
+  return code;
+}
+
+}  // namespace taas::runtime
