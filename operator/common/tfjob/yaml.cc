@@ -142,40 +142,73 @@ void AddMergeSources(const json& value, std::vector<json>& sources) {
   }
 }
 
-json ToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return ResolveScalar(node);
-    case YAML::NodeType::Sequence: {
-      json array = json::array();
-      for (const auto& item : node) array.push_back(ToJson(item));
-      return array;
-    }
-    case YAML::NodeType::Map: {
-      json object = json::object();
-      std::vector<json> merged;
-      for (const auto& entry : node) {
-        if (IsMergeKey(entry.first)) {
-          AddMergeSources(ToJson(entry.second), merged);
-          continue;
-        }
-        const json key = ToJson(entry.first);
-        object[key.is_string() ? key.get<std::string>() : key.dump()] = ToJson(entry.second);
-      }
-      // YAML 1.1 merge keys (`<<: *defaults`): explicit keys win, then earlier sources.
-      for (const json& source : merged) {
-        for (const auto& [key, value] : source.items()) {
-          if (!object.contains(key)) object[key] = value;
-        }
-      }
-      return object;
-    }
+// YAML -> JSON within bounds: aliases are expanded by copying, so a few lines of anchors can
+// describe a document exponentially large ("billion laughs"), and an alias can even name its own
+// ancestor. Every converted node counts against kMaxYamlNodes and nesting against kMaxYamlDepth;
+// past either the conversion stops with an error instead of exhausting memory or the stack.
+class Converter {
+ public:
+  absl::StatusOr<json> Convert(const YAML::Node& node) {
+    json out = ToJson(node, 0);
+    if (!error_.ok()) return error_;
+    return out;
   }
-  return nullptr;
-}
+
+ private:
+  json ToJson(const YAML::Node& node, int depth) {
+    if (!error_.ok()) return nullptr;
+    if (++nodes_ > kMaxYamlNodes) {
+      error_ = absl::InvalidArgumentError(
+          "YAML expands to more than " + std::to_string(kMaxYamlNodes) +
+          " values (aliases are expanded); write the manifest out without so many aliases");
+      return nullptr;
+    }
+    if (depth >= kMaxYamlDepth) {
+      error_ = absl::InvalidArgumentError("YAML nests deeper than " +
+                                          std::to_string(kMaxYamlDepth) + " levels");
+      return nullptr;
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nullptr;
+      case YAML::NodeType::Scalar:
+        return ResolveScalar(node);
+      case YAML::NodeType::Sequence: {
+        json array = json::array();
+        for (const auto& item : node) array.push_back(ToJson(item, depth + 1));
+        return array;
+      }
+      case YAML::NodeType::Map:
+        return MapToJson(node, depth);
+    }
+    return nullptr;
+  }
+
+  json MapToJson(const YAML::Node& node, int depth) {
+    json object = json::object();
+    std::vector<json> merged;
+    for (const auto& entry : node) {
+      if (IsMergeKey(entry.first)) {
+        AddMergeSources(ToJson(entry.second, depth + 1), merged);
+        continue;
+      }
+      const json key = ToJson(entry.first, depth + 1);
+      object[key.is_string() ? key.get<std::string>() : key.dump()] =
+          ToJson(entry.second, depth + 1);
+    }
+    // YAML 1.1 merge keys (`<<: *defaults`): explicit keys win, then earlier sources.
+    for (const json& source : merged) {
+      for (const auto& [key, value] : source.items()) {
+        if (!object.contains(key)) object[key] = value;
+      }
+    }
+    return object;
+  }
+
+  std::size_t nodes_ = 0;
+  absl::Status error_;
+};
 
 // JSON text must be UTF-8 (the API server and nlohmann::json::dump insist); YAML bytes may not be.
 bool IsValidUtf8(const json& value) {
@@ -199,6 +232,11 @@ absl::Status WithDocumentPrefix(const absl::Status& status, std::size_t index) {
 }  // namespace
 
 absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
+  if (yaml.size() > kMaxYamlBytes) {
+    return absl::InvalidArgumentError("YAML of " + std::to_string(yaml.size()) +
+                                      " bytes is over the maximum of " +
+                                      std::to_string(kMaxYamlBytes) + " bytes");
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(yaml));
@@ -208,8 +246,9 @@ absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
                                       std::to_string(error.mark.column + 1) + ": " + error.msg);
   }
   std::vector<nlohmann::json> out;
+  Converter converter;  // One budget for every document of the stream.
   for (const auto& document : documents) {
-    json converted = ToJson(document);
+    TAAS_ASSIGN_OR_RETURN(json converted, converter.Convert(document));
     if (converted.is_null()) continue;
     if (!IsValidUtf8(converted)) {
       return absl::InvalidArgumentError("invalid YAML in document " + std::to_string(out.size()) +

@@ -86,6 +86,39 @@ TEST_CASE("anchors, aliases and merge keys work as in kubectl") {
   CHECK(One("c: {'<<': 1}\n")["c"] == json::parse(R"({"<<": 1})"));
 }
 
+TEST_CASE("aliases that expand past the node budget are rejected, not expanded") {
+  // Ten levels of ten aliases each: 10^10 values once expanded ("billion laughs").
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 10; ++level) {
+    const std::string previous = "*a" + std::to_string(level - 1);
+    yaml += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) yaml += (i == 0 ? "" : ", ") + previous;
+    yaml += "]\n";
+  }
+  const auto documents = YamlToJson(yaml);
+  REQUIRE_FALSE(documents.ok());
+  CHECK(std::string(documents.status().message()).find("more than 1048576 values") !=
+        std::string::npos);
+}
+
+TEST_CASE("nesting deeper than the limit is rejected") {
+  std::string deep;
+  for (int i = 0; i <= kMaxYamlDepth; ++i) deep += "[";
+  for (int i = 0; i <= kMaxYamlDepth; ++i) deep += "]";
+  const auto rejected = YamlToJson(deep);
+  REQUIRE_FALSE(rejected.ok());
+  CHECK(rejected.status().message() == "YAML nests deeper than 100 levels");
+  CHECK(YamlToJson(deep.substr(1, deep.size() - 2)).ok());
+}
+
+TEST_CASE("a manifest over the size limit is rejected before parsing") {
+  const auto rejected = YamlToJson(std::string(kMaxYamlBytes + 1, '#'));
+  REQUIRE_FALSE(rejected.ok());
+  CHECK(rejected.status().message() ==
+        "YAML of 3145729 bytes is over the maximum of 3145728 bytes");
+  CHECK(YamlToJson(std::string(kMaxYamlBytes, '#')).ok());
+}
+
 TEST_CASE("multi-document streams skip empty documents") {
   const auto documents = YamlToJson("---\na: 1\n---\n# only a comment\n---\nb: 2\n---\n");
   REQUIRE(documents.ok());

@@ -10,6 +10,7 @@
 // Missing fields take Kubeflow's defaults (tfjob.h); defaults.h adds the `tfjob-port`.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,12 @@ absl::StatusOr<JobStatus> StatusFromJson(const nlohmann::json& status);
 // Every non-empty document of a (multi-document) YAML stream, converted to JSON with YAML 1.1
 // scalar resolution as kubectl does (plain true/false/yes/no/on/off are booleans, plain numbers
 // are numbers, plain null/~ and empty values are null, quoted scalars are always strings).
-// InvalidArgument with the line and column on a syntax error.
+// InvalidArgument with the line and column on a syntax error. Bounded (the input is a user's):
+// at most kMaxYamlBytes of text (the API server's own request limit), kMaxYamlNodes values after
+// aliases are expanded, and kMaxYamlDepth levels of nesting.
+inline constexpr std::size_t kMaxYamlBytes = 3 << 20;
+inline constexpr std::size_t kMaxYamlNodes = 1 << 20;
+inline constexpr int kMaxYamlDepth = 100;
 absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml);
 
 // Every document must be a TFJob; errors of document i (0-based) of a multi-document stream are
