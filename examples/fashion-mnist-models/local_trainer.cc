@@ -18,7 +18,7 @@ absl::StatusOr<BatchStats> EvaluateDataset(Model& model,
   BatchStats total;
   double loss_sum = 0.0;
   while (auto batch = pipeline->Next()) {
-    const BatchStats stats = model.Evaluate(*batch);
+    TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.Evaluate(*batch));
     loss_sum += static_cast<double>(stats.loss) * static_cast<double>(stats.examples);
     total.correct += stats.correct;
     total.examples += stats.examples;
@@ -73,7 +73,7 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
   for (std::int64_t step = 0; step < options.steps; ++step) {
     std::optional<data::Batch> batch = pipeline->Next();
     if (!batch) return absl::InternalError("training pipeline ended early");
-    const BatchStats stats = model.TrainStep(*batch);
+    TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.TrainStep(*batch));
     for (std::size_t v = 0; v < variables.size(); ++v) {
       optimizer->Apply(variables[v]->value.values(), variables[v]->gradient.values(), slot_spans[v],
                        step);

@@ -4,9 +4,9 @@
 
 namespace taas::fashion_mnist {
 
-BatchStats Model::TrainStep(const data::Batch& batch) {
+absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
   const nn::Tensor& logits = network_.Forward(batch.images, true);
-  const auto result = loss_.Forward(logits, batch.labels);
+  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
   network_.Backward(loss_.Backward());
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) {
@@ -16,9 +16,9 @@ BatchStats Model::TrainStep(const data::Batch& batch) {
   return stats;
 }
 
-BatchStats Model::Evaluate(const data::Batch& batch) {
+absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
   const nn::Tensor& logits = network_.Forward(batch.images, false);
-  const auto result = loss_.Forward(logits, batch.labels);
+  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) stats.loss += nn::L2Loss(regularized_, l2_scale_);
   return stats;

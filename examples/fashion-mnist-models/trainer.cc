@@ -97,7 +97,13 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
 
 StepResult FashionMnistTrainer::train(Session& session) {
   batch_ = pipeline_->Next();  // repeating: never ends
-  const BatchStats stats = model_->TrainStep(*batch_);
+  StepResult result;
+  auto trained = model_->TrainStep(*batch_);
+  if (!trained.ok()) {
+    result.error = trained.status();
+    return result;
+  }
+  const BatchStats& stats = *trained;
   if (!shadows_.empty()) {
     const float decay =
         nn::ExponentialMovingAverage::DecayAt(average_decay_, session.global_step());
@@ -110,7 +116,6 @@ StepResult FashionMnistTrainer::train(Session& session) {
       for (std::int64_t k = 0; k < shadows_[i].value.size(); ++k) g[k] = scale * (s[k] - w[k]);
     }
   }
-  StepResult result;
   result.loss = stats.loss;
   result.examples = stats.examples;
   result.scalars["train_accuracy"] = static_cast<float>(stats.correct) /

@@ -597,14 +597,21 @@ const Tensor& Flatten::Backward(const Tensor& grad_output) {
 // ----------------------------------------------------------------------------------------------
 // Losses
 
-SoftmaxCrossEntropy::Result SoftmaxCrossEntropy::Forward(const Tensor& logits,
-                                                         std::span<const std::int32_t> labels) {
-  Require(
-      logits.shape().size() == 2 && logits.shape()[0] == static_cast<std::int64_t>(labels.size()),
-      "softmax_cross_entropy",
-      "logits " + ShapeString(logits.shape()) + " do not match " + std::to_string(labels.size()) +
-          " labels");
+absl::StatusOr<SoftmaxCrossEntropy::Result> SoftmaxCrossEntropy::Forward(
+    const Tensor& logits, std::span<const std::int32_t> labels) {
+  if (logits.shape().size() != 2 || logits.shape()[0] != static_cast<std::int64_t>(labels.size())) {
+    return absl::InvalidArgumentError("softmax_cross_entropy: logits " +
+                                      ShapeString(logits.shape()) + " do not match " +
+                                      std::to_string(labels.size()) + " labels");
+  }
   const std::int64_t n = logits.shape()[0], classes = logits.shape()[1];
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    if (labels[r] < 0 || labels[r] >= classes) {
+      return absl::InvalidArgumentError("softmax_cross_entropy: label " +
+                                        std::to_string(labels[r]) + " at row " + std::to_string(r) +
+                                        " is outside [0, " + std::to_string(classes) + ")");
+    }
+  }
   Ensure(grad_, logits.shape());
   Result result;
   double total = 0.0;
@@ -613,9 +620,6 @@ SoftmaxCrossEntropy::Result SoftmaxCrossEntropy::Forward(const Tensor& logits,
     const float* z = logits.data() + r * classes;
     float* g = grad_.data() + r * classes;
     const std::int32_t label = labels[r];
-    Require(label >= 0 && label < classes, "softmax_cross_entropy",
-            "label " + std::to_string(label) + " at row " + std::to_string(r) + " is outside [0, " +
-                std::to_string(classes) + ")");
     const std::int64_t argmax = std::max_element(z, z + classes) - z;
     const float max = z[argmax];
     double sum = 0.0;

@@ -87,6 +87,7 @@ def model_hooks(tmp):
             ("init_fn", "status", "cannot initialise the parameter servers"),
             ("train", "throw", "train() failed"),
             ("train", "int", "train() failed"),
+            ("train", "status", "train() failed"),
             ("after_train", "throw", "after_train() failed")]:
         error = "not a std::exception" if how == "int" else injected + hook
         faulty(tmp, f"{hook}-{how}", [f"--fail={hook}", f"--how={how}"], PERMANENT_MODEL, cause,

@@ -436,6 +436,7 @@ int Trainer::Run() {
       result = built_.model->train(session_);
       return absl::OkStatus();
     });
+    if (trained.ok()) trained = result.error;
     if (!trained.ok()) return Fail(FailureSource::kModel, "train() failed", trained);
     StepTimes times;
     times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;

@@ -1,8 +1,9 @@
 // A model for the exit-code tests that fails on request: `-- --fail=<hook> --how=<way>` makes
 // <hook> (factory, build_model, get_init_fn, init_fn, train, after_train, evaluate) fail by
 // throwing a std::exception (--how=throw, the default), throwing something else (--how=int) or
-// returning an error Status (--how=status, for the hooks that return one). --fail_at=N fails
-// train() only at local step N. Without --fail it trains one variable towards 1 and evaluates.
+// with an error Status (--how=status: returned by build_model and the init fn, set in
+// StepResult::error by train). --fail_at=N fails train() only at local step N. Without --fail it
+// trains one variable towards 1 and evaluates.
 #include <stdexcept>
 #include <string>
 
@@ -60,9 +61,12 @@ class FaultyModel : public taas::DistModel {
   }
 
   taas::StepResult train(taas::Session& session) override {
-    if (fault_.at == 0 || session.local_step() + 1 == fault_.at) (void)MaybeFail(fault_, "train");
+    taas::StepResult result;
+    if (fault_.at == 0 || session.local_step() + 1 == fault_.at) {
+      result.error = MaybeFail(fault_, "train");
+    }
     w_.gradient.data()[0] = w_.value.data()[0] - 1.0f;
-    return {};
+    return result;
   }
 
   std::map<std::string, double> evaluate(taas::Session&) override {

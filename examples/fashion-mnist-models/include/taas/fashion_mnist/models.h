@@ -37,9 +37,10 @@ class Model {
   // Variables in a stable order with unique names ("conv1/kernel", "conv1/bias", ...).
   std::vector<nn::Variable*> variables() { return network_.variables(); }
   // Forward and backward on one batch: overwrites every variable's gradient (L2 included).
-  BatchStats TrainStep(const data::Batch& batch);
+  // InvalidArgument for a batch whose labels the loss refuses.
+  absl::StatusOr<BatchStats> TrainStep(const data::Batch& batch);
   // Forward only, in inference mode.
-  BatchStats Evaluate(const data::Batch& batch);
+  absl::StatusOr<BatchStats> Evaluate(const data::Batch& batch);
 
   virtual std::string name() const = 0;
   // {784} for the MLP, {28, 28, 1} (NHWC) for the CNN.

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/base/status.h"
 #include "taas/nn/compute.h"
 #include "taas/nn/tensor.h"
 #include "taas/nn/variable.h"
@@ -216,8 +217,9 @@ class SoftmaxCrossEntropy {
     float loss = 0.0f;         // mean over the batch
     std::int64_t correct = 0;  // argmax(logits) == label
   };
-  // Throws std::invalid_argument for a label outside [0, classes).
-  Result Forward(const Tensor& logits, std::span<const std::int32_t> labels);
+  // InvalidArgument naming the row for a label outside [0, classes) or a label count that is not
+  // the batch's (the batch's data is wrong: an error value, not a throw); nothing is computed then.
+  absl::StatusOr<Result> Forward(const Tensor& logits, std::span<const std::int32_t> labels);
   // dL/d(logits) of the last Forward: (softmax - onehot) / N.
   const Tensor& Backward() const { return grad_; }
 

@@ -126,6 +126,9 @@ struct StepResult {
   bool stop = false;          // Ask the runtime to end training (this replica; the chief ends it
                               // for all).
   std::map<std::string, float> scalars;  // Extra TensorBoard scalars (chief writes them).
+  // A failure this step cannot recover from (a batch of bad data): the runtime exits with
+  // kExitModelError and this status in its one line instead of pushing the gradients.
+  absl::Status error;
 };
 
 // Runs on the chief after variables are initialised and before other replicas start, only when no
