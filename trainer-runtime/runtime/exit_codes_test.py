@@ -201,6 +201,13 @@ def data(tmp):
         check(name, CNN, ["--max_steps=2", f"--model_dir={os.path.join(tmp, name + '-model')}",
                           "--", f"--data_dir={data_dir}", "--batch_size=4"],
               PERMANENT_MODEL, "build_model failed", error)
+    # The model's own arguments are configuration numbers too: range-checked, never narrowed.
+    for name, arg in [("arg-learning-rate-nan", "--learning_rate=nan"),
+                      ("arg-seed-negative", "--seed=-1"),
+                      ("arg-batch-size-huge", "--batch_size=99999999999999999999"),
+                      ("arg-threads-text", "--threads=four")]:
+        check(name, CNN, ["--max_steps=2", f"--model_dir={os.path.join(tmp, name)}", "--", arg],
+              PERMANENT_MODEL, "build_model failed", "model argument " + arg)
 
 
 def main():
