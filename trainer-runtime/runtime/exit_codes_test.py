@@ -162,6 +162,11 @@ def checkpoints(tmp):
     check("evaluator-last-checkpoint-corrupt", FAULTY, [f"--model_dir={model_dir}"],
           PERMANENT_MODEL, "training is over but its last checkpoint does not verify",
           "model.ckpt-1", evaluator_env(tmp))
+    # Training not over and the newest checkpoint corrupt: the wait stays bounded (it used to poll
+    # forever) and its line says why nothing new could be evaluated.
+    os.remove(os.path.join(model_dir, "TRAINING_DONE"))
+    check("evaluator-newest-corrupt", FAULTY, [f"--model_dir={model_dir}"], TRANSIENT,
+          "gave up waiting", "the newest does not verify", evaluator_env(tmp))
     # The evaluator with no checkpoint ever: a bounded wait, transient, saying what it awaited.
     check("evaluator-no-checkpoint", FAULTY, [f"--model_dir={os.path.join(tmp, 'empty')}"],
           TRANSIENT, "gave up waiting", "no new checkpoint", evaluator_env(tmp))
