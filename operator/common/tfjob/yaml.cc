@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -210,6 +211,123 @@ class Converter {
   absl::Status error_;
 };
 
+// yaml-cpp 0.7 (Debian bookworm's) loops forever, allocating until the machine runs out of memory,
+// when a document's root node is a flow collection followed by more content (`[{}],` is enough).
+// YAML allows nothing but comments after a document's root node, so such text is an error anyway:
+// this finds it first. Documents are split at `---`/`...` lines, as kubectl's reader splits them;
+// a root flow collection is scanned with YAML's flow rules (quoted scalars, comments, nesting).
+class RootFlowCheck {
+ public:
+  explicit RootFlowCheck(std::string_view text) : text_(text) {}
+
+  absl::Status Run() {
+    while (pos_ < text_.size()) {
+      TAAS_RETURN_IF_ERROR(CheckDocument());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool AtLineStart() const { return pos_ == 0 || text_[pos_ - 1] == '\n'; }
+  bool StartsWith(std::string_view marker) const {
+    return text_.substr(pos_, marker.size()) == marker &&
+           (pos_ + marker.size() == text_.size() ||
+            std::isspace(static_cast<unsigned char>(text_[pos_ + marker.size()])));
+  }
+  bool AtDocumentMarker() const {
+    return AtLineStart() && (StartsWith("---") || StartsWith("..."));
+  }
+
+  // Skips spaces, line breaks and comments; stops at a document marker.
+  void SkipBlank() {
+    while (pos_ < text_.size() && !AtDocumentMarker()) {
+      const char c = text_[pos_];
+      if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        ++pos_;
+      } else {
+        return;
+      }
+    }
+  }
+
+  absl::Status CheckDocument() {
+    if (AtDocumentMarker()) pos_ += 3;  // Content after `--- ` belongs to the new document.
+    SkipBlank();
+    // Node properties (an anchor `&a`, a tag `!!seq`) may stand before the root node.
+    while (pos_ < text_.size() && (text_[pos_] == '&' || text_[pos_] == '!')) {
+      while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      SkipBlank();
+    }
+    if (pos_ < text_.size() && (text_[pos_] == '[' || text_[pos_] == '{')) {
+      TAAS_RETURN_IF_ERROR(SkipFlowCollection());
+      SkipBlank();
+      if (pos_ < text_.size() && !AtDocumentMarker()) {
+        return absl::InvalidArgumentError("invalid YAML at " + Where() +
+                                          ": only comments may follow a document's root node");
+      }
+      return absl::OkStatus();
+    }
+    // A block document: nothing to check; go to the next marker.
+    while (pos_ < text_.size() && !AtDocumentMarker()) ++pos_;
+    return absl::OkStatus();
+  }
+
+  // From an opening bracket to just after its match. Unbalanced text is left to yaml-cpp, which
+  // reports it.
+  absl::Status SkipFlowCollection() {
+    int depth = 0;
+    char previous = ' ';  // The last character that was not a space.
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      const bool scalar_start = std::string_view("[{,:?").find(previous) != std::string_view::npos;
+      if ((c == '"' || c == '\'') && scalar_start) {
+        SkipQuoted(c);
+        previous = c;
+        continue;
+      }
+      if (c == '#' && pos_ > 0 && std::isspace(static_cast<unsigned char>(text_[pos_ - 1]))) {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+        continue;
+      }
+      ++pos_;
+      if (c == '[' || c == '{') ++depth;
+      if ((c == ']' || c == '}') && --depth == 0) return absl::OkStatus();
+      if (!std::isspace(static_cast<unsigned char>(c))) previous = c;
+    }
+    return absl::OkStatus();
+  }
+
+  // A quoted scalar: '' escapes a single quote, a backslash escapes in double quotes.
+  void SkipQuoted(char quote) {
+    ++pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_++];
+      if (quote == '"' && c == '\\') {
+        ++pos_;
+      } else if (c == quote) {
+        if (quote == '\'' && pos_ < text_.size() && text_[pos_] == '\'') {
+          ++pos_;
+        } else {
+          return;
+        }
+      }
+    }
+  }
+
+  std::string Where() const {
+    const std::string_view before = text_.substr(0, pos_);
+    const std::size_t line = std::count(before.begin(), before.end(), '\n') + 1;
+    const std::size_t line_start = before.rfind('\n');
+    const std::size_t column = line_start == std::string_view::npos ? pos_ + 1 : pos_ - line_start;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
 // JSON text must be UTF-8 (the API server and nlohmann::json::dump insist); YAML bytes may not be.
 bool IsValidUtf8(const json& value) {
   try {
@@ -237,6 +355,7 @@ absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
                                       " bytes is over the maximum of " +
                                       std::to_string(kMaxYamlBytes) + " bytes");
   }
+  TAAS_RETURN_IF_ERROR(RootFlowCheck(yaml).Run());
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(yaml));
@@ -244,6 +363,8 @@ absl::StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view yaml) {
     return absl::InvalidArgumentError("invalid YAML at line " +
                                       std::to_string(error.mark.line + 1) + ", column " +
                                       std::to_string(error.mark.column + 1) + ": " + error.msg);
+  } catch (const std::exception& error) {  // yaml-cpp may throw others (bad_alloc) too.
+    return absl::InvalidArgumentError(std::string("cannot read the YAML: ") + error.what());
   }
   std::vector<nlohmann::json> out;
   Converter converter;  // One budget for every document of the stream.

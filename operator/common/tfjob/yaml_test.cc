@@ -119,6 +119,25 @@ TEST_CASE("a manifest over the size limit is rejected before parsing") {
   CHECK(YamlToJson(std::string(kMaxYamlBytes, '#')).ok());
 }
 
+// Each of these made yaml-cpp 0.7 allocate until the process was killed (found by fuzz_tfjob).
+TEST_CASE("content after a root flow collection is an error, not an endless loop") {
+  for (const char* yaml :
+       {"[{}],", "{},", "[{}] ,", "[{}]\n,", "---\n[{}],", "a: 1\n---\n[{}],", "--- [{}],",
+        "&a [{}],", "!!seq [{}],", "# c\n[{}],", "{\"a\": \"],\"}, x"}) {
+    CAPTURE(yaml);
+    const auto documents = YamlToJson(yaml);
+    REQUIRE_FALSE(documents.ok());
+    CHECK(std::string(documents.status().message()).find("only comments may follow") !=
+          std::string::npos);
+  }
+  // What may follow: comments, the next document, quoted or commented brackets.
+  for (const char* yaml : {"[{}] # done\n", "{a: 1}\n---\nb: 2\n", "['it''s ]', \"\\\"]\"]\n",
+                           "{a: [1, # ] not closing\n 2]}\n", "[it's]\n", "x [{}],\n"}) {
+    CAPTURE(yaml);
+    CHECK(YamlToJson(yaml).ok());
+  }
+}
+
 TEST_CASE("multi-document streams skip empty documents") {
   const auto documents = YamlToJson("---\na: 1\n---\n# only a comment\n---\nb: 2\n---\n");
   REQUIRE(documents.ok());
