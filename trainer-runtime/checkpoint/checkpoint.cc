@@ -260,7 +260,8 @@ absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
     Entry entry;
     entry.name = *name;
     entry.values.resize(static_cast<std::size_t>(count));
-    std::memcpy(entry.values.data(), begin, bytes);
+    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+    if (bytes > 0) std::memcpy(entry.values.data(), begin, bytes);
     out.entries.push_back(std::move(entry));
   }
   return out;
