@@ -27,7 +27,9 @@
 //
 // Exit codes: 0 success; 1..127 permanent (bad configuration, bad model or data: a restart cannot
 // help); kExitTransient (>= 128) for failures a restart can fix (peer lost, timeout), so Kubeflow's
-// ExitCode restart policy restarts exactly those.
+// ExitCode restart policy restarts exactly those. A hook's error Status, StepResult::error or an
+// exception it throws is the model's failure (kExitModelError): nothing escapes RunMain, and a
+// failed exit writes one error line naming the cause, the step and the code.
 #pragma once
 
 #include <atomic>
