@@ -212,10 +212,14 @@ class Converter {
 };
 
 // yaml-cpp 0.7 (Debian bookworm's) loops forever, allocating until the machine runs out of memory,
-// when a document's root node is a flow collection followed by more content (`[{}],` is enough).
+// when a document's root node is a flow collection or a quoted scalar followed by more content
+// (`[{}],` or `"b",` is enough).
 // YAML allows nothing but comments after a document's root node, so such text is an error anyway:
-// this finds it first. Documents are split at `---`/`...` lines, as kubectl's reader splits them;
-// a root flow collection is scanned with YAML's flow rules (quoted scalars, comments, nesting).
+// this finds it first, and unclosed flow collections and quoted scalars at the root too. Not
+// covered: an unclosed quoted scalar inside a block mapping (`"":"` then `,` on the next line)
+// loops the same way; only `taas run` hands YAML to yaml-cpp, and only the user's own manifest.
+// Documents are split at `---`/`...` lines, as kubectl's reader splits them; a root flow collection
+// is scanned with YAML's flow rules (quoted scalars, comments, nesting).
 class RootFlowCheck {
  public:
   explicit RootFlowCheck(std::string_view text) : text_(text) {}
@@ -260,8 +264,18 @@ class RootFlowCheck {
       while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
       SkipBlank();
     }
-    if (pos_ < text_.size() && (text_[pos_] == '[' || text_[pos_] == '{')) {
-      TAAS_RETURN_IF_ERROR(SkipFlowCollection());
+    const char first = pos_ < text_.size() ? text_[pos_] : ' ';
+    if (first == '[' || first == '{' || first == '"' || first == '\'') {
+      const std::size_t start = pos_;
+      const bool closed = first == '"' || first == '\'' ? SkipQuoted(first) : SkipFlowCollection();
+      if (!closed) {
+        pos_ = start;
+        return absl::InvalidArgumentError(
+            "invalid YAML at " + Where() +
+            ": the flow collection or quoted scalar that starts here is not closed");
+      }
+      // `"key": value` or `{a: 1}: value`: the node was the first key of a block mapping.
+      if (pos_ < text_.size() && text_[pos_] == ':') return SkipToNextDocument();
       SkipBlank();
       if (pos_ < text_.size() && !AtDocumentMarker()) {
         return absl::InvalidArgumentError("invalid YAML at " + Where() +
@@ -269,21 +283,24 @@ class RootFlowCheck {
       }
       return absl::OkStatus();
     }
-    // A block document: nothing to check; go to the next marker.
+    return SkipToNextDocument();  // A block document: nothing to check.
+  }
+
+  absl::Status SkipToNextDocument() {
     while (pos_ < text_.size() && !AtDocumentMarker()) ++pos_;
     return absl::OkStatus();
   }
 
-  // From an opening bracket to just after its match. Unbalanced text is left to yaml-cpp, which
-  // reports it.
-  absl::Status SkipFlowCollection() {
+  // From an opening bracket to just after its match; false when the text ends first (yaml-cpp
+  // loops on that too, e.g. on `{:"},`).
+  bool SkipFlowCollection() {
     int depth = 0;
     char previous = ' ';  // The last character that was not a space.
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
       const bool scalar_start = std::string_view("[{,:?").find(previous) != std::string_view::npos;
       if ((c == '"' || c == '\'') && scalar_start) {
-        SkipQuoted(c);
+        if (!SkipQuoted(c)) return false;
         previous = c;
         continue;
       }
@@ -293,14 +310,15 @@ class RootFlowCheck {
       }
       ++pos_;
       if (c == '[' || c == '{') ++depth;
-      if ((c == ']' || c == '}') && --depth == 0) return absl::OkStatus();
+      if ((c == ']' || c == '}') && --depth == 0) return true;
       if (!std::isspace(static_cast<unsigned char>(c))) previous = c;
     }
-    return absl::OkStatus();
+    return false;
   }
 
-  // A quoted scalar: '' escapes a single quote, a backslash escapes in double quotes.
-  void SkipQuoted(char quote) {
+  // A quoted scalar: '' escapes a single quote, a backslash escapes in double quotes. False when
+  // the text ends before the closing quote.
+  bool SkipQuoted(char quote) {
     ++pos_;
     while (pos_ < text_.size()) {
       const char c = text_[pos_++];
@@ -310,10 +328,11 @@ class RootFlowCheck {
         if (quote == '\'' && pos_ < text_.size() && text_[pos_] == '\'') {
           ++pos_;
         } else {
-          return;
+          return true;
         }
       }
     }
+    return false;
   }
 
   std::string Where() const {

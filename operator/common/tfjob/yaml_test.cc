@@ -130,9 +130,16 @@ TEST_CASE("content after a root flow collection is an error, not an endless loop
     CHECK(std::string(documents.status().message()).find("only comments may follow") !=
           std::string::npos);
   }
+  for (const char* yaml : {"{:\"},", "[{}", "\"open", "{a: 'b}"}) {
+    CAPTURE(yaml);
+    const auto documents = YamlToJson(yaml);
+    REQUIRE_FALSE(documents.ok());
+    CHECK(std::string(documents.status().message()).find("is not closed") != std::string::npos);
+  }
   // What may follow: comments, the next document, quoted or commented brackets.
   for (const char* yaml : {"[{}] # done\n", "{a: 1}\n---\nb: 2\n", "['it''s ]', \"\\\"]\"]\n",
-                           "{a: [1, # ] not closing\n 2]}\n", "[it's]\n", "x [{}],\n"}) {
+                           "{a: [1, # ] not closing\n 2]}\n", "[it's]\n", "x [{}],\n",
+                           "\"a\": \"b\"\n", "'k': [1]\n", "\"s\" # c\n"}) {
     CAPTURE(yaml);
     CHECK(YamlToJson(yaml).ok());
   }
