@@ -141,19 +141,23 @@ class RawEcho {
 // The trainer's default (TAAS_PS_LANES, taas/config/config.h).
 constexpr int kTrainerLanes = 2;
 
-// PS tasks of `lanes` lanes each (taas/ps/client.h).
+// PS tasks of `lanes` lanes each (taas/ps/client.h), checking the job's tokens as in a job.
 struct Cluster {
   std::vector<std::unique_ptr<taas::ps::PsServer>> servers;
   std::vector<std::string> addresses;
   int lanes = 1;
+  taas::ps::PsTokens tokens;
 };
 
 Cluster StartCluster(int num_ps, int lanes, const taas::Logger& logger) {
   Cluster c;
   c.lanes = lanes;
+  auto tokens = taas::ps::NewTokens();
+  if (!tokens.ok()) Fail(std::string(tokens.status().message()));
+  c.tokens = *tokens;
   for (int i = 0; i < num_ps; ++i) {
-    auto s =
-        taas::ps::PsServer::Start("127.0.0.1:0", 1 + static_cast<std::uint64_t>(i), logger, lanes);
+    auto s = taas::ps::PsServer::Start({"127.0.0.1:0", "", lanes, c.tokens, {}},
+                                       1 + static_cast<std::uint64_t>(i), logger);
     if (!s.ok()) Fail(std::string(s.status().message()));
     c.addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
     c.servers.push_back(std::move(*s));
@@ -169,7 +173,7 @@ class PsRound {
  public:
   PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes, bool one_call,
           const taas::Logger& logger)
-      : client_(cluster.addresses, logger, chunk_bytes, cluster.lanes),
+      : client_(cluster.addresses, {chunk_bytes, cluster.lanes, cluster.tokens, {}}, logger),
         one_call_(one_call),
         n_(static_cast<std::int64_t>(bytes / sizeof(float))),
         value_(static_cast<std::size_t>(n_)),

@@ -24,9 +24,11 @@
 #include <sstream>
 #include <thread>
 
+#include "job_secret_files.h"
 #include "local_job_state.h"
 #include "local_kube_api.h"
 #include "taas/tfjob/defaults.h"
+#include "taas/tfjob/labels.h"
 #include "taas/tfjob/restart.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/status.h"
@@ -153,6 +155,7 @@ class JobRunner {
   Console console_;
   std::deque<Replica> replicas_;  // deque: Replica holds a thread and must not move
   std::string model_dir_;
+  std::unique_ptr<JobSecretFiles> secrets_;  // Removed with the runner: at the end of the run.
   Clock::time_point last_progress_ = Clock::now();
   // Declared in this order so the server stops before what it reads is destroyed.
   LocalJobState state_;
@@ -257,6 +260,8 @@ absl::Status JobRunner::Prepare() {
   model_dir_ = fs::absolute(model_dir_).string();
   job_.metadata.creation_timestamp = SystemNow();
   console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
+  TAAS_ASSIGN_OR_RETURN(
+      secrets_, JobSecretFiles::Create(fs::temp_directory_path().string(), job_.metadata.name));
 
   int count = tfjob::TotalReplicas(job_.spec);
   TAAS_ASSIGN_OR_RETURN(auto ports, FreePorts(2 * count));
@@ -327,6 +332,7 @@ absl::Status JobRunner::Prepare() {
       }
     }
     for (const auto& [k, v] : options_.env) r.env[k] = v;
+    for (const auto& [k, v] : secrets_->EnvFor(job_.spec, r.type, r.index)) r.env[k] = v;
     if (r.env.count("TF_LOGDIR") && r.env["TF_LOGDIR"] != model_dir_) {
       console_.Say(r.name + ": TF_LOGDIR " + r.env["TF_LOGDIR"] +
                    " replaced by the local model dir");
@@ -510,10 +516,7 @@ void JobRunner::Progress() {
   }
   // The chief's (or worker 0's) view of the global step.
   for (const Replica& r : replicas_) {
-    const bool chief =
-        tfjob::IsChiefOrMaster(r.type) ||
-        (!tfjob::HasChiefOrMaster(job_.spec) && r.type == ReplicaType::kWorker && r.index == 0);
-    if (!chief || r.pid <= 0) continue;
+    if (!tfjob::IsMasterRole(job_.spec, r.type, r.index) || r.pid <= 0) continue;
     const auto metrics = ScrapeMetrics(r.metrics_port);
     if (auto step = metrics.find("taas_global_step"); step != metrics.end()) {
       line += " global_step=" + std::to_string(static_cast<std::int64_t>(step->second));

@@ -276,8 +276,24 @@ def scenario_bad_config(tmp):
     assert out.returncode == 2 and "TF_CONFIG.task.index" in out.stdout, out.stdout
 
 
+def token_env(tmp, chief):
+    """The job's token files for a replica started without the launcher (what `taas run` and the
+    operator give every replica; the chief token only to the chief and the PS)."""
+    env = {}
+    for name, var in (("job-token", "TAAS_JOB_TOKEN_FILE"), ("chief-token", "TAAS_CHIEF_TOKEN_FILE")):
+        if name == "chief-token" and not chief:
+            continue
+        path = os.path.join(tmp, name)
+        if not os.path.exists(path):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(os.urandom(32).hex() + "\n")
+        env[var] = path
+    return env
+
+
 def scenario_unreachable_ps(tmp):
     env = dict(os.environ)
+    env.update(token_env(tmp, chief=True))
     env["TF_CONFIG"] = '{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10"]},' \
                        '"task":{"type":"worker","index":0}}'
     env["TAAS_WAIT_TIMEOUT_SECS"] = "2"
@@ -330,6 +346,7 @@ def scenario_sync_peer_lost(tmp):
     procs = {}
     for kind, index in (("ps", 0), ("worker", 0), ("worker", 1)):
         env = dict(os.environ)
+        env.update(token_env(tmp, chief=(kind, index) != ("worker", 1)))
         env.update({"TF_CONFIG": json.dumps({"cluster": cluster,
                                              "task": {"type": kind, "index": index}}),
                     "TF_SYNC": "true", "TF_MAX_STEPS": "100000", "TAAS_WAIT_TIMEOUT_SECS": "2",

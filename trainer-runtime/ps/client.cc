@@ -11,6 +11,8 @@
 
 #include "ps.grpc.pb.h"
 #include "rpc_util.h"
+#include "taas/contract/job_secret.h"
+#include "wire.h"
 
 namespace taas::ps {
 namespace {
@@ -21,7 +23,19 @@ std::chrono::system_clock::time_point Deadline(double secs) {
              std::chrono::duration<double>(secs));
 }
 
-// Waits for a fixed number of asynchronous calls to complete.
+// Sets a call's deadline and credentials: the job token always, the chief token for the calls
+// only the chief may make (when this replica has it).
+void PrepareCall(grpc::ClientContext& context, double timeout_secs, const PsTokens& tokens,
+                 bool chief_call) {
+  context.set_deadline(Deadline(timeout_secs));
+  context.AddMetadata(std::string(contract::kJobTokenMetadata), tokens.job);
+  if (chief_call && !tokens.chief.empty()) {
+    context.AddMetadata(std::string(contract::kChiefTokenMetadata), tokens.chief);
+  }
+}
+
+// Waits for a fixed number of asynchronous calls to complete (each has a deadline, so this ends
+// by the latest of them).
 class Countdown {
  public:
   explicit Countdown(int n) : left_(n) {}
@@ -71,10 +85,10 @@ struct PsClient::Impl {
   // Runs call i of `f` on PS ps_of_call[i], all at once, and waits for every one.
   template <class Request, class Reply, class Call>
   void Run(FanOut<Request, Reply>& f, const std::vector<int>& ps_of_call, double timeout_secs,
-           Call call) {
+           const PsTokens& tokens, Call call) {
     Countdown countdown(static_cast<int>(ps_of_call.size()));
     for (std::size_t i = 0; i < ps_of_call.size(); ++i) {
-      f.contexts[i].set_deadline(Deadline(timeout_secs));
+      PrepareCall(f.contexts[i], timeout_secs, tokens, /*chief_call=*/false);
       call(stubs[static_cast<std::size_t>(ps_of_call[i])]->async(), &f.contexts[i], &f.requests[i],
            &f.replies[i], [&f, i, &countdown](grpc::Status s) {
              f.statuses[i] = std::move(s);
@@ -85,16 +99,18 @@ struct PsClient::Impl {
   }
 };
 
-PsClient::PsClient(std::vector<std::string> addresses, const Logger& logger,
-                   std::int64_t chunk_bytes, int lanes)
+PsClient::PsClient(std::vector<std::string> addresses, const PsClientOptions& options,
+                   const Logger& logger)
     : addresses_(std::move(addresses)),
       logger_(logger),
-      chunk_bytes_(chunk_bytes),
-      lanes_(std::max(lanes, 1)),
+      chunk_bytes_(options.chunk_bytes),
+      lanes_(std::max(options.lanes, 1)),
+      tokens_(options.tokens),
+      limits_(options.limits),
       impl_(std::make_unique<Impl>()) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  args.SetMaxReceiveMessageSize(MaxMessageBytes(limits_));
+  args.SetMaxSendMessageSize(MaxMessageBytes(limits_));
   // Reconnect quickly when a PS restarts at the same address.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -127,9 +143,10 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
     all.push_back(i);
     f.requests[static_cast<std::size_t>(i)].set_lane(lane(i));
   }
-  impl_->Run(f, all, timeout_secs, [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
-    async->GetStatus(ctx, req, reply, std::move(done));
-  });
+  impl_->Run(f, all, timeout_secs, tokens_,
+             [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
+               async->GetStatus(ctx, req, reply, std::move(done));
+             });
   std::vector<PsStatus> out(n);
   for (std::size_t i = 0; i < n; ++i) {
     TAAS_RETURN_IF_ERROR(FromGrpc(f.statuses[i], Describe(static_cast<int>(i)) + " GetStatus"));
@@ -184,7 +201,7 @@ absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t
     for (const auto& slot : s.slots) SetFloats(shard->add_slots(), slot);
   }
   grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout_secs));
+  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
   rpc::InitializeReply reply;
   return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Initialize(&ctx, req, &reply),
                   Describe(ps) + " Initialize");
@@ -254,18 +271,21 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
   Countdown countdown(static_cast<int>(calls.size()));
   for (auto& c : calls) {
     Call* call = c.get();
-    call->context.set_deadline(Deadline(timeout_secs));
+    PrepareCall(call->context, timeout_secs, tokens_, /*chief_call=*/false);
     call->request_buffer = SerializeToBuffer(call->request);
     const auto ps = static_cast<std::size_t>(call->ps);
     const std::string what = Describe(call->ps) + " Pull";
+    const std::int64_t max_header_bytes = limits_.max_header_bytes;
     impl_->generic[ps]->UnaryCall(
         &call->context, kPullMethod, grpc::StubOptions(), &call->request_buffer, &call->reply,
-        [call, what, &countdown](grpc::Status s) {
+        [call, what, max_header_bytes, &countdown](grpc::Status s) {
           call->status = FromGrpc(s, what);
           if (call->status.ok()) {
             BufferReader reader(call->reply);
-            if (!reader.ParseLengthPrefixed(&call->header)) {
-              call->status = absl::InternalError(what + ": malformed reply header");
+            if (grpc::Status header =
+                    ParseLengthPrefixed(reader, max_header_bytes, "PullReplyHeader", &call->header);
+                !header.ok()) {
+              call->status = FromGrpc(header, what);
             } else if (reader.remaining() !=
                        static_cast<std::size_t>(call->floats) * sizeof(float)) {
               call->status = absl::InvalidArgumentError(
@@ -312,11 +332,15 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
     char* data;
     std::size_t size;
   };
-  PushCall(std::vector<grpc::ByteBuffer> messages, std::vector<Place> values, Countdown* countdown)
-      : messages_(std::move(messages)), values_(std::move(values)), countdown_(countdown) {}
+  PushCall(std::vector<grpc::ByteBuffer> messages, std::vector<Place> values,
+           std::int64_t max_header_bytes, Countdown* countdown)
+      : messages_(std::move(messages)),
+        values_(std::move(values)),
+        max_header_bytes_(max_header_bytes),
+        countdown_(countdown) {}
 
-  void Start(grpc::GenericStub* stub, double timeout_secs) {
-    context_.set_deadline(Deadline(timeout_secs));
+  void Start(grpc::GenericStub* stub, double timeout_secs, const PsTokens& tokens) {
+    PrepareCall(context_, timeout_secs, tokens, /*chief_call=*/false);
     stub->PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
     StartRead(&in_);
     WriteNext();
@@ -332,7 +356,7 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
     BufferReader reader(in_);
     if (!replied_) {
       replied_ = true;
-      malformed_ = !reader.ParseLengthPrefixed(&reply_);
+      malformed_ = !ParseLengthPrefixed(reader, max_header_bytes_, "PushReply", &reply_).ok();
     }
     reader.ForEachRest([&](const char* data, std::size_t size) { Scatter(data, size); });
     in_.Clear();
@@ -386,6 +410,7 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   bool replied_ = false, malformed_ = false;
   rpc::PushReply reply_;
   std::vector<Place> values_;
+  const std::int64_t max_header_bytes_;
   std::size_t place_ = 0, offset_ = 0;  // Where the next value byte goes.
   bool overflow_ = false;
   grpc::Status status_;
@@ -463,10 +488,11 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
     std::vector<grpc::ByteBuffer> messages;
     for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
     bodies[ps].clear();
-    calls[ps] = std::make_unique<PushCall>(std::move(messages), std::move(values[ps]), &countdown);
+    calls[ps] = std::make_unique<PushCall>(std::move(messages), std::move(values[ps]),
+                                           limits_.max_header_bytes, &countdown);
   }
   for (std::size_t ps = 0; ps < n; ++ps) {
-    if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs);
+    if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs, tokens_);
   }
   countdown.Wait();
   PushInfo info;
@@ -517,7 +543,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
 absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snapshot(
     int ps, double timeout_secs) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout_secs));
+  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
   rpc::SnapshotRequest req;
   req.set_lane(lane(ps));
   rpc::SnapshotReply reply;
@@ -526,8 +552,13 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snaps
                Describe(ps) + " Snapshot"));
   std::vector<ShardState> shards;
   for (const auto& s : reply.shards()) {
-    ShardState state{s.name(), FloatVector(s.values()), {}};
-    for (const auto& slot : s.slots()) state.slots.push_back(FloatVector(slot));
+    ShardState state{s.name(), {}, {}};
+    TAAS_ASSIGN_OR_RETURN(state.values,
+                          FloatVector(s.values(), Describe(ps) + " shard " + s.name()));
+    for (const auto& slot : s.slots()) {
+      TAAS_ASSIGN_OR_RETURN(state.slots.emplace_back(),
+                            FloatVector(slot, Describe(ps) + " a slot of shard " + s.name()));
+    }
     shards.push_back(std::move(state));
   }
   return std::make_pair(reply.step(), std::move(shards));
@@ -535,7 +566,7 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snaps
 
 absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout_secs));
+  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
   rpc::ShutdownRequest req;
   req.set_exit(exit);
   req.set_lane(lane(ps));

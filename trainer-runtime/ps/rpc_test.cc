@@ -13,6 +13,17 @@ namespace {
 
 Logger Quiet() { return Logger(stderr, LogLevel::kWarning); }
 
+// The job's tokens as the chief and the PS hold them (hex of kTokenBytes random bytes).
+PsTokens ChiefTokens() { return {std::string(64, 'a'), std::string(64, 'c')}; }
+
+PsClientOptions Options(int lanes, std::int64_t chunk_bytes = 4 << 20) {
+  PsClientOptions o;
+  o.chunk_bytes = chunk_bytes;
+  o.lanes = lanes;
+  o.tokens = ChiefTokens();
+  return o;
+}
+
 // PS tasks of `lanes` lanes each. Most cases are about several PS tasks and use one lane per
 // task, with clients made by OneLane.
 struct Cluster {
@@ -20,7 +31,8 @@ struct Cluster {
   std::vector<std::string> addresses;
   explicit Cluster(int n, int lanes = 1) {
     for (int i = 0; i < n; ++i) {
-      auto s = PsServer::Start("127.0.0.1:0", 100 + static_cast<std::uint64_t>(i), Quiet(), lanes);
+      auto s = PsServer::Start({"127.0.0.1:0", "", lanes, ChiefTokens(), {}},
+                               100 + static_cast<std::uint64_t>(i), Quiet());
       REQUIRE(s.ok());
       addresses.push_back("127.0.0.1:" + std::to_string((*s)->port()));
       servers.push_back(std::move(*s));
@@ -29,7 +41,7 @@ struct Cluster {
 };
 
 PsClient OneLane(const std::vector<std::string>& addresses, std::int64_t chunk_bytes = 4 << 20) {
-  return PsClient(addresses, Quiet(), chunk_bytes, /*lanes=*/1);
+  return PsClient(addresses, Options(/*lanes=*/1, chunk_bytes), Quiet());
 }
 
 nn::OptimizerConfig Sgd(float lr) {
@@ -347,7 +359,7 @@ TEST_CASE("an uninitialised or restarted PS refuses pushes; a model mismatch is 
 TEST_CASE("one PS task, two lanes: a partitioned variable's halves live in separate stores") {
   Cluster cluster(1, /*lanes=*/2);
   PsServer& server = *cluster.servers[0];
-  PsClient client(cluster.addresses, Quiet(), 4 << 20, /*lanes=*/2);
+  PsClient client(cluster.addresses, Options(/*lanes=*/2), Quiet());
   REQUIRE(client.num_ps() == 2);
   CHECK(client.address(1) == cluster.addresses[0]);
   auto statuses = client.WaitForServers(10);
@@ -395,7 +407,7 @@ TEST_CASE("one PS task, two lanes: a partitioned variable's halves live in separ
   CHECK(server.store(1).GetStatus().step == 1);
 
   // A client that expects more lanes than the server has is told so.
-  PsClient three(cluster.addresses, Quiet(), 4 << 20, /*lanes=*/3);
+  PsClient three(cluster.addresses, Options(/*lanes=*/3), Quiet());
   auto refused = three.Statuses(10);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
@@ -415,7 +427,7 @@ TEST_CASE("an unreachable PS gives a clear transient error after the timeout") {
     Cluster gone(1);
     address = gone.addresses[0];
   }
-  PsClient client({address}, Quiet());
+  PsClient client({address}, Options(/*lanes=*/1), Quiet());
   auto statuses = client.WaitForServers(1.5);
   REQUIRE_FALSE(statuses.ok());
   CHECK(statuses.status().code() == absl::StatusCode::kDeadlineExceeded);

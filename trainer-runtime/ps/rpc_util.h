@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "ps.pb.h"
 #include "taas/base/status.h"
 #include "taas/nn/optimizer.h"
+#include "taas/ps/auth.h"
 
 namespace taas::ps {
 
@@ -34,7 +36,13 @@ inline void SetFloats(std::string* out, std::span<const float> values) {
   out->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
-inline std::vector<float> FloatVector(const std::string& bytes) {
+// `bytes` as float32 values; InvalidArgument naming `what` when they are not whole floats.
+inline absl::StatusOr<std::vector<float>> FloatVector(const std::string& bytes,
+                                                      const std::string& what) {
+  if (bytes.size() % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(what + " has " + std::to_string(bytes.size()) +
+                                      " bytes, not a whole number of float32 values");
+  }
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
@@ -68,8 +76,11 @@ inline nn::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
   return c;
 }
 
-// Channel and server options: parameter tensors can be far larger than gRPC's 4 MB default.
-inline constexpr int kMaxMessageBytes = std::numeric_limits<int>::max();
+// PsLimits::max_message_bytes as gRPC's channel argument wants it (an int).
+inline int MaxMessageBytes(const PsLimits& limits) {
+  return static_cast<int>(
+      std::clamp<std::int64_t>(limits.max_message_bytes, 1, std::numeric_limits<int>::max()));
+}
 
 // The raw-framed data-path methods (ps.proto, top of the file).
 inline constexpr char kPullMethod[] = "/taas.ps.rpc.ParameterServer/Pull";
@@ -129,22 +140,6 @@ class BufferReader {
       }
     }
     return true;
-  }
-
-  // Parses the next `n` bytes (all when n is npos) as `message`.
-  bool Parse(google::protobuf::MessageLite* message, std::size_t n = std::string::npos) {
-    std::string bytes(n == std::string::npos ? remaining_ : n, '\0');
-    return Read(bytes.data(), bytes.size()) && message->ParseFromString(bytes);
-  }
-
-  // Parses a LengthPrefixed message.
-  bool ParseLengthPrefixed(google::protobuf::MessageLite* message) {
-    unsigned char size[sizeof(std::uint32_t)];
-    if (!Read(size, sizeof(size))) return false;
-    std::uint32_t n = 0;
-    for (std::size_t i = 0; i < sizeof(size); ++i)
-      n |= static_cast<std::uint32_t>(size[i]) << (8 * i);
-    return Parse(message, n);
   }
 
   // Calls `f(data, size)` for each contiguous run of the rest of the buffer.

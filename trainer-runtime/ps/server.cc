@@ -1,13 +1,17 @@
 #include "taas/ps/server.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/generic/async_generic_service.h>
 
+#include <atomic>
 #include <chrono>
 #include <set>
 
 #include "ps.grpc.pb.h"
 #include "rpc_util.h"
+#include "taas/contract/job_secret.h"
+#include "wire.h"
 
 namespace taas::ps {
 namespace {
@@ -54,37 +58,132 @@ grpc::Slice ValueSlice(const std::shared_ptr<const std::vector<float>>& values, 
 // Bytes of values per reply message after a push (the client's push pieces are this size too).
 constexpr std::size_t kReplyPieceBytes = 4 << 20;
 
+std::chrono::system_clock::time_point After(double secs) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(secs));
+}
+
+// A data-path call whose request must arrive in full within PsLimits::read_timeout_secs: a peer
+// that stalls is answered DEADLINE_EXCEEDED, naming what the PS waited for. The deadline's alarm
+// runs on another thread than the reactor's callbacks, so the call is ended exactly once by
+// whichever of the two comes first (Claim), and the reactor lives until both let go of it.
+class GuardedReactor : public grpc::ServerGenericBidiReactor {
+ public:
+  void OnDone() final { Unref(); }
+
+ protected:
+  GuardedReactor(double read_timeout_secs, std::string waiting_for)
+      : timeout_secs_(read_timeout_secs), waiting_for_(std::move(waiting_for)) {
+    alarm_.Set(After(read_timeout_secs), [this](bool fired) {
+      if (fired) OnDeadline();
+      Unref();
+    });
+  }
+  virtual ~GuardedReactor() = default;
+
+  // True while the request is still arriving and the deadline has not ended the call.
+  bool Reading() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_ == State::kReading;
+  }
+  // Starts the next read unless the deadline ended the call meanwhile.
+  void ReadNext(grpc::ByteBuffer* in) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == State::kReading) StartRead(in);
+  }
+  // The request arrived in full: the deadline no longer applies. False when it ended the call.
+  bool ReadsComplete() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_ != State::kReading) return false;
+      state_ = State::kAnswering;
+    }
+    alarm_.Cancel();
+    return true;
+  }
+  // Ends the call with `status` unless the deadline did already.
+  void FinishOnce(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_ == State::kFinished) return;
+      state_ = State::kFinished;
+    }
+    alarm_.Cancel();
+    Finish(status);
+  }
+
+ private:
+  enum class State { kReading, kAnswering, kFinished };
+
+  void OnDeadline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_ != State::kReading) return;
+      state_ = State::kFinished;
+    }
+    Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "waited " + std::to_string(timeout_secs_) + "s for " + waiting_for_ +
+                            " (PsLimits::read_timeout_secs, TAAS_WAIT_TIMEOUT_SECS)"));
+  }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+
+  const double timeout_secs_;
+  const std::string waiting_for_;
+  grpc::Alarm alarm_;
+  std::atomic<int> refs_{2};  // gRPC's (until OnDone) and the alarm's (until its callback ran).
+  std::mutex mu_;
+  State state_ = State::kReading;  // guarded by mu_
+};
+
 // Pull: answers one PullRequest with the header and slices that point into the store's
 // copy-on-write value buffers (each slice keeps its buffer alive until gRPC has sent it).
-class PullReactor final : public grpc::ServerGenericBidiReactor {
+class PullReactor final : public GuardedReactor {
  public:
-  explicit PullReactor(const Stores* stores) : stores_(stores) { StartRead(&in_); }
+  PullReactor(const Stores* stores, const PsLimits& limits)
+      : GuardedReactor(limits.read_timeout_secs, "a PullRequest"),
+        stores_(stores),
+        limits_(limits) {
+    StartRead(&in_);
+  }
   void OnReadDone(bool ok) override {
+    if (!ReadsComplete()) return;  // The deadline answered the call.
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pull without a request"));
+      FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pull without a request"));
       return;
     }
+    grpc::Status answer = Answer();
+    if (!answer.ok()) FinishOnce(answer);
+  }
+
+ private:
+  grpc::Status Answer() {
     rpc::PullRequest req;
-    if (!BufferReader(in_).Parse(&req)) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PullRequest"));
-      return;
-    }
+    if (auto s = ParsePullRequest(in_, limits_, &req); !s.ok()) return s;
+    in_.Clear();
     auto store = LaneStore(*stores_, req.lane());
-    if (!store.ok()) {
-      Finish(ToGrpc(store.status()));
-      return;
-    }
-    store_ = *store;
+    if (!store.ok()) return ToGrpc(store.status());
     std::vector<std::string> names;
     names.reserve(static_cast<std::size_t>(req.ranges_size()));
     for (const auto& r : req.ranges()) names.push_back(r.name());
     std::vector<std::shared_ptr<const std::vector<float>>> values;
-    auto step = store_->PullShared(names, &values);
-    if (!step.ok()) {
-      Finish(ToGrpc(step.status()));
-      return;
+    auto step = (*store)->PullShared(names, &values);
+    if (!step.ok()) return ToGrpc(step.status());
+    const auto status = (*store)->GetStatus();
+    // A pull asks for each element at most once: more than the lane holds is not a pull.
+    std::int64_t requested = 0;
+    for (int k = 0; k < req.ranges_size(); ++k) {
+      const auto& r = req.ranges(k);
+      if (auto s = CheckRange(r, values[static_cast<std::size_t>(k)]->size()); !s.ok()) return s;
+      requested += r.count();
+      if (requested > status.elements) {
+        return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "pull asks for more than the " +
+                                                                std::to_string(status.elements) +
+                                                                " elements this lane holds");
+      }
     }
-    const auto status = store_->GetStatus();
     rpc::PullReplyHeader header;
     header.set_step(*step);
     header.set_done(status.done);
@@ -93,48 +192,58 @@ class PullReactor final : public grpc::ServerGenericBidiReactor {
     slices.emplace_back(LengthPrefixed(header.SerializeAsString()));
     for (int k = 0; k < req.ranges_size(); ++k) {
       const auto& r = req.ranges(k);
-      const auto& v = values[static_cast<std::size_t>(k)];
-      if (r.offset() < 0 || r.count() < 0 ||
-          static_cast<std::size_t>(r.offset() + r.count()) > v->size()) {
-        Finish(grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "range [" + std::to_string(r.offset()) +
-                                                                ", +" + std::to_string(r.count()) +
-                                                                ") is outside shard " + r.name()));
-        return;
-      }
       if (r.count() == 0) continue;
-      slices.push_back(ValueSlice(v, r.offset(), r.count()));
+      slices.push_back(ValueSlice(values[static_cast<std::size_t>(k)], r.offset(), r.count()));
     }
     out_ = grpc::ByteBuffer(slices.data(), slices.size());
     StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+    return grpc::Status::OK;
   }
-  void OnDone() override { delete this; }
 
- private:
   const Stores* stores_;
-  ParameterStore* store_ = nullptr;  // The request's lane.
+  const PsLimits limits_;
   grpc::ByteBuffer in_, out_;
 };
 
 // Push: the header and gradient pieces, fed to the store as they arrive (read straight from the
 // slices gRPC received into), then one PushReply.
-class PushReactor final : public grpc::ServerGenericBidiReactor {
+class PushReactor final : public GuardedReactor {
  public:
-  explicit PushReactor(const Stores* stores) : stores_(stores) { StartRead(&in_); }
+  PushReactor(const Stores* stores, const PsLimits& limits)
+      : GuardedReactor(limits.read_timeout_secs, "the rest of a push"),
+        stores_(stores),
+        limits_(limits) {
+    StartRead(&in_);
+  }
   void OnReadDone(bool ok) override {
-    if (!ok) {  // The client sent everything.
+    if (!Reading()) return;  // The deadline answered the call.
+    if (!ok) {               // The client sent everything.
       if (!stream_) {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push without a header"));
+        FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push without a header"));
         return;
       }
+      if (!ReadsComplete()) return;
       stream_->Finish([this](absl::StatusOr<PushResult> result) { Reply(std::move(result)); });
       return;
     }
+    grpc::Status added = Consume();
+    if (!added.ok()) {
+      FinishOnce(added);
+      return;
+    }
+    in_.Clear();
+    ReadNext(&in_);
+  }
+
+ private:
+  // One received message: the header (first) and gradient bytes.
+  grpc::Status Consume() {
     BufferReader reader(in_);
     if (!stream_) {
       rpc::PushHeader header;
-      if (!reader.ParseLengthPrefixed(&header)) {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed PushHeader"));
-        return;
+      if (auto s = ParseLengthPrefixed(reader, limits_.max_header_bytes, "PushHeader", &header);
+          !s.ok()) {
+        return s;
       }
       std::vector<ParameterStore::GradientSize> sizes;
       sizes.reserve(static_cast<std::size_t>(header.gradients_size()));
@@ -144,35 +253,25 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
         pull_values_ = true;
       }
       auto store = LaneStore(*stores_, header.lane());
-      if (!store.ok()) {
-        Finish(ToGrpc(store.status()));
-        return;
-      }
+      if (!store.ok()) return ToGrpc(store.status());
       store_ = *store;
       auto stream = store_->BeginPush(header.step(), std::move(sizes), header.worker());
-      if (!stream.ok()) {
-        Finish(ToGrpc(stream.status()));
-        return;
-      }
+      if (!stream.ok()) return ToGrpc(stream.status());
       stream_ = std::move(*stream);
+    } else if (reader.remaining() == 0) {
+      // Every message after the header carries bytes: a stream of empty ones is not a push.
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push message without bytes");
     }
     absl::Status added;
     reader.ForEachRest([&](const char* data, std::size_t size) {
       if (added.ok()) added = stream_->Add(data, size);
     });
-    if (!added.ok()) {
-      Finish(ToGrpc(added));
-      return;
-    }
-    in_.Clear();
-    StartRead(&in_);
+    return ToGrpc(added);
   }
-  void OnDone() override { delete this; }
 
- private:
   void Reply(absl::StatusOr<PushResult> result) {
     if (!result.ok()) {
-      Finish(ToGrpc(result.status()));
+      FinishOnce(ToGrpc(result.status()));
       return;
     }
     rpc::PushReply reply;
@@ -218,7 +317,7 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
   void OnWriteDone(bool ok) override {
     if (!ok) {  // The client went away (a failed last write has finished the call already).
       if (next_ + 1 < out_.size())
-        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "push reply not delivered"));
+        FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "push reply not delivered"));
       return;
     }
     ++next_;
@@ -234,6 +333,7 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   const Stores* stores_;
+  const PsLimits limits_;
   ParameterStore* store_ = nullptr;  // The header's lane.
   grpc::ByteBuffer in_;
   std::vector<grpc::ByteBuffer> out_;
@@ -243,32 +343,38 @@ class PushReactor final : public grpc::ServerGenericBidiReactor {
   std::vector<std::string> names_;  // The header's shards, when pull_values_.
 };
 
-class Unimplemented final : public grpc::ServerGenericBidiReactor {
+// Answers a data-path call at once with `status` (unknown method, refused credentials).
+class Refused final : public grpc::ServerGenericBidiReactor {
  public:
-  explicit Unimplemented(const std::string& method) {
-    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no method " + method));
-  }
+  explicit Refused(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
 
 }  // namespace
 
 // The raw-framed data path (ps.proto): methods the protobuf service does not declare land here.
+// Credentials are checked before a byte of the request is read.
 class TensorService final : public grpc::CallbackGenericService {
  public:
-  explicit TensorService(const Stores* stores) : stores_(stores) {}
+  TensorService(const Stores* stores, const PsTokens* tokens, const PsLimits& limits)
+      : stores_(stores), tokens_(tokens), limits_(limits) {}
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
-    if (ctx->method() == kPullMethod) return new PullReactor(stores_);
-    if (ctx->method() == kPushMethod) return new PushReactor(stores_);
-    return new Unimplemented(ctx->method());
+    grpc::Status allowed = Authorize(ctx->client_metadata(), *tokens_, /*chief_only=*/false);
+    if (!allowed.ok()) return new Refused(allowed);
+    if (ctx->method() == kPullMethod) return new PullReactor(stores_, limits_);
+    if (ctx->method() == kPushMethod) return new PushReactor(stores_, limits_);
+    return new Refused(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no method " + ctx->method()));
   }
 
  private:
   const Stores* stores_;
+  const PsTokens* tokens_;
+  const PsLimits limits_;
 };
 
 struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   const Stores* stores = nullptr;
+  PsTokens tokens;
   Logger logger;
   std::unique_ptr<TensorService> tensors;
   std::unique_ptr<grpc::Server> server;
@@ -277,22 +383,43 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   std::set<int> exit_lanes;     // guarded by mu: lanes whose Shutdown asked to exit
   bool exit_requested = false;  // guarded by mu: every lane asked
 
-  // Answers a unary call with `status` when the request names no lane of this server.
+  // The request's lane; nullptr after answering the call when its credentials are refused
+  // (`chief_only`: Initialize, Snapshot, Shutdown) or it names no lane of this server.
   template <class Request>
-  ParameterStore* Lane(grpc::CallbackServerContext* ctx, const Request& req,
-                       grpc::ServerUnaryReactor** reactor) {
-    auto store = LaneStore(*stores, req.lane());
-    if (store.ok()) return *store;
+  ParameterStore* Admit(grpc::CallbackServerContext* ctx, const Request& req, bool chief_only,
+                        grpc::ServerUnaryReactor** reactor) {
+    grpc::Status refusal = Authorize(ctx->client_metadata(), tokens, chief_only);
+    if (refusal.ok()) {
+      auto store = LaneStore(*stores, req.lane());
+      if (store.ok()) return *store;
+      refusal = ToGrpc(store.status());
+    }
     *reactor = ctx->DefaultReactor();
-    (*reactor)->Finish(ToGrpc(store.status()));
+    (*reactor)->Finish(refusal);
     return nullptr;
+  }
+
+  // The shards of an InitializeRequest; InvalidArgument when a value is not whole floats.
+  static absl::StatusOr<std::vector<ShardState>> Shards(const rpc::InitializeRequest& req) {
+    std::vector<ShardState> shards;
+    shards.reserve(static_cast<std::size_t>(req.shards_size()));
+    for (const auto& s : req.shards()) {
+      ShardState state{s.name(), {}, {}};
+      TAAS_ASSIGN_OR_RETURN(state.values, FloatVector(s.values(), "shard " + s.name()));
+      for (const auto& slot : s.slots()) {
+        TAAS_ASSIGN_OR_RETURN(state.slots.emplace_back(),
+                              FloatVector(slot, "a slot of shard " + s.name()));
+      }
+      shards.push_back(std::move(state));
+    }
+    return shards;
   }
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const rpc::StatusRequest* req,
                                       rpc::StatusReply* reply) override {
     grpc::ServerUnaryReactor* refused = nullptr;
-    ParameterStore* store = Lane(ctx, *req, &refused);
+    ParameterStore* store = Admit(ctx, *req, /*chief_only=*/false, &refused);
     if (store == nullptr) return refused;
     auto s = store->GetStatus();
     reply->set_incarnation(s.incarnation);
@@ -308,21 +435,16 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
                                        const rpc::InitializeRequest* req,
                                        rpc::InitializeReply*) override {
     grpc::ServerUnaryReactor* refused = nullptr;
-    ParameterStore* store = Lane(ctx, *req, &refused);
+    ParameterStore* store = Admit(ctx, *req, /*chief_only=*/true, &refused);
     if (store == nullptr) return refused;
     TrainingSpec spec;
     spec.sync = req->sync();
     spec.replicas_to_aggregate = req->replicas_to_aggregate();
     spec.optimizer = FromProto(req->optimizer());
     spec.max_steps = req->max_steps();
-    std::vector<ShardState> shards;
-    shards.reserve(static_cast<std::size_t>(req->shards_size()));
-    for (const auto& s : req->shards()) {
-      ShardState state{s.name(), FloatVector(s.values()), {}};
-      for (const auto& slot : s.slots()) state.slots.push_back(FloatVector(slot));
-      shards.push_back(std::move(state));
-    }
-    absl::Status status = store->Initialize(spec, std::move(shards), req->step());
+    auto shards = Shards(*req);
+    absl::Status status = shards.status();
+    if (status.ok()) status = store->Initialize(spec, std::move(*shards), req->step());
     if (status.ok()) {
       logger.Info("variables initialised by the chief", {{"lane", req->lane()},
                                                          {"shards", req->shards_size()},
@@ -338,7 +460,7 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
                                      const rpc::SnapshotRequest* req,
                                      rpc::SnapshotReply* reply) override {
     grpc::ServerUnaryReactor* refused = nullptr;
-    ParameterStore* store = Lane(ctx, *req, &refused);
+    ParameterStore* store = Admit(ctx, *req, /*chief_only=*/true, &refused);
     if (store == nullptr) return refused;
     auto snapshot = store->Snapshot();
     if (snapshot.ok()) {
@@ -359,7 +481,7 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
                                      const rpc::ShutdownRequest* req,
                                      rpc::ShutdownReply*) override {
     grpc::ServerUnaryReactor* refused = nullptr;
-    ParameterStore* store = Lane(ctx, *req, &refused);
+    ParameterStore* store = Admit(ctx, *req, /*chief_only=*/true, &refused);
     if (store == nullptr) return refused;
     store->MarkDone();
     logger.Info("training done", {{"lane", req->lane()}, {"exit", req->exit()}});
@@ -375,38 +497,70 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   }
 };
 
-absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
-                                                          std::uint64_t incarnation,
-                                                          const Logger& logger, int lanes) {
-  if (lanes < 1) return absl::InvalidArgumentError("a PS needs at least one lane");
-  auto colon = address.rfind(':');
+absl::StatusOr<BindChoice> ChooseBindHost(const std::string& address, const std::string& pod_ip) {
+  const auto colon = address.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError("PS address " + address + " has no port");
   }
+  const std::string port = address.substr(colon + 1);
+  auto is_ip = [](const std::string& host, int family) {
+    unsigned char ignored[sizeof(in6_addr)];
+    return ::inet_pton(family, host.c_str(), ignored) == 1;
+  };
+  auto listen = [&](const std::string& host) {
+    return is_ip(host, AF_INET6) ? "[" + host + "]:" + port : host + ":" + port;
+  };
+  if (!pod_ip.empty()) {
+    if (!is_ip(pod_ip, AF_INET) && !is_ip(pod_ip, AF_INET6)) {
+      return absl::InvalidArgumentError("pod IP \"" + pod_ip + "\" is not an IP address");
+    }
+    return BindChoice{listen(pod_ip), ""};
+  }
   std::string host = address.substr(0, colon);
-  in_addr ignored;
-  if (::inet_pton(AF_INET, host.c_str(), &ignored) != 1) host = "0.0.0.0";
-  const std::string listen = host + ":" + address.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (is_ip(host, AF_INET) || is_ip(host, AF_INET6)) return BindChoice{listen(host), ""};
+  return BindChoice{"0.0.0.0:" + port,
+                    "TF_CONFIG names this PS by host name \"" + host +
+                        "\" and no pod IP is set: listening on every interface (set " +
+                        std::string(contract::kPodIpEnv) + " to bind the pod's own address)"};
+}
+
+absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const PsServerOptions& options,
+                                                          std::uint64_t incarnation,
+                                                          const Logger& logger) {
+  if (options.lanes < 1) return absl::InvalidArgumentError("a PS needs at least one lane");
+  if (options.tokens.job.empty() || options.tokens.chief.empty()) {
+    return absl::InvalidArgumentError("a PS needs the job and the chief token (" +
+                                      std::string(contract::kJobTokenFileEnv) + ", " +
+                                      std::string(contract::kChiefTokenFileEnv) + ")");
+  }
+  TAAS_ASSIGN_OR_RETURN(BindChoice bind, ChooseBindHost(options.address, options.pod_ip));
+  if (!bind.warning.empty()) logger.Warning(bind.warning, {{"listen", bind.listen}});
 
   std::unique_ptr<PsServer> server(new PsServer());
-  for (int lane = 0; lane < lanes; ++lane) {
+  for (int lane = 0; lane < options.lanes; ++lane) {
     server->stores_.push_back(std::make_unique<ParameterStore>(incarnation));
   }
   server->impl_ = std::make_unique<Impl>();
   server->impl_->stores = &server->stores_;
+  server->impl_->tokens = options.tokens;
   server->impl_->logger = logger;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.AddListeningPort(bind.listen, grpc::InsecureServerCredentials(), &server->port_);
+  const int max_message = MaxMessageBytes(options.limits);
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
   SetBulkTransportArgs(
       [&](const char* name, int value) { builder.AddChannelArgument(name, value); });
   builder.RegisterService(server->impl_.get());
-  server->impl_->tensors = std::make_unique<TensorService>(&server->stores_);
+  server->impl_->tensors =
+      std::make_unique<TensorService>(&server->stores_, &server->impl_->tokens, options.limits);
   builder.RegisterCallbackGenericService(server->impl_->tensors.get());
   server->impl_->server = builder.BuildAndStart();
   if (!server->impl_->server || server->port_ == 0) {
-    return absl::UnavailableError("cannot listen on " + listen + " (port in use?)");
+    return absl::UnavailableError("cannot listen on " + bind.listen + " (port in use?)");
   }
   return server;
 }

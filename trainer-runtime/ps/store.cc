@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <string_view>
 
 namespace taas::ps {
 
@@ -28,7 +30,9 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
   TAAS_ASSIGN_OR_RETURN(auto optimizer, nn::CreateOptimizer(spec.optimizer));
   const std::size_t slot_count = static_cast<std::size_t>(optimizer->slot_count());
   std::map<std::string, Shard> fresh;
+  std::int64_t elements = 0;
   for (auto& s : shards) {
+    elements += static_cast<std::int64_t>(s.values.size());
     Shard shard;
     shard.slots = std::move(s.slots);
     if (shard.slots.size() != slot_count) shard.slots.assign(slot_count, {});
@@ -46,6 +50,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
     spec_ = spec;
     optimizer_ = std::move(optimizer);
     shards_ = std::move(fresh);
+    elements_ = elements;
     step_ = step;
     ++generation_;
     initialized_ = true;
@@ -69,7 +74,8 @@ void ParameterStore::Release(std::vector<Waiting>& waiting, const PushResult& re
 
 ParameterStore::Status ParameterStore::GetStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {incarnation_, initialized_, done_, step_, static_cast<std::int64_t>(waiting_.size())};
+  return {incarnation_, initialized_, done_, step_, static_cast<std::int64_t>(waiting_.size()),
+          elements_};
 }
 
 absl::StatusOr<std::int64_t> ParameterStore::Pull(
@@ -225,10 +231,14 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushStream>> ParameterStore::Begi
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!initialized_) return NotInitialized();
+    std::set<std::string_view> named;
     for (const auto& g : shards) {
       if (g.size < 0)
         return absl::InvalidArgumentError("gradient for " + g.name + " has < 0 elements");
       TAAS_RETURN_IF_ERROR(CheckGradientLocked(g.name, static_cast<std::size_t>(g.size)));
+      if (!named.insert(g.name).second) {
+        return absl::InvalidArgumentError("gradient for " + g.name + " sent twice in one push");
+      }
     }
     stream->sync_ = spec_.sync;
     stream->generation_ = generation_;

@@ -28,12 +28,24 @@ std::uint64_t NewIncarnation() {
          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+// The PS's settings from the config: its tokens, pod IP, lanes and limits (taas/ps/server.h).
+ps::PsServerOptions ServerOptions(const config::RuntimeConfig& cfg, const std::string& address) {
+  ps::PsServerOptions o;
+  o.address = address;
+  o.pod_ip = cfg.pod_ip;
+  o.lanes = cfg.ps_lanes;
+  o.tokens = {cfg.job_token, cfg.chief_token};
+  o.limits.max_message_bytes = cfg.ps_max_message_bytes;
+  o.limits.read_timeout_secs = cfg.wait_timeout_secs;
+  return o;
+}
+
 }  // namespace
 
 int RunParameterServer(Context& ctx) {
   const std::uint64_t incarnation = NewIncarnation();
-  auto server = ps::PsServer::Start(ctx.config->listen_address, incarnation, ctx.logger,
-                                    ctx.config->ps_lanes);
+  auto server = ps::PsServer::Start(ServerOptions(*ctx.config, ctx.config->listen_address),
+                                    incarnation, ctx.logger);
   if (!server.ok()) {
     return Exit(ctx.logger, 0, FailureSource::kServer, "parameter server cannot start",
                 server.status());
@@ -93,8 +105,17 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
       break;
   }
   if (!cfg.local) return RunTrainer(ctx, cfg.ps_addresses);
-  // No TF_CONFIG: one process with its own in-process parameter server on loopback.
-  auto server = ps::PsServer::Start("127.0.0.1:0", NewIncarnation(), ctx.logger, cfg.ps_lanes);
+  // No TF_CONFIG: one process with its own in-process parameter server on loopback, with tokens
+  // that only this process knows.
+  auto tokens = ps::NewTokens();
+  if (!tokens.ok()) {
+    return Exit(ctx.logger, 0, FailureSource::kServer, "in-process parameter server cannot start",
+                tokens.status());
+  }
+  cfg.job_token = tokens->job;
+  cfg.chief_token = tokens->chief;
+  auto server =
+      ps::PsServer::Start(ServerOptions(cfg, "127.0.0.1:0"), NewIncarnation(), ctx.logger);
   if (!server.ok()) {
     return Exit(ctx.logger, 0, FailureSource::kServer, "in-process parameter server cannot start",
                 server.status());

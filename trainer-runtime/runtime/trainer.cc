@@ -57,6 +57,15 @@ class Patience {
   double backoff_ = 0.05;
 };
 
+// The PS client's settings from the config: tokens, lanes and limits (taas/ps/client.h).
+ps::PsClientOptions ClientOptions(const config::RuntimeConfig& cfg) {
+  ps::PsClientOptions o;
+  o.lanes = cfg.ps_lanes;
+  o.tokens = {cfg.job_token, cfg.chief_token};
+  o.limits.max_message_bytes = cfg.ps_max_message_bytes;
+  return o;
+}
+
 class Trainer {
  public:
   Trainer(Context& ctx, BuiltModel& built, const std::vector<std::string>& ps_addresses)
@@ -65,7 +74,7 @@ class Trainer {
         info_(cfg_.info),
         built_(built),
         vars_(built.state.variables),
-        client_(ps_addresses, ctx.logger, ps::PsClient::kPieceBytes, ctx.config->ps_lanes),
+        client_(ps_addresses, ClientOptions(*ctx.config), ctx.logger),
         patience_(ctx.logger, cfg_.wait_timeout_secs),
         session_(&session_state_) {
     session_state_.info = &info_;

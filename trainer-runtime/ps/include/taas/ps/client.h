@@ -13,7 +13,9 @@
 //
 // Errors: gRPC codes map one-to-one onto absl codes. UNAVAILABLE / DEADLINE_EXCEEDED mean a peer
 // is gone or slow (transient); FAILED_PRECONDITION means a PS holds no variables yet (wait for
-// the chief); others are permanent (model mismatch, bad request). Thread-compatible: one thread
+// the chief); UNAUTHENTICATED / PERMISSION_DENIED a token that is not the job's (permanent, as
+// are model mismatches and bad requests). Every call has a deadline (the `timeout_secs` given),
+// so every wait here ends by then. Thread-compatible: one thread
 // uses a client at a time.
 #pragma once
 
@@ -27,6 +29,7 @@
 #include "taas/base/log.h"
 #include "taas/base/status.h"
 #include "taas/nn/optimizer.h"
+#include "taas/ps/auth.h"
 #include "taas/ps/placement.h"
 #include "taas/ps/store.h"
 
@@ -63,14 +66,23 @@ struct PushInfo {
   std::optional<PullInfo> pulled;
 };
 
+struct PsClientOptions {
+  // Pulls and pushes travel in pieces of at most this, all in flight at once (gRPC moves ~1-4 MB
+  // messages far faster than one huge one).
+  static constexpr std::int64_t kPieceBytes = 4 << 20;
+  std::int64_t chunk_bytes = kPieceBytes;
+  int lanes = 1;  // Served by each PS task (above).
+  // Every call carries tokens.job; Initialize, Snapshot and Shutdown tokens.chief too (the
+  // chief's; a worker has none and does not make those calls).
+  PsTokens tokens;
+  PsLimits limits;  // What a reply may make this client receive.
+};
+
 class PsClient {
  public:
-  // Pulls travel in pieces of at most `chunk_bytes`, all in flight at once (gRPC moves ~1-4 MB
-  // messages far faster than one huge one). Each PS task at `addresses` serves `lanes` lanes
-  // (above); PS 0 (task 0, lane 0) holds the global step.
-  static constexpr std::int64_t kPieceBytes = 4 << 20;
-  PsClient(std::vector<std::string> addresses, const Logger& logger,
-           std::int64_t chunk_bytes = kPieceBytes, int lanes = 1);
+  // PS tasks at `addresses`; PS 0 (task 0, lane 0) holds the global step.
+  PsClient(std::vector<std::string> addresses, const PsClientOptions& options,
+           const Logger& logger);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
@@ -125,6 +137,8 @@ class PsClient {
   Logger logger_;
   std::int64_t chunk_bytes_;
   int lanes_;
+  PsTokens tokens_;
+  PsLimits limits_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -10,18 +10,38 @@
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
+#include "taas/ps/auth.h"
 #include "taas/ps/store.h"
 
 namespace taas::ps {
 
+struct PsServerOptions {
+  std::string address;  // This PS's "host:port" from TF_CONFIG; port 0 picks a free one.
+  std::string pod_ip;   // The pod's own IP (taas::contract::kPodIpEnv), "" when unknown.
+  int lanes = 1;        // Stores served, each over its own connection (see client.h).
+  PsTokens tokens;      // Both required: the job token and the chief token.
+  PsLimits limits;
+};
+
+// Where a PS listens, and a warning line when that is every interface.
+struct BindChoice {
+  std::string listen;   // "host:port" for gRPC ("[v6]:port" for IPv6).
+  std::string warning;  // Non-empty when binding 0.0.0.0: says why and how to avoid it.
+};
+
+// The pod IP when set (InvalidArgument unless it is an IPv4 or IPv6 address); else the TF_CONFIG
+// host when it is an IP literal (127.0.0.1 stays on loopback); else 0.0.0.0 with a warning (a
+// service name resolves to the pod's address only through the cluster's DNS).
+absl::StatusOr<BindChoice> ChooseBindHost(const std::string& address, const std::string& pod_ip);
+
 class PsServer {
  public:
-  // Listens on `address` ("host:port"). A numeric IPv4 host is bound as given (127.0.0.1 stays on
-  // loopback); a name (a Kubernetes service) means every interface. Port 0 picks a free one.
-  // Serves `lanes` stores, all with this incarnation (lanes: see client.h).
-  static absl::StatusOr<std::unique_ptr<PsServer>> Start(const std::string& address,
+  // Listens where ChooseBindHost says. Every call must carry the job token (else
+  // UNAUTHENTICATED); Initialize, Snapshot and Shutdown the chief token too (else
+  // PERMISSION_DENIED). Serves `options.lanes` stores, all with this incarnation.
+  static absl::StatusOr<std::unique_ptr<PsServer>> Start(const PsServerOptions& options,
                                                          std::uint64_t incarnation,
-                                                         const Logger& logger, int lanes = 1);
+                                                         const Logger& logger);
   ~PsServer();
   PsServer(const PsServer&) = delete;
   PsServer& operator=(const PsServer&) = delete;

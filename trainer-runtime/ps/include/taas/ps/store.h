@@ -81,7 +81,8 @@ class ParameterStore {
     bool initialized = false;
     bool done = false;
     std::int64_t step = 0;
-    std::int64_t pending = 0;  // Sync pushes waiting for the step to complete.
+    std::int64_t pending = 0;   // Sync pushes waiting for the step to complete.
+    std::int64_t elements = 0;  // Of all shards: the most a pull or push can carry.
   };
   Status GetStatus() const;
 
@@ -112,7 +113,8 @@ class ParameterStore {
   };
   // A push whose gradient arrives in pieces (the gRPC path): the gradients of `shards`, in that
   // order, concatenated as raw float32 bytes, split anywhere. Validates the shard names and sizes
-  // at once (same errors as Push). Asynchronous mode applies each piece as it arrives, under the
+  // at once (same errors as Push; a shard named twice is InvalidArgument), so a push never stages
+  // more than the store holds. Asynchronous mode applies each piece as it arrives, under the
   // lock (like TensorFlow's use_locking=False apply: a concurrent pull may see a push partly
   // applied); the step advances when the last piece arrived. Synchronous mode collects the pieces
   // and hands the whole gradient to Push at the end, so aggregation and staleness are unchanged.
@@ -163,6 +165,7 @@ class ParameterStore {
   TrainingSpec spec_;                              // guarded by mu_
   std::unique_ptr<nn::Optimizer> optimizer_;       // guarded by mu_
   std::map<std::string, Shard> shards_;            // guarded by mu_
+  std::int64_t elements_ = 0;                      // guarded by mu_: sum of the shards' sizes
   std::vector<Waiting> waiting_;                   // guarded by mu_: counted pushes of this step
   std::set<int> contributors_;                     // guarded by mu_: workers counted this step
   std::vector<std::string> touched_;               // guarded by mu_: shards with accumulated grads
