@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "taas/ps/auth.h"
 #include "taas/ps/client.h"
 #include "taas/ps/server.h"
 
@@ -86,6 +87,68 @@ TEST_CASE("uninitialised PS refuses pulls with FAILED_PRECONDITION over gRPC") {
   REQUIRE_FALSE(pull.ok());
   CHECK(pull.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(std::string(pull.status().message()).find("waiting for the chief") != std::string::npos);
+}
+
+// Hostile peers: a caller without the job's token learns nothing and changes nothing; a worker
+// (the job token, no chief token) trains but cannot reinitialise, snapshot or stop a PS.
+TEST_CASE("every call needs the job token, and control calls the chief's") {
+  Cluster cluster(1);
+  PsClient chief = OneLane(cluster.addresses);
+  REQUIRE(chief.WaitForServers(10).ok());
+  auto placement = PlaceVariables({{"w", 3}}, 1, 1 << 20);
+  InitAll(chief, placement, {{1, 2, 3}}, false, 1);
+
+  auto client_with = [&](PsTokens tokens) {
+    PsClientOptions options = Options(/*lanes=*/1);
+    options.tokens = std::move(tokens);
+    return PsClient(cluster.addresses, options, Quiet());
+  };
+  std::vector<float> value(3), grad(3, 1.0f);
+  std::vector<ParamBuffers> params = {{value, grad}};
+
+  for (const PsTokens& stranger :
+       {PsTokens{}, PsTokens{std::string(64, 'b'), ""}, PsTokens{std::string(63, 'a'), ""},
+        PsTokens{std::string(64, 'b'), ChiefTokens().chief}}) {
+    CAPTURE(stranger.job);
+    PsClient client = client_with(stranger);
+    auto statuses = client.Statuses(5);
+    REQUIRE_FALSE(statuses.ok());
+    CHECK(statuses.status().code() == absl::StatusCode::kUnauthenticated);
+    auto pull = client.Pull(placement, params, 5);
+    REQUIRE_FALSE(pull.ok());
+    CHECK(pull.status().code() == absl::StatusCode::kUnauthenticated);
+    auto push = client.Push(placement, params, {0}, 0, 5);
+    REQUIRE_FALSE(push.ok());
+    CHECK(push.status().code() == absl::StatusCode::kUnauthenticated);
+    CHECK(client.Shutdown(0, /*exit=*/true, 5).code() == absl::StatusCode::kUnauthenticated);
+  }
+
+  for (const std::string& chief_token : {std::string(), std::string(64, 'd')}) {
+    PsClient worker = client_with({ChiefTokens().job, chief_token});
+    REQUIRE(worker.Pull(placement, params, 5).ok());
+    CHECK(value == std::vector<float>{1, 2, 3});
+    auto snapshot = worker.Snapshot(0, 5);
+    REQUIRE_FALSE(snapshot.ok());
+    CHECK(snapshot.status().code() == absl::StatusCode::kPermissionDenied);
+    TrainingSpec spec;
+    spec.optimizer = Sgd(1.0f);
+    CHECK(worker.Initialize(0, spec, 0, {{"w/part_0", {9, 9, 9}, {}}}, 5).code() ==
+          absl::StatusCode::kPermissionDenied);
+    CHECK(worker.Shutdown(0, /*exit=*/true, 5).code() == absl::StatusCode::kPermissionDenied);
+  }
+
+  // Nothing the others sent changed the variables, and the chief still gets its answers.
+  REQUIRE(chief.Pull(placement, params, 5).ok());
+  CHECK(value == std::vector<float>{1, 2, 3});
+  CHECK(chief.Snapshot(0, 5).ok());
+}
+
+TEST_CASE("ConstantTimeEqual compares whole tokens") {
+  CHECK(ConstantTimeEqual("", ""));
+  CHECK(ConstantTimeEqual("abc", "abc"));
+  CHECK_FALSE(ConstantTimeEqual("abc", "abd"));
+  CHECK_FALSE(ConstantTimeEqual("abc", "ab"));
+  CHECK_FALSE(ConstantTimeEqual("", "a"));
 }
 
 TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {
