@@ -44,7 +44,8 @@ inline absl::StatusOr<std::vector<float>> FloatVector(const std::string& bytes,
                                       " bytes, not a whole number of float32 values");
   }
   std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  // An empty vector's data() may be null, which memcpy must not get even for 0 bytes (UBSan).
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
 }
 
