@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -132,7 +133,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   TAAS_RETURN_IF_ERROR(integer("health-port", flags.health_port, 0));
   TAAS_RETURN_IF_ERROR(integer("stuck-after-seconds", flags.stuck_after_seconds, 0));
   TAAS_RETURN_IF_ERROR(integer("resync-seconds", flags.resync_seconds, 0));
-  TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 2));
+  // 3 s at least: the renew deadline (2/3) must stay above the retry period (1/7, 1 s at least).
+  TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 3));
   TAAS_RETURN_IF_ERROR(integer("api-parallelism", flags.api_parallelism, 1));
   TAAS_RETURN_IF_ERROR(integer("child-event-delay-ms", flags.child_event_delay_ms, 0));
   std::string namespaces, leader_elect, ui_namespaces, ui_anonymous;
@@ -276,6 +278,10 @@ int main(int argc, char** argv) {
   lease.lease_duration = std::chrono::seconds(flags->lease_duration_seconds);
   lease.renew_deadline = std::chrono::seconds(std::max(1, flags->lease_duration_seconds * 2 / 3));
   lease.retry_period = std::chrono::seconds(std::max(1, flags->lease_duration_seconds / 7));
+  if (auto valid = taas::kube::ValidateLeaderElectionOptions(lease); !valid.ok()) {
+    logger.Error("invalid leader election settings", {{"error", std::string(valid.message())}});
+    return 2;
+  }
   taas::kube::LeaderElector elector(client->get(), lease, logger);
 
   std::atomic<bool> leading{false};
@@ -332,11 +338,14 @@ int main(int argc, char** argv) {
     }
     if (flags->leader_elect) {
       if (!elector.HoldUntilStopped()) {
-        exit_code = 1;  // lost the lease: stop working at once, like client-go's OnStoppedLeading
-        controller.Stop();
+        // Lost the lease (by the renew deadline, before it can expire for a standby): no
+        // reconcile in flight may write once another replica may lead, and a worker can be in
+        // the middle of API calls, so the process ends here, as client-go's default does; the
+        // Deployment restarts it as a standby.
         leading = false;
-        ::kill(::getpid(), SIGTERM);
-        return;
+        logger.Error("stopped leading; exiting");
+        std::fflush(stdout);
+        std::_Exit(1);
       }
     } else {
       std::unique_lock<std::mutex> lock(stop_mu);

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <vector>
 
+#include "taas/base/json_fields.h"
 #include "taas/base/status.h"
 
 namespace taas::kube {
@@ -35,6 +36,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
+namespace jf = taas::json_fields;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -91,6 +93,10 @@ bool IsIpAddress(const std::string& host) {
 
 absl::Status TransportError(std::string_view what, const beast::error_code& ec) {
   std::string message = std::string(what) + ": " + ec.message();
+  if (ec == http::error::body_limit) {
+    return absl::ResourceExhaustedError(
+        message + " (the response is larger than ClientConfig::max_response_bytes)");
+  }
   if (ec == beast::error::timeout) return absl::DeadlineExceededError(message);
   if (ec == asio::error::operation_aborted) return absl::CancelledError(message);
   return absl::UnavailableError(message);
@@ -205,13 +211,17 @@ class Client::Impl {
   ClientStats stats() const { return ClientStats{requests_.load(), errors_.load()}; }
 
   // A complete request/response exchange on a pooled connection.
+  // The whole call, including a connect and a retry on a stale pooled connection, ends by one
+  // deadline: `call.timeout`, or the configured timeout.
   absl::StatusOr<std::string> Exchange(http::verb verb, std::string_view path,
                                        const std::string* body, const char* content_type,
-                                       const char* accept) {
+                                       const char* accept, const CallOptions& call) {
     requests_.fetch_add(1);
+    const auto deadline =
+        Clock::now() + (call.timeout.count() > 0 ? call.timeout : config_.timeout);
     auto request = MakeRequest(verb, path, body, content_type, accept);
     for (int attempt = 0;; ++attempt) {
-      auto conn = Acquire();
+      auto conn = Acquire(deadline);
       if (!conn.ok()) {
         errors_.fetch_add(1);
         return conn.status();
@@ -219,13 +229,22 @@ class Client::Impl {
       std::unique_ptr<Conn> c = std::move(*conn);
       bool reused = c->reused;
       http::response_parser<http::string_body> parser;
-      parser.body_limit(std::uint64_t{1} << 31);
+      parser.body_limit(config_.max_response_bytes);
       beast::error_code ec = c->WithStream([&](auto& stream) {
-        c->lowest().expires_after(config_.timeout);
+        c->lowest().expires_at(deadline);
         beast::error_code wec =
             c->Run([&](auto handler) { http::async_write(stream, request, handler); });
         if (wec) return wec;
-        c->lowest().expires_after(config_.timeout);
+        // The header first: Beast 1.74's eager body read does not hold a declared Content-Length
+        // to body_limit, so a huge one is refused here before any of the body is read.
+        c->lowest().expires_at(deadline);
+        beast::error_code hec = c->Run(
+            [&](auto handler) { http::async_read_header(stream, c->buffer, parser, handler); });
+        if (hec) return hec;
+        if (parser.content_length() && *parser.content_length() > config_.max_response_bytes) {
+          return beast::error_code(http::error::body_limit);
+        }
+        c->lowest().expires_at(deadline);
         return c->Run([&](auto handler) { http::async_read(stream, c->buffer, parser, handler); });
       });
       if (ec) {
@@ -251,7 +270,7 @@ class Client::Impl {
                       const std::function<bool(std::string_view)>& on_data) {
     requests_.fetch_add(1);
     auto request = MakeRequest(http::verb::get, path, nullptr, nullptr, "application/json, */*");
-    auto conn = Connect();
+    auto conn = Connect(Clock::now() + config_.timeout);
     if (!conn.ok()) {
       errors_.fetch_add(1);
       return conn.status();
@@ -304,8 +323,9 @@ class Client::Impl {
         if (n > 0) {
           if (ok_code) {
             if (!on_data(std::string_view(buf.data(), n))) return absl::OkStatus();
-          } else {
-            error_body.append(buf.data(), n);
+          } else if (error_body.size() < kMaxErrorBody) {
+            // An error answer is a Status object; only its beginning is kept for the message.
+            error_body.append(buf.data(), std::min(n, kMaxErrorBody - error_body.size()));
           }
         }
         if (ec) {
@@ -355,7 +375,7 @@ class Client::Impl {
     return token_.empty() ? config_.bearer_token : token_;
   }
 
-  absl::StatusOr<std::unique_ptr<Conn>> Acquire() {
+  absl::StatusOr<std::unique_ptr<Conn>> Acquire(Clock::time_point deadline) {
     {
       std::lock_guard<std::mutex> lock(pool_mu_);
       if (!pool_.empty()) {
@@ -365,7 +385,7 @@ class Client::Impl {
         return c;
       }
     }
-    return Connect();
+    return Connect(deadline);
   }
 
   void Release(std::unique_ptr<Conn> c) {
@@ -373,7 +393,7 @@ class Client::Impl {
     if (pool_.size() < kMaxIdle) pool_.push_back(std::move(c));
   }
 
-  absl::StatusOr<std::unique_ptr<Conn>> Connect() {
+  absl::StatusOr<std::unique_ptr<Conn>> Connect(Clock::time_point deadline) {
     auto c = std::make_unique<Conn>();
     tcp::resolver resolver(c->ioc);
     beast::error_code ec;
@@ -384,7 +404,7 @@ class Client::Impl {
     } else {
       c->plain.emplace(c->ioc);
     }
-    c->lowest().expires_after(config_.timeout);
+    c->lowest().expires_at(deadline);
     ec = c->Run([&](auto handler) { c->lowest().async_connect(endpoints, handler); });
     if (ec) return TransportError("connect " + config_.server, ec);
     beast::error_code nodelay_ec;
@@ -400,7 +420,7 @@ class Client::Impl {
           X509_VERIFY_PARAM_set1_host(param, address_.host.c_str(), 0);
         }
       }
-      c->lowest().expires_after(config_.timeout);
+      c->lowest().expires_at(deadline);
       ec =
           c->Run([&](auto handler) { c->tls->async_handshake(ssl::stream_base::client, handler); });
       if (ec) return TransportError("TLS handshake with " + config_.server, ec);
@@ -411,6 +431,8 @@ class Client::Impl {
   // Idle keep-alive connections kept: above the operator's calls in flight (the controller's task
   // pool, its workers and the event recorder), so a busy operator never re-handshakes TLS.
   static constexpr std::size_t kMaxIdle = 32;
+  // Bytes of a failed stream's answer kept for its error message.
+  static constexpr std::size_t kMaxErrorBody = 64 * 1024;
 
   ClientConfig config_;
   ServerAddress address_;
@@ -448,70 +470,107 @@ absl::StatusOr<nlohmann::json> ParseJson(absl::StatusOr<std::string> text) {
 }
 }  // namespace
 
-absl::StatusOr<nlohmann::json> Client::Get(std::string_view path) {
-  return ParseJson(impl_->Exchange(http::verb::get, path, nullptr, nullptr, "application/json"));
+absl::StatusOr<nlohmann::json> Client::Get(std::string_view path, const CallOptions& call) {
+  return ParseJson(
+      impl_->Exchange(http::verb::get, path, nullptr, nullptr, "application/json", call));
 }
 
-absl::StatusOr<nlohmann::json> Client::Post(std::string_view path, const nlohmann::json& body) {
+absl::StatusOr<nlohmann::json> Client::Post(std::string_view path, const nlohmann::json& body,
+                                            const CallOptions& call) {
   std::string text = body.dump();
   return ParseJson(
-      impl_->Exchange(http::verb::post, path, &text, "application/json", "application/json"));
+      impl_->Exchange(http::verb::post, path, &text, "application/json", "application/json", call));
 }
 
-absl::StatusOr<nlohmann::json> Client::Put(std::string_view path, const nlohmann::json& body) {
+absl::StatusOr<nlohmann::json> Client::Put(std::string_view path, const nlohmann::json& body,
+                                           const CallOptions& call) {
   std::string text = body.dump();
   return ParseJson(
-      impl_->Exchange(http::verb::put, path, &text, "application/json", "application/json"));
+      impl_->Exchange(http::verb::put, path, &text, "application/json", "application/json", call));
 }
 
 absl::StatusOr<nlohmann::json> Client::Patch(std::string_view path, const nlohmann::json& body,
-                                             PatchType type) {
+                                             PatchType type, const CallOptions& call) {
   std::string text = body.dump();
   return ParseJson(
-      impl_->Exchange(http::verb::patch, path, &text, ContentType(type), "application/json"));
+      impl_->Exchange(http::verb::patch, path, &text, ContentType(type), "application/json", call));
 }
 
-absl::StatusOr<nlohmann::json> Client::Delete(std::string_view path, const nlohmann::json& body) {
+absl::StatusOr<nlohmann::json> Client::Delete(std::string_view path, const nlohmann::json& body,
+                                              const CallOptions& call) {
   if (body.is_null()) {
     return ParseJson(
-        impl_->Exchange(http::verb::delete_, path, nullptr, nullptr, "application/json"));
+        impl_->Exchange(http::verb::delete_, path, nullptr, nullptr, "application/json", call));
   }
   std::string text = body.dump();
-  return ParseJson(
-      impl_->Exchange(http::verb::delete_, path, &text, "application/json", "application/json"));
+  return ParseJson(impl_->Exchange(http::verb::delete_, path, &text, "application/json",
+                                   "application/json", call));
 }
 
 absl::StatusOr<std::string> Client::GetText(std::string_view path) {
-  return impl_->Exchange(http::verb::get, path, nullptr, nullptr, "*/*");
+  return impl_->Exchange(http::verb::get, path, nullptr, nullptr, "*/*", CallOptions{});
+}
+
+absl::Status WatchDecoder::Feed(std::string_view data,
+                                const std::function<bool(const WatchEvent&)>& on_event,
+                                bool* stopped) {
+  *stopped = false;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = data.find('\n', start);
+    const std::size_t line_end = nl == std::string_view::npos ? data.size() : nl;
+    if (pending_.size() + (line_end - start) > max_line_bytes_) {
+      pending_.clear();
+      return absl::ResourceExhaustedError(
+          "a watch event is longer than ClientConfig::max_watch_event_bytes (" +
+          std::to_string(max_line_bytes_) + " bytes)");
+    }
+    if (nl == std::string_view::npos) {
+      pending_.append(data.substr(start));
+      return absl::OkStatus();
+    }
+    std::string_view line = data.substr(start, nl - start);
+    if (!pending_.empty()) {
+      pending_.append(line);
+      line = pending_;
+    }
+    start = nl + 1;
+    if (line.find_first_not_of(" \r\t") == std::string_view::npos) {
+      pending_.clear();
+      continue;
+    }
+    auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    pending_.clear();
+    const std::optional<std::string> type =
+        parsed.is_discarded() ? std::nullopt : jf::String(parsed, "type");
+    if (!type) {
+      return absl::InternalError(
+          "invalid watch event line: not a JSON object with a string \"type\"");
+    }
+    WatchEvent event;
+    event.type = *type;
+    if (auto object = parsed.find("object"); object != parsed.end())
+      event.object = std::move(*object);
+    if (!on_event(event)) {
+      *stopped = true;
+      return absl::OkStatus();
+    }
+  }
 }
 
 absl::Status Client::Watch(std::string_view path, const WatchCallback& on_event,
                            const StreamOptions& options) {
-  std::string pending;
-  absl::Status parse_error;
+  WatchDecoder decoder(impl_->config().max_watch_event_bytes);
+  absl::Status decode_error;
   absl::Status status = impl_->Stream(path, options, [&](std::string_view data) {
-    pending.append(data);
-    std::size_t start = 0;
-    for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-      std::string_view line(pending.data() + start, nl - start);
-      if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
-      auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded() || !parsed.is_object()) {
-        parse_error = absl::InternalError("watch " + std::string(path) + ": invalid event line");
-        return false;
-      }
-      WatchEvent event;
-      event.type = parsed.value("type", "");
-      event.object = std::move(parsed["object"]);
-      if (!on_event(event)) {
-        pending.clear();
-        return false;
-      }
-    }
-    pending.erase(0, start);
-    return true;
+    bool stopped = false;
+    decode_error = decoder.Feed(data, on_event, &stopped);
+    return decode_error.ok() && !stopped;
   });
-  if (!parse_error.ok()) return parse_error;
+  if (!decode_error.ok()) {
+    return absl::Status(decode_error.code(),
+                        "watch " + std::string(path) + ": " + std::string(decode_error.message()));
+  }
   return status;
 }
 
@@ -525,11 +584,10 @@ absl::Status StatusFromHttp(int http_code, std::string_view body) {
   std::string message;
   std::string reason;
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  bool is_status =
-      !parsed.is_discarded() && parsed.is_object() && parsed.value("kind", "") == "Status";
+  bool is_status = !parsed.is_discarded() && jf::StringOr(parsed, "kind", "") == "Status";
   if (is_status) {
-    message = parsed.value("message", "");
-    reason = parsed.value("reason", "");
+    message = jf::StringOr(parsed, "message", "");
+    reason = jf::StringOr(parsed, "reason", "");
   }
   if (message.empty()) {
     message = "HTTP " + std::to_string(http_code);

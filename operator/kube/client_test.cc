@@ -223,3 +223,102 @@ TEST_CASE("Cancel ends an idle watch promptly") {
   CHECK(s.ok());
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));
 }
+
+TEST_CASE("a call's own timeout bounds the whole exchange; the configured one is the default") {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
+    return {"SLEEP1500", Response(200, "{}")};
+  });
+  auto client = MakeClient(server.port());  // 5 s configured
+  auto start = std::chrono::steady_clock::now();
+  auto slow = client->Get("/slow", taas::kube::CallOptions{std::chrono::milliseconds(200)});
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(slow.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(took < std::chrono::milliseconds(1000));
+  CHECK(client->Get("/slow").ok());  // within the configured 5 s
+}
+
+TEST_CASE("a response larger than max_response_bytes fails with ResourceExhausted") {
+  const std::string big = "[" + std::string(4096, ' ') + "]";
+  TestServer server(
+      [&](const std::string&) -> std::vector<std::string> { return {Response(200, big)}; });
+  ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(server.port());
+  config.max_response_bytes = 1024;
+  auto client = Client::Create(config);
+  REQUIRE(client.ok());
+  auto got = (*client)->Get("/big");
+  CHECK(got.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(std::string(got.status().message()).find("max_response_bytes") != std::string::npos);
+}
+
+TEST_CASE("a watch event line longer than max_watch_event_bytes ends the watch") {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
+    std::vector<std::string> parts = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                      Chunk(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})"
+                                            "\n")};
+    for (int i = 0; i < 8; ++i) parts.push_back(Chunk(std::string(1024, 'x')));  // never a newline
+    parts.push_back("SLEEP3000");
+    parts.push_back("CLOSE");
+    return parts;
+  });
+  ClientConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(server.port());
+  config.max_watch_event_bytes = 4096;
+  auto client = Client::Create(config);
+  REQUIRE(client.ok());
+  int events = 0;
+  auto start = std::chrono::steady_clock::now();
+  absl::Status s = (*client)->Watch("/w", [&](const WatchEvent&) { return ++events, true; });
+  CHECK(events == 1);
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(std::string(s.message()).find("max_watch_event_bytes") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));
+}
+
+TEST_CASE("a watch that stays silent past its idle deadline fails with DeadlineExceeded") {
+  TestServer server([](const std::string&) -> std::vector<std::string> {
+    return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP3000", "CLOSE"};
+  });
+  auto client = MakeClient(server.port());
+  taas::kube::StreamOptions options;
+  options.idle_timeout = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  absl::Status s = client->Watch(
+      "/w", [](const WatchEvent&) { return true; }, options);
+  CHECK(s.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2000));
+}
+
+TEST_CASE("WatchDecoder: events across any split, blank lines, and every kind of bad line") {
+  const std::string stream = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})"
+                             "\n\r\n"
+                             R"({"type":"DELETED","object":7})"
+                             "\n";
+  for (std::size_t split = 0; split <= stream.size(); ++split) {
+    taas::kube::WatchDecoder decoder(1024);
+    std::vector<WatchEvent> events;
+    bool stopped = false;
+    auto collect = [&](const WatchEvent& e) { return events.push_back(e), true; };
+    CHECK(decoder.Feed(stream.substr(0, split), collect, &stopped).ok());
+    CHECK(decoder.Feed(stream.substr(split), collect, &stopped).ok());
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].type == "ADDED");
+    CHECK(events[1].object == 7);
+    CHECK(decoder.buffered() == 0);
+  }
+  for (const char* bad : {"nope\n", "[1,2]\n", "{\"type\":5}\n", "{\"object\":{}}\n", "7\n"}) {
+    taas::kube::WatchDecoder decoder(1024);
+    bool stopped = false;
+    CHECK(decoder
+              .Feed(
+                  bad, [](const WatchEvent&) { return true; }, &stopped)
+              .code() == absl::StatusCode::kInternal);
+  }
+  taas::kube::WatchDecoder decoder(16);
+  bool stopped = false;
+  auto none = [](const WatchEvent&) { return true; };
+  CHECK(decoder.Feed(std::string(10, ' '), none, &stopped).ok());
+  CHECK(decoder.Feed(std::string(10, ' '), none, &stopped).code() ==
+        absl::StatusCode::kResourceExhausted);
+  CHECK(decoder.buffered() == 0);  // nothing kept past the limit
+}

@@ -4,6 +4,8 @@
 #include <ctime>
 #include <random>
 
+#include "taas/base/json_fields.h"
+
 namespace taas::kube {
 
 namespace {
@@ -38,13 +40,16 @@ std::string NowRfc3339() { return FormatUtc(std::chrono::system_clock::now(), fa
 ObjectReference ObjectReference::Of(const nlohmann::json& object, const std::string& api_version,
                                     const std::string& kind) {
   ObjectReference ref;
-  ref.api_version = object.value("apiVersion", api_version);
-  ref.kind = object.value("kind", kind);
-  const auto& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json::object();
-  ref.namespace_name = meta.value("namespace", "");
-  ref.name = meta.value("name", "");
-  ref.uid = meta.value("uid", "");
-  ref.resource_version = meta.value("resourceVersion", "");
+  namespace jf = taas::json_fields;
+  ref.api_version = jf::StringOr(object, "apiVersion", api_version);
+  ref.kind = jf::StringOr(object, "kind", kind);
+  static const nlohmann::json kNoMetadata = nlohmann::json::object();
+  const nlohmann::json* meta = jf::Object(object, "metadata");
+  if (meta == nullptr) meta = &kNoMetadata;
+  ref.namespace_name = jf::StringOr(*meta, "namespace", "");
+  ref.name = jf::StringOr(*meta, "name", "");
+  ref.uid = jf::StringOr(*meta, "uid", "");
+  ref.resource_version = jf::StringOr(*meta, "resourceVersion", "");
   return ref;
 }
 

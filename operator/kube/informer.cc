@@ -3,14 +3,16 @@
 #include <algorithm>
 #include <random>
 
+#include "taas/base/json_fields.h"
+
 namespace taas::kube {
 namespace {
 
+namespace jf = taas::json_fields;
+
 std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
-  if (meta.is_object() && meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
-    return meta["resourceVersion"].get<std::string>();
-  return "";
+  const nlohmann::json* meta = jf::Object(object, "metadata");
+  return meta == nullptr ? "" : jf::StringOr(*meta, "resourceVersion", "");
 }
 
 std::string WithQuery(const std::string& path, const std::string& query) {
@@ -20,16 +22,42 @@ std::string WithQuery(const std::string& path, const std::string& query) {
 }  // namespace
 
 std::string ObjectKey(const nlohmann::json& object) {
-  const auto it = object.find("metadata");
-  if (it == object.end() || !it->is_object()) return "";
-  std::string name = it->value("name", "");
-  std::string ns = it->value("namespace", "");
+  const nlohmann::json* meta = jf::Object(object, "metadata");
+  if (meta == nullptr) return "";
+  std::string name = jf::StringOr(*meta, "name", "");
+  if (name.empty()) return "";
+  std::string ns = jf::StringOr(*meta, "namespace", "");
   return ns.empty() ? name : ns + "/" + name;
 }
 
 void StripManagedFields(nlohmann::json& object) {
+  if (!object.is_object()) return;
   auto it = object.find("metadata");
   if (it != object.end() && it->is_object()) it->erase("managedFields");
+}
+
+absl::StatusOr<std::optional<Delta>> ApplyWatchEvent(
+    const WatchEvent& event, Store& store, const std::function<void(nlohmann::json&)>& transform,
+    std::string& resource_version) {
+  if (event.type == "ERROR") {
+    const std::int64_t code = jf::Int(event.object, "code").value_or(0);
+    const std::string message = jf::StringOr(event.object, "message", "");
+    if (code == 410) return absl::OutOfRangeError(message);
+    return absl::InternalError("watch error event (code " + std::to_string(code) + "): " + message);
+  }
+  const std::string rv = ResourceVersionOf(event.object);
+  std::optional<Delta> delta;
+  if (event.type != "BOOKMARK") {
+    if (transform) {
+      nlohmann::json object = event.object;
+      transform(object);
+      delta = store.Apply(event.type, object);
+    } else {
+      delta = store.Apply(event.type, event.object);
+    }
+  }
+  if (!rv.empty()) resource_version = rv;
+  return delta;
 }
 
 // ---- Store ----
@@ -205,15 +233,15 @@ absl::Status Informer::ListAll() {
     if (!continue_token.empty()) query += "&continue=" + QueryEscape(continue_token);
     auto page = client_->Get(WithQuery(options_.path, query));
     if (!page.ok()) return page.status();
-    if (page->contains("items") && (*page)["items"].is_array()) {
+    if (jf::Array(*page, "items") != nullptr) {
       for (auto& item : (*page)["items"]) {
         if (options_.transform) options_.transform(item);
         items.push_back(std::move(item));
       }
     }
-    const auto& meta = (*page)["metadata"];
-    continue_token = meta.is_object() ? meta.value("continue", "") : "";
-    if (meta.is_object()) resource_version = meta.value("resourceVersion", "");
+    const nlohmann::json* meta = jf::Object(*page, "metadata");
+    continue_token = meta == nullptr ? "" : jf::StringOr(*meta, "continue", "");
+    if (meta != nullptr) resource_version = jf::StringOr(*meta, "resourceVersion", "");
   } while (!continue_token.empty());
   auto deltas = store_.Replace(items);
   resource_version_ = resource_version;
@@ -249,28 +277,12 @@ absl::Status Informer::WatchOnce() {
   absl::Status status = client_->Watch(
       WithQuery(options_.path, query),
       [&](const WatchEvent& event) {
-        if (event.type == "ERROR") {
-          int code = event.object.is_object() ? event.object.value("code", 0) : 0;
-          std::string message = event.object.is_object() ? event.object.value("message", "") : "";
-          event_error = code == 410 ? absl::OutOfRangeError(message)
-                                    : absl::InternalError("watch error event: " + message);
+        auto delta = ApplyWatchEvent(event, store_, options_.transform, resource_version_);
+        if (!delta.ok()) {
+          event_error = delta.status();
           return false;
         }
-        std::string rv = ResourceVersionOf(event.object);
-        if (event.type == "BOOKMARK") {
-          if (!rv.empty()) resource_version_ = rv;
-          return true;
-        }
-        std::optional<Delta> delta;
-        if (options_.transform) {
-          nlohmann::json object = event.object;
-          options_.transform(object);
-          delta = store_.Apply(event.type, object);
-        } else {
-          delta = store_.Apply(event.type, event.object);
-        }
-        if (delta) Dispatch(*delta);
-        if (!rv.empty()) resource_version_ = rv;
+        if (*delta) Dispatch(**delta);
         return true;
       },
       stream_options);

@@ -190,3 +190,37 @@ TEST_CASE("StripManagedFields drops only metadata.managedFields") {
   taas::kube::StripManagedFields(empty);
   CHECK(empty.empty());
 }
+
+TEST_CASE("ApplyWatchEvent: store changes, bookmarks, 410, and any JSON type tolerated") {
+  Store store;
+  std::string rv = "0";
+  auto event = [](std::string type, nlohmann::json object) {
+    return taas::kube::WatchEvent{std::move(type), std::move(object)};
+  };
+  auto added = taas::kube::ApplyWatchEvent(event("ADDED", Pod("a", "3")), store, nullptr, rv);
+  REQUIRE(added.ok());
+  REQUIRE(*added);
+  CHECK((*added)->type == DeltaType::kAdded);
+  CHECK(rv == "3");
+  auto bookmark = taas::kube::ApplyWatchEvent(
+      event("BOOKMARK", {{"metadata", {{"resourceVersion", "9"}}}}), store, nullptr, rv);
+  REQUIRE(bookmark.ok());
+  CHECK_FALSE(*bookmark);
+  CHECK(rv == "9");
+  auto gone = taas::kube::ApplyWatchEvent(
+      event("ERROR", {{"kind", "Status"}, {"code", 410}, {"message", "too old"}}), store, nullptr,
+      rv);
+  CHECK(gone.status().code() == absl::StatusCode::kOutOfRange);
+  auto other = taas::kube::ApplyWatchEvent(event("ERROR", {{"code", "x"}}), store, nullptr, rv);
+  CHECK(other.status().code() == absl::StatusCode::kInternal);
+  // Fields of unexpected types: nothing cached, nothing thrown, the resourceVersion kept.
+  for (const nlohmann::json& odd :
+       {nlohmann::json(7), nlohmann::json::array({1}), nlohmann::json{{"metadata", "x"}},
+        nlohmann::json{{"metadata", {{"name", 5}, {"resourceVersion", 6}}}},
+        nlohmann::json{{"metadata", {{"name", "b"}, {"namespace", nullptr}}}}}) {
+    auto result = taas::kube::ApplyWatchEvent(event("MODIFIED", odd), store, nullptr, rv);
+    CHECK(result.ok());
+    CHECK(rv == "9");
+  }
+  CHECK(store.Get("ns/a") != nullptr);
+}

@@ -38,8 +38,23 @@ struct ClientConfig {
   std::string client_key_pem;
   std::string bearer_token;  // token auth; re-read from token_file when that is set
   std::string token_file;
-  std::string namespace_name = "default";    // the context's (or service account's) namespace
-  std::chrono::milliseconds timeout{30000};  // per request (connect, write, read) for non-streams
+  std::string namespace_name = "default";  // the context's (or service account's) namespace
+  // Deadline of a whole non-streaming call (connect, TLS handshake, write and read together),
+  // unless the call names a shorter one (CallOptions).
+  std::chrono::milliseconds timeout{30000};
+  // Largest response body accepted (a LIST page, a log); a larger one fails the call with
+  // kResourceExhausted naming the limit.
+  std::uint64_t max_response_bytes = std::uint64_t{64} << 20;
+  // Largest single event line of a watch stream (one object; etcd's own limit is 1.5 MiB by
+  // default); a longer line ends the watch with kResourceExhausted.
+  std::size_t max_watch_event_bytes = std::size_t{16} << 20;
+};
+
+// Per-call settings of a non-streaming call.
+struct CallOptions {
+  // The call's deadline (connect, TLS, write and read together); zero: ClientConfig::timeout.
+  // Leader election gives its lease calls less than the renew deadline.
+  std::chrono::milliseconds timeout{0};
 };
 
 // Reads a kubeconfig file (current context; embedded `*-data` or file references, resolved
@@ -87,6 +102,26 @@ class Cancellation {
   std::function<void()> on_cancel_;  // guarded by mu_
 };
 
+// Splits a watch stream into events: one JSON object per line, lines of at most `max_line_bytes`.
+// Pure (no I/O), so the framing is unit tested and fuzzed on its own.
+class WatchDecoder {
+ public:
+  explicit WatchDecoder(std::size_t max_line_bytes) : max_line_bytes_(max_line_bytes) {}
+
+  // Feeds the next bytes of the stream; calls on_event for every complete event line, in order.
+  // Returns OK when every line so far was an event (or blank) and on_event never returned false
+  // (`*stopped` tells that apart); kInternal for a line that is not a JSON object with a string
+  // `type`, kResourceExhausted for a line longer than the limit. After an error, stop feeding.
+  absl::Status Feed(std::string_view data, const std::function<bool(const WatchEvent&)>& on_event,
+                    bool* stopped);
+
+  std::size_t buffered() const { return pending_.size(); }
+
+ private:
+  std::size_t max_line_bytes_;
+  std::string pending_;  // the incomplete last line
+};
+
 // Callbacks return false to stop the stream early (the call then returns OK).
 using WatchCallback = std::function<bool(const WatchEvent&)>;
 using ChunkCallback = std::function<bool(std::string_view)>;
@@ -112,14 +147,16 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  absl::StatusOr<nlohmann::json> Get(std::string_view path);
-  absl::StatusOr<nlohmann::json> Post(std::string_view path, const nlohmann::json& body);
-  absl::StatusOr<nlohmann::json> Put(std::string_view path, const nlohmann::json& body);
+  absl::StatusOr<nlohmann::json> Get(std::string_view path, const CallOptions& call = {});
+  absl::StatusOr<nlohmann::json> Post(std::string_view path, const nlohmann::json& body,
+                                      const CallOptions& call = {});
+  absl::StatusOr<nlohmann::json> Put(std::string_view path, const nlohmann::json& body,
+                                     const CallOptions& call = {});
   absl::StatusOr<nlohmann::json> Patch(std::string_view path, const nlohmann::json& body,
-                                       PatchType type);
+                                       PatchType type, const CallOptions& call = {});
   // `body` is optional DeleteOptions, e.g. {"propagationPolicy":"Background"}.
-  absl::StatusOr<nlohmann::json> Delete(std::string_view path,
-                                        const nlohmann::json& body = nullptr);
+  absl::StatusOr<nlohmann::json> Delete(std::string_view path, const nlohmann::json& body = nullptr,
+                                        const CallOptions& call = {});
   // A plain-text GET, e.g. pod logs.
   absl::StatusOr<std::string> GetText(std::string_view path);
 

@@ -78,6 +78,15 @@ class Store {
   std::unordered_map<std::string, std::set<std::string>> index_map_;  // guarded by mu_
 };
 
+// What one watch event does to an informer: ADDED/MODIFIED/DELETED change `store` (after
+// `transform`, when given) and return the delta to dispatch (nullopt when nothing changed);
+// BOOKMARK only moves `resource_version`; ERROR returns kOutOfRange for 410 Gone (relist) and
+// kInternal otherwise. `resource_version` follows every event that carries one. Pure apart from
+// the store; any JSON in the event is tolerated.
+absl::StatusOr<std::optional<Delta>> ApplyWatchEvent(
+    const WatchEvent& event, Store& store, const std::function<void(nlohmann::json&)>& transform,
+    std::string& resource_version);
+
 class Informer {
  public:
   struct Options {
