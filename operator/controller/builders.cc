@@ -271,24 +271,6 @@ json BuildJobSecret(const tf::TFJob& job, const JobTokens& tokens) {
            {{contract::kJobTokenKey, tokens.job}, {contract::kChiefTokenKey, tokens.chief}}}};
 }
 
-absl::Status CheckJobSecret(const json& secret, const tf::TFJob& job) {
-  const std::string name = job.metadata.namespace_name + "/" + JobSecretName(job.metadata.name);
-  if (ControllerUid(secret) != job.metadata.uid) {
-    return absl::FailedPreconditionError(
-        "Secret " + name + " is not controlled by this TFJob (uid " + job.metadata.uid +
-        "); delete it, or wait for the garbage collector to remove a previous job's");
-  }
-  const json* data = jf::Object(secret, "data");
-  for (std::string_view key : {contract::kJobTokenKey, contract::kChiefTokenKey}) {
-    if (data == nullptr || jf::StringOr(*data, key, "").empty()) {
-      return absl::FailedPreconditionError(
-          "Secret " + name + " has no data." + std::string(key) +
-          "; delete the Secret so that the operator makes it anew");
-    }
-  }
-  return absl::OkStatus();
-}
-
 json BuildNetworkPolicy(const tf::TFJob& job, const BuildOptions& options) {
   const json job_pods = tf::LabelSelectorJson(tf::JobLabels(job.metadata.name));
   json ingress = json::array({{{"from", json::array({{{"podSelector", job_pods}}})}}});

@@ -155,8 +155,11 @@ absl::Status Controller::EnsureJobAccess(const JobContext& ctx, const tf::TFJob&
   return absl::OkStatus();
 }
 
-// Created once: when it exists (an earlier reconcile, another operator, a restart), it is read
-// back and kept, because running pods already hold its tokens.
+// Created once: when it exists (an earlier reconcile, another operator, a restart), it is kept,
+// because running pods already hold its tokens. It is not read back: that would need `get` on
+// every Secret of the namespace (the UI token among them), a wider right than what a check of
+// its owner would guard against (a Secret planted under the job's name by someone who may create
+// Secrets there; the job's NetworkPolicy still admits only its own pods).
 absl::Status Controller::EnsureJobSecret(const JobContext& ctx, const tf::TFJob& job) {
   const std::string name = JobSecretName(ctx.name);
   TAAS_ASSIGN_OR_RETURN(std::string job_token, RandomToken());
@@ -165,8 +168,7 @@ absl::Status Controller::EnsureJobSecret(const JobContext& ctx, const tf::TFJob&
       client_->Post(CorePath(ctx.ns, "secrets"), BuildJobSecret(job, {job_token, chief_token}));
   absl::Status status = created.status();
   if (status.code() == absl::StatusCode::kAlreadyExists) {
-    auto existing = client_->Get(CorePath(ctx.ns, "secrets") + "/" + name);
-    status = existing.ok() ? CheckJobSecret(*existing, job) : existing.status();
+    status = absl::OkStatus();
   } else if (status.ok()) {
     ctx.log.Info("created the job's secret", {{"secret", name}});
     events_.Normal(ctx.ref, "SuccessfulCreateSecret", "Created secret: " + name);

@@ -67,10 +67,6 @@ nlohmann::json BuildJobSecret(const taas::tfjob::TFJob& job, const JobTokens& to
 // The name of a job's Secret.
 std::string JobSecretName(std::string_view job_name);
 
-// Whether an existing Secret can serve as the job's: controlled by the job's UID and holding
-// both tokens as non-empty strings; otherwise an error naming what is wrong.
-absl::Status CheckJobSecret(const nlohmann::json& secret, const taas::tfjob::TFJob& job);
-
 // The job's NetworkPolicy (networking.k8s.io/v1, named after the job, owned by it): it selects
 // the job's pods (tfjob::JobLabels) and admits ingress only from pods of the same job, plus, when
 // options.metrics_scraper_namespace is set, from that namespace to the metrics port (the
