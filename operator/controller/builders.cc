@@ -1,7 +1,5 @@
 #include "taas/controller/builders.h"
 
-#include <sys/random.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -230,28 +228,6 @@ json BuildPodGroup(const tf::TFJob& job) {
             {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
             {"ownerReferences", json::array({OwnerReference(job)})}}},
           {"spec", spec}};
-}
-
-absl::StatusOr<std::string> RandomToken() {
-  unsigned char bytes[contract::kTokenBytes];
-  std::size_t filled = 0;
-  while (filled < sizeof(bytes)) {
-    ssize_t got = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(std::string("getrandom for a job token: ") +
-                                    std::strerror(errno));
-    }
-    filled += static_cast<std::size_t>(got);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * sizeof(bytes));
-  for (unsigned char b : bytes) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
-  return hex;
 }
 
 std::string JobSecretName(std::string_view job_name) {

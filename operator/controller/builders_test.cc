@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/base/random_token.h"
+#include "taas/contract/job_secret.h"
 #include "taas/tfjob/validation.h"
 
 namespace tf = taas::tfjob;
@@ -384,8 +386,8 @@ TEST_CASE("a template's own variables and volume of the same names are replaced,
 
 TEST_CASE("the job's Secret: name, owner, both tokens; a foreign or incomplete one is refused") {
   tf::TFJob job = PsWorkers();
-  auto job_token = taas::controller::RandomToken();
-  auto chief_token = taas::controller::RandomToken();
+  auto job_token = taas::RandomHexToken(taas::contract::kTokenBytes);
+  auto chief_token = taas::RandomHexToken(taas::contract::kTokenBytes);
   REQUIRE(job_token.ok());
   REQUIRE(chief_token.ok());
   CHECK(job_token->size() == 64);

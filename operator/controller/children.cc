@@ -3,7 +3,9 @@
 #include <atomic>
 
 #include "internal.h"
+#include "taas/base/random_token.h"
 #include "taas/base/status.h"
+#include "taas/contract/job_secret.h"
 #include "taas/controller/controller.h"
 #include "taas/tfjob/labels.h"
 
@@ -162,8 +164,8 @@ absl::Status Controller::EnsureJobAccess(const JobContext& ctx, const tf::TFJob&
 // Secrets there; the job's NetworkPolicy still admits only its own pods).
 absl::Status Controller::EnsureJobSecret(const JobContext& ctx, const tf::TFJob& job) {
   const std::string name = JobSecretName(ctx.name);
-  TAAS_ASSIGN_OR_RETURN(std::string job_token, RandomToken());
-  TAAS_ASSIGN_OR_RETURN(std::string chief_token, RandomToken());
+  TAAS_ASSIGN_OR_RETURN(std::string job_token, RandomHexToken(contract::kTokenBytes));
+  TAAS_ASSIGN_OR_RETURN(std::string chief_token, RandomHexToken(contract::kTokenBytes));
   auto created =
       client_->Post(CorePath(ctx.ns, "secrets"), BuildJobSecret(job, {job_token, chief_token}));
   absl::Status status = created.status();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "taas/base/random_token.h"
 #include "taas/contract/job_secret.h"
 #include "taas/tfjob/labels.h"
 
@@ -15,23 +16,6 @@ namespace {
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(what + ": " + std::strerror(errno));
-}
-
-// kTokenBytes from /dev/urandom as lower-case hex.
-absl::StatusOr<std::string> NewToken() {
-  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open /dev/urandom");
-  unsigned char bytes[contract::kTokenBytes];
-  const ssize_t got = ::read(fd, bytes, sizeof(bytes));
-  ::close(fd);
-  if (got != static_cast<ssize_t>(sizeof(bytes))) return Errno("read /dev/urandom");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : bytes) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 0xf]);
-  }
-  return hex;
 }
 
 // Writes `text` to a new file `path` that only this user can read.
@@ -54,8 +38,8 @@ absl::StatusOr<std::unique_ptr<JobSecretFiles>> JobSecretFiles::Create(
   files->dir_ = templ;  // mkdtemp made it 0700.
   files->job_token_file_ = templ + "/" + std::string(contract::kJobTokenKey);
   files->chief_token_file_ = templ + "/" + std::string(contract::kChiefTokenKey);
-  TAAS_ASSIGN_OR_RETURN(std::string job, NewToken());
-  TAAS_ASSIGN_OR_RETURN(std::string chief, NewToken());
+  TAAS_ASSIGN_OR_RETURN(std::string job, RandomHexToken(contract::kTokenBytes));
+  TAAS_ASSIGN_OR_RETURN(std::string chief, RandomHexToken(contract::kTokenBytes));
   TAAS_RETURN_IF_ERROR(WritePrivate(files->job_token_file_, job));
   TAAS_RETURN_IF_ERROR(WritePrivate(files->chief_token_file_, chief));
   return files;

@@ -1,8 +1,6 @@
 #include "taas/ps/auth.h"
 
-#include <cstdio>
-#include <memory>
-
+#include "taas/base/random_token.h"
 #include "taas/contract/job_secret.h"
 
 namespace taas::ps {
@@ -18,33 +16,10 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   return result == 0;
 }
 
-namespace {
-
-absl::StatusOr<std::string> NewToken(std::FILE* random) {
-  unsigned char bytes[contract::kTokenBytes];
-  if (std::fread(bytes, 1, sizeof(bytes), random) != sizeof(bytes)) {
-    return absl::InternalError("cannot read " + std::to_string(sizeof(bytes)) +
-                               " bytes from /dev/urandom for a PS token");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * sizeof(bytes));
-  for (unsigned char b : bytes) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 0xf]);
-  }
-  return hex;
-}
-
-}  // namespace
-
 absl::StatusOr<PsTokens> NewTokens() {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> random(std::fopen("/dev/urandom", "rb"),
-                                                         &std::fclose);
-  if (!random) return absl::InternalError("cannot open /dev/urandom for PS tokens");
   PsTokens tokens;
-  TAAS_ASSIGN_OR_RETURN(tokens.job, NewToken(random.get()));
-  TAAS_ASSIGN_OR_RETURN(tokens.chief, NewToken(random.get()));
+  TAAS_ASSIGN_OR_RETURN(tokens.job, RandomHexToken(contract::kTokenBytes));
+  TAAS_ASSIGN_OR_RETURN(tokens.chief, RandomHexToken(contract::kTokenBytes));
   return tokens;
 }
 

@@ -56,10 +56,6 @@ nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaT
 // schedulingPolicy: minMember = minAvailable or every replica.
 nlohmann::json BuildPodGroup(const taas::tfjob::TFJob& job);
 
-// kTokenBytes random bytes from the kernel (getrandom), hex-encoded; an error only when the
-// kernel cannot give them.
-absl::StatusOr<std::string> RandomToken();
-
 // The job's Secret: "<job>" + contract::kJobSecretSuffix in the job's namespace, owned by the
 // TFJob (deleted with it), holding both tokens.
 nlohmann::json BuildJobSecret(const taas::tfjob::TFJob& job, const JobTokens& tokens);
