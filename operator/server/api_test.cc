@@ -789,7 +789,9 @@ TEST_CASE("a request quoting bytes that are not UTF-8 gets its error, not an exc
   // Found by fuzz_ui_http_request: the error message quotes the namespace, and serialising
   // invalid UTF-8 threw outside the handler's catch (the old server then terminated).
   Fixture f;
-  const HttpResponse r = f.Call("GET", "/api/v1/namespaces/d\x97" "fault/tfjobs");
+  const HttpResponse r = f.Call("GET",
+                                "/api/v1/namespaces/d\x97"
+                                "fault/tfjobs");
   CHECK(r.status == 400);
   CHECK(Body(r)["error"].get<std::string>().find("is not a namespace name") != std::string::npos);
   CHECK(f.Call("GET", "/api/v1/namespaces/default/tfjobs/%ff").status == 400);
