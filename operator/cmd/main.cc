@@ -5,6 +5,7 @@
 //                 [--lease-name taas-operator] [--identity ID] [--cluster-domain DOMAIN]
 //                 [--stuck-after-seconds 300] [--resync-seconds 300] [--port-file PATH]
 //                 [--api-parallelism 16] [--child-event-delay-ms 250] [--log-level info]
+//                 [--max-replicas-per-job 2048]
 //                 [--ui-listen HOST:PORT [--ui-namespaces a,b] [--ui-token-file FILE]
 //                  [--ui-assets DIR] [--ui-allow-anonymous-read]]
 //
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -34,6 +36,7 @@
 #include "taas/controller/controller.h"
 #include "taas/kube/client.h"
 #include "taas/kube/leader_election.h"
+#include "taas/tfjob/validation.h"
 #include "taas/ui_server/kube_client_api.h"
 #include "taas/ui_server/ui_server.h"
 
@@ -55,6 +58,7 @@ struct Flags {
   int lease_duration_seconds = 15;
   int api_parallelism = 16;
   int child_event_delay_ms = 250;
+  int max_replicas_per_job = taas::tfjob::kMaxReplicasPerJob;
   std::string port_file;
   std::string log_level = "info";
   std::string ui_listen;                   // empty: no UI
@@ -72,7 +76,8 @@ constexpr char kUsage[] =
     "                     [--lease-namespace NS] [--lease-name NAME] [--lease-duration-seconds S]\n"
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
-    "                     [--port-file PATH] [--log-level debug|info|warning]\n"
+    "                     [--max-replicas-per-job N] [--port-file PATH]\n"
+    "                     [--log-level debug|info|warning]\n"
     "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
     "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";
 
@@ -109,16 +114,20 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
     values[name] = value;
   }
-  auto integer = [&](const std::string& name, int& out, int min) -> absl::Status {
+  auto integer = [&](const std::string& name, int& out, int min,
+                     int max = std::numeric_limits<int>::max()) -> absl::Status {
     auto it = values.find(name);
     if (it == values.end()) return absl::OkStatus();
     try {
       std::size_t used = 0;
       out = std::stoi(it->second, &used);
-      if (used != it->second.size() || out < min) throw std::invalid_argument("range");
+      if (used != it->second.size() || out < min || out > max) throw std::invalid_argument("range");
     } catch (const std::exception&) {
-      return absl::InvalidArgumentError("--" + name + " must be an integer >= " +
-                                        std::to_string(min) + ", got \"" + it->second + "\"");
+      std::string range = max == std::numeric_limits<int>::max()
+                              ? ">= " + std::to_string(min)
+                              : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+      return absl::InvalidArgumentError("--" + name + " must be an integer " + range + ", got \"" +
+                                        it->second + "\"");
     }
     values.erase(it);
     return absl::OkStatus();
@@ -137,6 +146,9 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 3));
   TAAS_RETURN_IF_ERROR(integer("api-parallelism", flags.api_parallelism, 1));
   TAAS_RETURN_IF_ERROR(integer("child-event-delay-ms", flags.child_event_delay_ms, 0));
+  // Lowers the installation's limit; the CRD's bound (kMaxReplicasPerJob) cannot be raised.
+  TAAS_RETURN_IF_ERROR(integer("max-replicas-per-job", flags.max_replicas_per_job, 1,
+                               taas::tfjob::kMaxReplicasPerJob));
   std::string namespaces, leader_elect, ui_namespaces, ui_anonymous;
   text("namespaces", namespaces);
   flags.namespaces = Split(namespaces);
@@ -268,6 +280,7 @@ int main(int argc, char** argv) {
   options.resync_period = std::chrono::seconds(flags->resync_seconds);
   options.create_parallelism = flags->api_parallelism;
   options.child_event_delay = std::chrono::milliseconds(flags->child_event_delay_ms);
+  options.limits.max_replicas_per_job = flags->max_replicas_per_job;
   options.host = identity;
   taas::controller::Controller controller(client->get(), options, logger);
 
