@@ -17,16 +17,15 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "job_secret_files.h"
 #include "local_job_state.h"
 #include "local_kube_api.h"
+#include "manifest.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/restart.h"
@@ -690,25 +689,12 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
 }
 
 int Run(const Options& options) {
-  std::ifstream in(options.job_file);
-  if (!in) {
-    std::fprintf(stderr, "[taas] error: cannot read %s\n", options.job_file.c_str());
+  auto manifest = ReadManifest(options.job_file);
+  if (!manifest.ok()) {
+    std::fprintf(stderr, "[taas] error: %s\n", std::string(manifest.status().message()).c_str());
     return 2;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto docs = tfjob::YamlToJson(text.str());
-  if (!docs.ok()) {
-    std::fprintf(stderr, "[taas] error: %s: %s\n", options.job_file.c_str(),
-                 std::string(docs.status().message()).c_str());
-    return 2;
-  }
-  if (docs->size() != 1) {
-    std::fprintf(stderr, "[taas] error: %s: expected exactly one TFJob document, found %zu\n",
-                 options.job_file.c_str(), docs->size());
-    return 2;
-  }
-  auto job = tfjob::LoadTFJob(docs->front());
+  auto job = tfjob::LoadTFJob(*manifest);
   if (!job.ok()) {
     std::fprintf(stderr, "[taas] error: %s: %s\n", options.job_file.c_str(),
                  std::string(job.status().message()).c_str());

@@ -3,9 +3,10 @@
 // to a first status computation. Any input must give a value or an error: never a crash, an
 // exception or an invalid TF_CONFIG.
 //
-// YAML is not fuzzed here: yaml-cpp 0.7 still loops allocating on an unclosed quoted scalar inside
-// a block mapping (docs/operator.md, "Limits"), which the fuzzer finds within seconds. The YAML
-// inputs it found before are unit tests in yaml_test.cc.
+// YAML is fuzzed as `taas run` reads it, in a child process with limits, by fuzz_manifest_yaml
+// (trainer-runtime/launcher): yaml-cpp 0.7 loops allocating on an unclosed quoted scalar inside a
+// block mapping (docs/operator.md, "Limits"), which in process would end every run within
+// seconds. The YAML inputs found before are unit tests in yaml_test.cc.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
