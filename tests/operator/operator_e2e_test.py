@@ -10,6 +10,7 @@ Usage: operator_e2e_test.py --operator BIN --crd FILE --cluster taas-cluster --g
 """
 
 import argparse
+import datetime
 import json
 import os
 import random
@@ -23,6 +24,8 @@ import time
 import traceback
 import urllib.error
 import urllib.request
+
+import slow_api_proxy  # beside this file
 
 TIMEOUT = 120  # seconds for each wait; a loaded 2-core machine is slow
 
@@ -99,12 +102,13 @@ class Env:
                         ns, pod, str(code)], check=True, env=self.env)
 
     # ---- operator ----
-    def start_operator(self, *extra, identity=None):
+    def start_operator(self, *extra, identity=None, kubeconfig=None):
         index = len(self.operators)
         port_file = os.path.join(self.tmp, f"port-{index}")
         log_path = os.path.join(self.tmp, f"operator-{index}.log")
-        cmd = [self.args.operator, "--kubeconfig", self.kubeconfig, "--health-port", "0",
-               "--health-address", "127.0.0.1", "--port-file", port_file, "--workers", "4",
+        cmd = [self.args.operator, "--kubeconfig", kubeconfig or self.kubeconfig,
+               "--health-port", "0", "--health-address", "127.0.0.1", "--port-file", port_file,
+               "--workers", "4",
                "--lease-duration-seconds", "4", "--lease-namespace", "default",
                "--stuck-after-seconds", "8", *self.operator_flags, *extra]
         if identity:
@@ -621,6 +625,141 @@ def scenario_leader_election(env, op):
     check(env.ready(other), "/readyz")
 
 
+def scenario_slow_api(env, op):
+    """A leader whose API server turns slow (a delaying proxy in front of it) stops leading by its
+    renew deadline, before its lease can expire; the standby, which talks to the API server
+    directly, takes over only after that, and runs the jobs created afterwards."""
+    ns = "slowapi"
+    env.namespace(ns)
+    lease_seconds, renew_deadline = 4, 2  # start_operator's lease; main.cc derives the deadline
+    delay = 3.0  # seconds per chunk, beyond the renew deadline: no renewal can complete
+    lost_line = "could not renew the lease within the renew deadline"
+    host, port = slow_api_proxy.kubeconfig_server(env.kubeconfig)
+    proxy = slow_api_proxy.SlowApiProxy(host, port)
+    kubeconfig = os.path.join(env.tmp, "through-proxy.kubeconfig")
+    try:
+        slow_api_proxy.write_proxied_kubeconfig(env.kubeconfig, kubeconfig, proxy.port)
+        env.stop_operator(op)  # SIGTERM releases the lease, so A takes it at once
+        a = env.start_operator(identity="through-proxy", kubeconfig=kubeconfig)
+        wait_for("A (through the proxy) leads",
+                 lambda: env.metrics(a)["taas_operator_leader"] == 1, 60)
+        b = env.start_operator(identity="direct")
+        wait_for("B (direct) ready as a standby", lambda: env.ready(b))
+
+        def gauge(o, name):
+            """o's leader gauge and when the read ended; 0 once o has exited (its health server
+            goes with it)."""
+            if o["proc"].poll() is None:
+                try:
+                    url = f"http://127.0.0.1:{o['port']}/metrics"
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        text = r.read().decode()
+                    m = re.search(r"^taas_operator_leader (\S+)$", text, flags=re.M)
+                    check(m, f"{name}: no taas_operator_leader in /metrics")
+                    return float(m.group(1)), time.time()
+                except TestFailure:
+                    raise
+                except Exception as e:
+                    try:  # the read may have raced the exit
+                        o["proc"].wait(timeout=1)
+                    except subprocess.TimeoutExpired:
+                        raise TestFailure(f"{name} is running but its /metrics failed: {e!r}")
+            return 0.0, time.time()
+
+        samples = []  # (A's gauge, A read at, B's gauge, B read started at)
+
+        def sample():
+            b_started = time.time()
+            la, la_at = gauge(a, "A")
+            lb, _ = gauge(b, "B")
+            samples.append((la, la_at, lb, b_started))
+            if la == 1 and lb == 1:
+                timeline = "\n".join(f"{t:.2f} A={x:g} B={y:g}" for x, t, y, _ in samples[-50:])
+                raise TestFailure(f"two leaders at {la_at:.2f}; last samples:\n{timeline}")
+            return la, la_at, lb, b_started
+
+        # The baseline: A leads, B waits.
+        end = time.time() + 2
+        while time.time() < end:
+            la, _, lb, _ = sample()
+            check(la == 1 and lb == 0, f"before the slowdown: A={la:g} B={lb:g}, expected 1 and 0")
+            time.sleep(0.1)
+
+        log(f"proxy delays every chunk by {delay:g}s (renew deadline {renew_deadline}s, "
+            f"lease {lease_seconds}s); sampling both leader gauges every 100 ms")
+        proxy.set_delay(delay)
+        slowed = time.time()
+        a_last_lead = samples[-1][1]
+        a_stopped = b_first_lead = lease = None
+        while b_first_lead is None or time.time() < b_first_lead + 3:  # a late A would show
+            if time.time() > slowed + 30:
+                def since(t):
+                    return "never" if t is None else f"{t - slowed:.2f}s"
+                raise TestFailure(f"30 s after the slowdown: A stopped leading: "
+                                  f"{since(a_stopped)}, B led: {since(b_first_lead)} "
+                                  f"(after the slowdown)")
+            started = time.monotonic()
+            la, la_at, lb, b_started = sample()
+            if la == 1:
+                check(a_stopped is None, "A leads again after it stopped leading")
+                a_last_lead = la_at
+            elif a_stopped is None:
+                a_stopped = la_at
+                # Read before B can take it (B waits a whole lease duration after A's last
+                # renewal): A's last renewTime, to compare A's stop with when the lease expires.
+                lease = env.get("-n", "default", "lease", "taas-operator")
+            if lb == 1 and b_first_lead is None:
+                b_first_lead = b_started
+            time.sleep(max(0.0, 0.1 - (time.monotonic() - started)))
+
+        check(a_stopped is not None and b_first_lead is not None, "A stopped and B leads")
+        check(b_first_lead > a_last_lead,
+              f"B led (read from {b_first_lead:.2f}) before A's last lead sample "
+              f"({a_last_lead:.2f})")
+        check(b_first_lead - slowed <= 30, f"B took {b_first_lead - slowed:.1f}s to lead")
+        try:
+            code = a["proc"].wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise TestFailure("A stopped leading but is still running 30 s later")
+        check(code != 0, f"A exited with {code}; a leader that loses its lease exits non-zero")
+        with open(a["log"]) as f:
+            a_log = f.read()
+        check(lost_line in a_log, f"A's log does not say it {lost_line}")
+        check("stopped leading; exiting" in a_log, "A's log does not say it exits")
+
+        spec = (lease or {}).get("spec", {})
+        renewed = None
+        if spec.get("holderIdentity") == "through-proxy":
+            try:
+                renewed = datetime.datetime.strptime(
+                    spec["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                        tzinfo=datetime.timezone.utc).timestamp()
+            except (KeyError, TypeError, ValueError) as e:
+                raise TestFailure(f"lease renewTime {spec.get('renewTime')!r}: {e}")
+            check(a_stopped < renewed + lease_seconds,
+                  f"A stopped {a_stopped - renewed:.2f}s after its last renewal, when its lease "
+                  f"({lease_seconds}s) had already expired")
+        else:
+            log(f"the lease read at A's stop was held by {spec.get('holderIdentity')!r}; "
+                f"no renewTime bound checked")
+        since_renewal = f"{a_stopped - renewed:.2f}s" if renewed else "?"
+        log(f"A exited with {code}; A last led {a_last_lead - slowed:.2f}s after the slowdown, "
+            f"stopped {a_stopped - a_last_lead:.2f}s later ({since_renewal} after its last "
+            f"renewal), B led {b_first_lead - a_stopped:.2f}s after that "
+            f"({b_first_lead - slowed:.2f}s after the slowdown); {len(samples)} samples, "
+            f"{proxy.accepted} proxied connections")
+    finally:
+        proxy.close()
+        if os.path.exists(kubeconfig):  # A read it at start; it holds the client's private key
+            os.remove(kubeconfig)
+
+    env.apply(tfjob("after", ns, {"Worker": 2}))
+    wait_for("pods of a job created after the takeover", lambda: pods_running(env, ns, "after", 2))
+    created = env.metrics(b)["taas_operator_pods_created_total"]
+    check(created == 2, f"B created {created} pods, expected the new job's 2")
+    return b
+
+
 def scenario_in_place(env):
     """OnFailure and Always: the kubelet restarts the container in place (restart-container plays
     the kubelet); the operator surfaces Restarting, keeps the pod, and counts every restart per
@@ -904,6 +1043,7 @@ GROUPS = {
     "policies": {"flags": ["--cluster-domain", CLUSTER_DOMAIN],
                  "scenarios": ["master_domain", "gang", "suspend", "ttl_and_deadline", "stuck",
                                "no_duplicates", "leader_election"]},
+    "slow_api": {"flags": [], "scenarios": ["slow_api"]},
 }
 
 
@@ -929,7 +1069,7 @@ def main():
             log(f"scenario {name}")
             started = time.time()
             fn = globals()[f"scenario_{name}"]
-            if name in ("no_duplicates", "leader_election"):
+            if name in ("no_duplicates", "leader_election", "slow_api"):
                 op = fn(env, op) or op
             else:
                 fn(env)
