@@ -8,10 +8,10 @@ source "$TAAS_ROOT/scripts/lib/build.sh"
 "$TAAS_ROOT/scripts/setup.sh"
 taas_build
 
-launcher="$TAAS_BUILD/trainer-runtime/launcher/taas"
+launcher="$TAAS_BUILD/launcher/taas"
 job="$TAAS_ROOT/examples/fashion-mnist-cnn/job.yaml"
 if [ ! -x "$launcher" ] || [ ! -f "$job" ]; then
-  log "the local launcher (trainer-runtime/launcher) and the Fashion-MNIST example are not built yet;"
+  log "the local launcher (launcher) and the Fashion-MNIST example are not built yet;"
   log "setup and build succeeded. Run ./scripts/test.sh to run the tests that exist."
   exit 0
 fi

@@ -1,4 +1,4 @@
-// Builds the front end into dist/, which the UI server (operator/server) serves. During
+// Builds the front end into dist/, which the UI server (web-ui/server) serves. During
 // development `npm run dev` proxies /api to a running taas-ui (TAAS_UI_API, default
 // http://127.0.0.1:8080).
 import { defineConfig } from 'vite';

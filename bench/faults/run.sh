@@ -13,7 +13,7 @@ source "$TAAS_ROOT/scripts/lib/build.sh"
 
 taas_build taas fashion-mnist-cnn taas-operator >/dev/null
 exec python3 "$TAAS_ROOT/bench/faults/fault_run.py" \
-  --taas "$TAAS_BUILD/trainer-runtime/launcher/taas" \
+  --taas "$TAAS_BUILD/launcher/taas" \
   --operator "$TAAS_BUILD/operator/cmd/taas-operator" \
   --build-dir "$TAAS_BUILD" \
   --cluster "$TAAS_ROOT/scripts/cluster/taas-cluster" \

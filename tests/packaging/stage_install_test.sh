@@ -23,11 +23,11 @@ check() { # DESCRIPTION COMMAND...
 # A fake build tree: binaries at the kind of paths CMake uses, plus one that loads a shared
 # library built in the tree (found through its RPATH) and carries debug info.
 build="$tmp/build"
-mkdir -p "$build/operator/cmd" "$build/operator/server" "$build/examples/a" "$build/lib" \
+mkdir -p "$build/operator/cmd" "$build/web-ui/server" "$build/examples/a" "$build/lib" \
   "$build/operator/cmd/CMakeFiles/x.dir"
 cp /usr/bin/openssl "$build/operator/cmd/taas-operator"
 cp /usr/bin/openssl "$build/operator/cmd/CMakeFiles/x.dir/taas-operator" # never picked
-cp /usr/bin/ninja "$build/operator/server/taas-ui"
+cp /usr/bin/ninja "$build/web-ui/server/taas-ui"
 printf 'int answer() { return 42; }\n' >"$tmp/answer.cc"
 printf '#include <string>\nint answer();\nint main(int argc, char**) { return answer() == std::stoi(std::string(argc, 52) + "2") ? 0 : 1; }\n' >"$tmp/main.cc"
 g++ -g -shared -fPIC -o "$build/lib/libtaas_answer.so" "$tmp/answer.cc"

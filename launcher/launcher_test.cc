@@ -58,12 +58,12 @@ TEST_CASE("run arguments: the web UI") {
   CHECK_FALSE(ParseArgs({"run", "j", "--no-ui=yes"}, "taas").ok());
 }
 
-TEST_CASE("the build dir defaults to the one holding trainer-runtime/launcher/taas") {
+TEST_CASE("the build dir defaults to the one holding launcher/taas") {
   std::string tmpl = (fs::temp_directory_path() / "taas-launcher-XXXXXX").string();
   fs::path root = ::mkdtemp(tmpl.data());
-  fs::create_directories(root / "trainer-runtime" / "launcher");
+  fs::create_directories(root / "launcher");
   fs::create_directories(root / "examples" / "a" / "deep");
-  const fs::path self = root / "trainer-runtime" / "launcher" / "taas";
+  const fs::path self = root / "launcher" / "taas";
   std::ofstream(self) << "";
   auto o = ParseArgs({"run", "job.yaml"}, self.string());
   REQUIRE(o.ok());

@@ -4,7 +4,7 @@
 // exception or an invalid TF_CONFIG.
 //
 // YAML is fuzzed as `taas run` reads it, in a child process with limits, by fuzz_manifest_yaml
-// (trainer-runtime/launcher): yaml-cpp 0.7 loops allocating on an unclosed quoted scalar inside a
+// (launcher): yaml-cpp 0.7 loops allocating on an unclosed quoted scalar inside a
 // block mapping (docs/operator.md, "Limits"), which in process would end every run within
 // seconds. The YAML inputs found before are unit tests in yaml_test.cc.
 #include <cstddef>

@@ -3,7 +3,7 @@
 // taas::tfjob rules), each replica process as a pod `{job}-{type}-{index}` on the node
 // "localhost", the launcher's happenings as Events, the captured output as pod logs, and this
 // machine as the only node. It only answers what the UI server asks (the paths in
-// operator/server/api.cc and metrics.cc); creating, cloning and deleting jobs answers a 405
+// web-ui/server/api.cc and metrics.cc); creating, cloning and deleting jobs answers a 405
 // Status "not supported in a local run", which the UI shows as the request's error.
 #pragma once
 

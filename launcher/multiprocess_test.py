@@ -18,7 +18,7 @@ import threading
 import time
 
 BUILD = os.path.abspath(sys.argv[1])
-TAAS = os.path.join(BUILD, "trainer-runtime", "launcher", "taas")
+TAAS = os.path.join(BUILD, "launcher", "taas")
 MODEL = os.path.join(BUILD, "trainer-runtime", "runtime", "linear-regression")
 
 JOB = """

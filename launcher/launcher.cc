@@ -679,10 +679,10 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
   }
   if (o.job_file.empty()) return absl::InvalidArgumentError("no job file\n" + usage);
   if (o.build_dir.empty()) {
-    // build/trainer-runtime/launcher/taas -> build
+    // build/launcher/taas -> build
     std::error_code ec;
     fs::path self = fs::canonical(self_path, ec);
-    o.build_dir = ec ? "." : self.parent_path().parent_path().parent_path().string();
+    o.build_dir = ec ? "." : self.parent_path().parent_path().string();
   }
   if (o.ui_assets.empty()) o.ui_assets = (fs::path(o.build_dir) / "web-ui" / "dist").string();
   return o;

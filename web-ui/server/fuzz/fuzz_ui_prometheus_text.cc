@@ -1,5 +1,5 @@
 // libFuzzer target: the Prometheus text exposition the UI server's scraper reads from a replica
-// (operator/server/metrics.cc). Every sample kept has a non-empty name and a value that is a
+// (web-ui/server/metrics.cc). Every sample kept has a non-empty name and a value that is a
 // number (never NaN); nothing throws or aborts.
 #include <cmath>
 #include <cstdint>

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The include-graph check: the shape of the tree (docs/architecture.md) as rules that fail CI.
+
+A *part* is a folder with a public `include/taas/<name>/` (the name is what others include). The
+check reads every C++ source and header of the repository and every CMakeLists.txt, and fails on
+  - a forbidden include edge: a file of one part including a header of a part (or of an outside
+    library) that its rules exclude, and
+  - a forbidden link edge: an executable whose link closure (target_link_libraries, transitively)
+    reaches a library its rules exclude.
+Edges the tree still has and an open issue removes are listed in KNOWN, each with that issue:
+they are reported but do not fail, and a known edge that no longer exists fails, so the list
+stays true and only shrinks.
+
+Usage: include_graph.py REPO_ROOT [--print]   (--print lists every part's edges)
+"""
+
+import argparse
+import os
+import re
+import sys
+
+SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
+SKIP_DIRS = {".git", "node_modules", "dist", ".cache"}
+
+# Outside libraries, by the include path prefix their headers have.
+EXTERNAL = {
+    "oneDNN": ("dnnl", "oneapi/dnnl"),
+    "gRPC": ("grpcpp/", "grpc/"),
+    "Boost": ("boost/",),
+    "OpenSSL": ("openssl/",),
+    "yaml-cpp": ("yaml-cpp/",),
+    "CUDA": ("cuda", "cublas", "cudnn", "nccl"),
+}
+
+# Folder prefixes (relative to the root) and what files under them may not include: part folders
+# (prefixes) or outside libraries (names of EXTERNAL).
+INCLUDE_RULES = [
+    ("common/", ["operator/", "trainer-runtime/", "launcher/", "web-ui/", "examples/"],
+     "shared parts depend on nothing but each other"),
+    ("trainer-runtime/", ["operator/", "launcher/", "web-ui/"],
+     "the runtime (and the SDK users build against) needs no operator, launcher or UI folder"),
+    ("operator/", ["trainer-runtime/", "launcher/"],
+     "the operator knows TFJobs and Kubernetes, not the runtime or the launcher"),
+    ("operator/controller/", ["web-ui/"],
+     "the controller does not know the UI (only the operator binary may host it)"),
+    ("operator/kube/", ["common/tfjob/", "web-ui/"],
+     "the Kubernetes client is generic: it knows objects, not TFJob types or the UI"),
+    ("launcher/", ["operator/"], "the launcher is a local controller: no Kubernetes client"),
+    ("web-ui/server/", ["trainer-runtime/", "launcher/"],
+     "the UI server reads jobs through its seam, not from the runtime or the launcher"),
+    ("trainer-runtime/ps/", ["trainer-runtime/nn/", "oneDNN"],
+     "the parameter server is part of the engine-agnostic core"),
+    ("trainer-runtime/checkpoint/", ["trainer-runtime/nn/", "oneDNN"], "core"),
+    ("trainer-runtime/summary/", ["trainer-runtime/nn/", "oneDNN"], "core"),
+    ("trainer-runtime/config/", ["trainer-runtime/nn/", "oneDNN"], "core"),
+    ("trainer-runtime/metrics/", ["trainer-runtime/nn/", "oneDNN"], "core"),
+    ("trainer-runtime/", ["CUDA"], "CUDA stays behind the GPU device (issue 17)"),
+]
+
+# Executables and the libraries their link closure may not reach.
+LINK_RULES = [
+    ("taas", ["taas_kube", "OpenSSL::SSL", "OpenSSL::Crypto"],
+     "`taas run` links no Kubernetes client and no TLS"),
+]
+
+# Edges the tree has today and an open issue removes: (from, to, issue).
+KNOWN = [
+    ("trainer-runtime/ps/", "trainer-runtime/nn/", "15: the PS's optimizer moves into the core"),
+    ("taas", "taas_kube", "15: the UI server's seam becomes job-level; the launcher drops kube"),
+    ("taas", "OpenSSL::SSL", "15: as above"),
+    ("taas", "OpenSSL::Crypto", "15: as above"),
+]
+
+
+def walk(root):
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("build"))
+        for name in sorted(files):
+            yield os.path.relpath(os.path.join(folder, name), root)
+
+
+def find_parts(root):
+    """Maps each `taas/<name>` include prefix to the folder (with a trailing /) that holds it."""
+    parts = {}
+    for path in walk(root):
+        m = re.match(r"(.+)/include/taas/([^/]+)/", path)
+        if m:
+            parts.setdefault(m.group(2), m.group(1) + "/")
+    return parts
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+def include_edges(root, parts):
+    """(file, included target) for every include of a part or of an outside library."""
+    edges = []
+    for path in walk(root):
+        if not path.endswith(SOURCE_SUFFIXES):
+            continue
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for header in INCLUDE.findall(text):
+            m = re.match(r"taas/([^/]+)/", header)
+            if m and m.group(1) in parts:
+                edges.append((path, parts[m.group(1)]))
+                continue
+            for library, prefixes in EXTERNAL.items():
+                if header.startswith(prefixes):
+                    edges.append((path, library))
+    return edges
+
+
+def cmake_link_graph(root):
+    """target -> set of direct link items, with `taas::x` aliases resolved."""
+    aliases, links = {}, {}
+    for path in walk(root):
+        if os.path.basename(path) != "CMakeLists.txt":
+            continue
+        with open(os.path.join(root, path)) as f:
+            text = re.sub(r"#[^\n]*", "", f.read())
+        for name, target in re.findall(r"add_library\(\s*(\S+)\s+ALIAS\s+(\S+)\s*\)", text):
+            aliases[name] = target
+        for body in re.findall(r"target_link_libraries\(([^)]*)\)", text):
+            words = body.split()
+            items = [w for w in words[1:] if w not in ("PUBLIC", "PRIVATE", "INTERFACE")]
+            links.setdefault(words[0], set()).update(items)
+    return {t: {aliases.get(i, i) for i in items} for t, items in links.items()}
+
+
+def closure(graph, target):
+    seen, stack = set(), [target]
+    while stack:
+        for item in graph.get(stack.pop(), ()):
+            if item not in seen:
+                seen.add(item)
+                stack.append(item)
+    return seen
+
+
+def violations(root):
+    parts = find_parts(root)
+    found = []  # (from, to, why, detail)
+    for path, target in include_edges(root, parts):
+        for prefix, forbidden, why in INCLUDE_RULES:
+            for banned in forbidden:
+                if path.startswith(prefix) and target.startswith(banned):
+                    found.append((prefix, banned, why, path))
+    graph = cmake_link_graph(root)
+    for executable, forbidden, why in LINK_RULES:
+        reached = closure(graph, executable)
+        for library in forbidden:
+            if library in reached:
+                found.append((executable, library, why, f"{executable} links"))
+    return parts, graph, found
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root")
+    parser.add_argument("--print", action="store_true")
+    args = parser.parse_args()
+    parts, graph, found = violations(args.root)
+    if args.print:
+        edges = {}
+        for path, target in include_edges(args.root, parts):
+            owner = max((p for p in parts.values() if path.startswith(p)), key=len, default="-")
+            if owner != target:
+                edges.setdefault(owner, set()).add(target)
+        for owner in sorted(edges):
+            print(f"{owner} -> {', '.join(sorted(edges[owner]))}")
+        print(f"taas links: {', '.join(sorted(closure(graph, 'taas')))}")
+
+    known = {(a, b): issue for a, b, issue in KNOWN}
+    failures, seen_known = [], set()
+    for source, target, why, detail in found:
+        if (source, target) in known:
+            seen_known.add((source, target))
+            print(f"known  {detail} -> {target} (issue {known[(source, target)]})")
+        else:
+            failures.append(f"FORBIDDEN {detail} -> {target}: {why}")
+    for edge, issue in known.items():
+        if edge not in seen_known:
+            failures.append(f"GONE {edge[0]} -> {edge[1]} is listed in KNOWN (issue {issue}) but "
+                            "no longer exists: remove it from KNOWN in tests/lint/include_graph.py")
+    print(f"{len(parts)} parts, {len(found)} forbidden edges found, {len(found) - len(failures)} "
+          f"known", flush=True)
+    for failure in failures:
+        print(failure)
+    if failures:
+        print("include graph: FAILED (docs/architecture.md says what depends on what)")
+        return 1
+    print("include graph: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
