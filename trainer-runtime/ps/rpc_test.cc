@@ -41,6 +41,12 @@ struct Cluster {
   }
 };
 
+// Every PS answers within 10 s; otherwise the test stops with the client's error.
+void RequireReachable(PsClient& client) {
+  auto reachable = client.WaitForServers(10);
+  REQUIRE_MESSAGE(reachable.ok(), reachable.status().ToString());
+}
+
 PsClient OneLane(const std::vector<std::string>& addresses, std::int64_t chunk_bytes = 4 << 20) {
   return PsClient(addresses, Options(/*lanes=*/1, chunk_bytes), Quiet());
 }
@@ -94,7 +100,7 @@ TEST_CASE("uninitialised PS refuses pulls with FAILED_PRECONDITION over gRPC") {
 TEST_CASE("every call needs the job token, and control calls the chief's") {
   Cluster cluster(1);
   PsClient chief = OneLane(cluster.addresses);
-  REQUIRE(chief.WaitForServers(10).ok());
+  RequireReachable(chief);
   auto placement = PlaceVariables({{"w", 3}}, 1, 1 << 20);
   InitAll(chief, placement, {{1, 2, 3}}, false, 1);
 
@@ -154,7 +160,7 @@ TEST_CASE("ConstantTimeEqual compares whole tokens") {
 TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {
   Cluster cluster(2);
   PsClient client = OneLane(cluster.addresses);
-  REQUIRE(client.WaitForServers(10).ok());
+  RequireReachable(client);
   // "big" (1000 floats = 4000 bytes) is partitioned; "small" goes whole.
   auto placement = PlaceVariables({{"big", 1000}, {"small", 3}}, 2, 4000);
   REQUIRE(placement[0].shards.size() == 2);
@@ -185,7 +191,7 @@ TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") 
 TEST_CASE("pulls in small pieces, several in flight, land every element in place") {
   Cluster cluster(2);
   PsClient setup = OneLane(cluster.addresses);
-  REQUIRE(setup.WaitForServers(10).ok());
+  RequireReachable(setup);
   // 1001 floats split over 2 PS; 37 floats whole; pieces of at most 100 floats.
   auto placement = PlaceVariables({{"big", 1001}, {"odd", 37}, {"empty", 0}}, 2, 4000);
   std::vector<float> big(1001), odd(37);
@@ -204,7 +210,7 @@ TEST_CASE("pulls in small pieces, several in flight, land every element in place
 TEST_CASE("sync over gRPC: two workers' pushes are averaged and released together") {
   Cluster cluster(2);
   PsClient setup = OneLane(cluster.addresses);
-  REQUIRE(setup.WaitForServers(10).ok());
+  RequireReachable(setup);
   auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
   InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
 
@@ -261,7 +267,7 @@ std::vector<float> Iota(std::size_t n, float scale) {
 TEST_CASE("sync push with pull_values: each worker gets the step's values in the push reply") {
   Cluster cluster(2);
   PsClient setup = OneLane(cluster.addresses);
-  REQUIRE(setup.WaitForServers(10).ok());
+  RequireReachable(setup);
   auto placement = PlaceVariables({{"w", 4}, {"b", 1}}, 2, 1 << 20);
   InitAll(setup, placement, {{0, 0, 0, 0}, {0}}, true, 2);
 
@@ -306,7 +312,7 @@ TEST_CASE("sync push with pull_values: each worker gets the step's values in the
 TEST_CASE("async push with pull_values: values after the push, across several reply messages") {
   Cluster cluster(2);
   PsClient client = OneLane(cluster.addresses);
-  REQUIRE(client.WaitForServers(10).ok());
+  RequireReachable(client);
   // 10 MB split over 2 PS (5 MB each: two reply messages per PS), odd and empty tensors beside.
   const std::size_t n = 2500001;
   auto big = Iota(n, 1.0f);
@@ -330,7 +336,7 @@ TEST_CASE("async push with pull_values: values after the push, across several re
 TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors over 3 PS") {
   Cluster cluster(3);
   PsClient setup = OneLane(cluster.addresses);
-  REQUIRE(setup.WaitForServers(10).ok());
+  RequireReachable(setup);
   // "big" (1003 floats) is split over the 3 PS; the others go whole.
   const std::vector<std::vector<float>> init = {Iota(1003, 0.25f), Iota(37, -1), {}, {42}};
   auto placement = SetUp(setup, {{"big", 1003}, {"odd", 37}, {"empty", 0}, {"one", 1}}, init, 4000);
@@ -362,7 +368,7 @@ TEST_CASE("pieces that cut floats, odd sizes, zero-size and 1-element tensors ov
 TEST_CASE("concurrent pushes from several clients are all applied (async)") {
   Cluster cluster(2);
   PsClient setup = OneLane(cluster.addresses);
-  REQUIRE(setup.WaitForServers(10).ok());
+  RequireReachable(setup);
   constexpr std::size_t kSize = 300000;  // 1.2 MB: several 256 KB pieces per push
   auto placement =
       SetUp(setup, {{"w", kSize}, {"b", 3}}, {std::vector<float>(kSize, 0), {0, 0, 0}}, 1 << 20);
@@ -397,7 +403,7 @@ TEST_CASE("concurrent pushes from several clients are all applied (async)") {
 TEST_CASE("an uninitialised or restarted PS refuses pushes; a model mismatch is an error") {
   Cluster cluster(1);
   PsClient client = OneLane(cluster.addresses);
-  REQUIRE(client.WaitForServers(10).ok());
+  RequireReachable(client);
   auto placement = PlaceVariables({{"w", 4}}, 1, 1 << 20);
   std::vector<float> w(4), g(4, 1);
   auto refused = client.Push(placement, {{w, g}}, {0}, 0, 10);

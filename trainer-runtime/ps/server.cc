@@ -67,12 +67,22 @@ std::chrono::system_clock::time_point After(double secs) {
 // A data-path call whose request must arrive in full within PsLimits::read_timeout_secs: a peer
 // that stalls is answered DEADLINE_EXCEEDED, naming what the PS waited for. The deadline's alarm
 // runs on another thread than the reactor's callbacks, so the call is ended exactly once by
-// whichever of the two comes first (Claim), and the reactor lives until both let go of it.
+// whichever of the two comes first (the state under mu_), and the reactor lives until both let go
+// of it.
 class GuardedReactor : public grpc::ServerGenericBidiReactor {
  public:
-  void OnDone() final { Unref(); }
+  void OnDone() final {
+    ReleaseServerState();
+    Unref();
+  }
 
  protected:
+  // Lets go of what the call holds of the server (a store's push stream). Called when gRPC is done
+  // with the call, which the server's shutdown waits for: the reactor itself may outlive the
+  // server, until its cancelled alarm's callback has run on gRPC's executor, so its destructor
+  // must not touch a store.
+  virtual void ReleaseServerState() {}
+
   GuardedReactor(double read_timeout_secs, std::string waiting_for)
       : timeout_secs_(read_timeout_secs), waiting_for_(std::move(waiting_for)) {
     alarm_.Set(After(read_timeout_secs), [this](bool fired) {
@@ -322,6 +332,10 @@ class PushReactor final : public GuardedReactor {
     }
     ++next_;
     WriteNext();
+  }
+  void ReleaseServerState() override {
+    stream_.reset();
+    store_ = nullptr;
   }
   // The last message carries the status too: a small reply is one write.
   void WriteNext() {
