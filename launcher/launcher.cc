@@ -26,6 +26,8 @@
 #include "local_job_state.h"
 #include "local_kube_api.h"
 #include "manifest.h"
+#include "taas/contract/env.h"
+#include "taas/contract/metric_names.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/restart.h"
@@ -332,15 +334,16 @@ absl::Status JobRunner::Prepare() {
     }
     for (const auto& [k, v] : options_.env) r.env[k] = v;
     for (const auto& [k, v] : secrets_->EnvFor(job_.spec, r.type, r.index)) r.env[k] = v;
-    if (r.env.count("TF_LOGDIR") && r.env["TF_LOGDIR"] != model_dir_) {
-      console_.Say(r.name + ": TF_LOGDIR " + r.env["TF_LOGDIR"] +
+    const std::string model_dir_env(contract::kModelDirEnv);
+    if (r.env.count(model_dir_env) && r.env[model_dir_env] != model_dir_) {
+      console_.Say(r.name + ": " + model_dir_env + " " + r.env[model_dir_env] +
                    " replaced by the local model dir");
     }
-    r.env["TF_LOGDIR"] = model_dir_;
-    r.env["TAAS_JOB_NAME"] = job_.metadata.name;
-    r.env["TAAS_METRICS_PORT"] = std::to_string(r.metrics_port);
+    r.env[model_dir_env] = model_dir_;
+    r.env[std::string(contract::kJobNameEnv)] = job_.metadata.name;
+    r.env[std::string(contract::kMetricsPortEnv)] = std::to_string(r.metrics_port);
     if (distributed) {
-      r.env["TF_CONFIG"] = tfjob::TfConfigJson(cluster, {r.type, r.index});
+      r.env[std::string(contract::kTfConfigEnv)] = tfjob::TfConfigJson(cluster, {r.type, r.index});
     }
     r.observed.type = r.type;
     r.observed.index = r.index;
@@ -363,7 +366,7 @@ absl::Status JobRunner::Start(Replica& r) {
     auto eq = entry.find('=');
     if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
-  env.erase("TF_CONFIG");
+  env.erase(std::string(contract::kTfConfigEnv));
   for (const auto& [k, v] : r.env) env[k] = v;
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
@@ -517,10 +520,10 @@ void JobRunner::Progress() {
   for (const Replica& r : replicas_) {
     if (!tfjob::IsMasterRole(job_.spec, r.type, r.index) || r.pid <= 0) continue;
     const auto metrics = ScrapeMetrics(r.metrics_port);
-    if (auto step = metrics.find("taas_global_step"); step != metrics.end()) {
+    if (auto step = metrics.find(std::string(contract::kGlobalStepMetric)); step != metrics.end()) {
       line += " global_step=" + std::to_string(static_cast<std::int64_t>(step->second));
     }
-    if (auto loss = metrics.find("taas_loss"); loss != metrics.end()) {
+    if (auto loss = metrics.find(std::string(contract::kLossMetric)); loss != metrics.end()) {
       line += " loss=" + std::to_string(loss->second);
     }
   }

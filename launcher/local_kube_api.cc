@@ -272,8 +272,8 @@ absl::StatusOr<json> LocalKubeApi::Get(const std::string& path) {
     return items;
   };
   // /apis/kubeflow.org/v1/namespaces/{ns}/tfjobs[/{name}]
-  if (s.size() >= 6 && s[0] == "apis" && s[1] == "kubeflow.org" && s[2] == "v1" &&
-      s[3] == "namespaces" && s[5] == "tfjobs") {
+  if (s.size() >= 6 && s[0] == "apis" && s[1] == tfjob::kGroup && s[2] == tfjob::kVersion &&
+      s[3] == "namespaces" && s[5] == tfjob::kPlural) {
     const bool ours = snapshot.published && s[4] == ns;
     if (s.size() == 6) {
       std::vector<json> items;

@@ -165,4 +165,14 @@ const nlohmann::json* FindDefaultContainer(const nlohmann::json& pod_template) {
   return nullptr;
 }
 
+std::string TFJobsPath(std::string_view ns) {
+  std::string path = "/apis/" + std::string(kGroup) + "/" + std::string(kVersion) + "/";
+  if (!ns.empty()) path += "namespaces/" + std::string(ns) + "/";
+  return path + std::string(kPlural);
+}
+
+std::string TFJobPath(std::string_view ns, std::string_view name) {
+  return TFJobsPath(ns) + "/" + std::string(name);
+}
+
 }  // namespace taas::tfjob

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "taas/base/json_fields.h"
+#include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
 #include "taas/contract/ports.h"
 #include "taas/tfjob/defaults.h"
@@ -151,14 +152,14 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
     std::string tf_config =
         tf::KubernetesTfConfig(job, tf::TaskId{type, index}, options.addressing);
     for (auto& container : pod_spec["containers"]) {
-      if (container.value("name", "") != tf::kDefaultContainerName) continue;
+      if (jf::StringOr(container, "name", "") != tf::kDefaultContainerName) continue;
       json env = json::array();
-      if (container.contains("env") && container["env"].is_array()) {
-        for (const auto& var : container["env"]) {
-          if (var.value("name", "") != "TF_CONFIG") env.push_back(var);
+      if (const json* vars = jf::Array(container, "env")) {
+        for (const auto& var : *vars) {
+          if (jf::StringOr(var, "name", "") != contract::kTfConfigEnv) env.push_back(var);
         }
       }
-      env.push_back({{"name", "TF_CONFIG"}, {"value", tf_config}});
+      env.push_back({{"name", contract::kTfConfigEnv}, {"value", tf_config}});
       container["env"] = std::move(env);
     }
   }
@@ -346,7 +347,7 @@ json TrimMetadata(const json& object) {
   if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object()) {
     json kept = json::object();
     for (const auto& [key, value] : labels->items()) {
-      if (key.rfind("training.kubeflow.org/", 0) == 0) kept[key] = value;
+      if (key.rfind(tf::kLabelPrefix, 0) == 0) kept[key] = value;
     }
     out["labels"] = std::move(kept);
   }

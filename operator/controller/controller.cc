@@ -19,10 +19,10 @@ using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 using internal::CorePath;
 using internal::HasDeletionTimestamp;
-using internal::JobPath;
-using internal::JobsPath;
 using internal::MetaString;
 using internal::ResourceVersion;
+using tf::TFJobPath;
+using tf::TFJobsPath;
 
 namespace {
 
@@ -69,7 +69,7 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
   for (const auto& ns : namespaces) {
     Watched& w = watched_[ns];
     kube::Informer::Options jobs;
-    jobs.path = JobsPath(ns);
+    jobs.path = TFJobsPath(ns);
     jobs.resync_period = options_.resync_period;
     jobs.transform = kube::StripManagedFields;
     w.jobs = std::make_unique<kube::Informer>(client_, jobs, logger_);
@@ -228,7 +228,7 @@ kube::ObjectPtr Controller::CurrentJob(const std::string& key) {
 
 absl::StatusOr<json> Controller::PutStatus(const json& body) {
   auto written = client_->Put(
-      JobPath(MetaString(body, "namespace"), MetaString(body, "name")) + "/status", body);
+      TFJobPath(MetaString(body, "namespace"), MetaString(body, "name")) + "/status", body);
   if (written.ok()) metrics_.status_updates.fetch_add(1);
   return written;
 }
@@ -314,7 +314,7 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
   if (decision.write_status) {
     StatusWriteOps ops;
     ops.put = [&](const json& body) { return PutStatus(body); };
-    ops.get = [&] { return client_->Get(JobPath(ctx.ns, ctx.name)); };
+    ops.get = [&] { return client_->Get(TFJobPath(ctx.ns, ctx.name)); };
     ops.redecide = [&](const json& fresh) -> absl::StatusOr<StatusWriteOps::Redecision> {
       auto reloaded = tf::LoadTFJob(fresh, options_.limits);
       if (!reloaded.ok()) {
@@ -417,8 +417,9 @@ absl::Status Controller::FollowUp(const JobContext& ctx, const tf::TFJob& job,
     queue_.AddAfter(ctx.key, *expiry - now);
     return absl::OkStatus();
   }
-  auto deleted = client_->Delete(JobPath(ctx.ns, ctx.name), {{"preconditions", {{"uid", ctx.uid}}},
-                                                             {"propagationPolicy", "Background"}});
+  auto deleted =
+      client_->Delete(TFJobPath(ctx.ns, ctx.name),
+                      {{"preconditions", {{"uid", ctx.uid}}}, {"propagationPolicy", "Background"}});
   if (!deleted.ok() && deleted.status().code() != absl::StatusCode::kNotFound)
     return deleted.status();
   metrics_.jobs_deleted_ttl.fetch_add(1);

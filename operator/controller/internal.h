@@ -12,17 +12,8 @@ namespace taas::controller::internal {
 // How long a created child that the informer has not shown yet is expected before giving up.
 inline constexpr std::chrono::seconds kExpectationTimeout{60};
 
-inline std::string JobsPath(const std::string& ns) {
-  return ns.empty() ? "/apis/kubeflow.org/v1/tfjobs"
-                    : "/apis/kubeflow.org/v1/namespaces/" + ns + "/tfjobs";
-}
-
 inline std::string CorePath(const std::string& ns, const std::string& resource) {
   return ns.empty() ? "/api/v1/" + resource : "/api/v1/namespaces/" + ns + "/" + resource;
-}
-
-inline std::string JobPath(const std::string& ns, const std::string& name) {
-  return "/apis/kubeflow.org/v1/namespaces/" + ns + "/tfjobs/" + name;
 }
 
 inline std::uint64_t ResourceVersion(const nlohmann::json& object) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "taas/base/json_fields.h"
+#include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
 
 namespace taas::config {
@@ -121,13 +122,15 @@ std::vector<Setting> Settings() {
                  TAAS_ASSIGN_OR_RETURN(c.info.max_steps, ParseInt(w, v, 1));
                  return absl::OkStatus();
                }});
-  s.push_back({"model_dir", "TF_LOGDIR", "checkpoints and summaries (./taas-model)",
+  s.push_back({"model_dir", std::string(contract::kModelDirEnv),
+               "checkpoints and summaries (./taas-model)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  if (v.empty()) return Invalid(w, "must not be empty");
                  c.info.model_dir = v;
                  return absl::OkStatus();
                }});
-  s.push_back({"sync", "TF_SYNC", "synchronous replicas (false: asynchronous)",
+  s.push_back({"sync", std::string(contract::kSyncEnv),
+               "synchronous replicas (false: asynchronous)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  TAAS_ASSIGN_OR_RETURN(c.info.sync, ParseBool(w, v));
                  return absl::OkStatus();
@@ -174,13 +177,13 @@ std::vector<Setting> Settings() {
   s.push_back(Make("ps_lanes", "TAAS_PS_LANES",
                    "lanes (stores over their own connections) per PS task for large variables (2)",
                    IntInRange(1, 64), &RuntimeConfig::ps_lanes));
-  s.push_back(Make("metrics_port", "TAAS_METRICS_PORT",
+  s.push_back(Make("metrics_port", std::string(contract::kMetricsPortEnv),
                    "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
                    IntInRange(0, 65535), &RuntimeConfig::metrics_port));
   s.push_back(Make("ps_max_message_bytes", "TAAS_PS_MAX_MESSAGE_BYTES",
                    "largest gRPC message a PS or its client accepts (1073741824)",
                    IntInRange(1 << 20, 2147483647), &RuntimeConfig::ps_max_message_bytes));
-  s.push_back({"job_name", "TAAS_JOB_NAME", "job name for log lines",
+  s.push_back({"job_name", std::string(contract::kJobNameEnv), "job name for log lines",
                [](const std::string&, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  c.job_name = v;
                  return absl::OkStatus();
@@ -300,12 +303,13 @@ absl::Status ParseSparseTfConfig(const Json& j, RuntimeConfig& c) {
 
 absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   if (text.size() > kMaxTfConfigBytes) {
-    return Invalid("TF_CONFIG", "is " + std::to_string(text.size()) + " bytes, more than the " +
-                                    std::to_string(kMaxTfConfigBytes) + " allowed");
+    return Invalid(std::string(contract::kTfConfigEnv),
+                   "is " + std::to_string(text.size()) + " bytes, more than the " +
+                       std::to_string(kMaxTfConfigBytes) + " allowed");
   }
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Invalid("TF_CONFIG", "is not valid JSON");
-  if (!j.is_object()) return Invalid("TF_CONFIG", "must be a JSON object");
+  if (j.is_discarded()) return Invalid(std::string(contract::kTfConfigEnv), "is not valid JSON");
+  if (!j.is_object()) return Invalid(std::string(contract::kTfConfigEnv), "must be a JSON object");
   if (!j.contains("cluster") && j.contains("sparseCluster")) return ParseSparseTfConfig(j, c);
   const Json* cluster_json = json_fields::Object(j, "cluster");
   if (cluster_json == nullptr) {
@@ -489,7 +493,7 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
     if (name == "replicas_to_aggregate") replicas_source = "--replicas_to_aggregate";
   }
 
-  auto tf_config = env.find("TF_CONFIG");
+  auto tf_config = env.find(std::string(contract::kTfConfigEnv));
   if (tf_config == env.end() || tf_config->second.empty()) {
     c.local = true;
     c.info.role = Role::kChief;
@@ -502,7 +506,7 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   c.info.num_ps = static_cast<int>(c.ps_addresses.size());
   c.info.num_workers = static_cast<int>(c.worker_addresses.size());
   if (c.dynamic_workers && c.info.sync) {
-    return Invalid(replicas_source.empty() ? "TF_SYNC" : replicas_source,
+    return Invalid(replicas_source.empty() ? std::string(contract::kSyncEnv) : replicas_source,
                    "synchronous training needs the whole cluster, but TF_CONFIG is sparse "
                    "(enableDynamicWorker): use asynchronous training");
   }
@@ -524,8 +528,8 @@ absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv) {
     auto eq = entry.find('=');
     if (eq == std::string::npos) continue;
     std::string key = entry.substr(0, eq);
-    if (key == "TF_CONFIG" || key == "KUBERNETES_SERVICE_HOST" || key.rfind("TF_", 0) == 0 ||
-        key.rfind("TAAS_", 0) == 0) {
+    if (key == contract::kTfConfigEnv || key == "KUBERNETES_SERVICE_HOST" ||
+        key.rfind("TF_", 0) == 0 || key.rfind("TAAS_", 0) == 0) {
       env[key] = entry.substr(eq + 1);
     }
   }

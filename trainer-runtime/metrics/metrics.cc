@@ -15,16 +15,16 @@
 
 namespace taas::metrics {
 
-void Gauges::Describe(const std::string& name, const std::string& help) {
+void Gauges::Describe(std::string_view name, std::string_view help) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& g = gauges_[name];
+  auto& g = gauges_[std::string(name)];
   g.first = help;
   g.second = std::nan("");
 }
 
-void Gauges::Set(const std::string& name, double value) {
+void Gauges::Set(std::string_view name, double value) {
   std::lock_guard<std::mutex> lock(mu_);
-  gauges_[name].second = value;
+  gauges_[std::string(name)].second = value;
 }
 
 std::string Gauges::Render() const {

@@ -13,6 +13,7 @@
 #include "exit_code.h"
 #include "internal.h"
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/contract/metric_names.h"
 #include "taas/summary/event_writer.h"
 
 namespace taas::runtime {
@@ -108,9 +109,9 @@ int RunEvaluator(Context& ctx) {
         for (const auto& [name, value] : results) {
           scalars.emplace_back(name, static_cast<float>(value));
           line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
-          if (name == "accuracy") ctx.gauges->Set("taas_eval_accuracy", value);
+          if (name == "accuracy") ctx.gauges->Set(contract::kEvalAccuracyMetric, value);
         }
-        ctx.gauges->Set("taas_global_step", static_cast<double>(c.global_step));
+        ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(c.global_step));
         if (!scalars.empty()) {
           if (!events) {
             auto writer =

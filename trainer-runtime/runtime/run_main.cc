@@ -7,6 +7,7 @@
 
 #include "exit_code.h"
 #include "internal.h"
+#include "taas/contract/metric_names.h"
 #include "taas/ps/server.h"
 
 namespace taas {
@@ -55,7 +56,7 @@ int RunParameterServer(Context& ctx) {
       {{"address", ctx.config->listen_address}, {"incarnation", std::to_string(incarnation)}});
   while (!(*server)->WaitForExitRequest(1.0)) {
     ctx.global_step = (*server)->store().GetStatus().step;
-    ctx.gauges->Set("taas_global_step", static_cast<double>(ctx.global_step));
+    ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(ctx.global_step));
   }
   // Give workers a moment to fetch the final values before the port closes.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -71,11 +72,12 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
   const int nice = info.role == Role::kEvaluator ? YieldCoresToTraining(cfg, ctx.logger)
                                                  : ::getpriority(PRIO_PROCESS, 0);
   metrics::Gauges gauges;
-  gauges.Describe("taas_global_step", "Global training step this replica last saw");
-  gauges.Describe("taas_loss", "Loss of this replica's last training step");
-  gauges.Describe("taas_examples_per_second", "Training examples per second on this replica");
-  gauges.Describe("taas_learning_rate", "Learning rate at the current global step");
-  gauges.Describe("taas_eval_accuracy", "Accuracy of the evaluator's last evaluation");
+  gauges.Describe(contract::kGlobalStepMetric, "Global training step this replica last saw");
+  gauges.Describe(contract::kLossMetric, "Loss of this replica's last training step");
+  gauges.Describe(contract::kExamplesPerSecondMetric,
+                  "Training examples per second on this replica");
+  gauges.Describe(contract::kLearningRateMetric, "Learning rate at the current global step");
+  gauges.Describe(contract::kEvalAccuracyMetric, "Accuracy of the evaluator's last evaluation");
   ctx.gauges = &gauges;
   std::unique_ptr<metrics::MetricsServer> metrics_server;
   if (cfg.metrics_port > 0) {

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "progress.h"
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/contract/metric_names.h"
 #include "taas/ps/client.h"
 #include "taas/summary/event_writer.h"
 
@@ -432,7 +433,7 @@ int Trainer::Run() {
     last_global_step_ = pulled->global_step;
     built_.global_step = pulled->global_step;
     ctx_.global_step = pulled->global_step;
-    ctx_.gauges->Set("taas_global_step", static_cast<double>(pulled->global_step));
+    ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(pulled->global_step));
     if (pulled->done || pulled->global_step >= info_.max_steps) break;
 
     session_state_.global_step = pulled->global_step;
@@ -490,12 +491,12 @@ int Trainer::Run() {
     times.wait_secs = pushed->wait_secs;
     times.examples = examples;
     window.Add(times);
-    ctx_.gauges->Set("taas_global_step", static_cast<double>(global_step));
-    ctx_.gauges->Set("taas_loss", result.loss);
-    ctx_.gauges->Set("taas_learning_rate", session_state_.learning_rate);
+    ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(global_step));
+    ctx_.gauges->Set(contract::kLossMetric, result.loss);
+    ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
     if (local_step % cfg_.log_steps == 0) {
       const ProgressWindow::Summary w = window.Close();
-      ctx_.gauges->Set("taas_examples_per_second", w.examples_per_sec);
+      ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
       progress.Info("training", {{"step", local_step},
                                  {"global_step", global_step},
                                  {"loss", static_cast<double>(result.loss)},

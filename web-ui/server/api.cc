@@ -6,6 +6,7 @@
 #include <random>
 
 #include "taas/base/json_fields.h"
+#include "taas/tfjob/tfjob.h"
 #include "taas/ui_server/job_form.h"
 #include "taas/ui_server/tfjob_rules.h"
 #include "taas/ui_server/views.h"
@@ -70,10 +71,6 @@ bool IsPodName(const std::string& name) {
   }
   return std::isalnum(static_cast<unsigned char>(name.front())) &&
          std::isalnum(static_cast<unsigned char>(name.back()));
-}
-
-std::string TfJobsPath(const std::string& ns) {
-  return "/apis/kubeflow.org/v1/namespaces/" + ns + "/tfjobs";
 }
 
 std::int64_t SystemNow() {
@@ -347,7 +344,7 @@ HttpResponse Api::ListJobs(const Route& route) const {
   const std::string filter = route.query.count("q") ? route.query.at("q") : "";
   std::vector<json> rows;
   for (const std::string& ns : namespaces) {
-    auto jobs = kube_->Get(TfJobsPath(ns));
+    auto jobs = kube_->Get(tfjob::TFJobsPath(ns));
     if (!jobs.ok()) return KubeErrorResponse(jobs.status());
     auto pods = kube_->Get("/api/v1/namespaces/" + ns + "/pods");
     if (!pods.ok()) return KubeErrorResponse(pods.status());
@@ -407,7 +404,7 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
   errors = CheckTfJobRules(tfjob);
   if (!errors.empty()) return answer_errors(errors, tfjob);
 
-  auto created = kube_->Post(TfJobsPath(route.ns) + (dry_run ? "?dryRun=All" : ""), tfjob);
+  auto created = kube_->Post(tfjob::TFJobsPath(route.ns) + (dry_run ? "?dryRun=All" : ""), tfjob);
   if (!created.ok()) {
     HttpResponse failure = KubeErrorResponse(created.status());
     if (dry_run) {
@@ -427,7 +424,7 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
 }
 
 HttpResponse Api::GetJob(const Route& route) const {
-  auto tfjob = kube_->Get(TfJobsPath(route.ns) + "/" + route.name);
+  auto tfjob = kube_->Get(tfjob::TFJobPath(route.ns, route.name));
   if (!tfjob.ok()) return KubeErrorResponse(tfjob.status());
   auto pods = kube_->Get("/api/v1/namespaces/" + route.ns + "/pods");
   if (!pods.ok()) return KubeErrorResponse(pods.status());
@@ -457,7 +454,7 @@ HttpResponse Api::GetJob(const Route& route) const {
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {
-  auto deleted = kube_->Delete(TfJobsPath(route.ns) + "/" + route.name);
+  auto deleted = kube_->Delete(tfjob::TFJobPath(route.ns, route.name));
   if (!deleted.ok()) return KubeErrorResponse(deleted.status());
   logger_.Info("deleted tfjob", {{"namespace", route.ns}, {"job", route.name}});
   return JsonResponse(200, {{"deleted", route.name}, {"namespace", route.ns}});
@@ -482,12 +479,12 @@ HttpResponse Api::CloneJob(const HttpRequest& request, const Route& route) const
   if (!IsDns1123Label(new_name)) {
     return Error(422, "\"" + new_name + "\" is not a valid TFJob name", "metadata.name");
   }
-  auto source = kube_->Get(TfJobsPath(route.ns) + "/" + route.name);
+  auto source = kube_->Get(tfjob::TFJobPath(route.ns, route.name));
   if (!source.ok()) return KubeErrorResponse(source.status());
   const json copy = CloneTfJob(*source, new_name);
   const std::vector<FieldError> errors = CheckTfJobRules(copy);
   if (!errors.empty()) return JsonResponse(422, ErrorsJson(errors));
-  auto created = kube_->Post(TfJobsPath(route.ns), copy);
+  auto created = kube_->Post(tfjob::TFJobsPath(route.ns), copy);
   if (!created.ok()) return KubeErrorResponse(created.status());
   logger_.Info("cloned tfjob", {{"namespace", route.ns}, {"job", route.name}, {"clone", new_name}});
   return JsonResponse(201, {{"tfjob", *created}, {"name", new_name}});

@@ -5,6 +5,10 @@
 #include <set>
 
 #include "taas/base/json_fields.h"
+#include "taas/contract/env.h"
+#include "taas/contract/ports.h"
+#include "taas/tfjob/tfjob.h"
+#include "taas/tfjob/validation.h"
 
 namespace taas::ui_server {
 namespace {
@@ -12,13 +16,10 @@ namespace {
 using nlohmann::json;
 
 constexpr std::int64_t kMaxPs = 64;
-constexpr std::int64_t kMaxWorkers = 1024;
 constexpr std::int64_t kMaxGpusPerWorker = 64;
 constexpr std::int64_t kMaxBackoffLimit = 100;
 constexpr std::size_t kMaxListItems = 64;
 constexpr std::size_t kMaxItemLength = 1024;
-constexpr int kTfJobPort = 2222;
-constexpr int kMetricsPort = 9090;
 
 const std::string kWorkerContainer = "spec.tfReplicaSpecs.Worker.template.spec.containers[0]";
 const std::string kPsContainer = "spec.tfReplicaSpecs.PS.template.spec.containers[0]";
@@ -183,14 +184,16 @@ std::string HumanBytes(double bytes) {
 
 json Container(const JobForm& form, const std::string& cpu, const std::string& memory,
                std::int64_t gpus) {
-  json container = {{"name", "tensorflow"}, {"image", form.image}};
+  json container = {{"name", tfjob::kDefaultContainerName}, {"image", form.image}};
   if (!form.command.empty()) container["command"] = form.command;
   if (!form.args.empty()) container["args"] = form.args;
   container["env"] =
-      json::array({{{"name", "TF_SYNC"}, {"value", form.sync ? "true" : "false"}},
-                   {{"name", "TAAS_METRICS_PORT"}, {"value", std::to_string(kMetricsPort)}}});
-  container["ports"] = json::array({{{"name", "tfjob-port"}, {"containerPort", kTfJobPort}},
-                                    {{"name", "metrics"}, {"containerPort", kMetricsPort}}});
+      json::array({{{"name", contract::kSyncEnv}, {"value", form.sync ? "true" : "false"}},
+                   {{"name", contract::kMetricsPortEnv},
+                    {"value", std::to_string(contract::kDefaultMetricsPort)}}});
+  container["ports"] = json::array(
+      {{{"name", tfjob::kDefaultPortName}, {"containerPort", tfjob::kDefaultPort}},
+       {{"name", contract::kMetricsPortName}, {"containerPort", contract::kDefaultMetricsPort}}});
   json resources = {{"requests", {{"cpu", cpu}, {"memory", memory}}},
                     {"limits", {{"cpu", cpu}, {"memory", memory}}}};
   if (gpus > 0) resources["limits"]["nvidia.com/gpu"] = gpus;
@@ -235,7 +238,7 @@ std::vector<FieldError> ParseJobForm(const json& body, const std::string& namesp
   r.List("command", &form.command);
   r.List("args", &form.args);
   r.Integer("psReplicas", 0, kMaxPs, &form.ps_replicas);
-  r.Integer("workerReplicas", 1, kMaxWorkers, &form.worker_replicas);
+  r.Integer("workerReplicas", 1, tfjob::kMaxReplicasPerType, &form.worker_replicas);
   r.Integer("gpusPerWorker", 0, kMaxGpusPerWorker, &form.gpus_per_worker);
   r.Bool("chief", &form.chief);
   r.Bool("evaluator", &form.evaluator);
@@ -330,8 +333,8 @@ json BuildTfJob(const JobForm& form) {
     specs["Evaluator"] =
         ReplicaSpec(form, 1, Container(form, form.worker_cpu, form.worker_memory, 0));
   }
-  return {{"apiVersion", "kubeflow.org/v1"},
-          {"kind", "TFJob"},
+  return {{"apiVersion", tfjob::kApiVersion},
+          {"kind", tfjob::kKind},
           {"metadata",
            {{"name", form.name},
             {"namespace", form.namespace_name},
@@ -356,8 +359,8 @@ json CloneTfJob(const json& tfjob, const std::string& new_name) {
   annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
   annotations["taas.dev/cloned-from"] = jf::StringOr(old, "name", "");
   const json* spec = jf::Find(tfjob, "spec");
-  return {{"apiVersion", jf::StringOr(tfjob, "apiVersion", "kubeflow.org/v1")},
-          {"kind", "TFJob"},
+  return {{"apiVersion", jf::StringOr(tfjob, "apiVersion", taas::tfjob::kApiVersion)},
+          {"kind", taas::tfjob::kKind},
           {"metadata", metadata},
           {"spec", spec ? *spec : json::object()}};
 }

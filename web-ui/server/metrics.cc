@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "taas/base/json_fields.h"
+#include "taas/contract/metric_names.h"
 #include "taas/tfjob/tfjob.h"
 
 namespace taas::ui_server {
@@ -262,7 +263,7 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
 
 void MetricsScraper::ScrapeOnce() {
   for (const std::string& ns : namespaces_) {
-    auto list = kube_->Get("/apis/kubeflow.org/v1/namespaces/" + ns + "/tfjobs");
+    auto list = kube_->Get(tfjob::TFJobsPath(ns));
     if (!list.ok()) {
       logger_.Debug("listing tfjobs for metrics failed",
                     {{"namespace", ns}, {"error", std::string(list.status().message())}});
@@ -277,17 +278,18 @@ void MetricsScraper::ScrapeOnce() {
         auto text = HttpGet(address, "/metrics", options_.timeout);
         if (!text.ok()) continue;
         const auto samples = ParsePrometheusText(*text);
-        auto take = [&](const char* metric, std::optional<double>* into) {
-          if (auto it = samples.find(metric); it != samples.end() && !into->has_value()) {
+        auto take = [&](std::string_view metric, std::optional<double>* into) {
+          if (auto it = samples.find(std::string(metric));
+              it != samples.end() && !into->has_value()) {
             *into = it->second;
             any = true;
           }
         };
-        take("taas_global_step", &point.global_step);
-        take("taas_loss", &point.loss);
-        take("taas_examples_per_second", &point.examples_per_second);
-        take("taas_learning_rate", &point.learning_rate);
-        take("taas_eval_accuracy", &point.eval_accuracy);
+        take(contract::kGlobalStepMetric, &point.global_step);
+        take(contract::kLossMetric, &point.loss);
+        take(contract::kExamplesPerSecondMetric, &point.examples_per_second);
+        take(contract::kLearningRateMetric, &point.learning_rate);
+        take(contract::kEvalAccuracyMetric, &point.eval_accuracy);
       }
       if (any) {
         store_->Add(ns + "/" + jf::StringOr(ObjectOr(job, "metadata"), "name", ""), point);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "taas/base/json_fields.h"
+#include "taas/tfjob/labels.h"
 
 namespace taas::ui_server {
 namespace {
@@ -229,22 +230,22 @@ std::optional<std::int64_t> ParseTimestamp(std::string_view text) {
 }
 
 bool PodBelongsToJob(const json& pod, std::string_view job) {
-  if (Label(pod, {"training.kubeflow.org/job-name", "job-name"}) == job) return true;
+  if (Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName}) == job) return true;
   const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
   if (!owners.is_array()) return false;
   for (const json& owner : owners) {
-    if (Str(owner, "kind") == "TFJob" && Str(owner, "name") == job) return true;
+    if (Str(owner, "kind") == tfjob::kKind && Str(owner, "name") == job) return true;
   }
   return false;
 }
 
 std::string JobNameOfPod(const json& pod) {
-  std::string job = Label(pod, {"training.kubeflow.org/job-name", "job-name"});
+  std::string job = Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName});
   if (!job.empty()) return job;
   const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
   if (owners.is_array()) {
     for (const json& owner : owners) {
-      if (Str(owner, "kind") == "TFJob") return Str(owner, "name");
+      if (Str(owner, "kind") == tfjob::kKind) return Str(owner, "name");
     }
   }
   return "";
@@ -257,10 +258,10 @@ json PodView(const json& pod) {
   json view;
   const std::string name = Str(metadata, "name");
   view["name"] = name;
-  std::string type =
-      Label(pod, {"training.kubeflow.org/replica-type", "replica-type", "tf-replica-type"});
-  std::string index =
-      Label(pod, {"training.kubeflow.org/replica-index", "replica-index", "tf-replica-index"});
+  std::string type = Label(pod, {tfjob::kLabelReplicaType, tfjob::kLegacyLabelReplicaType,
+                                 tfjob::kLegacyLabelTfReplicaType});
+  std::string index = Label(pod, {tfjob::kLabelReplicaIndex, tfjob::kLegacyLabelReplicaIndex,
+                                  tfjob::kLegacyLabelTfReplicaIndex});
   if (type.empty() || index.empty()) {
     // Fall back on the `{job}-{type}-{index}` name.
     const auto last = name.rfind('-');

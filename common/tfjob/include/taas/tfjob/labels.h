@@ -11,6 +11,8 @@
 
 namespace taas::tfjob {
 
+// Every label the operator sets on a job's children starts with this.
+inline constexpr std::string_view kLabelPrefix = "training.kubeflow.org/";
 inline constexpr std::string_view kLabelOperatorName = "training.kubeflow.org/operator-name";
 inline constexpr std::string_view kLabelJobName = "training.kubeflow.org/job-name";
 inline constexpr std::string_view kLabelReplicaType = "training.kubeflow.org/replica-type";
@@ -18,6 +20,13 @@ inline constexpr std::string_view kLabelReplicaIndex = "training.kubeflow.org/re
 inline constexpr std::string_view kLabelJobRole = "training.kubeflow.org/job-role";
 inline constexpr std::string_view kOperatorName = "tfjob-controller";
 inline constexpr std::string_view kJobRoleMaster = "master";
+// The labels of older Kubeflow releases (tf-operator before training-operator), still on pods that
+// older tools made: read when the current ones are missing, never written.
+inline constexpr std::string_view kLegacyLabelJobName = "job-name";
+inline constexpr std::string_view kLegacyLabelReplicaType = "replica-type";
+inline constexpr std::string_view kLegacyLabelTfReplicaType = "tf-replica-type";
+inline constexpr std::string_view kLegacyLabelReplicaIndex = "replica-index";
+inline constexpr std::string_view kLegacyLabelTfReplicaIndex = "tf-replica-index";
 
 using Labels = std::map<std::string, std::string>;
 

@@ -21,8 +21,18 @@
 
 namespace taas::tfjob {
 
-inline constexpr std::string_view kApiVersion = "kubeflow.org/v1";
+inline constexpr std::string_view kGroup = "kubeflow.org";
+inline constexpr std::string_view kVersion = "v1";
+inline constexpr std::string_view kApiVersion = "kubeflow.org/v1";  // kGroup/kVersion
 inline constexpr std::string_view kKind = "TFJob";
+inline constexpr std::string_view kPlural = "tfjobs";
+static_assert(kApiVersion.substr(0, kGroup.size()) == kGroup &&
+              kApiVersion.substr(kGroup.size() + 1) == kVersion);
+
+// The REST paths of TFJobs on the API server: the collection of namespace `ns` (of every
+// namespace when `ns` is empty), and one job.
+std::string TFJobsPath(std::string_view ns);
+std::string TFJobPath(std::string_view ns, std::string_view name);
 // The container that receives TF_CONFIG and whose exit code decides restarts.
 inline constexpr std::string_view kDefaultContainerName = "tensorflow";
 inline constexpr std::string_view kDefaultPortName = "tfjob-port";

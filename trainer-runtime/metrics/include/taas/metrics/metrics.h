@@ -1,6 +1,6 @@
 // A Prometheus text-format endpoint (GET /metrics, any path answers) serving gauges the trainer
-// updates: taas_global_step, taas_loss, taas_examples_per_second, taas_learning_rate,
-// taas_eval_accuracy. One background thread; Set() is thread-safe and cheap.
+// updates (their names: taas/contract/metric_names.h). One background thread; Set() is thread-safe
+// and cheap.
 #pragma once
 
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "taas/base/status.h"
@@ -18,8 +19,8 @@ namespace taas::metrics {
 class Gauges {
  public:
   // Declares a gauge with its help text; undeclared names are served without HELP.
-  void Describe(const std::string& name, const std::string& help);
-  void Set(const std::string& name, double value);
+  void Describe(std::string_view name, std::string_view help);
+  void Set(std::string_view name, double value);
   // The exposition text, gauges in name order.
   std::string Render() const;
 

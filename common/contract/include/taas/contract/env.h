@@ -1,0 +1,21 @@
+// Environment variables one component sets and another reads: the operator and the launcher set
+// them on replicas (and the UI's New-job form in its manifests); the runtime reads them
+// (trainer-runtime/config, which documents every variable it reads).
+#pragma once
+
+#include <string_view>
+
+namespace taas::contract {
+
+// The cluster and the replica's task, as Kubeflow's training-operator writes it.
+inline constexpr std::string_view kTfConfigEnv = "TF_CONFIG";
+// The shared model dir: checkpoints and TensorBoard summaries.
+inline constexpr std::string_view kModelDirEnv = "TF_LOGDIR";
+// Synchronous (true) or asynchronous parameter-server training.
+inline constexpr std::string_view kSyncEnv = "TF_SYNC";
+// The TFJob's name, for the replicas' log lines.
+inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
+// The port of the replica's Prometheus endpoint (ports.h).
+inline constexpr std::string_view kMetricsPortEnv = "TAAS_METRICS_PORT";
+
+}  // namespace taas::contract
