@@ -1,6 +1,7 @@
 #include "taas/tfjob/status.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "taas/tfjob/labels.h"
@@ -351,6 +352,10 @@ class StatusComputation {
   void ScheduleDeadline() {
     const auto& deadline = job_.spec.run_policy.active_deadline_seconds;
     if (IsFinished(status()) || !deadline || !status().start_time) return;
+    // A deadline past the clock's range (activeDeadlineSeconds up to 2^63-1) is never reached:
+    // adding it would overflow and requeue the job in the past, every second.
+    const auto start = status().start_time->time_since_epoch().count();
+    if (*deadline > std::numeric_limits<Time::rep>::max() - start) return;
     Requeue(*status().start_time + std::chrono::seconds(*deadline));
   }
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "taas/tfjob/serialization.h"
 #include "test_support.h"
 
@@ -521,6 +523,17 @@ TEST_CASE("activeDeadlineSeconds fails the job on time and asks for a requeue at
         "TFJob default/j has failed because it was active longer than specified deadline");
   CHECK(job.status.completion_time == At(60));
   CHECK_FALSE(after.requeue_at.has_value());
+}
+
+TEST_CASE("an activeDeadlineSeconds past the clock's range never requeues the job in the past") {
+  // 2^63-1 seconds from the start overflowed into a time in the past: a requeue every second.
+  TFJob job = TestJob({{kWorker, 1}});
+  job.spec.run_policy.active_deadline_seconds = std::numeric_limits<std::int64_t>::max();
+  const StatusUpdate started = Step(job, {Replica(kWorker, 0, kRunning)}, At(0));
+  CHECK_FALSE(started.requeue_at.has_value());
+  const StatusUpdate later = Step(job, {Replica(kWorker, 0, kRunning)}, At(1000000));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK_FALSE(later.requeue_at.has_value());
 }
 
 // ---------------------------------------------------------------------------------------------
