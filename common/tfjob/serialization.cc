@@ -378,8 +378,16 @@ TFJob ReadTFJob(const json& value) {
             [&](const json& v, const std::string& p) { job.metadata = ReadMetadata(v, p); });
   IfPresent(value, "spec", "",
             [&](const json& v, const std::string& p) { job.spec = ReadSpec(v, p); });
-  IfPresent(value, "status", "",
-            [&](const json& v, const std::string& p) { job.status = ReadStatus(v, p); });
+  // The status is the operator's record and is rebuilt from the pods: one that cannot be read
+  // (whoever may write the status subresource may write anything there) is dropped, never a
+  // reason to fail the job. StatusFromJson still reports what is wrong with it.
+  IfPresent(value, "status", "", [&](const json& v, const std::string& p) {
+    try {
+      job.status = ReadStatus(v, p);
+    } catch (const ParseError&) {
+      job.status = JobStatus{};
+    }
+  });
   return job;
 }
 

@@ -339,4 +339,18 @@ TEST_CASE("no value anywhere in a manifest makes the rules throw") {
 }
 
 }  // namespace
+TEST_CASE("an unreadable status is dropped, not a reason to reject the job") {
+  // Anyone allowed to patch the status subresource may write anything there; the operator used to
+  // fail a running job over `"conditions": "all good"`.
+  json object = json::parse(R"({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+    "metadata": {"name": "j", "namespace": "ns"},
+    "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1}}},
+    "status": {"conditions": "all good", "startTime": 5}})");
+  const auto job = TFJobFromJson(object);
+  REQUIRE(job.ok());
+  CHECK(job->status == JobStatus{});
+  CHECK(job->spec.replica_specs.at(ReplicaType::kWorker).replicas == 1);
+  CHECK(ErrorField(StatusFromJson(object["status"]).status()) == "status.conditions");
+}
+
 }  // namespace taas::tfjob

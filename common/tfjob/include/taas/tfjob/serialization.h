@@ -23,6 +23,8 @@ namespace taas::tfjob {
 // A TFJob object. `apiVersion` and `kind`, when present, must be kubeflow.org/v1 and TFJob
 // (the UI may omit them). `tfReplicaSpecs` keys are accepted in any letter case and normalised
 // ("worker" -> Worker), as Kubeflow's defaulting does; an unknown type is an error naming the key.
+// A `status` that cannot be read is dropped (empty status): the operator rebuilds it from the
+// pods instead of failing a running job over what someone wrote to its status subresource.
 absl::StatusOr<TFJob> TFJobFromJson(const nlohmann::json& object);
 
 // The whole object with apiVersion and kind. Spec fields are written explicitly even when they
