@@ -399,16 +399,19 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
   return acted;
 }
 
-// Time-based follow-ups: the deadline or Stuck timeout, a blocked replica, the TTL.
+// Time-based follow-ups: the deadline or Stuck timeout, a blocked replica, the TTL. After a failed
+// act step (`acted_ok` false) the queue's per-key backoff decides when to look again: a pod the
+// API server refuses (an invalid template) would otherwise be retried every second, forever.
 absl::Status Controller::FollowUp(const JobContext& ctx, const tf::TFJob& job,
-                                  const Decision& decision, bool blocked, tf::Time now) {
+                                  const Decision& decision, bool blocked, bool acted_ok,
+                                  tf::Time now) {
   if (decision.update.requeue_at) {
     auto delay = *decision.update.requeue_at - now;
     queue_.AddAfter(ctx.key,
                     std::max<std::chrono::steady_clock::duration>(delay, std::chrono::seconds(1)));
   }
   // Services wait for the pods (Decide): look again once the pods are created.
-  if (blocked || (!decision.create_pods.empty() && decision.create_services.empty()))
+  if (acted_ok && (blocked || (!decision.create_pods.empty() && decision.create_services.empty())))
     queue_.AddAfter(ctx.key, std::chrono::seconds(1));
   if (!tf::IsFinished(job.status)) return absl::OkStatus();
   auto expiry = tf::TtlExpiry(job);
@@ -460,7 +463,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
   bool blocked = false;
   absl::Status acted = Act(ctx, *object, job, seen, now, decision, gone, blocked);
   if (gone) return absl::OkStatus();
-  absl::Status followed = FollowUp(ctx, job, decision, blocked, now);
+  absl::Status followed = FollowUp(ctx, job, decision, blocked, acted.ok(), now);
   return acted.ok() ? followed : acted;
 }
 

@@ -110,7 +110,8 @@ class Controller {
                    const Observation& seen, taas::tfjob::Time now, Decision& decision, bool& gone,
                    bool& blocked);
   absl::Status FollowUp(const JobContext& ctx, const taas::tfjob::TFJob& job,
-                        const Decision& decision, bool blocked, taas::tfjob::Time now);
+                        const Decision& decision, bool blocked, bool acted_ok,
+                        taas::tfjob::Time now);
   void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job);
   // The job's Secret (created once, read back when it exists, never regenerated) and its
   // NetworkPolicy, before any of its pods; once per job UID.
