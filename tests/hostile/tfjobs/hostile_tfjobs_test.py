@@ -144,13 +144,6 @@ def hostile_status(env, ns, name):
           f"{name}: a healthy job was failed for its status: {failed and failed.get('message')}")
 
 
-# A job whose pods the API server refuses (400/422, permanent) is reconciled every second for
-# ever: FollowUp's 1 s "services wait for the pods" requeue beats the work queue's backoff.
-RETRY_EVERY_SECOND = ("pods refused by the API server are retried every second forever (FollowUp in "
-                      "operator/controller/controller.cc requeues after 1 s whenever pods are "
-                      "planned and services are not, overriding the rate limiter's backoff); the "
-                      "job keeps only Created, with the reason in Events alone")
-
 ODD = "\u202eevil\u202c \u0000 \U0001F600\u200d\U0001F4A9 \ud800 \ufeff \u0301 \u0085"
 
 CASES = [
@@ -262,24 +255,16 @@ CASES = [
     Case("Worker and worker", "failed", "duplicates Worker", add_types(worker=1)),
     # ---- accepted; the pods cannot be made: a Warning Event names the field ----
     Case("containerPort as a string", ("reported", "failed"), "containerPort",
-         setter(container, "ports", [{"name": "tfjob-port", "containerPort": "2222"}]),
-         known_bug=RETRY_EVERY_SECOND),
+         setter(container, "ports", [{"name": "tfjob-port", "containerPort": "2222"}])),
     Case("GPU limit -1", ("reported", "failed"), "nvidia.com/gpu",
-         setter(container, "resources", {"limits": {"nvidia.com/gpu": "-1"}}),
-         known_bug=RETRY_EVERY_SECOND),
+         setter(container, "resources", {"limits": {"nvidia.com/gpu": "-1"}})),
     Case("GPU limit not a quantity", ("reported", "failed"), "quantities must match",
-         setter(container, "resources", {"limits": {"nvidia.com/gpu": "lots"}}),
-         known_bug=RETRY_EVERY_SECOND),
+         setter(container, "resources", {"limits": {"nvidia.com/gpu": "lots"}})),
     Case("pod template label value in Unicode", ("reported", "failed"), "metadata.labels",
          lambda job: worker(job)["template"].__setitem__("metadata",
-                                                          {"labels": {"team": "\u00e9quipe"}}),
-         known_bug=RETRY_EVERY_SECOND),
+                                                          {"labels": {"team": "\u00e9quipe"}})),
     Case("env entries that are not objects", ("reported", "failed"), "env",
-         setter(container, "env", ["A=1", 5, None]),
-         known_bug="BuildPod (operator/controller/builders.cc, the TF_CONFIG loop) calls "
-                   "json::value() on each env entry, which throws type_error.306 for a string; the "
-                   "reconcile is caught and retried with backoff forever with no Event and no "
-                   "condition: the job shows nothing, not even Created"),
+         setter(container, "env", ["A=1", 5, None])),
     # ---- accepted and run (odd but valid, or pruned by the schema) ----
     Case("replicas null (pruned: the default, 1)", "runs", pods=1,
          mutate=setter(worker, "replicas", None)),
@@ -315,19 +300,11 @@ CASES = [
          raw=lambda body: body.replace('"image": "taas/trainer:test"',
                                        '"image": "taas/trainer:test", "deep": ' + deep(5000))),
     Case("activeDeadlineSeconds 2^63-1", "runs",
-         mutate=setter(run_policy, "activeDeadlineSeconds", 2 ** 63 - 1),
-         known_bug="ScheduleDeadline (common/tfjob/status.cc) adds the deadline to startTime: "
-                   "start + seconds(2^63-1) overflows (undefined behaviour), the requeue time "
-                   "lands in the past and FollowUp's 1 s minimum makes the job reconcile every "
-                   "second for ever; the CRD's activeDeadlineSeconds has no maximum"),
+         mutate=setter(run_policy, "activeDeadlineSeconds", 2 ** 63 - 1)),
     Case("ttlSecondsAfterFinished 2^31-1", "runs",
          mutate=setter(run_policy, "ttlSecondsAfterFinished", 2 ** 31 - 1)),
     Case("backoffLimit 2^31-1", "runs", mutate=setter(run_policy, "backoffLimit", 2 ** 31 - 1)),
-    Case("garbage written to the status subresource", "runs", after=hostile_status,
-         known_bug="TFJobFromJson (common/tfjob/serialization.cc) refuses a status whose "
-                   "conditions are not an array, so the Reconcile fails the whole job "
-                   "(HandleInvalid: Failed, 'status.conditions: expected an array') while its "
-                   "spec is valid and its pods run; the status should be rebuilt from the pods"),
+    Case("garbage written to the status subresource", "runs", after=hostile_status),
     # ---- accepted; pods made but not schedulable here ----
     Case("GPU limit 1e9", "created",
          mutate=setter(container, "resources", {"limits": {"nvidia.com/gpu": "1e9"}})),
