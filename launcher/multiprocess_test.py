@@ -375,6 +375,28 @@ def scenario_sync_peer_lost(tmp):
             p.wait()
 
 
+def scenario_restart_after_done(tmp):
+    """A replica started again after its job finished (the chief killed between its last steps and
+    its exit, restarted under ExitCode) ends at once: the parameter servers are gone for good."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 1)], {"TF_MAX_STEPS": "60"})
+    assert run.finish() == 0, run.dump()
+    env = dict(os.environ)
+    env.update(token_env(tmp, chief=True))
+    env["TF_CONFIG"] = '{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10"]},' \
+                       '"task":{"type":"worker","index":0}}'
+    env["TAAS_WAIT_TIMEOUT_SECS"] = "2"
+    env["TF_LOGDIR"] = run.model_dir
+    env["TF_MAX_STEPS"] = "60"
+    again = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, (again.returncode, again.stdout)
+    assert "training already finished: nothing to do" in again.stdout, again.stdout
+    assert "waiting for parameter servers" not in again.stdout, again.stdout
+    # More steps than were trained: it resumes, so it needs the parameter servers.
+    env["TF_MAX_STEPS"] = "120"
+    more = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=60)
+    assert more.returncode == 150 and "parameter servers unreachable" in more.stdout, more.stdout
+
+
 def scenario_bad_manifest(tmp):
     path = os.path.join(tmp, "bad.yaml")
     with open(path, "w") as f:

@@ -21,13 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<std::int64_t> DoneStep(const std::string& model_dir) {
-  std::ifstream in(fs::path(model_dir) / kDoneMarker);
-  std::int64_t step;
-  if (in >> step) return step;
-  return std::nullopt;
-}
-
 // Copies a checkpoint's values into the model's variables; InvalidArgument naming the first
 // variable it lacks or holds at another size.
 absl::Status Restore(const checkpoint::Checkpoint& c, const std::vector<nn::Variable*>& variables) {

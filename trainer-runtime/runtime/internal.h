@@ -3,7 +3,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,14 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
 // The name of the marker the chief leaves in the model dir once training is over; it holds the
 // final global step, and tells the evaluator to finish.
 inline constexpr const char* kDoneMarker = "TRAINING_DONE";
+
+// The final global step the done marker in `model_dir` holds, if there is one.
+inline std::optional<std::int64_t> DoneStep(const std::string& model_dir) {
+  std::ifstream in(std::filesystem::path(model_dir) / kDoneMarker);
+  std::int64_t step;
+  if (in >> step) return step;
+  return std::nullopt;
+}
 
 }  // namespace runtime
 }  // namespace taas

@@ -349,6 +349,15 @@ int Trainer::Run() {
                                      {"sync", info_.sync},
                                      {"replicas_to_aggregate", info_.replicas_to_aggregate}});
   }
+  // A replica started again after its job finished (killed between the chief's last steps and
+  // its exit, then restarted under ExitCode) finds the parameter servers gone for good: the done
+  // marker says training reached max_steps, so there is nothing left to do, as TensorFlow's
+  // StopAtStepHook ends a restored session at once. A larger max_steps resumes as before.
+  if (auto done = DoneStep(info_.model_dir); done && *done >= info_.max_steps) {
+    ctx_.logger.Info("training already finished: nothing to do",
+                     {{"done_at_step", *done}, {"max_steps", info_.max_steps}});
+    return kExitOk;
+  }
   auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
   if (!reachable.ok()) {
     return Fail(FailureSource::kPeer, "parameter servers unreachable", reachable.status());
