@@ -484,8 +484,11 @@ class Suite:
         logged, so a loop shows only in the metric)."""
         time.sleep(2)  # the job's own status writes and child events
         rate = self.reconciles_per_second(seconds)
-        if rate - self.base_rate >= 0.7:
-            # A burst (the canary's garbage collection, a late child event) passes; a loop stays.
+        # A burst (the canary's garbage collection, a late child event, slowed down by a loaded
+        # machine) passes within a few windows; a loop stays in every one of them.
+        for _ in range(3):
+            if rate - self.base_rate < 0.7:
+                break
             time.sleep(3)
             rate = self.reconciles_per_second(seconds)
         if rate - self.base_rate >= 0.7:
