@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "manifest.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
+#include "taas/flags/flags.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/restart.h"
@@ -616,70 +618,42 @@ std::string FindBinary(const std::string& dir, const std::string& name) {
   return best;
 }
 
+std::string Usage() {
+  return "usage: taas run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env KEY=VALUE]... "
+         "[--progress-secs S]\n"
+         "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]";
+}
+
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path) {
-  const std::string usage =
-      "usage: taas run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env KEY=VALUE]... "
-      "[--progress-secs S]\n"
-      "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]";
+  const std::string usage = Usage();
   if (args.empty() || args[0] != "run") return absl::InvalidArgumentError(usage);
   Options o;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    std::string arg = args[i], value;
-    auto eq = arg.find('=');
-    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto next = [&]() -> absl::StatusOr<std::string> {
-      if (inline_value) return value;
-      if (i + 1 >= args.size()) return absl::InvalidArgumentError(arg + ": needs a value");
-      return args[++i];
-    };
-    auto number = [&](int low, int high) -> absl::StatusOr<int> {
-      TAAS_ASSIGN_OR_RETURN(std::string text, next());
-      char* end = nullptr;
-      const long n = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || n < low || n > high) {
-        return absl::InvalidArgumentError(arg + ": expected a number from " + std::to_string(low) +
-                                          " to " + std::to_string(high) + ", got " + text);
-      }
-      return static_cast<int>(n);
-    };
-    if (arg == "--build-dir") {
-      TAAS_ASSIGN_OR_RETURN(o.build_dir, next());
-    } else if (arg == "--model-dir") {
-      TAAS_ASSIGN_OR_RETURN(o.model_dir, next());
-    } else if (arg == "--env") {
-      TAAS_ASSIGN_OR_RETURN(std::string kv, next());
-      auto pos = kv.find('=');
-      if (pos == std::string::npos || pos == 0) {
-        return absl::InvalidArgumentError("--env: expected KEY=VALUE, got " + kv);
-      }
-      o.env[kv.substr(0, pos)] = kv.substr(pos + 1);
-    } else if (arg == "--ui-port") {
-      TAAS_ASSIGN_OR_RETURN(o.ui_port, number(0, 65535));
-      o.ui_port_given = true;
-    } else if (arg == "--no-ui" && !inline_value) {
-      o.ui = false;
-    } else if (arg == "--keep-ui" && !inline_value) {
-      o.keep_ui = true;
-    } else if (arg == "--ui-assets") {
-      TAAS_ASSIGN_OR_RETURN(o.ui_assets, next());
-    } else if (arg == "--local-gpus") {
-      TAAS_ASSIGN_OR_RETURN(o.local_gpus, number(0, 1024));
-    } else if (arg == "--progress-secs") {
-      TAAS_ASSIGN_OR_RETURN(std::string s, next());
-      o.progress_secs = std::atof(s.c_str());
-    } else if (arg.rfind("--", 0) == 0) {
-      return absl::InvalidArgumentError(arg + ": unknown option\n" + usage);
-    } else if (o.job_file.empty()) {
-      o.job_file = arg;
-    } else {
-      return absl::InvalidArgumentError("only one job file, got " + arg + " too\n" + usage);
-    }
+  bool no_ui = false;
+  flags::FlagSet set;
+  set.String("build-dir", &o.build_dir);
+  set.String("model-dir", &o.model_dir);
+  set.KeyValues("env", &o.env);
+  set.Double("progress-secs", 0, 86400, &o.progress_secs);
+  set.Int("ui-port", 0, 65535, &o.ui_port);
+  set.Switch("no-ui", &no_ui);
+  set.Switch("keep-ui", &o.keep_ui);
+  set.String("ui-assets", &o.ui_assets);
+  set.Int("local-gpus", 0, 1024, &o.local_gpus);
+  auto parsed = set.Parse({args.begin() + 1, args.end()});
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(std::string(parsed.status().message()) + "\n" + usage);
   }
+  o.help = parsed->help;
+  o.ui = !no_ui;
+  o.ui_port_given =
+      std::find(parsed->given.begin(), parsed->given.end(), "ui-port") != parsed->given.end();
+  if (parsed->positional.size() > 1) {
+    return absl::InvalidArgumentError("only one job file, got " + parsed->positional[1] + " too\n" +
+                                      usage);
+  }
+  if (!parsed->positional.empty()) o.job_file = parsed->positional.front();
+  if (o.help) return o;
   if (o.job_file.empty()) return absl::InvalidArgumentError("no job file\n" + usage);
   if (o.build_dir.empty()) {
     // build/launcher/taas -> build

@@ -35,7 +35,12 @@ struct Options {
   // GPUs the cluster page shows for this machine.
   int local_gpus = 0;
   double ui_scrape_secs = 2;
+  // --help or -h: print Usage() and do nothing else.
+  bool help = false;
 };
+
+// What `taas run --help` prints.
+std::string Usage();
 
 // Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]
 // [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.

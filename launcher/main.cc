@@ -10,5 +10,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(options.status().message()).c_str());
     return 2;
   }
+  if (options->help) {
+    std::printf("%s\n", taas::launcher::Usage().c_str());
+    return 0;
+  }
   return taas::launcher::Run(*options);
 }

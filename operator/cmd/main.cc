@@ -25,15 +25,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <limits>
-#include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "health_server.h"
 #include "taas/base/log.h"
 #include "taas/controller/controller.h"
+#include "taas/flags/flags.h"
 #include "taas/kube/client.h"
 #include "taas/kube/leader_election.h"
 #include "taas/tfjob/validation.h"
@@ -81,107 +79,46 @@ constexpr char kUsage[] =
     "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
     "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";
 
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags flags;
-  std::map<std::string, std::string> values;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError("unexpected argument " + arg);
-    std::string name = arg.substr(2);
-    std::string value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (name == "leader-elect" || name == "ui-allow-anonymous-read") {
-      value = "true";
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError("--" + name + " needs a value");
-    }
-    values[name] = value;
-  }
-  auto integer = [&](const std::string& name, int& out, int min,
-                     int max = std::numeric_limits<int>::max()) -> absl::Status {
-    auto it = values.find(name);
-    if (it == values.end()) return absl::OkStatus();
-    try {
-      std::size_t used = 0;
-      out = std::stoi(it->second, &used);
-      if (used != it->second.size() || out < min || out > max) throw std::invalid_argument("range");
-    } catch (const std::exception&) {
-      std::string range = max == std::numeric_limits<int>::max()
-                              ? ">= " + std::to_string(min)
-                              : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-      return absl::InvalidArgumentError("--" + name + " must be an integer " + range + ", got \"" +
-                                        it->second + "\"");
-    }
-    values.erase(it);
-    return absl::OkStatus();
-  };
-  auto text = [&](const std::string& name, std::string& out) {
-    if (auto it = values.find(name); it != values.end()) {
-      out = it->second;
-      values.erase(it);
-    }
-  };
-  TAAS_RETURN_IF_ERROR(integer("workers", flags.workers, 1));
-  TAAS_RETURN_IF_ERROR(integer("health-port", flags.health_port, 0));
-  TAAS_RETURN_IF_ERROR(integer("stuck-after-seconds", flags.stuck_after_seconds, 0));
-  TAAS_RETURN_IF_ERROR(integer("resync-seconds", flags.resync_seconds, 0));
+  taas::flags::FlagSet set;
+  set.String("kubeconfig", &flags.kubeconfig);
+  set.List("namespaces", &flags.namespaces);
+  set.Int("workers", 1, 1024, &flags.workers);
+  set.Int("health-port", 0, 65535, &flags.health_port);
+  set.String("health-address", &flags.health_address);
+  set.Switch("leader-elect", &flags.leader_elect);
+  set.String("lease-namespace", &flags.lease_namespace);
+  set.String("lease-name", &flags.lease_name);
+  set.String("identity", &flags.identity);
+  set.String("cluster-domain", &flags.cluster_domain);
+  set.Int("stuck-after-seconds", 0, 86400 * 365, &flags.stuck_after_seconds);
+  set.Int("resync-seconds", 0, 86400 * 365, &flags.resync_seconds);
   // 3 s at least: the renew deadline (2/3) must stay above the retry period (1/7, 1 s at least).
-  TAAS_RETURN_IF_ERROR(integer("lease-duration-seconds", flags.lease_duration_seconds, 3));
-  TAAS_RETURN_IF_ERROR(integer("api-parallelism", flags.api_parallelism, 1));
-  TAAS_RETURN_IF_ERROR(integer("child-event-delay-ms", flags.child_event_delay_ms, 0));
+  set.Int("lease-duration-seconds", 3, 3600, &flags.lease_duration_seconds);
+  set.Int("api-parallelism", 1, 1024, &flags.api_parallelism);
+  set.Int("child-event-delay-ms", 0, 60000, &flags.child_event_delay_ms);
   // Lowers the installation's limit; the CRD's bound (kMaxReplicasPerJob) cannot be raised.
-  TAAS_RETURN_IF_ERROR(integer("max-replicas-per-job", flags.max_replicas_per_job, 1,
-                               taas::tfjob::kMaxReplicasPerJob));
-  std::string namespaces, leader_elect, ui_namespaces, ui_anonymous;
-  text("namespaces", namespaces);
-  flags.namespaces = Split(namespaces);
-  text("ui-namespaces", ui_namespaces);
-  flags.ui_namespaces = Split(ui_namespaces);
-  text("ui-listen", flags.ui_listen);
-  text("ui-token-file", flags.ui_token_file);
-  text("ui-assets", flags.ui_assets);
-  text("ui-allow-anonymous-read", ui_anonymous);
-  text("kubeconfig", flags.kubeconfig);
-  text("health-address", flags.health_address);
-  text("lease-namespace", flags.lease_namespace);
-  text("lease-name", flags.lease_name);
-  text("identity", flags.identity);
-  text("cluster-domain", flags.cluster_domain);
-  text("port-file", flags.port_file);
-  text("log-level", flags.log_level);
-  text("leader-elect", leader_elect);
-  if (!leader_elect.empty()) {
-    if (leader_elect != "true" && leader_elect != "false")
-      return absl::InvalidArgumentError("--leader-elect must be true or false");
-    flags.leader_elect = leader_elect == "true";
+  set.Int("max-replicas-per-job", 1, taas::tfjob::kMaxReplicasPerJob, &flags.max_replicas_per_job);
+  set.String("port-file", &flags.port_file);
+  set.String("log-level", &flags.log_level);
+  set.String("ui-listen", &flags.ui_listen);
+  set.List("ui-namespaces", &flags.ui_namespaces);
+  set.String("ui-token-file", &flags.ui_token_file);
+  set.String("ui-assets", &flags.ui_assets);
+  set.Switch("ui-allow-anonymous-read", &flags.ui_allow_anonymous_read);
+  TAAS_ASSIGN_OR_RETURN(auto parsed, set.Parse(taas::flags::Args(argc, argv)));
+  if (parsed.help) {
+    std::cout << kUsage;
+    std::exit(0);
   }
-  if (!ui_anonymous.empty()) {
-    if (ui_anonymous != "true" && ui_anonymous != "false")
-      return absl::InvalidArgumentError("--ui-allow-anonymous-read must be true or false");
-    flags.ui_allow_anonymous_read = ui_anonymous == "true";
+  if (!parsed.positional.empty()) {
+    return absl::InvalidArgumentError(parsed.positional.front() + ": unexpected argument");
   }
   if (!flags.ui_listen.empty()) {
     TAAS_RETURN_IF_ERROR(
         taas::ui_server::ParseListenAddress("--ui-listen", flags.ui_listen, &flags.ui_http));
   }
-  if (!values.empty()) return absl::InvalidArgumentError("unknown flag --" + values.begin()->first);
   return flags;
 }
 

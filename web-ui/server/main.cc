@@ -15,11 +15,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "taas/base/log.h"
+#include "taas/flags/flags.h"
 #include "taas/kube/client.h"
 #include "taas/ui_server/kube_client_api.h"
 #include "taas/ui_server/ui_server.h"
@@ -48,118 +48,51 @@ constexpr const char* kUsage =
     "               [--write-timeout S] [--max-follow S] [--max-log-bytes N]\n"
     "               [--max-list-items N] [--cluster-max-age S]\n";
 
-// A whole number for `flag` (range-checked later with the option it sets).
-bool ParseCount(const std::string& flag, const std::string& text, std::int64_t* out,
-                std::string* error) {
-  if (text.empty() || text.size() > 15 ||
-      text.find_first_not_of("0123456789") != std::string::npos) {
-    *error = flag + " wants a whole number, got \"" + text + "\"";
-    return false;
-  }
-  *out = std::stoll(text);
-  return true;
-}
-
-// Seconds (e.g. "30", "0.5") for `flag`, as milliseconds.
-bool ParseSeconds(const std::string& flag, const std::string& text, std::chrono::milliseconds* out,
-                  std::string* error) {
-  char* end = nullptr;
-  const double seconds = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(seconds >= 0) || seconds > 1e7) {
-    *error = flag + " wants seconds from 0 to 10000000, got \"" + text + "\"";
-    return false;
-  }
-  *out = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
-  return true;
-}
-
-std::vector<std::string> Split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, separator)) {
-    if (!part.empty()) parts.push_back(part);
-  }
-  return parts;
-}
-
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    const auto eq = arg.find('=');
-    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto next = [&]() -> bool {
-      if (inline_value) return true;
-      if (i + 1 >= argc) {
-        *error = arg + " needs a value";
-        return false;
-      }
-      value = argv[++i];
-      return true;
-    };
-    if (arg == "--allow-anonymous-read") {
-      flags->allow_anonymous_read = true;
-    } else if (arg == "--kubeconfig") {
-      if (!next()) return false;
-      flags->kubeconfig = value;
-    } else if (arg == "--namespaces") {
-      if (!next()) return false;
-      flags->namespaces = Split(value, ',');
-    } else if (arg == "--token-file") {
-      if (!next()) return false;
-      flags->token_file = value;
-    } else if (arg == "--listen") {
-      if (!next()) return false;
-      flags->listen = value;
-    } else if (arg == "--assets") {
-      if (!next()) return false;
-      flags->assets = value;
-    } else if (arg == "--metrics-target") {
-      if (!next()) return false;
-      const auto sep = value.find('=');
-      if (sep == std::string::npos) {
-        *error = "--metrics-target wants NS/REPLICA=HOST:PORT";
-        return false;
-      }
-      flags->metrics_targets[value.substr(0, sep)] = value.substr(sep + 1);
-    } else if (arg == "--scrape-interval") {
-      if (!next()) return false;
-      flags->scrape_interval_seconds = std::atoi(value.c_str());
-      if (flags->scrape_interval_seconds < 1) {
-        *error = "--scrape-interval must be at least 1";
-        return false;
-      }
-    } else if (arg == "--max-connections" || arg == "--max-body-bytes" ||
-               arg == "--max-header-bytes" || arg == "--max-log-bytes" ||
-               arg == "--max-list-items") {
-      std::int64_t count = 0;
-      if (!next() || !ParseCount(arg, value, &count, error)) return false;
-      if (arg == "--max-connections") flags->http.max_connections = static_cast<std::size_t>(count);
-      if (arg == "--max-body-bytes") flags->http.max_body_bytes = static_cast<std::size_t>(count);
-      if (arg == "--max-header-bytes")
-        flags->http.max_header_bytes = static_cast<std::size_t>(count);
-      if (arg == "--max-log-bytes") flags->api.max_log_bytes = count;
-      if (arg == "--max-list-items") flags->api.max_list_items = count;
-    } else if (arg == "--idle-timeout" || arg == "--header-timeout" || arg == "--body-timeout" ||
-               arg == "--write-timeout" || arg == "--max-follow" || arg == "--cluster-max-age") {
-      std::chrono::milliseconds duration{0};
-      if (!next() || !ParseSeconds(arg, value, &duration, error)) return false;
-      if (arg == "--idle-timeout") flags->http.idle_timeout = duration;
-      if (arg == "--header-timeout") flags->http.header_timeout = duration;
-      if (arg == "--body-timeout") flags->http.body_timeout = duration;
-      if (arg == "--write-timeout") flags->http.write_timeout = duration;
-      if (arg == "--max-follow") flags->http.max_follow = duration;
-      if (arg == "--cluster-max-age") flags->api.cluster_max_age = duration;
-    } else if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else {
-      *error = "unknown flag " + arg;
+  // Sizes as whole numbers (CheckServerOptions and CheckApiOptions hold them to their ranges).
+  constexpr std::int64_t kMaxCount = std::int64_t{1} << 50;
+  std::int64_t max_connections = static_cast<std::int64_t>(flags->http.max_connections);
+  std::int64_t max_body_bytes = static_cast<std::int64_t>(flags->http.max_body_bytes);
+  std::int64_t max_header_bytes = static_cast<std::int64_t>(flags->http.max_header_bytes);
+  taas::flags::FlagSet set;
+  set.String("kubeconfig", &flags->kubeconfig);
+  set.List("namespaces", &flags->namespaces);
+  set.String("token-file", &flags->token_file);
+  set.String("listen", &flags->listen);
+  set.String("assets", &flags->assets);
+  set.Switch("allow-anonymous-read", &flags->allow_anonymous_read);
+  set.KeyValues("metrics-target", &flags->metrics_targets);
+  set.Int("scrape-interval", 1, 3600, &flags->scrape_interval_seconds);
+  set.Int("max-connections", 0, kMaxCount, &max_connections);
+  set.Int("max-body-bytes", 0, kMaxCount, &max_body_bytes);
+  set.Int("max-header-bytes", 0, kMaxCount, &max_header_bytes);
+  set.Int("max-log-bytes", 0, kMaxCount, &flags->api.max_log_bytes);
+  set.Int("max-list-items", 0, kMaxCount, &flags->api.max_list_items);
+  set.Seconds("idle-timeout", 0, 1e7, &flags->http.idle_timeout);
+  set.Seconds("header-timeout", 0, 1e7, &flags->http.header_timeout);
+  set.Seconds("body-timeout", 0, 1e7, &flags->http.body_timeout);
+  set.Seconds("write-timeout", 0, 1e7, &flags->http.write_timeout);
+  set.Seconds("max-follow", 0, 1e7, &flags->http.max_follow);
+  set.Seconds("cluster-max-age", 0, 1e7, &flags->api.cluster_max_age);
+  auto parsed = set.Parse(taas::flags::Args(argc, argv));
+  if (!parsed.ok()) {
+    *error = std::string(parsed.status().message());
+    return false;
+  }
+  if (parsed->help) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  if (!parsed->positional.empty()) {
+    *error = parsed->positional.front() + ": unexpected argument";
+    return false;
+  }
+  flags->http.max_connections = static_cast<std::size_t>(max_connections);
+  flags->http.max_body_bytes = static_cast<std::size_t>(max_body_bytes);
+  flags->http.max_header_bytes = static_cast<std::size_t>(max_header_bytes);
+  for (const auto& [replica, address] : flags->metrics_targets) {
+    if (replica.find('/') == std::string::npos || address.empty()) {
+      *error = "--metrics-target: expected NS/REPLICA=HOST:PORT, got " + replica + "=" + address;
       return false;
     }
   }
