@@ -350,6 +350,11 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
   void Serve(tcp::socket& socket);
   // Reads one request header and answers 503: the server is at its connection limit.
   void Refuse(tcp::socket& socket);
+  // Ends a connection without losing the answer just written: closing with unread input (the rest
+  // of a request refused for its size) makes the kernel reset the connection, and a reset can
+  // discard the answer before the client reads it. So the sending side is shut first and what the
+  // client still sends is read and dropped, for at most kLingerTime and kLingerBytes.
+  void LingeringClose(tcp::socket& socket);
   // Runs `op` with a deadline that shuts the socket down (`how`) when it passes; true if it did.
   template <typename Op>
   bool WithDeadline(tcp::socket& socket, std::chrono::milliseconds limit, int how, Op&& op) {
@@ -527,7 +532,24 @@ void HttpServer::State::Serve(tcp::socket& socket) {
     }
     if (ec || !keep_alive) break;
   }
-  socket.shutdown(tcp::socket::shutdown_both, ec);
+  LingeringClose(socket);
+}
+
+void HttpServer::State::LingeringClose(tcp::socket& socket) {
+  constexpr auto kLingerTime = std::chrono::milliseconds(1000);
+  constexpr std::size_t kLingerBytes = std::size_t{4} << 20;
+  beast::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) return;
+  WithDeadline(socket, kLingerTime, SHUT_RD, [&] {
+    char sink[16 << 10];
+    for (std::size_t drained = 0; drained < kLingerBytes;) {
+      const std::size_t n = socket.read_some(asio::buffer(sink), ec);
+      if (ec || n == 0) break;
+      drained += n;
+    }
+  });
+  socket.shutdown(tcp::socket::shutdown_receive, ec);
 }
 
 void HttpServer::State::Refuse(tcp::socket& socket) {
@@ -544,7 +566,7 @@ void HttpServer::State::Refuse(tcp::socket& socket) {
                            std::to_string(options.max_connections) +
                            " connections; retry in a moment"),
         false, ec);
-  socket.shutdown(tcp::socket::shutdown_both, ec);
+  LingeringClose(socket);
 }
 
 void HttpServer::State::AcceptOne(tcp::socket socket) {
