@@ -9,6 +9,7 @@
 
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/rfc3339.h"
 
 namespace taas::ui_server {
 namespace {
@@ -150,16 +151,6 @@ bool NodeCordoned(const json& node) {
   return unschedulable.is_boolean() && unschedulable.get<bool>();
 }
 
-// Days since 1970-01-01 of a civil date (the proleptic Gregorian calendar).
-std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
 }  // namespace
 
 std::optional<double> ParseQuantity(std::string_view text) {
@@ -195,38 +186,9 @@ std::optional<double> ParseQuantity(std::string_view text) {
 }
 
 std::optional<std::int64_t> ParseTimestamp(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm)
-  if (text.size() < 20) return std::nullopt;
-  auto num = [&](std::size_t pos, std::size_t len) -> int {
-    int v = 0;
-    for (std::size_t k = pos; k < pos + len; ++k) {
-      if (!std::isdigit(static_cast<unsigned char>(text[k]))) return -1;
-      v = v * 10 + (text[k] - '0');
-    }
-    return v;
-  };
-  const int year = num(0, 4), month = num(5, 2), day = num(8, 2);
-  const int hour = num(11, 2), minute = num(14, 2), second = num(17, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || minute < 0 ||
-      second < 0 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != ' ') ||
-      text[13] != ':' || text[16] != ':') {
-    return std::nullopt;
-  }
-  std::size_t pos = 19;
-  if (pos < text.size() && text[pos] == '.') {
-    ++pos;
-    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  }
-  std::int64_t offset = 0;
-  if (pos < text.size() && (text[pos] == '+' || text[pos] == '-') && pos + 6 == text.size()) {
-    const int oh = num(pos + 1, 2), om = num(pos + 4, 2);
-    if (oh < 0 || om < 0) return std::nullopt;
-    offset = (text[pos] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-  } else if (!(pos + 1 == text.size() && (text[pos] == 'Z' || text[pos] == 'z'))) {
-    return std::nullopt;
-  }
-  return DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
-         hour * 3600 + minute * 60 + second - offset;
+  auto time = tfjob::ParseRfc3339(text);
+  if (!time.ok()) return std::nullopt;
+  return time->time_since_epoch().count();
 }
 
 bool PodBelongsToJob(const json& pod, std::string_view job) {

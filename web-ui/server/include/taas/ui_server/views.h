@@ -15,7 +15,8 @@ namespace taas::ui_server {
 // std::nullopt when the text is not a quantity.
 std::optional<double> ParseQuantity(std::string_view text);
 
-// Seconds since the epoch of an RFC 3339 timestamp ("2026-11-22T00:40:00Z"); nullopt if malformed.
+// Seconds since the epoch of an RFC 3339 timestamp ("2026-11-22T00:40:00Z"), read by the TFJob
+// library's parser (tfjob::ParseRfc3339); nullopt if malformed.
 std::optional<std::int64_t> ParseTimestamp(std::string_view text);
 
 // Whether `pod` was created for the TFJob named `job` (by the Kubeflow job-name labels or an
