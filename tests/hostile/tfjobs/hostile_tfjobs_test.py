@@ -19,9 +19,6 @@ metrics answer below 500, and a normal 2-worker job still gets its pods Running.
 operator must be idle (no reconcile loop spinning on a hostile job). A table of case -> outcome
 is printed, then PASS.
 
-A case marked `known_bug` documents an operator defect: it is reported as XFAIL while the defect
-is there and fails the suite (XPASS) once it is fixed, so the mark is removed with the fix.
-
 usage: hostile_tfjobs_test.py --operator BIN --crd FILE --cluster taas-cluster
                               [--e2e-dir tests/operator] [--only SUBSTRING]
 """
@@ -87,7 +84,7 @@ def deep(depth):
 
 class Case:
     def __init__(self, what, expect, field="", mutate=None, pods=2, raw=None, query="",
-                 after=None, known_bug=None):
+                 after=None):
         self.what = what
         self.expect = expect          # one outcome, or a tuple of acceptable ones
         self.field = field            # must appear in the rejection / condition / event
@@ -96,7 +93,6 @@ class Case:
         self.raw = raw                # body text -> body text, for what a dict cannot hold
         self.query = query            # query string of the POST
         self.after = after            # (env, ns, name) -> None, run once the outcome is seen
-        self.known_bug = known_bug
         self.name = ""
         self.actual = ""
         self.detail = ""
@@ -105,11 +101,7 @@ class Case:
         self.verdict = ""
 
     def settle_verdict(self):
-        good = self.ok and not self.spins
-        if self.known_bug:
-            self.verdict = "XPASS" if good else "XFAIL"
-        else:
-            self.verdict = "ok" if good else "FAIL"
+        self.verdict = "ok" if self.ok and not self.spins else "FAIL"
 
 
 def setter(path_fn, key, value):
@@ -562,8 +554,6 @@ def print_table(cases):
         expect = "|".join(c.expect) if isinstance(c.expect, tuple) else c.expect
         print(f"{i:>3}  {c.what[:58]:<58} {expect:<17} {c.actual:<9} {c.verdict:<7}  "
               f"{c.detail[:150]}")
-        if c.known_bug:
-            print(f"{'':>5}known bug: {c.known_bug}")
 
 
 def main():
@@ -601,11 +591,7 @@ def main():
         check(status == 200, f"UI GET /cluster: {status} {body[:300]!r}")
         print_table(cases)
         check(len(cases) >= 30 or ARGS.only, f"only {len(cases)} cases")
-        bad = [c for c in cases if c.verdict in ("FAIL", "XPASS")]
-        xfail = [c for c in cases if c.verdict == "XFAIL"]
-        if xfail:
-            log(f"{len(xfail)} cases fail as their known operator bug says (XFAIL): "
-                + ", ".join(c.name for c in xfail))
+        bad = [c for c in cases if c.verdict == "FAIL"]
         check(not bad, "cases not as expected: " + "; ".join(
             f"{c.name} {c.what}: expected {c.expect}, got {c.actual} ({c.verdict})" for c in bad))
         failed = False
