@@ -55,6 +55,20 @@ void FlagSet::String(const std::string& name, std::string* out) {
   });
 }
 
+void FlagSet::Choice(const std::string& name, std::vector<std::string> choices, std::string* out) {
+  Add(name, Kind::kValue, [out, choices = std::move(choices)](const std::string& value) {
+    for (const std::string& choice : choices) {
+      if (value == choice) {
+        *out = value;
+        return absl::OkStatus();
+      }
+    }
+    std::string all;
+    for (const std::string& choice : choices) all += (all.empty() ? "" : "|") + choice;
+    return Expected(all, value);
+  });
+}
+
 void FlagSet::Switch(const std::string& name, bool* out) {
   Add(name, Kind::kSwitch, [out](const std::string& value) {
     if (value != "true" && value != "false") return Expected("true or false", value);

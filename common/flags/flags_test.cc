@@ -77,6 +77,13 @@ TEST_CASE("every mistake names the flag and what it expects") {
   CHECK(ErrorOf(set, {"--keep-ui=yes"}) == "--keep-ui: expected true or false, got yes");
   CHECK(ErrorOf(set, {"--env", "novalue"}) == "--env: expected KEY=VALUE, got novalue");
   CHECK(ErrorOf(set, {"--env", "=x"}) == "--env: expected KEY=VALUE, got =x");
+  std::string level = "info";
+  set.Choice("log-level", {"debug", "info", "warning", "error"}, &level);
+  CHECK(ErrorOf(set, {"--log-level", "dbug"}) ==
+        "--log-level: expected debug|info|warning|error, got dbug");
+  CHECK(level == "info");
+  CHECK(ErrorOf(set, {"--log-level=warning"}).empty());
+  CHECK(level == "warning");
   CHECK(port == 8080);
 }
 

@@ -75,7 +75,7 @@ constexpr char kUsage[] =
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
-    "                     [--log-level debug|info|warning]\n"
+    "                     [--log-level debug|info|warning|error]\n"
     "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
     "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";
 
@@ -101,7 +101,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   // Lowers the installation's limit; the CRD's bound (kMaxReplicasPerJob) cannot be raised.
   set.Int("max-replicas-per-job", 1, taas::tfjob::kMaxReplicasPerJob, &flags.max_replicas_per_job);
   set.String("port-file", &flags.port_file);
-  set.String("log-level", &flags.log_level);
+  set.Choice("log-level", {"debug", "info", "warning", "error"}, &flags.log_level);
   set.String("ui-listen", &flags.ui_listen);
   set.List("ui-namespaces", &flags.ui_namespaces);
   set.String("ui-token-file", &flags.ui_token_file);

@@ -28,6 +28,8 @@ class FlagSet {
   // Each call declares `--name` and where its value goes; `*out` keeps its value (the default)
   // unless the flag is given.
   void String(const std::string& name, std::string* out);
+  // One of `choices`, spelled exactly.
+  void Choice(const std::string& name, std::vector<std::string> choices, std::string* out);
   void Switch(const std::string& name, bool* out);
   // A whole number from `min` to `max`; out's type must hold both.
   void Int(const std::string& name, std::int64_t min, std::int64_t max, std::int64_t* out);
