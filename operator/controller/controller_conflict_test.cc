@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "../kube/test_server.h"
+#include "taas/kube_testing/test_server.h"
 #include "taas/controller/controller.h"
 
 namespace {

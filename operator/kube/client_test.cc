@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "test_server.h"
+#include "taas/kube_testing/test_server.h"
 
 using taas::kube::Client;
 using taas::kube::ClientConfig;

@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "test_server.h"
+#include "taas/kube_testing/test_server.h"
 
 using nlohmann::json;
 using taas::kube::AggregateEvents;

@@ -5,7 +5,7 @@
 #include <set>
 #include <thread>
 
-#include "test_server.h"
+#include "taas/kube_testing/test_server.h"
 
 using taas::kube::Delta;
 using taas::kube::DeltaType;

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "taas/kube/events.h"
-#include "test_server.h"
+#include "taas/kube_testing/test_server.h"
 
 using namespace std::chrono_literals;
 using taas::kube::LeaseTakeable;

@@ -138,9 +138,23 @@ def closure(graph, target):
     return seen
 
 
+def private_reaches(root):
+    """(file, header) for every quoted include that climbs out of its folder (`../x/y.h`): another
+    part's private header, which that part may change at will; parts are reached through their
+    public `include/` only."""
+    reaches = []
+    for path in walk(root):
+        if path.endswith(SOURCE_SUFFIXES):
+            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+                reaches += [(path, h) for h in INCLUDE.findall(f.read()) if ".." in h.split("/")]
+    return reaches
+
+
 def violations(root):
     parts = find_parts(root)
     found = []  # (from, to, why, detail)
+    for path, header in private_reaches(root):
+        found.append((path, header, "a part is reached through its public include/ only", path))
     for path, target in include_edges(root, parts):
         for prefix, forbidden, why in INCLUDE_RULES:
             for banned in forbidden:
