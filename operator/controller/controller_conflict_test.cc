@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "taas/kube_testing/test_server.h"
 #include "taas/controller/controller.h"
+#include "taas/kube_testing/test_server.h"
 
 namespace {
 
