@@ -1,5 +1,7 @@
 #include "taas/tfjob/restart.h"
 
+#include "taas/contract/exit_codes.h"
+
 namespace taas::tfjob {
 
 std::string_view ToString(ExitAction action) {
@@ -14,7 +16,7 @@ std::string_view ToString(ExitAction action) {
   return "unknown";
 }
 
-bool IsRetryableExitCode(int exit_code) { return exit_code >= 128; }
+bool IsRetryableExitCode(int exit_code) { return exit_code >= contract::kFirstRetryableExitCode; }
 
 ExitAction DecideOnExit(RestartPolicy policy, int exit_code) {
   switch (policy) {

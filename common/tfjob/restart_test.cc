@@ -2,8 +2,18 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/contract/exit_codes.h"
+
 namespace taas::tfjob {
 namespace {
+
+TEST_CASE("the runtime's exit codes are read as the runtime means them") {
+  CHECK_FALSE(IsRetryableExitCode(contract::kExitBadConfig));
+  CHECK_FALSE(IsRetryableExitCode(contract::kExitModelError));
+  CHECK(IsRetryableExitCode(contract::kExitTransient));
+  CHECK(DecideOnExit(RestartPolicy::kExitCode, contract::kExitTransient) == ExitAction::kRestart);
+  CHECK(DecideOnExit(RestartPolicy::kExitCode, contract::kExitModelError) == ExitAction::kFail);
+}
 
 TEST_CASE("retryable exit codes are 128 and above, as Kubeflow's IsRetryableExitCode") {
   CHECK_FALSE(IsRetryableExitCode(0));
