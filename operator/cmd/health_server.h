@@ -1,5 +1,6 @@
-// A minimal HTTP listener for /healthz, /readyz and /metrics (Prometheus text). Loopback or any
-// address; one thread; one request per connection. The UI/API server is separate.
+// The operator's /healthz, /livez, /readyz and /metrics (Prometheus text), on the shared small
+// HTTP server (taas/http/server.h: its own thread, deadlines and limits). The UI/API server is
+// separate.
 #pragma once
 
 #include <functional>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "taas/base/status.h"
+#include "taas/http/server.h"
 
 namespace taas::operator_cmd {
 
@@ -15,21 +17,14 @@ struct HealthHandlers {
   std::function<std::string()> metrics;  // /metrics body
 };
 
-class HealthServer {
- public:
-  // Binds `address:port` (port 0 picks a free one) and serves on a background thread.
-  static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& address, int port,
-                                                             HealthHandlers handlers);
-  ~HealthServer();  // stops
-  HealthServer(const HealthServer&) = delete;
-  HealthServer& operator=(const HealthServer&) = delete;
-  int port() const;
+inline constexpr const char* kTextPlain = "text/plain; charset=utf-8";
 
-  class Impl;
+// The answer to one request (pure: what the server calls).
+http::Response AnswerHealth(const HealthHandlers& handlers, const http::Request& request);
 
- private:
-  explicit HealthServer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
+// Binds `address:port` (port 0 picks a free one) and serves on a background thread until the
+// returned server goes.
+absl::StatusOr<std::unique_ptr<http::Server>> StartHealthServer(const std::string& address,
+                                                                int port, HealthHandlers handlers);
 
 }  // namespace taas::operator_cmd

@@ -245,10 +245,10 @@ int main(int argc, char** argv) {
            "# TYPE taas_operator_leader gauge\ntaas_operator_leader " +
            std::string(leading.load() ? "1" : "0") + "\n";
   };
-  std::unique_ptr<taas::operator_cmd::HealthServer> health;
+  std::unique_ptr<taas::http::Server> health;
   if (flags->health_port >= 0) {
-    auto server = taas::operator_cmd::HealthServer::Start(flags->health_address, flags->health_port,
-                                                          handlers);
+    auto server =
+        taas::operator_cmd::StartHealthServer(flags->health_address, flags->health_port, handlers);
     if (!server.ok()) {
       logger.Error("cannot start the health server",
                    {{"error", std::string(server.status().message())}});

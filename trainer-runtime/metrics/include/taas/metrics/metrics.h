@@ -1,18 +1,18 @@
 // A Prometheus text-format endpoint (GET /metrics, any path answers) serving gauges the trainer
-// updates (their names: taas/contract/metric_names.h). One background thread; Set() is thread-safe
-// and cheap.
+// updates (their names: taas/contract/metric_names.h), on the shared small HTTP server
+// (taas/http/server.h: one background thread, deadlines and limits). Set() is thread-safe and
+// cheap.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "taas/base/status.h"
+#include "taas/http/server.h"
 
 namespace taas::metrics {
 
@@ -34,24 +34,15 @@ class MetricsServer {
   // Serves `gauges` (not owned; must outlive the server) on host:port; port 0 picks a free one.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
                                                               const Gauges* gauges);
-  ~MetricsServer();
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
   // How long one scrape may take, reading the request and writing the answer together.
   static constexpr std::chrono::milliseconds kConnectionDeadline{2000};
 
  private:
-  MetricsServer() = default;
-  void Serve();
-
-  const Gauges* gauges_ = nullptr;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  explicit MetricsServer(std::unique_ptr<http::Server> server) : server_(std::move(server)) {}
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace taas::metrics
