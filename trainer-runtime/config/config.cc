@@ -16,6 +16,7 @@
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
+#include "taas/contract/ports.h"
 
 namespace taas::config {
 namespace {
@@ -178,7 +179,8 @@ std::vector<Setting> Settings() {
                    "lanes (stores over their own connections) per PS task for large variables (2)",
                    IntInRange(1, 64), &RuntimeConfig::ps_lanes));
   s.push_back(Make("metrics_port", std::string(contract::kMetricsPortEnv),
-                   "Prometheus metrics port, 0 = off (9090 in Kubernetes, else 0)",
+                   "Prometheus metrics port, 0 = off (" +
+                       std::to_string(contract::kDefaultMetricsPort) + " in Kubernetes, else 0)",
                    IntInRange(0, 65535), &RuntimeConfig::metrics_port));
   s.push_back(Make("ps_max_message_bytes", "TAAS_PS_MAX_MESSAGE_BYTES",
                    "largest gRPC message a PS or its client accepts (1073741824)",
@@ -450,7 +452,8 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   RuntimeConfig c;
   c.info.max_steps = 10000;
   c.info.model_dir = "taas-model";
-  if (env.count("KUBERNETES_SERVICE_HOST")) c.metrics_port = 9090;
+  // In a pod the port the operator declares and the UI scrapes; a local process serves none.
+  if (env.count("KUBERNETES_SERVICE_HOST")) c.metrics_port = contract::kDefaultMetricsPort;
   const std::vector<Setting> settings = Settings();
 
   for (const auto& s : settings) {
