@@ -1,58 +1,19 @@
 // `taas run job.yaml`: runs a TFJob on this machine, one process per replica, with the TF_CONFIG
 // the operator would inject (addresses are 127.0.0.1 with free ports). Restart decisions and the
 // job status come from the TFJob rules library (taas::tfjob), exactly as in the operator.
+//
+// The parts: args.h (the command line), replica_env.h (each replica's command, ports and
+// environment), processes.h (process supervision), job_loop.h (the job loop's decisions), and
+// launcher.cc, which runs one job with them and serves its web UI.
 #pragma once
 
-#include <map>
-#include <string>
-#include <vector>
-
-#include "taas/base/status.h"
+#include "args.h"
 
 namespace taas::launcher {
-
-struct Options {
-  std::string job_file;
-  // Where `/opt/taas/bin/<name>` commands are looked up (recursively); default: the build dir
-  // this launcher binary sits in.
-  std::string build_dir;
-  // The shared model dir (TF_LOGDIR of every replica); default: a fresh folder under /tmp/taas.
-  std::string model_dir;
-  // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
-  std::map<std::string, std::string> env;
-  double progress_secs = 10;
-
-  // The web UI for this job (taas::ui_server over LocalKubeApi), on 127.0.0.1.
-  bool ui = true;
-  // 0: any free port. The default port falls back to a free one when it is taken; a port given
-  // with --ui-port does not.
-  int ui_port = 8080;
-  bool ui_port_given = false;
-  // Keep serving after the job finished, until Ctrl-C (the exit code stays the job's).
-  bool keep_ui = false;
-  // The built front end; default: <build_dir>/web-ui/dist.
-  std::string ui_assets;
-  // GPUs the cluster page shows for this machine.
-  int local_gpus = 0;
-  double ui_scrape_secs = 2;
-  // --help or -h: print Usage() and do nothing else.
-  bool help = false;
-};
-
-// What `taas run --help` prints.
-std::string Usage();
-
-// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]
-// [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
-absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
-                                  const std::string& self_path);
 
 // Runs the job to completion (serving the web UI meanwhile unless options.ui is false); returns
 // the process exit code (0 when the job succeeded, 1 when it failed, 2 for a manifest or setup
 // error, 130 when interrupted while the job ran).
 int Run(const Options& options);
-
-// Finds an executable file named `name` under `dir` (recursively, shallowest first).
-std::string FindBinary(const std::string& dir, const std::string& name);
 
 }  // namespace taas::launcher

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "replica_env.h"
+
 namespace taas::launcher {
 namespace {
 

@@ -1,0 +1,48 @@
+// The command line of `taas run`: what the user asked for, checked, with the defaults filled in.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+
+namespace taas::launcher {
+
+struct Options {
+  std::string job_file;
+  // Where `/opt/taas/bin/<name>` commands are looked up (recursively); default: the build dir
+  // this launcher binary sits in.
+  std::string build_dir;
+  // The shared model dir (TF_LOGDIR of every replica); default: a fresh folder under /tmp/taas.
+  std::string model_dir;
+  // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
+  std::map<std::string, std::string> env;
+  double progress_secs = 10;
+
+  // The web UI for this job (taas::ui_server over LocalKubeApi), on 127.0.0.1.
+  bool ui = true;
+  // 0: any free port. The default port falls back to a free one when it is taken; a port given
+  // with --ui-port does not.
+  int ui_port = 8080;
+  bool ui_port_given = false;
+  // Keep serving after the job finished, until Ctrl-C (the exit code stays the job's).
+  bool keep_ui = false;
+  // The built front end; default: <build_dir>/web-ui/dist.
+  std::string ui_assets;
+  // GPUs the cluster page shows for this machine.
+  int local_gpus = 0;
+  double ui_scrape_secs = 2;
+  // --help or -h: print Usage() and do nothing else.
+  bool help = false;
+};
+
+// What `taas run --help` prints.
+std::string Usage();
+
+// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]
+// [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
+absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
+                                  const std::string& self_path);
+
+}  // namespace taas::launcher

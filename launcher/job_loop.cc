@@ -1,0 +1,163 @@
+#include "job_loop.h"
+
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace taas::launcher {
+
+tfjob::Time SystemNow() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+Replica PendingReplica(ReplicaLaunch launch, Clock::time_point start_at) {
+  Replica r;
+  static_cast<ReplicaLaunch&>(r) = std::move(launch);
+  r.observed.type = r.type;
+  r.observed.index = r.index;
+  r.observed.phase = tfjob::ReplicaPhase::kPending;
+  r.start_at = start_at;
+  return r;
+}
+
+ExitDecision DecideExit(tfjob::RestartPolicy policy, int exit_code) {
+  ExitDecision decision{tfjob::DecideOnExit(policy, exit_code)};
+  // The pod's policy is one of Always, OnFailure, Never: the kubelet's own rules, which
+  // DecideOnExit spells for those three.
+  const std::optional<tfjob::RestartPolicy> kubelet =
+      tfjob::ParseRestartPolicy(tfjob::PodRestartPolicy(policy));
+  decision.in_place =
+      kubelet && tfjob::DecideOnExit(*kubelet, exit_code) == tfjob::ExitAction::kRestart;
+  return decision;
+}
+
+JobLoop::JobLoop(tfjob::TFJob& job, std::deque<Replica>& replicas, ProcessTable& processes,
+                 LoopReporter& reporter, LoopClocks clocks)
+    : job_(job),
+      replicas_(replicas),
+      processes_(processes),
+      reporter_(reporter),
+      clocks_(std::move(clocks)) {}
+
+absl::Status JobLoop::Start(Replica& r) {
+  ProcessSpec spec;
+  spec.argv = r.argv;
+  spec.env = ProcessEnvironment(r.env, environ);
+  spec.on_line = [this, name = r.name](std::string_view line) {
+    reporter_.ReplicaOutput(name, line);
+  };
+  TAAS_ASSIGN_OR_RETURN(r.pid, processes_.Start(std::move(spec)));
+  ++r.starts;
+  r.observed.phase = tfjob::ReplicaPhase::kRunning;
+  r.observed.exit_code.reset();
+  r.start_at.reset();
+  r.started_at = clocks_.wall();
+  r.stopped = false;
+  const std::string what = "pid=" + std::to_string(r.pid) + " port=" + std::to_string(r.port) +
+                           " metrics_port=" + std::to_string(r.metrics_port);
+  if (r.starts > 1) {
+    reporter_.ReplicaNote(r, "[taas] restart " + std::to_string(r.starts - 1) + ": " + what);
+    reporter_.Event(false, "Restarted",
+                    "started again (restart " + std::to_string(r.starts - 1) + "), " + what, &r);
+  } else {
+    reporter_.Event(false, "Started", "started " + what, &r);
+  }
+  reporter_.Say("started " + r.name + " " + what +
+                (r.starts > 1 ? " (restart " + std::to_string(r.starts - 1) + ")" : ""));
+  return absl::OkStatus();
+}
+
+void JobLoop::TakeExits(Clock::time_point now) {
+  for (Replica& r : replicas_) {
+    if (r.pid <= 0) continue;
+    const std::optional<int> code = processes_.Reap(r.pid);
+    if (!code) continue;
+    r.pid = -1;
+    const ExitDecision decision = DecideExit(r.policy, *code);
+    const std::string said = "exited with code " + std::to_string(*code) + " (restartPolicy " +
+                             std::string(tfjob::ToString(r.policy)) + ": " +
+                             std::string(tfjob::ToString(decision.action)) + ")";
+    reporter_.Say(r.name + " " + said);
+    r.last_exit_code = *code;
+    r.finished_at = clocks_.wall();
+    reporter_.Event(*code != 0, "Exited", said, &r);
+    r.observed.exit_code = *code;
+    if (decision.in_place) {
+      // The pod stays Running; its container's restart count rises.
+      ++r.observed.restarts;
+      r.start_at = now + kRestartDelay;
+    } else {
+      r.observed.phase =
+          *code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+    }
+  }
+}
+
+absl::Status JobLoop::Turn() {
+  const Clock::time_point now = clocks_.steady();
+  for (Replica& r : replicas_) {
+    if (!r.start_at || now < *r.start_at) continue;
+    if (absl::Status s = Start(r); !s.ok()) {
+      return absl::Status(s.code(), "cannot start " + r.name + ": " + std::string(s.message()));
+    }
+  }
+  TakeExits(now);
+  std::vector<tfjob::ObservedReplica> observed;
+  for (const Replica& r : replicas_) observed.push_back(r.observed);
+  tfjob::StatusUpdate update = tfjob::ComputeJobStatus(job_, observed, clocks_.wall());
+  job_.status = std::move(update.status);
+  for (const tfjob::JobEvent& e : update.events) {
+    reporter_.Say(std::string(e.warning ? "warning: " : "") + e.reason + ": " + e.message);
+    reporter_.Event(e.warning, e.reason, e.message, nullptr);
+  }
+  for (const tfjob::ReplicaRef& ref : update.restart) {
+    for (Replica& r : replicas_) {
+      if (r.type != ref.type || r.index != ref.index) continue;
+      r.observed.phase = tfjob::ReplicaPhase::kPending;
+      r.observed.exit_code.reset();
+      r.start_at = now + kRestartDelay;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void JobLoop::Stopped(Replica& r, std::optional<int> exit_code) {
+  r.pid = -1;
+  if (!exit_code) return;
+  r.last_exit_code = *exit_code;
+  r.finished_at = clocks_.wall();
+  r.observed.phase =
+      *exit_code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+}
+
+void JobLoop::StopAll(const std::string& why) {
+  for (Replica& r : replicas_) {
+    r.start_at.reset();
+    if (r.pid <= 0) continue;
+    processes_.Terminate(r.pid);
+    r.stopped = true;
+    reporter_.Event(false, "Killing", "stopping the process: " + why, &r);
+  }
+  // A process stopped here ends with the code it exits with (or was killed by).
+  const Clock::time_point deadline = clocks_.steady() + kStopGrace;
+  while (clocks_.steady() < deadline) {
+    bool alive = false;
+    for (Replica& r : replicas_) {
+      if (r.pid <= 0) continue;
+      if (const std::optional<int> code = processes_.Reap(r.pid)) {
+        Stopped(r, code);
+      } else {
+        alive = true;
+      }
+    }
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (Replica& r : replicas_) {
+    if (r.pid > 0) Stopped(r, processes_.Kill(r.pid));
+  }
+}
+
+}  // namespace taas::launcher

@@ -1,0 +1,196 @@
+#include "replica_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "taas/base/json_fields.h"
+#include "taas/contract/env.h"
+#include "taas/tfjob/tf_config.h"
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using tfjob::ReplicaType;
+
+constexpr const char* kBinPrefix = "/opt/taas/bin/";
+
+// The container's command then its args, each a list of strings (as the API server demands).
+absl::StatusOr<std::vector<std::string>> CommandOf(const json_fields::Json& container,
+                                                   const std::string& field) {
+  std::vector<std::string> argv;
+  for (const char* key : {"command", "args"}) {
+    const std::string path = field + "." + key;
+    TAAS_ASSIGN_OR_RETURN(const json_fields::Json* list,
+                          json_fields::OptionalArray(container, key, path));
+    for (std::size_t i = 0; list && i < list->size(); ++i) {
+      if (!(*list)[i].is_string()) {
+        return absl::InvalidArgumentError(path + "[" + std::to_string(i) +
+                                          "]: must be a string, got " +
+                                          std::string(json_fields::TypeName((*list)[i])));
+      }
+      argv.push_back((*list)[i].get<std::string>());
+    }
+  }
+  return argv;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> FreePorts(int count) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = 0;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      for (int f : fds) ::close(f);
+      if (fd >= 0) ::close(fd);
+      return absl::UnavailableError(std::string("cannot reserve a loopback port: ") +
+                                    std::strerror(errno));
+    }
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int f : fds) ::close(f);  // Held until all are chosen, so no port is handed out twice.
+  return ports;
+}
+
+absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
+    const tfjob::TFJob& job, const ReplicaSettings& settings, const std::vector<int>& ports,
+    const JobSecretFiles& secrets, const std::function<void(const std::string&)>& say) {
+  if (ports.size() != 2 * static_cast<std::size_t>(tfjob::TotalReplicas(job.spec))) {
+    return absl::InternalError("two ports per replica needed, got " + std::to_string(ports.size()));
+  }
+  std::vector<ReplicaLaunch> replicas;
+  std::size_t next = 0;
+  std::map<std::pair<ReplicaType, int>, int> port_of;
+  for (ReplicaType type : tfjob::kStatusOrder) {
+    auto it = job.spec.replica_specs.find(type);
+    if (it == job.spec.replica_specs.end()) continue;
+    for (int i = 0; i < it->second.replicas; ++i) {
+      ReplicaLaunch& r = replicas.emplace_back();
+      r.type = type;
+      r.index = i;
+      r.name = tfjob::ReplicaName(job.metadata.name, type, i);
+      r.port = ports[next++];
+      r.metrics_port = ports[next++];
+      r.policy = it->second.restart_policy;
+      port_of[{type, i}] = r.port;
+    }
+  }
+  const tfjob::ClusterSpec cluster =
+      tfjob::BuildClusterSpec(job.spec, [&](ReplicaType type, int index) {
+        return "127.0.0.1:" + std::to_string(port_of[{type, index}]);
+      });
+  const bool distributed = tfjob::NeedsTfConfig(job.spec);
+  std::map<std::string, std::string> resolved;  // command -> local binary, said once each
+  for (ReplicaLaunch& r : replicas) {
+    const nlohmann::json& tmpl = job.spec.replica_specs.at(r.type).pod_template;
+    const nlohmann::json* container = tfjob::FindDefaultContainer(tmpl);
+    if (!container) {
+      return absl::InvalidArgumentError("spec.tfReplicaSpecs." +
+                                        std::string(tfjob::ReplicaTypeName(r.type)) +
+                                        ".template.spec.containers: no container named tensorflow");
+    }
+    const std::string field = "spec.tfReplicaSpecs." + std::string(tfjob::ReplicaTypeName(r.type)) +
+                              ".template.spec.containers[tensorflow]";
+    TAAS_ASSIGN_OR_RETURN(r.argv, CommandOf(*container, field));
+    if (r.argv.empty()) {
+      return absl::InvalidArgumentError(field +
+                                        ".command: needed to run the replica locally "
+                                        "(the image's entrypoint is unknown here)");
+    }
+    if (r.argv[0].rfind(kBinPrefix, 0) == 0) {
+      const std::string name = r.argv[0].substr(std::strlen(kBinPrefix));
+      auto found = resolved.find(r.argv[0]);
+      if (found == resolved.end()) {
+        std::string local = FindBinary(settings.build_dir, name);
+        if (local.empty()) {
+          return absl::NotFoundError(r.argv[0] + ": no executable named " + name + " under " +
+                                     settings.build_dir + " (build it, or pass --build-dir)");
+        }
+        say("using " + local + " for " + r.argv[0]);
+        found = resolved.emplace(r.argv[0], local).first;
+      }
+      r.argv[0] = found->second;
+    }
+    TAAS_ASSIGN_OR_RETURN(const json_fields::Json* env,
+                          json_fields::OptionalArray(*container, "env", field + ".env"));
+    for (std::size_t i = 0; env && i < env->size(); ++i) {
+      const json_fields::Json& e = (*env)[i];
+      const std::string path = field + ".env[" + std::to_string(i) + "]";
+      if (!e.is_object()) {
+        return absl::InvalidArgumentError(path + ": must be an object, got " +
+                                          std::string(json_fields::TypeName(e)));
+      }
+      TAAS_ASSIGN_OR_RETURN(auto name, json_fields::OptionalString(e, "name", path + ".name"));
+      if (!name || name->empty()) return absl::InvalidArgumentError(path + ".name: needed");
+      if (auto value = json_fields::String(e, "value")) {
+        r.env[*name] = *value;
+      } else if (json_fields::Find(e, "valueFrom")) {
+        say(r.name + ": env " + *name + " uses valueFrom, which has no local meaning; skipped");
+      }
+    }
+    for (const auto& [k, v] : settings.env) r.env[k] = v;
+    for (const auto& [k, v] : secrets.EnvFor(job.spec, r.type, r.index)) r.env[k] = v;
+    const std::string model_dir_env(contract::kModelDirEnv);
+    if (r.env.count(model_dir_env) && r.env[model_dir_env] != settings.model_dir) {
+      say(r.name + ": " + model_dir_env + " " + r.env[model_dir_env] +
+          " replaced by the local model dir");
+    }
+    r.env[model_dir_env] = settings.model_dir;
+    r.env[std::string(contract::kJobNameEnv)] = job.metadata.name;
+    r.env[std::string(contract::kMetricsPortEnv)] = std::to_string(r.metrics_port);
+    if (distributed) {
+      r.env[std::string(contract::kTfConfigEnv)] = tfjob::TfConfigJson(cluster, {r.type, r.index});
+    }
+  }
+  return replicas;
+}
+
+std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,
+                                            char* const* inherited) {
+  std::map<std::string, std::string> env;
+  for (char* const* e = inherited; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env.erase(std::string(contract::kTfConfigEnv));
+  for (const auto& [k, v] : replica_env) env[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::string FindBinary(const std::string& dir, const std::string& name) {
+  std::error_code ec;
+  std::string best;
+  std::size_t best_depth = 0;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().filename() != name || !it->is_regular_file(ec)) continue;
+    if (::access(it->path().c_str(), X_OK) != 0) continue;
+    const auto depth = static_cast<std::size_t>(it.depth());
+    if (best.empty() || depth < best_depth) {
+      best = it->path().string();
+      best_depth = depth;
+    }
+  }
+  return best;
+}
+
+}  // namespace taas::launcher

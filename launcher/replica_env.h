@@ -1,0 +1,60 @@
+// What each replica of a local job runs with: a name, two loopback ports (gRPC and metrics), its
+// container's command resolved to a local executable, and the environment the operator would give
+// its pod (the manifest's env, the job secret's files, TF_LOGDIR, TF_CONFIG from the TFJob rules
+// library with 127.0.0.1 addresses).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "job_secret_files.h"
+#include "taas/base/status.h"
+#include "taas/tfjob/restart.h"
+#include "taas/tfjob/tfjob.h"
+
+namespace taas::launcher {
+
+struct ReplicaLaunch {
+  tfjob::ReplicaType type = tfjob::ReplicaType::kWorker;
+  int index = 0;
+  std::string name;  // tfjob::ReplicaName
+  int port = 0;
+  int metrics_port = 0;
+  tfjob::RestartPolicy policy = tfjob::RestartPolicy::kNever;
+  std::vector<std::string> argv;
+  // Set for the replica, over the launcher's own environment (see ProcessEnvironment).
+  std::map<std::string, std::string> env;
+};
+
+struct ReplicaSettings {
+  // Where a command `/opt/taas/bin/<name>` is looked up (FindBinary).
+  std::string build_dir;
+  // The shared model dir, an absolute path: TF_LOGDIR of every replica.
+  std::string model_dir;
+  // `--env`: after the manifest's env, before the launcher's own variables.
+  std::map<std::string, std::string> env;
+};
+
+// `count` distinct free TCP ports on 127.0.0.1 (free when chosen; nothing holds them after).
+absl::StatusOr<std::vector<int>> FreePorts(int count);
+
+// Every replica of `job`, in tfjob::kStatusOrder then by index, the i-th taking ports[2i] and
+// ports[2i+1] (so `ports` holds 2 * tfjob::TotalReplicas). Errors name the manifest field: a
+// replica type without a `tensorflow` container, or without a command. `say` gets a line for
+// what the user should know (which executable a command runs, env entries skipped or replaced).
+absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
+    const tfjob::TFJob& job, const ReplicaSettings& settings, const std::vector<int>& ports,
+    const JobSecretFiles& secrets, const std::function<void(const std::string&)>& say);
+
+// The whole environment of a replica's process, KEY=VALUE each, sorted by key: `inherited` (the
+// launcher's own, null-terminated like `environ`) without TF_CONFIG, then `replica_env` over it.
+// The launcher's TF_CONFIG (set when it runs inside a replica itself) would name another cluster.
+std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,
+                                            char* const* inherited);
+
+// Finds an executable file named `name` under `dir` (recursively, shallowest first); "" when none.
+std::string FindBinary(const std::string& dir, const std::string& name);
+
+}  // namespace taas::launcher

@@ -1,0 +1,152 @@
+#include "replica_env.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "taas/contract/env.h"
+#include "taas/contract/job_secret.h"
+#include "taas/tfjob/validation.h"
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json Container(json command) {
+  return {{"name", "tensorflow"},
+          {"image", "x"},
+          {"command", std::move(command)},
+          {"env",
+           {{{"name", "TF_LOGDIR"}, {"value", "/elsewhere"}},
+            {{"name", "A"}, {"value", "1"}},
+            {{"name", "S"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}}}}}}}}};
+}
+
+tfjob::TFJob Job(const json& container, int workers = 2) {
+  json tmpl = {{"spec", {{"containers", {container}}}}};
+  auto job = tfjob::LoadTFJob(
+      {{"apiVersion", "kubeflow.org/v1"},
+       {"kind", "TFJob"},
+       {"metadata", {{"name", "linear"}}},
+       {"spec",
+        {{"tfReplicaSpecs",
+          {{"PS", {{"replicas", 1}, {"template", tmpl}}},
+           {"Worker",
+            {{"replicas", workers}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}}}}}});
+  REQUIRE(job.ok());
+  return *job;
+}
+
+struct Dirs {
+  Dirs() {
+    std::string tmpl = (fs::temp_directory_path() / "taas-replica-env-XXXXXX").string();
+    root = ::mkdtemp(tmpl.data());
+    fs::create_directories(root / "bin");
+    std::ofstream(root / "bin" / "model") << "#!/bin/sh\n";
+    ::chmod((root / "bin" / "model").c_str(), 0755);
+    auto created = JobSecretFiles::Create(root.string(), "linear");
+    REQUIRE(created.ok());
+    secrets = std::move(*created);
+  }
+  ~Dirs() {
+    secrets.reset();
+    fs::remove_all(root);
+  }
+  fs::path root;
+  std::unique_ptr<JobSecretFiles> secrets;
+};
+
+TEST_CASE("each replica: name, two ports, the local executable, the operator's environment") {
+  Dirs dirs;
+  const tfjob::TFJob job = Job(Container({"/opt/taas/bin/model", "--x"}));
+  std::vector<std::string> said;
+  auto replicas = PlanReplicas(job, {dirs.root.string(), "/models/linear", {{"A", "2"}}},
+                               {1001, 1002, 1003, 1004, 1005, 1006}, *dirs.secrets,
+                               [&](const std::string& line) { said.push_back(line); });
+  REQUIRE(replicas.ok());
+  REQUIRE(replicas->size() == 3);
+  const ReplicaLaunch& ps = (*replicas)[0];
+  const ReplicaLaunch& w1 = (*replicas)[2];
+  CHECK(ps.name == "linear-ps-0");
+  CHECK(ps.port == 1001);
+  CHECK(ps.metrics_port == 1002);
+  CHECK(w1.name == "linear-worker-1");
+  CHECK(w1.index == 1);
+  CHECK(w1.port == 1005);
+  CHECK(w1.metrics_port == 1006);
+  CHECK(w1.policy == tfjob::RestartPolicy::kOnFailure);
+  CHECK(w1.argv == std::vector<std::string>{(dirs.root / "bin" / "model").string(), "--x"});
+  CHECK(w1.env.at("A") == "2");  // --env after the manifest's
+  CHECK(w1.env.at(std::string(contract::kModelDirEnv)) == "/models/linear");
+  CHECK(w1.env.at(std::string(contract::kJobNameEnv)) == "linear");
+  CHECK(w1.env.at(std::string(contract::kMetricsPortEnv)) == "1006");
+  CHECK(w1.env.at(std::string(contract::kJobTokenFileEnv)) == dirs.secrets->job_token_file());
+  CHECK_FALSE(w1.env.contains(std::string(contract::kChiefTokenFileEnv)));  // not the master role
+  CHECK((*replicas)[1].env.contains(std::string(contract::kChiefTokenFileEnv)));
+  CHECK_FALSE(w1.env.contains("S"));
+  CHECK(json::parse(w1.env.at(std::string(contract::kTfConfigEnv))) ==
+        json::parse(R"({"cluster":{"ps":["127.0.0.1:1001"],
+                                   "worker":["127.0.0.1:1003","127.0.0.1:1005"]},
+                        "task":{"type":"worker","index":1},"environment":"cloud"})"));
+  const std::set<std::string> lines(said.begin(), said.end());
+  CHECK(said.size() == 7);  // which executable, once; two lines for each of the 3 replicas
+  CHECK(lines.contains("using " + (dirs.root / "bin" / "model").string() +
+                       " for /opt/taas/bin/model"));
+  CHECK(
+      lines.contains("linear-worker-1: env S uses valueFrom, which has no local meaning; skipped"));
+  CHECK(lines.contains("linear-worker-1: TF_LOGDIR /elsewhere replaced by the local model dir"));
+}
+
+TEST_CASE("a single replica gets no TF_CONFIG; a command not under /opt/taas/bin runs as written") {
+  Dirs dirs;
+  auto job = Job(Container({"python3", "train.py"}), 1);
+  job.spec.replica_specs.erase(tfjob::ReplicaType::kPS);
+  auto replicas = PlanReplicas(job, {dirs.root.string(), "/m", {}}, {1, 2}, *dirs.secrets,
+                               [](const std::string&) {});
+  REQUIRE(replicas.ok());
+  REQUIRE(replicas->size() == 1);
+  CHECK((*replicas)[0].argv == std::vector<std::string>{"python3", "train.py"});
+  CHECK_FALSE((*replicas)[0].env.contains(std::string(contract::kTfConfigEnv)));
+}
+
+TEST_CASE("a container the launcher cannot run is an error naming its field") {
+  Dirs dirs;
+  const std::string field = "spec.tfReplicaSpecs.PS.template.spec.containers[tensorflow]";
+  auto plan = [&](const json& container) {
+    return PlanReplicas(Job(container), {dirs.root.string(), "/m", {}}, {1, 2, 3, 4, 5, 6},
+                        *dirs.secrets, [](const std::string&) {});
+  };
+  CHECK(plan(Container(json::array())).status().message() ==
+        field +
+            ".command: needed to run the replica locally (the image's entrypoint is unknown "
+            "here)");
+  CHECK(plan(Container({"/opt/taas/bin/missing"})).status().code() == absl::StatusCode::kNotFound);
+  CHECK(plan(Container({1})).status().message() ==
+        field + ".command[0]: must be a string, got integer");
+  CHECK(plan(Container("run")).status().code() == absl::StatusCode::kInvalidArgument);
+  json bad_env = Container({"python3"});
+  bad_env["env"] = {3};
+  CHECK(plan(bad_env).status().message() == field + ".env[0]: must be an object, got integer");
+  bad_env["env"] = {{{"name", 5}, {"value", "x"}}};
+  CHECK(plan(bad_env).status().code() == absl::StatusCode::kInvalidArgument);
+  bad_env["env"] = {{{"value", "x"}}};
+  CHECK(plan(bad_env).status().message() == field + ".env[0].name: needed");
+}
+
+TEST_CASE(
+    "a replica's process environment: the launcher's without TF_CONFIG, the replica's over it") {
+  const char* inherited[] = {"PATH=/bin", "TF_CONFIG={\"cluster\":{}}", "A=0", "junk", nullptr};
+  CHECK(ProcessEnvironment({{"A", "1"}, {"B", "x=y"}}, const_cast<char* const*>(inherited)) ==
+        std::vector<std::string>{"A=1", "B=x=y", "PATH=/bin"});
+  CHECK(ProcessEnvironment({{"TF_CONFIG", "{}"}}, nullptr) ==
+        std::vector<std::string>{"TF_CONFIG={}"});
+}
+
+}  // namespace
+}  // namespace taas::launcher
