@@ -148,7 +148,9 @@ def check_trained(run, max_steps):
     if code != 0:
         run.dump()
     assert code == 0, f"job exit code {code}"
-    assert any("job linear succeeded" in l or "succeeded" in l for l in lines)
+    # The launcher's last word on the job (a progress line, "job linear: ... succeeded=0;", is not).
+    done = rf"^\[taas\] job linear succeeded: .* \(model dir {re.escape(run.model_dir)}\)$"
+    assert any(re.search(done, l) for l in lines), "no line saying the job succeeded"
     trained = losses(lines, "linear-worker-[01]")
     assert len(trained) >= 3, trained
     assert trained[-1] < 0.05 * trained[0], f"loss did not fall: {trained[0]} -> {trained[-1]}"
