@@ -24,12 +24,7 @@ Replica PendingReplica(ReplicaLaunch launch, Clock::time_point start_at) {
 
 ExitDecision DecideExit(tfjob::RestartPolicy policy, int exit_code) {
   ExitDecision decision{tfjob::DecideOnExit(policy, exit_code)};
-  // The pod's policy is one of Always, OnFailure, Never: the kubelet's own rules, which
-  // DecideOnExit spells for those three.
-  const std::optional<tfjob::RestartPolicy> kubelet =
-      tfjob::ParseRestartPolicy(tfjob::PodRestartPolicy(policy));
-  decision.in_place =
-      kubelet && tfjob::DecideOnExit(*kubelet, exit_code) == tfjob::ExitAction::kRestart;
+  decision.in_place = tfjob::RestartsInPlace(policy, exit_code);
   return decision;
 }
 

@@ -51,8 +51,8 @@ Replica PendingReplica(ReplicaLaunch launch, Clock::time_point start_at);
 struct ExitDecision {
   tfjob::ExitAction action;  // the TFJob rule, tfjob::DecideOnExit (what the launcher prints)
   // The launcher plays kubelet: it restarts the process in place, the replica staying Running,
-  // when the pod's restartPolicy (tfjob::PodRestartPolicy: Always, OnFailure) restarts the
-  // container. Otherwise the replica ends Succeeded or Failed, and the job status decides whether
+  // when the pod's restartPolicy restarts the container (tfjob::RestartsInPlace: under Always,
+  // OnFailure). Otherwise the replica ends Succeeded or Failed, and the job status decides whether
   // it runs again (under ExitCode, as the operator recreates the pod).
   bool in_place = false;
 

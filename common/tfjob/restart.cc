@@ -33,8 +33,16 @@ ExitAction DecideOnExit(RestartPolicy policy, int exit_code) {
   return ExitAction::kFail;
 }
 
+RestartPolicy KubeletRestartPolicy(RestartPolicy policy) {
+  return policy == RestartPolicy::kExitCode ? RestartPolicy::kNever : policy;
+}
+
 std::string_view PodRestartPolicy(RestartPolicy policy) {
-  return policy == RestartPolicy::kExitCode ? ToString(RestartPolicy::kNever) : ToString(policy);
+  return ToString(KubeletRestartPolicy(policy));
+}
+
+bool RestartsInPlace(RestartPolicy policy, int exit_code) {
+  return DecideOnExit(KubeletRestartPolicy(policy), exit_code) == ExitAction::kRestart;
 }
 
 }  // namespace taas::tfjob

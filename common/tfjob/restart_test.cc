@@ -58,5 +58,16 @@ TEST_CASE("pods get the kubelet restart policy; ExitCode becomes Never") {
   CHECK(PodRestartPolicy(RestartPolicy::kAlways) == "Always");
 }
 
+TEST_CASE("the kubelet restarts in place under Always and OnFailure only") {
+  CHECK(RestartsInPlace(RestartPolicy::kAlways, 0));
+  CHECK(RestartsInPlace(RestartPolicy::kAlways, 1));
+  CHECK_FALSE(RestartsInPlace(RestartPolicy::kOnFailure, 0));
+  CHECK(RestartsInPlace(RestartPolicy::kOnFailure, 137));
+  CHECK_FALSE(RestartsInPlace(RestartPolicy::kNever, 137));
+  // Under ExitCode a retryable exit is restarted, but by recreating the pod, not in place.
+  CHECK(DecideOnExit(RestartPolicy::kExitCode, 137) == ExitAction::kRestart);
+  CHECK_FALSE(RestartsInPlace(RestartPolicy::kExitCode, 137));
+}
+
 }  // namespace
 }  // namespace taas::tfjob

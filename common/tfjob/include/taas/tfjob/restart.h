@@ -28,9 +28,17 @@ bool IsRetryableExitCode(int exit_code);
 //   ExitCode:  0 succeed, >= 128 restart, anything else fail.
 ExitAction DecideOnExit(RestartPolicy policy, int exit_code);
 
-// The restartPolicy written into the pod spec: ExitCode becomes "Never" (the operator deletes and
-// recreates retryable pods itself); Always, OnFailure and Never are passed to the kubelet, which
-// then restarts containers in place.
+// The policy the kubelet applies to the pod's containers: ExitCode becomes Never (the operator
+// deletes and recreates retryable pods itself); Always, OnFailure and Never are the kubelet's
+// own, and under them it restarts containers in place.
+RestartPolicy KubeletRestartPolicy(RestartPolicy policy);
+
+// The restartPolicy written into the pod spec: KubeletRestartPolicy's, spelled.
 std::string_view PodRestartPolicy(RestartPolicy policy);
+
+// Whether a replica that exited with `exit_code` is restarted in place (the same pod, its restart
+// count raised) rather than recreated or left: the kubelet's decision under KubeletRestartPolicy.
+// The operator observes such restarts; the launcher, which is its own kubelet, performs them.
+bool RestartsInPlace(RestartPolicy policy, int exit_code);
 
 }  // namespace taas::tfjob
