@@ -1,6 +1,7 @@
 #include "processes.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,13 +17,30 @@ int ExitCodeOf(int wait_status) {
 
 namespace {
 
-// Reads the pipe until every writer closed it, handing each whole line to `on_line`.
-void ReadLines(int fd, const std::function<void(std::string_view)>& on_line) {
+std::int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Reads the pipe until every writer closed it or, once `drain_until` is set, that time passed,
+// handing each whole line to `on_line`.
+void ReadLines(int fd, const std::function<void(std::string_view)>& on_line,
+               const std::shared_ptr<std::atomic<std::int64_t>>& drain_until) {
+  // Polled in slices so that a deadline set while the pipe is quiet is noticed.
+  constexpr int kPollMs = 100;
   std::string pending;
   char buf[8192];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
-    if (n < 0) continue;
+  for (;;) {
+    const std::int64_t until = drain_until->load();
+    if (until != 0 && SteadyNanos() >= until) break;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kPollMs);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
     pending.append(buf, static_cast<std::size_t>(n));
     std::size_t start = 0, nl;
     while ((nl = pending.find('\n', start)) != std::string::npos) {
@@ -76,14 +94,17 @@ absl::StatusOr<int> LocalProcesses::Start(ProcessSpec spec) {
   // group right after Start would find no group yet (after the child's exec it fails, harmlessly).
   ::setpgid(pid, pid);
   ::close(pipe_fds[1]);
-  readers_[pid] = std::thread(ReadLines, pipe_fds[0], std::move(spec.on_line));
+  auto drain_until = std::make_shared<std::atomic<std::int64_t>>(0);
+  readers_[pid] = Reader{std::thread(ReadLines, pipe_fds[0], std::move(spec.on_line), drain_until),
+                         drain_until};
   return pid;
 }
 
 void LocalProcesses::Forget(pid_t pid) {
   auto it = readers_.find(pid);
   if (it == readers_.end()) return;
-  if (it->second.joinable()) it->second.join();
+  it->second.drain_until->store(SteadyNanos() + std::chrono::nanoseconds(kOutputDrain).count());
+  if (it->second.thread.joinable()) it->second.thread.join();
   readers_.erase(it);
 }
 

@@ -6,8 +6,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,8 +39,9 @@ class ProcessTable {
 
   // Starts `spec`; its id.
   virtual absl::StatusOr<int> Start(ProcessSpec spec) = 0;
-  // The exit code once the process has ended and all its output was delivered; std::nullopt
-  // while it runs. After an exit code was returned the id is unknown to the table.
+  // The exit code once the process has ended and its output was delivered (what arrives within
+  // kOutputDrain of its exit: a descendant that left its group may hold the pipe open for ever);
+  // std::nullopt while it runs. After an exit code was returned the id is unknown to the table.
   virtual std::optional<int> Reap(int id) = 0;
   // Asks the process (and what it started) to stop: SIGTERM. Does not wait.
   virtual void Terminate(int id) = 0;
@@ -55,6 +60,9 @@ int ExitCodeOf(int wait_status);
 // The id is the pid. Destroying the table kills and reaps every process it still knows.
 class LocalProcesses final : public ProcessTable {
  public:
+  // How long output is still read after the process exited, while something else holds its pipe.
+  static constexpr std::chrono::milliseconds kOutputDrain{2000};
+
   LocalProcesses() = default;
   ~LocalProcesses() override;
   LocalProcesses(const LocalProcesses&) = delete;
@@ -66,10 +74,17 @@ class LocalProcesses final : public ProcessTable {
   std::optional<int> Kill(int id) override;
 
  private:
-  // Joins the reader of a process that has exited and forgets the process.
+  // A process's output reader; `drain_until` (steady-clock nanoseconds, 0 = not set) is when it
+  // stops reading whether or not the pipe was closed.
+  struct Reader {
+    std::thread thread;
+    std::shared_ptr<std::atomic<std::int64_t>> drain_until;
+  };
+  // Lets the reader of a process that has exited drain for at most kOutputDrain, joins it and
+  // forgets the process.
   void Forget(pid_t pid);
 
-  std::map<pid_t, std::thread> readers_;  // one per known process
+  std::map<pid_t, Reader> readers_;  // one per known process
 };
 
 }  // namespace taas::launcher

@@ -98,6 +98,23 @@ TEST_CASE("Terminate sends SIGTERM to the process's group, Kill SIGKILL and wait
   CHECK(std::chrono::steady_clock::now() - started < 10s);
 }
 
+TEST_CASE(
+    "a descendant that keeps the output pipe open delays the exit code by the drain at most") {
+  LocalProcesses table;
+  Lines lines;
+  // setsid: the sleeper leaves the replica's process group, so stopping the group misses it, and
+  // it holds the pipe open for 30 s. It prints its pid so that the test can end it.
+  auto id = table.Start(Shell("setsid sleep 30 & echo $!", lines));
+  REQUIRE(id.ok());
+  const auto started = std::chrono::steady_clock::now();
+  const std::optional<int> code = ReapWithin(table, *id);
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK(std::chrono::steady_clock::now() - started < LocalProcesses::kOutputDrain + 3s);
+  REQUIRE(lines.Get().size() == 1);
+  ::kill(std::stoi(lines.Get()[0]), SIGKILL);
+}
+
 TEST_CASE("a command that cannot be executed exits 127 and says so") {
   LocalProcesses table;
   Lines lines;
