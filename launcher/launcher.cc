@@ -20,6 +20,8 @@
 #include "processes.h"
 #include "replica_env.h"
 #include "taas/contract/metric_names.h"
+#include "taas/contract/ports.h"
+#include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
@@ -52,8 +54,9 @@ class Console {
 // The samples of the replica's Prometheus endpoint on 127.0.0.1:port (none when it does not answer
 // within a second).
 std::map<std::string, double> ScrapeMetrics(int port) {
-  auto text =
-      ui_server::HttpGet("127.0.0.1:" + std::to_string(port), "/metrics", std::chrono::seconds(1));
+  auto text = http::Get(
+      "127.0.0.1:" + std::to_string(port), "/metrics",
+      {.timeout = std::chrono::seconds(1), .max_body_bytes = contract::kMaxMetricsPageBytes});
   if (!text.ok()) return {};
   return ui_server::ParsePrometheusText(*text);
 }
