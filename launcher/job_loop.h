@@ -1,7 +1,7 @@
 // The launcher's job loop, a local controller: each turn it starts the replicas that are due,
 // takes in the processes that exited, and lets the TFJob rules library decide, as the operator's
 // controller does for pods: tfjob::DecideOnExit and the kubelet's in-place restart
-// (tfjob::PodRestartPolicy) for an exit, tfjob::ComputeJobStatus for the job's conditions and the
+// (tfjob::RestartsInPlace) for an exit, tfjob::ComputeJobStatus for the job's conditions and the
 // replicas to run again. It acts only through a ProcessTable and reports through a LoopReporter,
 // so every decision is tested over a fake process table (job_loop_test.cc).
 #pragma once
