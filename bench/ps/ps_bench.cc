@@ -33,7 +33,7 @@
 #include <thread>
 #include <vector>
 
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 #include "taas/ps/client.h"
 #include "taas/ps/server.h"
 #include "taas/ps/store.h"
@@ -348,10 +348,10 @@ void UpdateTable(std::size_t floats, int reps) {
   };
   for (const Opt& o : {Opt{"sgd apply", "sgd", 3}, Opt{"momentum apply", "momentum", 5},
                        Opt{"adam apply", "adam", 7}}) {
-    taas::nn::OptimizerConfig config;
+    taas::optim::OptimizerConfig config;
     config.name = o.name;
     config.learning_rate.initial = 1e-6f;
-    auto opt = taas::nn::CreateOptimizer(config);
+    auto opt = taas::optim::CreateOptimizer(config);
     if (!opt.ok()) Fail(std::string(opt.status().message()));
     std::vector<std::vector<float>> slot_data(static_cast<std::size_t>((*opt)->slot_count()),
                                               std::vector<float>(floats, 0.0f));

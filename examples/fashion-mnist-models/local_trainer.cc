@@ -4,7 +4,7 @@
 #include <deque>
 #include <span>
 
-#include "taas/nn/moving_average.h"
+#include "taas/optim/moving_average.h"
 
 namespace taas::fashion_mnist {
 
@@ -43,10 +43,10 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
   TAAS_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(train, pipeline_options));
   TAAS_ASSIGN_OR_RETURN(
       auto optimizer,
-      nn::CreateOptimizer(options.optimizer.value_or(model.DefaultOptimizer(steps_per_epoch))));
+      optim::CreateOptimizer(options.optimizer.value_or(model.DefaultOptimizer(steps_per_epoch))));
 
-  const std::vector<nn::Variable*> variables = model.variables();
-  std::vector<std::vector<nn::Tensor>> slots(variables.size());
+  const std::vector<Variable*> variables = model.variables();
+  std::vector<std::vector<Tensor>> slots(variables.size());
   std::vector<std::vector<std::span<float>>> slot_spans(variables.size());
   for (std::size_t v = 0; v < variables.size(); ++v) {
     for (int s = 0; s < optimizer->slot_count(); ++s) {
@@ -54,7 +54,7 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
     }
     for (auto& slot : slots[v]) slot_spans[v].push_back(slot.values());
   }
-  std::optional<nn::ExponentialMovingAverage> ema;
+  std::optional<optim::ExponentialMovingAverage> ema;
   if (options.use_moving_averages && model.MovingAverageDecay() > 0.0f) {
     ema.emplace(model.MovingAverageDecay());
     ema->Track(variables);

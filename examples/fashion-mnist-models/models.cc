@@ -1,11 +1,11 @@
 #include "taas/fashion_mnist/models.h"
 
-#include "taas/nn/initializers.h"
+#include "taas/tensor/initializers.h"
 
 namespace taas::fashion_mnist {
 
 absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
-  const nn::Tensor& logits = network_.Forward(batch.images, true);
+  const Tensor& logits = network_.Forward(batch.images, true);
   TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
   network_.Backward(loss_.Backward());
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
@@ -17,7 +17,7 @@ absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
 }
 
 absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
-  const nn::Tensor& logits = network_.Forward(batch.images, false);
+  const Tensor& logits = network_.Forward(batch.images, false);
   TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) stats.loss += nn::L2Loss(regularized_, l2_scale_);
@@ -29,16 +29,16 @@ Mlp::Mlp(std::uint64_t seed) {
   auto& hidden = network_.Add(std::make_unique<nn::Dense>("hidden", 784, 500, Activation::kRelu));
   auto& logits =
       network_.Add(std::make_unique<nn::Dense>("logits", 500, kClasses, Activation::kNone));
-  nn::TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
-  nn::TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
-  nn::Constant(hidden.bias().value, 0.1f);
-  nn::Constant(logits.bias().value, 0.1f);
+  TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
+  TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
+  Constant(hidden.bias().value, 0.1f);
+  Constant(logits.bias().value, 0.1f);
   regularized_ = {&hidden.kernel(), &logits.kernel()};
   l2_scale_ = 1e-4f;
 }
 
-nn::OptimizerConfig Mlp::DefaultOptimizer(std::int64_t steps_per_epoch) const {
-  nn::OptimizerConfig config;
+optim::OptimizerConfig Mlp::DefaultOptimizer(std::int64_t steps_per_epoch) const {
+  optim::OptimizerConfig config;
   config.name = "sgd";
   config.learning_rate = {0.1f, 0.99f, steps_per_epoch, true};
   return config;
@@ -71,15 +71,15 @@ Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
       network_.Add(std::make_unique<nn::Dense>("dense1", 3 * 3 * 64, 64, Activation::kRelu));
   auto& logits =
       network_.Add(std::make_unique<nn::Dense>("logits", 64, kClasses, Activation::kNone));
-  nn::GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
-  nn::GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
-  nn::GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
-  nn::GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);
-  nn::GlorotUniform(logits.kernel().value, 64, kClasses, seed * 8 + 5);
+  GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
+  GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
+  GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
+  GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);
+  GlorotUniform(logits.kernel().value, 64, kClasses, seed * 8 + 5);
 }
 
-nn::OptimizerConfig Cnn::DefaultOptimizer(std::int64_t) const {
-  nn::OptimizerConfig config;
+optim::OptimizerConfig Cnn::DefaultOptimizer(std::int64_t) const {
+  optim::OptimizerConfig config;
   config.name = "adam";
   config.learning_rate = {0.001f, 1.0f, 0, false};
   return config;

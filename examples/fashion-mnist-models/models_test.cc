@@ -45,7 +45,7 @@ TEST_CASE("model variables have stable unique names") {
   CHECK(names == std::vector<std::string>{
                      "conv1/kernel", "conv1/bias", "conv2/kernel", "conv2/bias", "conv3/kernel",
                      "conv3/bias", "dense1/kernel", "dense1/bias", "logits/kernel", "logits/bias"});
-  CHECK(cnn.variables()[6]->value.shape() == nn::Shape{576, 64});
+  CHECK(cnn.variables()[6]->value.shape() == Shape{576, 64});
   Mlp mlp;
   REQUIRE(mlp.variables().size() == 4);
   CHECK(mlp.variables()[0]->name == "hidden/kernel");

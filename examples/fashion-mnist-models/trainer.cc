@@ -9,7 +9,7 @@
 
 #include "taas/fashion_mnist/local_trainer.h"
 #include "taas/nn/compute.h"
-#include "taas/nn/moving_average.h"
+#include "taas/optim/moving_average.h"
 
 namespace taas::fashion_mnist {
 
@@ -83,17 +83,17 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   // The optimizer decays per epoch of the whole job's data, as the tutorials do.
   const std::int64_t train_examples = 60000;
   const std::int64_t steps_per_epoch = (train_examples + batch_size_ - 1) / batch_size_;
-  nn::OptimizerConfig optimizer = model_->DefaultOptimizer(steps_per_epoch);
+  optim::OptimizerConfig optimizer = model_->DefaultOptimizer(steps_per_epoch);
   if (optimizer_name_) optimizer.name = *optimizer_name_;
   if (learning_rate_) optimizer.learning_rate.initial = *learning_rate_;
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(batch_size_);
 
-  const std::vector<nn::Variable*> variables = model_->variables();
+  const std::vector<Variable*> variables = model_->variables();
   builder.AddVariables(variables);
   if (moving_averages_ && model_->MovingAverageDecay() > 0.0f && optimizer.name == "sgd") {
     average_decay_ = model_->MovingAverageDecay();
-    for (nn::Variable* variable : variables) {
+    for (Variable* variable : variables) {
       shadows_.push_back(
           {variable->name + "/ExponentialMovingAverage", variable->value, variable->gradient});
       averaged_.push_back(variable);
@@ -140,7 +140,7 @@ StepResult FashionMnistTrainer::train(Session& session) {
   const BatchStats& stats = *trained;
   if (!shadows_.empty()) {
     const float decay =
-        nn::ExponentialMovingAverage::DecayAt(average_decay_, session.global_step());
+        optim::ExponentialMovingAverage::DecayAt(average_decay_, session.global_step());
     const float lr = session.learning_rate();
     const float scale = lr > 0.0f ? (1.0f - decay) / lr : 0.0f;
     for (std::size_t i = 0; i < averaged_.size(); ++i) {

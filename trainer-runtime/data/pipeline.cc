@@ -54,9 +54,9 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(
                                       std::to_string(dataset->count));
   }
   if (options.example_shape.empty()) options.example_shape = {dataset->rows, dataset->cols, 1};
-  if (nn::NumElements(options.example_shape) != dataset->rows * dataset->cols) {
+  if (NumElements(options.example_shape) != dataset->rows * dataset->cols) {
     return absl::InvalidArgumentError("pipeline: example_shape " +
-                                      nn::ShapeString(options.example_shape) + " does not hold " +
+                                      ShapeString(options.example_shape) + " does not hold " +
                                       std::to_string(dataset->rows * dataset->cols) + " pixels");
   }
   if (options.prefetch < 0) options.prefetch = 0;
@@ -122,9 +122,9 @@ std::optional<Batch> Pipeline::Produce() {
   if (options_.drop_remainder && static_cast<std::int64_t>(picked.size()) < options_.batch_size) {
     return std::nullopt;
   }
-  nn::Shape shape = {static_cast<std::int64_t>(picked.size())};
+  Shape shape = {static_cast<std::int64_t>(picked.size())};
   shape.insert(shape.end(), options_.example_shape.begin(), options_.example_shape.end());
-  Batch batch{nn::Tensor(shape), std::vector<std::int32_t>(picked.size()), epoch};
+  Batch batch{Tensor(shape), std::vector<std::int32_t>(picked.size()), epoch};
   float* out = batch.images.data();
   constexpr float kScale = 1.0f / 255.0f;
   for (std::size_t b = 0; b < picked.size(); ++b) {

@@ -60,7 +60,7 @@ TEST_CASE("batches in order with a short last batch, floats in [0, 1]") {
   auto dropping = Make(10, options);
   auto first = dropping->Next();
   REQUIRE(first.has_value());
-  CHECK(first->images.shape() == nn::Shape{4, 4});
+  CHECK(first->images.shape() == Shape{4, 4});
   CHECK(Drain(*dropping).size() == 1);
 }
 

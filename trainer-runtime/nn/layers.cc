@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "taas/nn/initializers.h"
+#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "taas/nn/initializers.h"
+#include "taas/tensor/initializers.h"
 #include "taas/nn/sequential.h"
 
 namespace taas::nn {

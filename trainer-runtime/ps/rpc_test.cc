@@ -51,8 +51,8 @@ PsClient OneLane(const std::vector<std::string>& addresses, std::int64_t chunk_b
   return PsClient(addresses, Options(/*lanes=*/1, chunk_bytes), Quiet());
 }
 
-nn::OptimizerConfig Sgd(float lr) {
-  nn::OptimizerConfig c;
+optim::OptimizerConfig Sgd(float lr) {
+  optim::OptimizerConfig c;
   c.name = "sgd";
   c.learning_rate.initial = lr;
   return c;

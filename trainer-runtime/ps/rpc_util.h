@@ -15,7 +15,7 @@
 
 #include "ps.pb.h"
 #include "taas/base/status.h"
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 #include "taas/ps/auth.h"
 
 namespace taas::ps {
@@ -49,7 +49,7 @@ inline absl::StatusOr<std::vector<float>> FloatVector(const std::string& bytes,
   return out;
 }
 
-inline void ToProto(const nn::OptimizerConfig& c, rpc::OptimizerSpec* out) {
+inline void ToProto(const optim::OptimizerConfig& c, rpc::OptimizerSpec* out) {
   out->set_name(c.name);
   out->set_learning_rate(c.learning_rate.initial);
   out->set_decay_rate(c.learning_rate.decay_rate);
@@ -62,8 +62,8 @@ inline void ToProto(const nn::OptimizerConfig& c, rpc::OptimizerSpec* out) {
   out->set_epsilon(c.epsilon);
 }
 
-inline nn::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
-  nn::OptimizerConfig c;
+inline optim::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
+  optim::OptimizerConfig c;
   c.name = p.name();
   c.learning_rate.initial = p.learning_rate();
   c.learning_rate.decay_rate = p.decay_rate();

@@ -27,7 +27,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
   if (spec.sync && spec.replicas_to_aggregate < 1) {
     return absl::InvalidArgumentError("replicas_to_aggregate must be >= 1");
   }
-  TAAS_ASSIGN_OR_RETURN(auto optimizer, nn::CreateOptimizer(spec.optimizer));
+  TAAS_ASSIGN_OR_RETURN(auto optimizer, optim::CreateOptimizer(spec.optimizer));
   const std::size_t slot_count = static_cast<std::size_t>(optimizer->slot_count());
   std::map<std::string, Shard> fresh;
   std::int64_t elements = 0;

@@ -7,7 +7,7 @@ namespace taas {
 
 ModelBuilder::ModelBuilder(State* state) : state_(state) {}
 
-void ModelBuilder::AddVariable(nn::Variable* variable) {
+void ModelBuilder::AddVariable(Variable* variable) {
   if (variable == nullptr) {
     state_->errors.push_back("AddVariable got a null Variable");
     return;
@@ -15,11 +15,11 @@ void ModelBuilder::AddVariable(nn::Variable* variable) {
   state_->variables.push_back(variable);
 }
 
-void ModelBuilder::AddVariables(const std::vector<nn::Variable*>& variables) {
+void ModelBuilder::AddVariables(const std::vector<Variable*>& variables) {
   for (auto* v : variables) AddVariable(v);
 }
 
-void ModelBuilder::SetOptimizer(const nn::OptimizerConfig& config) { state_->optimizer = config; }
+void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) { state_->optimizer = config; }
 
 void ModelBuilder::SetBatchSize(std::int64_t batch_size) { state_->batch_size = batch_size; }
 
@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx) {
     built->state.errors.push_back(
         "build_model registered no variables (ModelBuilder::AddVariable)");
   }
-  auto optimizer = nn::CreateOptimizer(built->state.optimizer);
+  auto optimizer = optim::CreateOptimizer(built->state.optimizer);
   if (!optimizer.ok()) built->state.errors.push_back(std::string(optimizer.status().message()));
   if (!built->state.errors.empty()) {
     std::string all;

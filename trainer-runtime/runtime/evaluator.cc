@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 // Copies a checkpoint's values into the model's variables; InvalidArgument naming the first
 // variable it lacks or holds at another size.
-absl::Status Restore(const checkpoint::Checkpoint& c, const std::vector<nn::Variable*>& variables) {
+absl::Status Restore(const checkpoint::Checkpoint& c, const std::vector<Variable*>& variables) {
   for (auto* v : variables) {
     const auto* entry = c.Find(v->name);
     if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {

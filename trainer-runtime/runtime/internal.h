@@ -21,8 +21,8 @@ struct ModelBuilder::State {
   const TrainerInfo* info = nullptr;
   const Logger* logger = nullptr;
   const std::atomic<std::int64_t>* global_step = nullptr;
-  std::vector<nn::Variable*> variables;
-  nn::OptimizerConfig optimizer;
+  std::vector<Variable*> variables;
+  optim::OptimizerConfig optimizer;
   std::int64_t batch_size = 0;
   std::vector<std::string> errors;  // Reported after build_model returns.
 };

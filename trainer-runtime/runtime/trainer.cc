@@ -112,9 +112,9 @@ class Trainer {
   const config::RuntimeConfig& cfg_;
   const TrainerInfo& info_;
   BuiltModel& built_;
-  const std::vector<nn::Variable*>& vars_;
+  const std::vector<Variable*>& vars_;
   std::vector<ps::VariablePlacement> placement_;
-  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
   ps::PsClient client_;
   Patience patience_;
   Session::State session_state_;
@@ -306,7 +306,7 @@ void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result,
     // after it).
     summary::Histograms histograms;
     if (cfg_.summary_histograms) {
-      for (const nn::Variable* v : vars_) {
+      for (const Variable* v : vars_) {
         histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
       }
     }
@@ -338,7 +338,7 @@ int Trainer::Run() {
   std::vector<ps::VariableInfo> infos;
   for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
   placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
-  optimizer_ = std::move(nn::CreateOptimizer(built_.state.optimizer)).value();
+  optimizer_ = std::move(optim::CreateOptimizer(built_.state.optimizer)).value();
   {
     std::string bytes;
     for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {

@@ -48,8 +48,8 @@ class FaultyModel : public taas::DistModel {
 
   absl::Status build_model(taas::ModelBuilder& builder) override {
     w_.name = "faulty_model/weight";
-    w_.value = taas::nn::Tensor({1});
-    w_.gradient = taas::nn::Tensor({1});
+    w_.value = taas::Tensor({1});
+    w_.gradient = taas::Tensor({1});
     builder.AddVariable(&w_);
     builder.SetBatchSize(1);
     return MaybeFail(fault_, "build_model");
@@ -78,7 +78,7 @@ class FaultyModel : public taas::DistModel {
 
  private:
   Fault fault_;
-  taas::nn::Variable w_;
+  taas::Variable w_;
 };
 
 }  // namespace

@@ -46,15 +46,15 @@ class LinearRegression : public taas::DistModel {
       }
     }
     w_.name = "linear/w";
-    w_.value = taas::nn::Tensor({kFeatures});
-    w_.gradient = taas::nn::Tensor({kFeatures});
+    w_.value = taas::Tensor({kFeatures});
+    w_.gradient = taas::Tensor({kFeatures});
     b_.name = "linear/b";
-    b_.value = taas::nn::Tensor({1});
-    b_.gradient = taas::nn::Tensor({1});
+    b_.value = taas::Tensor({1});
+    b_.gradient = taas::Tensor({1});
     // Initial values the chief pushes when there is no checkpoint.
     for (int i = 0; i < kFeatures; ++i) w_.value.data()[i] = 0.01f * static_cast<float>(i);
     builder.AddVariables({&w_, &b_});
-    taas::nn::OptimizerConfig opt;
+    taas::optim::OptimizerConfig opt;
     opt.name = optimizer_;
     opt.learning_rate.initial = lr_;
     builder.SetOptimizer(opt);
@@ -136,7 +136,7 @@ class LinearRegression : public taas::DistModel {
     }
   }
 
-  taas::nn::Variable w_, b_;
+  taas::Variable w_, b_;
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";

@@ -21,7 +21,7 @@ struct LocalTrainingOptions {
   // oneDNN threads for this thread's calls (nn::SetComputeThreads); 0 keeps the current setting.
   int threads = 0;
   // The model's DefaultOptimizer when unset.
-  std::optional<nn::OptimizerConfig> optimizer;
+  std::optional<optim::OptimizerConfig> optimizer;
   // Use the model's moving averages (if it has any) for the test evaluation.
   bool use_moving_averages = true;
   // Called every `log_every` steps with the step and the mean stats since the last call.

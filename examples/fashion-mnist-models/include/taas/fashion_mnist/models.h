@@ -17,7 +17,7 @@
 
 #include "taas/data/pipeline.h"
 #include "taas/nn/compute.h"
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 #include "taas/nn/sequential.h"
 
 namespace taas::fashion_mnist {
@@ -35,7 +35,7 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   // Variables in a stable order with unique names ("conv1/kernel", "conv1/bias", ...).
-  std::vector<nn::Variable*> variables() { return network_.variables(); }
+  std::vector<Variable*> variables() { return network_.variables(); }
   // Forward and backward on one batch: overwrites every variable's gradient (L2 included).
   // InvalidArgument for a batch whose labels the loss refuses.
   absl::StatusOr<BatchStats> TrainStep(const data::Batch& batch);
@@ -44,9 +44,9 @@ class Model {
 
   virtual std::string name() const = 0;
   // {784} for the MLP, {28, 28, 1} (NHWC) for the CNN.
-  virtual nn::Shape example_shape() const = 0;
+  virtual Shape example_shape() const = 0;
   // The optimizer of the reference tutorial; `steps_per_epoch` sets the decay period.
-  virtual nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const = 0;
+  virtual optim::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const = 0;
   // Moving-average decay for evaluation weights, 0 when the model uses none.
   virtual float MovingAverageDecay() const { return 0.0f; }
 
@@ -56,7 +56,7 @@ class Model {
   Model() = default;
   nn::ComputeContext context_;
   nn::Sequential network_;
-  std::vector<nn::Variable*> regularized_;  // kernels under L2
+  std::vector<Variable*> regularized_;  // kernels under L2
   float l2_scale_ = 0.0f;
 
  private:
@@ -67,8 +67,8 @@ class Mlp final : public Model {
  public:
   explicit Mlp(std::uint64_t seed = 1);
   std::string name() const override { return "mlp"; }
-  nn::Shape example_shape() const override { return {784}; }
-  nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
+  Shape example_shape() const override { return {784}; }
+  optim::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
   float MovingAverageDecay() const override { return 0.99f; }
 };
 
@@ -79,8 +79,8 @@ class Cnn final : public Model {
   // two plain layers over the whole batch. On our 2-vCPU machines the two measured the same.
   explicit Cnn(std::uint64_t seed = 1, std::int64_t conv1_chunk = 0);
   std::string name() const override { return "cnn"; }
-  nn::Shape example_shape() const override { return {28, 28, 1}; }
-  nn::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
+  Shape example_shape() const override { return {28, 28, 1}; }
+  optim::OptimizerConfig DefaultOptimizer(std::int64_t steps_per_epoch) const override;
 };
 
 // "mlp" or "cnn"; InvalidArgument otherwise.

@@ -55,8 +55,8 @@ class FashionMnistTrainer : public DistModel {
   std::optional<data::Batch> batch_;  // the batch of the running step
   std::shared_ptr<const data::ImageDataset> test_;
   float average_decay_ = 0.0f;
-  std::deque<nn::Variable> shadows_;  // deque: registered addresses never move
-  std::vector<nn::Variable*> averaged_;
+  std::deque<Variable> shadows_;  // deque: registered addresses never move
+  std::vector<Variable*> averaged_;
 };
 
 }  // namespace taas::fashion_mnist

@@ -18,7 +18,7 @@
 
 #include "taas/base/status.h"
 #include "taas/data/idx.h"
-#include "taas/nn/tensor.h"
+#include "taas/tensor/tensor.h"
 
 namespace taas::data {
 
@@ -33,11 +33,11 @@ struct PipelineOptions {
   int prefetch = 2;  // batches prepared ahead; 0 builds each batch on the calling thread
   // Shape of one example without the batch dimension, e.g. {28, 28, 1} or {784}; its element
   // count must equal rows * cols. Empty means {rows, cols, 1}.
-  nn::Shape example_shape;
+  Shape example_shape;
 };
 
 struct Batch {
-  nn::Tensor images;                 // [batch, example_shape...]
+  Tensor images;                 // [batch, example_shape...]
   std::vector<std::int32_t> labels;  // batch
   std::int64_t epoch = 0;            // epoch of the batch's first example
 };

@@ -24,8 +24,8 @@
 
 #include "taas/base/status.h"
 #include "taas/nn/compute.h"
-#include "taas/nn/tensor.h"
-#include "taas/nn/variable.h"
+#include "taas/tensor/tensor.h"
+#include "taas/tensor/variable.h"
 
 namespace taas::nn {
 

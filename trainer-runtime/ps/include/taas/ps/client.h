@@ -28,7 +28,7 @@
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 #include "taas/ps/auth.h"
 #include "taas/ps/placement.h"
 #include "taas/ps/store.h"

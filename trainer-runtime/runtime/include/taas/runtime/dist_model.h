@@ -42,8 +42,8 @@
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
-#include "taas/nn/optimizer.h"
-#include "taas/nn/variable.h"
+#include "taas/optim/optimizer.h"
+#include "taas/tensor/variable.h"
 
 namespace taas {
 
@@ -79,11 +79,11 @@ class ModelBuilder {
   // address until RunMain returns. Its `value` holds the initial value (set by the layer's
   // initialiser); the chief pushes it to the parameter servers when the job has no checkpoint.
   // `gradient` must have the value's element count when train() returns. Names are unique.
-  void AddVariable(nn::Variable* variable);
-  void AddVariables(const std::vector<nn::Variable*>& variables);
+  void AddVariable(Variable* variable);
+  void AddVariables(const std::vector<Variable*>& variables);
 
   // The update rule the parameter servers apply (default: SGD with learning rate 0.01).
-  void SetOptimizer(const nn::OptimizerConfig& config);
+  void SetOptimizer(const optim::OptimizerConfig& config);
 
   // Examples per train() call on this replica, for examples/sec when StepResult::examples is 0.
   void SetBatchSize(std::int64_t batch_size);

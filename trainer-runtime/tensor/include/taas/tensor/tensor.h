@@ -1,9 +1,11 @@
 // A dense float32 tensor: the unit of data for layers, optimizers, parameter servers and
 // checkpoints.
 //
-// Storage is 64-byte aligned (what oneDNN and AVX-512 want) and owned by the tensor; copies are
-// deep, moves are cheap. The device field lets a GPU backend own device memory behind the same
-// type; CPU tensors are the only ones whose data() may be dereferenced on the host.
+// Storage is owned by the tensor and lives on its device (device.h): host tensors are 64-byte
+// aligned (what oneDNN and AVX-512 want), another device's come from the memory its engine
+// registered. Copies are deep and stay on the device, moves are cheap, To() copies across
+// devices. Only host tensors' data() may be dereferenced here; the parameter servers, checkpoints
+// and summaries see host tensors only.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace taas::nn {
+#include "taas/tensor/device.h"
 
-enum class Device { kCpu, kGpu };
+namespace taas {
 
 using Shape = std::vector<std::int64_t>;
 
@@ -26,10 +28,11 @@ std::string ShapeString(const Shape& shape);
 
 class Tensor {
  public:
-  Tensor();  // A scalar 0.
-  // Zero-filled tensor of `shape`.
-  explicit Tensor(Shape shape, Device device = Device::kCpu);
-  // Tensor of `shape` holding `values`; their count must match the shape.
+  Tensor();  // A scalar 0 on the host.
+  // Zero-filled tensor of `shape` on `device`. Throws std::invalid_argument for a negative
+  // dimension or a device no engine registered, std::bad_alloc when the device is full.
+  explicit Tensor(Shape shape, Device device = Device::Cpu());
+  // Host tensor of `shape` holding `values`; their count must match the shape.
   Tensor(Shape shape, std::span<const float> values);
 
   Tensor(const Tensor& other);
@@ -42,23 +45,29 @@ class Tensor {
   std::int64_t size() const { return size_; }
   Device device() const { return device_; }
 
+  // The elements, in row-major order (on the tensor's device).
   float* data() { return data_.get(); }
   const float* data() const { return data_.get(); }
+  // The elements as host spans: for host tensors only.
   std::span<float> values() { return {data_.get(), static_cast<std::size_t>(size_)}; }
   std::span<const float> values() const { return {data_.get(), static_cast<std::size_t>(size_)}; }
+
+  // A copy of this tensor on `device` (a plain copy when it is already there).
+  Tensor To(Device device) const;
 
   // Same data viewed with another shape of the same element count.
   void Reshape(Shape shape);
 
  private:
-  struct FreeAligned {
+  struct Free {
+    Device device;
     void operator()(float* p) const;
   };
 
   Shape shape_;
   std::int64_t size_ = 0;
-  Device device_ = Device::kCpu;
-  std::unique_ptr<float[], FreeAligned> data_;
+  Device device_;
+  std::unique_ptr<float[], Free> data_;
 };
 
-}  // namespace taas::nn
+}  // namespace taas

@@ -1,9 +1,9 @@
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 
 #include <cmath>
 #include <string>
 
-namespace taas::nn {
+namespace taas::optim {
 
 float LearningRateSchedule::At(std::int64_t step) const {
   if (decay_steps <= 0) return initial;
@@ -141,4 +141,4 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerConfig
   return Invalid("name", "must be \"sgd\", \"momentum\" or \"adam\", got \"" + config.name + "\"");
 }
 
-}  // namespace taas::nn
+}  // namespace taas::optim

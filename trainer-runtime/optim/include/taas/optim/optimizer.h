@@ -12,7 +12,7 @@
 
 #include "taas/base/status.h"
 
-namespace taas::nn {
+namespace taas::optim {
 
 // TF's `tf.train.exponential_decay`: lr * decay_rate ^ (step / decay_steps), with integer
 // division when `staircase`. decay_steps == 0 means a constant rate.
@@ -55,4 +55,4 @@ class Optimizer {
 // Builds the optimizer named in `config`; InvalidArgument naming the field for bad settings.
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerConfig& config);
 
-}  // namespace taas::nn
+}  // namespace taas::optim

@@ -1,23 +1,24 @@
-#include "taas/nn/tensor.h"
+#include "taas/tensor/tensor.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
+#include <new>
 #include <stdexcept>
 
-namespace taas::nn {
+namespace taas {
 namespace {
 
-constexpr std::size_t kAlignment = 64;
+DeviceMemory& MemoryOrThrow(Device device) {
+  DeviceMemory* memory = MemoryFor(device.type);
+  if (memory == nullptr) {
+    throw std::invalid_argument("no engine for device " + DeviceName(device) +
+                                " is part of this program");
+  }
+  return *memory;
+}
 
-float* AllocateZeroed(std::int64_t count) {
-  const std::size_t bytes = std::max<std::size_t>(
-      kAlignment,
-      (static_cast<std::size_t>(count) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment);
-  void* memory = std::aligned_alloc(kAlignment, bytes);
-  if (memory == nullptr) throw std::bad_alloc();
-  std::memset(memory, 0, bytes);
-  return static_cast<float*>(memory);
+// Bytes of `count` floats; at least one float, so every tensor owns memory.
+std::size_t BytesOf(std::int64_t count) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(float);
 }
 
 }  // namespace
@@ -37,17 +38,22 @@ std::string ShapeString(const Shape& shape) {
   return text + "]";
 }
 
-void Tensor::FreeAligned::operator()(float* p) const { std::free(p); }
+void Tensor::Free::operator()(float* p) const { MemoryFor(device.type)->Free(device, p); }
 
 Tensor::Tensor() : Tensor(Shape{}) {}
 
 Tensor::Tensor(Shape shape, Device device)
-    : shape_(std::move(shape)), size_(NumElements(shape_)), device_(device) {
+    : shape_(std::move(shape)),
+      size_(NumElements(shape_)),
+      device_(device),
+      data_(nullptr, {device}) {
   for (auto dim : shape_) {
     if (dim < 0)
       throw std::invalid_argument("tensor shape " + ShapeString(shape_) + " is negative");
   }
-  data_.reset(AllocateZeroed(size_));
+  void* memory = MemoryOrThrow(device_).Allocate(device_, BytesOf(size_));
+  if (memory == nullptr) throw std::bad_alloc();
+  data_.reset(static_cast<float*>(memory));
 }
 
 Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(shape)) {
@@ -59,13 +65,20 @@ Tensor::Tensor(Shape shape, std::span<const float> values) : Tensor(std::move(sh
   std::copy(values.begin(), values.end(), data_.get());
 }
 
-Tensor::Tensor(const Tensor& other) : Tensor(other.shape_, other.device_) {
-  std::copy_n(other.data_.get(), size_, data_.get());
-}
+Tensor::Tensor(const Tensor& other) : Tensor(other.To(other.device_)) {}
 
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this != &other) *this = Tensor(other);
   return *this;
+}
+
+Tensor Tensor::To(Device device) const {
+  Tensor copy(shape_, device);
+  // The memory that knows both ends: the non-host one's (the host's when both are the host).
+  const Device engine = device.is_cpu() ? device_ : device;
+  MemoryOrThrow(engine).Copy(copy.data_.get(), device, data_.get(), device_,
+                             static_cast<std::size_t>(size_) * sizeof(float));
+  return copy;
 }
 
 void Tensor::Reshape(Shape shape) {
@@ -76,4 +89,4 @@ void Tensor::Reshape(Shape shape) {
   shape_ = std::move(shape);
 }
 
-}  // namespace taas::nn
+}  // namespace taas

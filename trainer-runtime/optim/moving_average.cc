@@ -1,10 +1,10 @@
-#include "taas/nn/moving_average.h"
+#include "taas/optim/moving_average.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
 
-namespace taas::nn {
+namespace taas::optim {
 
 float ExponentialMovingAverage::DecayAt(float decay, std::int64_t num_updates) {
   if (num_updates < 0) return decay;
@@ -50,4 +50,4 @@ void ExponentialMovingAverage::SwapIntoVariables() {
   for (Entry& entry : entries_) std::swap(entry.shadow, entry.variable->value);
 }
 
-}  // namespace taas::nn
+}  // namespace taas::optim

@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "taas/nn/tensor.h"
+#include "taas/tensor/tensor.h"
 
-namespace taas::nn {
+namespace taas {
 
 // Layers own their Variables; the trainer runtime reads `value` and `gradient` through pointers the
 // model registers, so a Variable must not move once registered. `name` is unique within a model
@@ -16,4 +16,4 @@ struct Variable {
   Tensor gradient;  // Same shape as value; written by the layer's backward pass.
 };
 
-}  // namespace taas::nn
+}  // namespace taas

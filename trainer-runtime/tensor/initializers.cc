@@ -1,10 +1,10 @@
-#include "taas/nn/initializers.h"
+#include "taas/tensor/initializers.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-namespace taas::nn {
+namespace taas {
 
 void GlorotUniform(Tensor& tensor, std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed) {
   const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
@@ -27,4 +27,4 @@ void Constant(Tensor& tensor, float value) {
   std::fill(tensor.values().begin(), tensor.values().end(), value);
 }
 
-}  // namespace taas::nn
+}  // namespace taas

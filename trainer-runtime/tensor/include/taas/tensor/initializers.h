@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "taas/nn/tensor.h"
+#include "taas/tensor/tensor.h"
 
-namespace taas::nn {
+namespace taas {
 
 // Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)) (Keras `glorot_uniform`).
 void GlorotUniform(Tensor& tensor, std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed);
@@ -14,4 +14,4 @@ void TruncatedNormal(Tensor& tensor, float stddev, std::uint64_t seed);
 void Constant(Tensor& tensor, float value);
 inline void Zeros(Tensor& tensor) { Constant(tensor, 0.0f); }
 
-}  // namespace taas::nn
+}  // namespace taas

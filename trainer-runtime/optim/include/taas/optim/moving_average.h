@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "taas/nn/tensor.h"
-#include "taas/nn/variable.h"
+#include "taas/tensor/tensor.h"
+#include "taas/tensor/variable.h"
 
-namespace taas::nn {
+namespace taas::optim {
 
 class ExponentialMovingAverage {
  public:
@@ -48,4 +48,4 @@ class ExponentialMovingAverage {
   std::map<std::string, std::size_t> index_;
 };
 
-}  // namespace taas::nn
+}  // namespace taas::optim

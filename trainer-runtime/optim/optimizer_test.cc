@@ -1,12 +1,12 @@
-#include "taas/nn/optimizer.h"
+#include "taas/optim/optimizer.h"
 
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "taas/nn/moving_average.h"
+#include "taas/optim/moving_average.h"
 
-namespace taas::nn {
+namespace taas::optim {
 namespace {
 
 std::unique_ptr<Optimizer> Make(OptimizerConfig config) {
@@ -159,4 +159,4 @@ TEST_CASE("moving average warms up with num_updates like TF") {
 }
 
 }  // namespace
-}  // namespace taas::nn
+}  // namespace taas::optim

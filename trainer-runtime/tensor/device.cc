@@ -1,0 +1,51 @@
+#include "taas/tensor/device.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace taas {
+namespace {
+
+// The host: aligned (what oneDNN and AVX-512 want), zeroed memory.
+class HostMemory final : public DeviceMemory {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  void* Allocate(Device, std::size_t bytes) override {
+    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* memory = std::aligned_alloc(kAlignment, rounded);
+    if (memory != nullptr) std::memset(memory, 0, rounded);
+    return memory;
+  }
+  void Free(Device, void* memory) override { std::free(memory); }
+  void Copy(void* to, Device, const void* from, Device, std::size_t bytes) override {
+    std::memcpy(to, from, bytes);
+  }
+};
+
+HostMemory host_memory;
+std::atomic<DeviceMemory*> cuda_memory{nullptr};
+
+}  // namespace
+
+std::string DeviceName(Device device) {
+  switch (device.type) {
+    case DeviceType::kCpu:
+      return "cpu";
+    case DeviceType::kCuda:
+      return "cuda:" + std::to_string(device.index);
+  }
+  return "unknown";
+}
+
+DeviceMemory* MemoryFor(DeviceType type) {
+  return type == DeviceType::kCpu ? &host_memory : cuda_memory.load();
+}
+
+DeviceMemory* RegisterDeviceMemory(DeviceType type, DeviceMemory* memory) {
+  if (type == DeviceType::kCpu) return &host_memory;  // the host's memory is fixed
+  return cuda_memory.exchange(memory);
+}
+
+}  // namespace taas

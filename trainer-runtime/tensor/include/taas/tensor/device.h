@@ -1,0 +1,49 @@
+// Where a tensor's elements live. The core knows one device, the host (kCpu), and holds no code of
+// any other: an engine for another device (issue 17's CUDA) implements DeviceMemory and registers
+// it, and tensors on that device then allocate, free and copy through it. Adding a device touches
+// neither the core nor the parameter servers, which exchange host tensors.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace taas {
+
+enum class DeviceType { kCpu, kCuda };
+
+struct Device {
+  DeviceType type = DeviceType::kCpu;
+  int index = 0;  // which device of its type (a CUDA ordinal); 0 for the host
+
+  static constexpr Device Cpu() { return {}; }
+  bool is_cpu() const { return type == DeviceType::kCpu; }
+  bool operator==(const Device&) const = default;
+};
+
+// "cpu", "cuda:1": for messages and the startup line.
+std::string DeviceName(Device device);
+
+// The memory of the devices of one type.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `bytes` (> 0) of zeroed memory on `device`, aligned to 64 bytes at least; nullptr when the
+  // device has no more.
+  virtual void* Allocate(Device device, std::size_t bytes) = 0;
+  virtual void Free(Device device, void* memory) = 0;
+  // Copies `bytes` from `from` on `from_device` to `to` on `to_device`; one of them is this
+  // memory's device type, the other the same or the host.
+  virtual void Copy(void* to, Device to_device, const void* from, Device from_device,
+                    std::size_t bytes) = 0;
+};
+
+// The memory of devices of `type`: the host's for kCpu, always; for another type the one its
+// engine registered, else nullptr.
+DeviceMemory* MemoryFor(DeviceType type);
+
+// Makes `memory` (not owned; it must outlive every tensor on its devices) manage the devices of
+// `type`, which is not kCpu; returns the one it replaces (nullptr the first time). An engine calls
+// this once, at start-up, before any tensor is placed on its devices.
+DeviceMemory* RegisterDeviceMemory(DeviceType type, DeviceMemory* memory);
+
+}  // namespace taas
