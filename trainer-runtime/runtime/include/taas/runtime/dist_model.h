@@ -42,15 +42,18 @@
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
+#include "taas/contract/exit_codes.h"
 #include "taas/optim/optimizer.h"
 #include "taas/tensor/variable.h"
 
 namespace taas {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitBadConfig = 2;    // TF_CONFIG, flags or environment are wrong.
-inline constexpr int kExitModelError = 3;   // build_model, init fn or the data failed.
-inline constexpr int kExitTransient = 150;  // Peer lost, timeout: restarting can succeed.
+// The exit codes (taas/contract/exit_codes.h, which the operator's and the launcher's restart
+// rules read too).
+using contract::kExitBadConfig;
+using contract::kExitModelError;
+using contract::kExitOk;
+using contract::kExitTransient;
 
 enum class Role { kPs, kWorker, kChief, kEvaluator };
 
