@@ -85,6 +85,47 @@ class Trainer {
   int Run();
 
  private:
+  // What the loop does after a phase of a step.
+  enum class Next { kGoOn, kRetry, kExit };
+  struct Outcome {
+    Next next = Next::kGoOn;
+    int exit_code = 0;  // for kExit
+  };
+  static Outcome Exiting(int exit_code) { return {Next::kExit, exit_code}; }
+  // Waits a little for `why`: retry the step, or exit once the wait has lasted too long.
+  Outcome Wait(const std::string& why, const absl::Status& status) {
+    if (auto code = KeepWaiting(why, status)) return Exiting(*code);
+    return {Next::kRetry};
+  }
+
+  // One step as it goes through the loop's phases.
+  struct Step {
+    ps::PullInfo pulled;
+    double pull_secs = 0;
+    Clock::time_point start;  // of train()
+    StepResult result;
+    ps::PushInfo pushed;
+    StepTimes times;
+  };
+
+  // Places the variables on the parameter servers and creates the optimizer.
+  void PlaceVariables();
+  // Whether the done marker says a previous run of this replica's job reached max_steps.
+  bool TrainingAlreadyDone() const;
+  // Waits for the parameter servers; the chief initialises or restores them and opens its
+  // summaries. An exit code when that failed.
+  std::optional<int> Prepare();
+  // pull -> train -> push -> record.
+  Outcome PullVariables(std::optional<ps::PullInfo>& refreshed, Step& step);
+  Outcome PullFailed(const absl::Status& status);
+  Outcome Train(Step& step);
+  Outcome PushGradients(Step& step);
+  // Counts the step, updates the gauges, logs progress, and on the chief writes summaries and
+  // checkpoints; the global step after it.
+  std::int64_t Record(const Step& step);
+  void SetGlobalStep(std::int64_t global_step);
+  void LogProgress(std::int64_t global_step, float loss);
+
   std::vector<ps::ParamBuffers> Buffers() const {
     std::vector<ps::ParamBuffers> out;
     out.reserve(vars_.size());
@@ -121,6 +162,9 @@ class Trainer {
   Session session_;
   std::vector<std::uint64_t> incarnations_;
   std::int64_t last_global_step_ = 0;
+  std::int64_t local_step_ = 0;
+  std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
+  ProgressWindow window_;
 
   // Chief only.
   std::unique_ptr<summary::EventWriter> events_;
@@ -335,197 +379,222 @@ void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result,
 }
 
 int Trainer::Run() {
-  std::vector<ps::VariableInfo> infos;
-  for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
-  placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
-  optimizer_ = std::move(optim::CreateOptimizer(built_.state.optimizer)).value();
-  {
-    std::string bytes;
-    for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {
-      bytes += (bytes.empty() ? "" : ",") + std::to_string(b);
-    }
-    ctx_.logger.Info("model built", {{"variables", static_cast<std::int64_t>(vars_.size())},
-                                     {"bytes_per_ps", bytes},
-                                     {"sync", info_.sync},
-                                     {"replicas_to_aggregate", info_.replicas_to_aggregate}});
-  }
-  // A replica started again after its job finished (killed between the chief's last steps and
-  // its exit, then restarted under ExitCode) finds the parameter servers gone for good: the done
-  // marker says training reached max_steps, so there is nothing left to do, as TensorFlow's
-  // StopAtStepHook ends a restored session at once. A larger max_steps resumes as before.
-  if (auto done = DoneStep(info_.model_dir); done && *done >= info_.max_steps) {
-    ctx_.logger.Info("training already finished: nothing to do",
-                     {{"done_at_step", *done}, {"max_steps", info_.max_steps}});
-    return kExitOk;
-  }
-  auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
-  if (!reachable.ok()) {
-    return Fail(FailureSource::kPeer, "parameter servers unreachable", reachable.status());
-  }
-  if (info_.is_chief) {
-    std::error_code ec;
-    fs::create_directories(info_.model_dir, ec);
-    fs::remove(fs::path(info_.model_dir) / kDoneMarker, ec);
-    while (true) {
-      absl::Status s = InitializeOrRestore(/*first_time=*/true);
-      if (s.ok()) break;
-      if (!ps::IsTransient(s)) {
-        return Fail(FailureSource::kPeer, "cannot initialise the parameter servers", s);
-      }
-      if (auto code = KeepWaiting("parameter servers not answering initialisation", s)) {
-        return *code;
-      }
-    }
-    patience_.Reset();
-    auto writer = summary::EventWriter::Create(info_.model_dir);
-    if (writer.ok()) {
-      events_ = std::move(*writer);
-    } else {
-      ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
-    }
-    next_summary_step_ = last_global_step_;
-    summary_window_step_ = last_global_step_;
-  }
+  PlaceVariables();
+  if (TrainingAlreadyDone()) return kExitOk;
+  if (auto code = Prepare()) return *code;
 
-  const Logger progress = ctx_.logger;
-  std::int64_t local_step = 0;
-  ProgressWindow window;
-  std::int64_t dropped = 0;
+  // The loop: pull -> train -> push -> record. Each phase ends the step early (Next::kRetry: a
+  // peer to wait for; the wait is bounded by Patience) or the run (kExit with its code).
+  std::optional<ps::PullInfo> refreshed;  // what the last push brought back; empty: pull
   bool chief_stop = false;
-  // The values the last push brought back (one round trip per step); empty: pull.
-  std::optional<ps::PullInfo> refreshed;
+  window_ = ProgressWindow();  // the first window starts with the first step, not at start-up
   while (true) {
-    const auto pull_start = Clock::now();
-    absl::StatusOr<ps::PullInfo> pulled =
-        refreshed ? absl::StatusOr<ps::PullInfo>(std::move(*refreshed))
-                  : client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
-    refreshed.reset();
-    const double pull_secs = SecondsSince(pull_start);
-    if (!pulled.ok()) {
-      const absl::Status& s = pulled.status();
-      if (s.code() == absl::StatusCode::kFailedPrecondition) {
-        if (info_.is_chief) {
-          ctx_.logger.Warning(
-              "a parameter server lost its variables (restarted): restoring all "
-              "parameter servers from the latest checkpoint",
-              {{"detail", std::string(s.message())}});
-          absl::Status r = InitializeOrRestore(/*first_time=*/false);
-          if (r.ok()) continue;
-          if (!ps::IsTransient(r)) {
-            return Fail(FailureSource::kPeer, "cannot restore the parameter servers", r);
-          }
-          if (auto code = KeepWaiting("restoring parameter servers", r)) return *code;
-          continue;
-        }
-        if (auto code =
-                KeepWaiting("waiting for the chief to initialise or restore the variables", s)) {
-          return *code;
-        }
-        continue;
-      }
-      if (ps::IsTransient(s)) {
-        if (auto code = KeepWaiting("parameter server unreachable, retrying", s)) return *code;
-        continue;
-      }
-      return Fail(FailureSource::kPeer, "pull failed", s);
-    }
-    if (info_.is_chief && !incarnations_.empty()) {
-      for (std::size_t p = 0; p < incarnations_.size(); ++p) {
-        if (incarnations_[p] != pulled->incarnations[p]) {
-          ctx_.logger.Info("parameter server incarnation changed",
-                           {{"ps", static_cast<std::int64_t>(p)},
-                            {"incarnation", std::to_string(pulled->incarnations[p])}});
-        }
-      }
-    }
-    incarnations_ = pulled->incarnations;
-    last_global_step_ = pulled->global_step;
-    built_.global_step = pulled->global_step;
-    ctx_.global_step = pulled->global_step;
-    ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(pulled->global_step));
-    if (pulled->done || pulled->global_step >= info_.max_steps) break;
+    Step step;
+    Outcome outcome = PullVariables(refreshed, step);
+    if (outcome.next == Next::kRetry) continue;
+    if (outcome.next == Next::kExit) return outcome.exit_code;
+    if (step.pulled.done || step.pulled.global_step >= info_.max_steps) break;
 
-    session_state_.global_step = pulled->global_step;
-    session_state_.local_step = local_step;
-    session_state_.learning_rate = optimizer_->LearningRate(pulled->global_step);
-    const auto step_start = Clock::now();
-    const double train_cpu_start = ThreadCpuSeconds();
-    StepResult result;
-    absl::Status trained = CallModel("train()", [&] {
-      result = built_.model->train(session_);
-      return absl::OkStatus();
-    });
-    if (trained.ok()) trained = result.error;
-    if (!trained.ok()) return Fail(FailureSource::kModel, "train() failed", trained);
-    StepTimes times;
-    times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
-    times.train_secs = SecondsSince(step_start);
-    const std::int64_t examples = result.examples > 0 ? result.examples : built_.state.batch_size;
-    const auto push_start = Clock::now();
+    outcome = Train(step);
+    if (outcome.next == Next::kExit) return outcome.exit_code;
 
-    auto pushed = client_.Push(placement_, Buffers(), pulled->ps_steps, info_.worker_rank,
-                               cfg_.wait_timeout_secs, /*pull_values=*/true);
-    if (!pushed.ok()) {
-      const absl::Status& s = pushed.status();
-      if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
-        // The next pull waits for the PS or the chief's restore. Failed pushes count towards
-        // the same timeout as failed pulls: a sync step that never completes must end too.
-        if (auto code =
-                KeepWaiting("gradients not applied (peer lost or sync step timed out)", s)) {
-          return *code;
-        }
-        continue;
-      }
-      return Fail(FailureSource::kPeer, "push failed", s);
-    }
-    if (pushed->applied == 0 && !pushed->done && pushed->global_step <= pulled->global_step) {
-      // Dropped without the step moving (a retried sync push, a restore): no progress, so this
-      // counts towards the wait timeout instead of spinning.
-      if (auto code =
-              KeepWaiting("gradients dropped and the step does not advance", absl::OkStatus())) {
-        return *code;
-      }
-      continue;
-    }
-    patience_.Reset();
-    refreshed = std::move(pushed->pulled);
-    ++local_step;
-    dropped += pushed->stale + pushed->reset;
-    const double step_secs = SecondsSince(step_start);
-    const std::int64_t global_step = std::max(pushed->global_step, pulled->global_step);
-    last_global_step_ = global_step;
-    built_.global_step = global_step;
-    ctx_.global_step = global_step;
-    times.comm_secs = pull_secs + SecondsSince(push_start);
-    times.wait_secs = pushed->wait_secs;
-    times.examples = examples;
-    window.Add(times);
-    ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(global_step));
-    ctx_.gauges->Set(contract::kLossMetric, result.loss);
-    ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
-    if (local_step % cfg_.log_steps == 0) {
-      const ProgressWindow::Summary w = window.Close();
-      ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
-      progress.Info("training", {{"step", local_step},
-                                 {"global_step", global_step},
-                                 {"loss", static_cast<double>(result.loss)},
-                                 {"sec_per_batch", w.sec_per_batch},
-                                 {"comm_fraction", w.comm_fraction},
-                                 {"wait_fraction", w.wait_fraction},
-                                 {"train_secs", w.train_secs},
-                                 {"train_cpu_secs", w.train_cpu_secs},
-                                 {"examples_per_sec", w.examples_per_sec},
-                                 {"dropped_pushes", dropped}});
-    }
-    if (info_.is_chief) ChiefAfterStep(global_step, result, step_secs, examples);
-    if (pushed->done || global_step >= info_.max_steps) break;
-    if (result.stop) {
+    outcome = PushGradients(step);
+    if (outcome.next == Next::kRetry) continue;
+    if (outcome.next == Next::kExit) return outcome.exit_code;
+    refreshed = std::move(step.pushed.pulled);
+
+    const std::int64_t global_step = Record(step);
+    if (step.pushed.done || global_step >= info_.max_steps) break;
+    if (step.result.stop) {
       chief_stop = info_.is_chief;
       ctx_.logger.Info("train() asked to stop", {{"global_step", global_step}});
       break;
     }
   }
   return Finish(chief_stop);
+}
+
+void Trainer::PlaceVariables() {
+  std::vector<ps::VariableInfo> infos;
+  for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
+  placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
+  // BuildModel validated the optimizer settings: creating it cannot fail here.
+  optimizer_ = std::move(optim::CreateOptimizer(built_.state.optimizer)).value();
+  std::string bytes;
+  for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {
+    bytes += (bytes.empty() ? "" : ",") + std::to_string(b);
+  }
+  ctx_.logger.Info("model built", {{"variables", static_cast<std::int64_t>(vars_.size())},
+                                   {"bytes_per_ps", bytes},
+                                   {"sync", info_.sync},
+                                   {"replicas_to_aggregate", info_.replicas_to_aggregate}});
+}
+
+bool Trainer::TrainingAlreadyDone() const {
+  // A replica started again after its job finished (killed between the chief's last steps and
+  // its exit, then restarted under ExitCode) finds the parameter servers gone for good: the done
+  // marker says training reached max_steps, so there is nothing left to do, as TensorFlow's
+  // StopAtStepHook ends a restored session at once. A larger max_steps resumes as before.
+  auto done = DoneStep(info_.model_dir);
+  if (!done || *done < info_.max_steps) return false;
+  ctx_.logger.Info("training already finished: nothing to do",
+                   {{"done_at_step", *done}, {"max_steps", info_.max_steps}});
+  return true;
+}
+
+std::optional<int> Trainer::Prepare() {
+  auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
+  if (!reachable.ok()) {
+    return Fail(FailureSource::kPeer, "parameter servers unreachable", reachable.status());
+  }
+  if (!info_.is_chief) return std::nullopt;
+  std::error_code ec;
+  fs::create_directories(info_.model_dir, ec);
+  fs::remove(fs::path(info_.model_dir) / kDoneMarker, ec);
+  while (true) {
+    absl::Status s = InitializeOrRestore(/*first_time=*/true);
+    if (s.ok()) break;
+    if (!ps::IsTransient(s)) {
+      return Fail(FailureSource::kPeer, "cannot initialise the parameter servers", s);
+    }
+    if (auto code = KeepWaiting("parameter servers not answering initialisation", s)) {
+      return code;
+    }
+  }
+  patience_.Reset();
+  auto writer = summary::EventWriter::Create(info_.model_dir);
+  if (writer.ok()) {
+    events_ = std::move(*writer);
+  } else {
+    ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
+  }
+  next_summary_step_ = last_global_step_;
+  summary_window_step_ = last_global_step_;
+  return std::nullopt;
+}
+
+Trainer::Outcome Trainer::PullVariables(std::optional<ps::PullInfo>& refreshed, Step& step) {
+  const auto pull_start = Clock::now();
+  absl::StatusOr<ps::PullInfo> pulled =
+      refreshed ? absl::StatusOr<ps::PullInfo>(std::move(*refreshed))
+                : client_.Pull(placement_, Buffers(), cfg_.wait_timeout_secs);
+  refreshed.reset();
+  step.pull_secs = SecondsSince(pull_start);
+  if (!pulled.ok()) return PullFailed(pulled.status());
+  step.pulled = std::move(*pulled);
+  if (info_.is_chief && !incarnations_.empty()) {
+    for (std::size_t p = 0; p < incarnations_.size(); ++p) {
+      if (incarnations_[p] != step.pulled.incarnations[p]) {
+        ctx_.logger.Info("parameter server incarnation changed",
+                         {{"ps", static_cast<std::int64_t>(p)},
+                          {"incarnation", std::to_string(step.pulled.incarnations[p])}});
+      }
+    }
+  }
+  incarnations_ = step.pulled.incarnations;
+  SetGlobalStep(step.pulled.global_step);
+  return {Next::kGoOn};
+}
+
+Trainer::Outcome Trainer::PullFailed(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kFailedPrecondition) {
+    if (!info_.is_chief) {
+      return Wait("waiting for the chief to initialise or restore the variables", s);
+    }
+    ctx_.logger.Warning(
+        "a parameter server lost its variables (restarted): restoring all parameter servers "
+        "from the latest checkpoint",
+        {{"detail", std::string(s.message())}});
+    absl::Status restored = InitializeOrRestore(/*first_time=*/false);
+    if (restored.ok()) return {Next::kRetry};
+    if (!ps::IsTransient(restored)) {
+      return Exiting(Fail(FailureSource::kPeer, "cannot restore the parameter servers", restored));
+    }
+    return Wait("restoring parameter servers", restored);
+  }
+  if (ps::IsTransient(s)) return Wait("parameter server unreachable, retrying", s);
+  return Exiting(Fail(FailureSource::kPeer, "pull failed", s));
+}
+
+Trainer::Outcome Trainer::Train(Step& step) {
+  session_state_.global_step = step.pulled.global_step;
+  session_state_.local_step = local_step_;
+  session_state_.learning_rate = optimizer_->LearningRate(step.pulled.global_step);
+  step.start = Clock::now();
+  const double train_cpu_start = ThreadCpuSeconds();
+  absl::Status trained = CallModel("train()", [&] {
+    step.result = built_.model->train(session_);
+    return absl::OkStatus();
+  });
+  if (trained.ok()) trained = step.result.error;
+  if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
+  step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
+  step.times.train_secs = SecondsSince(step.start);
+  step.times.examples = step.result.examples > 0 ? step.result.examples : built_.state.batch_size;
+  return {Next::kGoOn};
+}
+
+Trainer::Outcome Trainer::PushGradients(Step& step) {
+  const auto push_start = Clock::now();
+  auto pushed = client_.Push(placement_, Buffers(), step.pulled.ps_steps, info_.worker_rank,
+                             cfg_.wait_timeout_secs, /*pull_values=*/true);
+  if (!pushed.ok()) {
+    const absl::Status& s = pushed.status();
+    if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
+      // The next pull waits for the PS or the chief's restore. Failed pushes count towards the
+      // same timeout as failed pulls: a sync step that never completes must end too.
+      return Wait("gradients not applied (peer lost or sync step timed out)", s);
+    }
+    return Exiting(Fail(FailureSource::kPeer, "push failed", s));
+  }
+  if (pushed->applied == 0 && !pushed->done && pushed->global_step <= step.pulled.global_step) {
+    // Dropped without the step moving (a retried sync push, a restore): no progress, so this
+    // counts towards the wait timeout instead of spinning.
+    return Wait("gradients dropped and the step does not advance", absl::OkStatus());
+  }
+  patience_.Reset();
+  step.pushed = std::move(*pushed);
+  step.times.comm_secs = step.pull_secs + SecondsSince(push_start);
+  step.times.wait_secs = step.pushed.wait_secs;
+  return {Next::kGoOn};
+}
+
+std::int64_t Trainer::Record(const Step& step) {
+  const double step_secs = SecondsSince(step.start);
+  ++local_step_;
+  dropped_pushes_ += step.pushed.stale + step.pushed.reset;
+  const std::int64_t global_step = std::max(step.pushed.global_step, step.pulled.global_step);
+  SetGlobalStep(global_step);
+  window_.Add(step.times);
+  ctx_.gauges->Set(contract::kLossMetric, step.result.loss);
+  ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
+  if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result.loss);
+  if (info_.is_chief) {
+    ChiefAfterStep(global_step, step.result, step_secs, step.times.examples);
+  }
+  return global_step;
+}
+
+void Trainer::SetGlobalStep(std::int64_t global_step) {
+  last_global_step_ = global_step;
+  built_.global_step = global_step;
+  ctx_.global_step = global_step;
+  ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(global_step));
+}
+
+void Trainer::LogProgress(std::int64_t global_step, float loss) {
+  const ProgressWindow::Summary w = window_.Close();
+  ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
+  ctx_.logger.Info("training", {{"step", local_step_},
+                                {"global_step", global_step},
+                                {"loss", static_cast<double>(loss)},
+                                {"sec_per_batch", w.sec_per_batch},
+                                {"comm_fraction", w.comm_fraction},
+                                {"wait_fraction", w.wait_fraction},
+                                {"train_secs", w.train_secs},
+                                {"train_cpu_secs", w.train_cpu_secs},
+                                {"examples_per_sec", w.examples_per_sec},
+                                {"dropped_pushes", dropped_pushes_}});
 }
 
 int Trainer::Finish(bool chief_stop) {
