@@ -129,39 +129,11 @@ TEST_CASE("idle connections end at the deadline and cannot hold more than the li
   CHECK(Get(Address(*server), "/echo").ok());
 }
 
-TEST_CASE("Get bounds the answer's size and the time it waits") {
-  auto server = StartServer();
-  auto big = Get(Address(*server), "/big", GetOptions{.max_body_bytes = 1 << 20});
-  CHECK(big.status().code() == absl::StatusCode::kUnavailable);
-  CHECK(Get(Address(*server), "/big", GetOptions{.max_body_bytes = 4 << 20}).ok());
-
-  // A listener that never accepts: the connection completes (backlog) but no answer comes.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const auto started = std::chrono::steady_clock::now();
-  auto hung = Get("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "/metrics",
-                  GetOptions{.timeout = milliseconds(300)});
-  CHECK(hung.status().code() == absl::StatusCode::kDeadlineExceeded);
-  CHECK(std::chrono::steady_clock::now() - started < milliseconds(1500));
-  ::close(fd);
-
-  CHECK(Get("no-port", "/").status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK(Get("host:", "/").status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK(Get("127.0.0.1:1", "/", GetOptions{.timeout = milliseconds(500)}).status().code() ==
-        absl::StatusCode::kUnavailable);
-}
-
-// A listener on a free loopback port that answers its first connection with `answer`, whatever
-// was asked (a hostile metrics endpoint).
-class ScriptedEndpoint {
+// A listening socket on a free loopback port that nothing accepts from: a connection completes
+// (the backlog) but no answer ever comes.
+class LoopbackListener {
  public:
-  explicit ScriptedEndpoint(std::string answer) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  LoopbackListener() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -170,8 +142,26 @@ class ScriptedEndpoint {
     socklen_t len = sizeof(addr);
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
+  }
+  ~LoopbackListener() { ::close(fd_); }
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
+
+  int fd() const { return fd_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+// A listener that answers its first connection with `answer`, whatever was asked (a hostile
+// metrics endpoint).
+class ScriptedEndpoint {
+ public:
+  explicit ScriptedEndpoint(std::string answer) {
     thread_ = std::thread([this, answer = std::move(answer)] {
-      const int client = ::accept(fd_, nullptr, nullptr);
+      const int client = ::accept(listener_.fd(), nullptr, nullptr);
       if (client < 0) return;
       // Read the request first: closing with it unread would reset the connection.
       std::string request;
@@ -190,17 +180,37 @@ class ScriptedEndpoint {
     });
   }
   ~ScriptedEndpoint() {
-    ::shutdown(fd_, SHUT_RDWR);
+    ::shutdown(listener_.fd(), SHUT_RDWR);
     thread_.join();
-    ::close(fd_);
   }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return listener_.address(); }
 
  private:
-  int fd_;
-  int port_ = 0;
+  LoopbackListener listener_;
   std::thread thread_;
 };
+
+TEST_CASE("Get bounds the answer's size and the time it waits") {
+  auto server = StartServer();
+  auto big = Get(Address(*server), "/big", GetOptions{.max_body_bytes = 1 << 20});
+  CHECK(big.status().code() == absl::StatusCode::kUnavailable);
+  CHECK(Get(Address(*server), "/big", GetOptions{.max_body_bytes = 4 << 20}).ok());
+
+  // A listener that never accepts: the connection completes (backlog) but no answer comes.
+  {
+    LoopbackListener hung;
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(
+        Get(hung.address(), "/metrics", GetOptions{.timeout = milliseconds(300)}).status().code() ==
+        absl::StatusCode::kDeadlineExceeded);
+    CHECK(std::chrono::steady_clock::now() - started < milliseconds(1500));
+  }
+
+  CHECK(Get("no-port", "/").status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Get("host:", "/").status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Get("127.0.0.1:1", "/", GetOptions{.timeout = milliseconds(500)}).status().code() ==
+        absl::StatusCode::kUnavailable);
+}
 
 TEST_CASE("Get refuses an oversized answer however its length is declared") {
   const GetOptions options{.timeout = milliseconds(3000), .max_body_bytes = 1000};
