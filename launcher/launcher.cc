@@ -14,8 +14,8 @@
 
 #include "job_loop.h"
 #include "job_secret_files.h"
+#include "local_job_source.h"
 #include "local_job_state.h"
-#include "local_kube_api.h"
 #include "manifest.h"
 #include "processes.h"
 #include "replica_env.h"
@@ -101,7 +101,7 @@ class JobRunner final : private LoopReporter {
   Clock::time_point last_progress_ = Clock::now();
   // Declared in this order so the server stops before what it reads is destroyed.
   LocalJobState state_;
-  std::unique_ptr<LocalKubeApi> kube_;
+  std::unique_ptr<LocalJobSource> source_;
   std::unique_ptr<ui_server::UiServer> ui_;
   std::string ui_url_;
   // Declared last: destroying the table stops any process left, whose output still reaches
@@ -173,12 +173,12 @@ void JobRunner::StartUi() {
   // Only the server's problems are worth a line next to the replicas' output.
   const Logger logger = Logger(stderr, LogLevel::kWarning)
                             .With({{"component", "taas-ui"}, {"job", job_.metadata.name}});
-  kube_ = std::make_unique<LocalKubeApi>(&state_, LocalMachine::Detect(options_.local_gpus));
-  ui_ = std::make_unique<ui_server::UiServer>(kube_.get(), o, logger);
+  source_ = std::make_unique<LocalJobSource>(&state_, LocalMachine::Detect(options_.local_gpus));
+  ui_ = std::make_unique<ui_server::UiServer>(source_.get(), o, logger);
   absl::Status started = ui_->Start();
   if (!started.ok() && !options_.ui_port_given && o.http.port != 0) {
     o.http.port = 0;  // the default port is taken: any free one
-    ui_ = std::make_unique<ui_server::UiServer>(kube_.get(), o, logger);
+    ui_ = std::make_unique<ui_server::UiServer>(source_.get(), o, logger);
     started = ui_->Start();
   }
   if (!started.ok()) {

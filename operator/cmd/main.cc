@@ -35,7 +35,8 @@
 #include "taas/kube/client.h"
 #include "taas/kube/leader_election.h"
 #include "taas/tfjob/validation.h"
-#include "taas/ui_server/kube_client_api.h"
+#include "taas/ui_kube/kube_client_api.h"
+#include "taas/ui_kube/kube_job_source.h"
 #include "taas/ui_server/ui_server.h"
 
 namespace {
@@ -124,7 +125,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 
 // The web UI served from this process, over the operator's own (thread-safe) client.
 struct HostedUi {
-  std::unique_ptr<taas::ui_server::KubeClientApi> kube;
+  std::unique_ptr<taas::ui_kube::KubeClientApi> kube;
+  std::unique_ptr<taas::ui_kube::KubeJobSource> source;
   std::unique_ptr<taas::ui_server::UiServer> server;
 };
 
@@ -145,8 +147,9 @@ absl::StatusOr<HostedUi> StartUi(const Flags& flags, taas::kube::Client* client,
   options.http.assets_dir = flags.ui_assets;
 
   HostedUi ui;
-  ui.kube = std::make_unique<taas::ui_server::KubeClientApi>(client);
-  ui.server = std::make_unique<taas::ui_server::UiServer>(ui.kube.get(), options,
+  ui.kube = std::make_unique<taas::ui_kube::KubeClientApi>(client);
+  ui.source = std::make_unique<taas::ui_kube::KubeJobSource>(ui.kube.get());
+  ui.server = std::make_unique<taas::ui_server::UiServer>(ui.source.get(), options,
                                                           logger.With({{"component", "taas-ui"}}));
   TAAS_RETURN_IF_ERROR(ui.server->Start());
   // Only a token this process made up is in the URL: a mounted one is already known to its owner.

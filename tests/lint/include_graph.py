@@ -73,11 +73,7 @@ LINK_RULES = [
 ]
 
 # Edges the tree has today and an open issue removes: (from, to, issue).
-KNOWN = [
-    ("taas", "taas_kube", "15: the UI server's seam becomes job-level; the launcher drops kube"),
-    ("taas", "OpenSSL::SSL", "15: as above"),
-    ("taas", "OpenSSL::Crypto", "15: as above"),
-]
+KNOWN = []
 
 
 def walk(root):

@@ -6,9 +6,6 @@
 #include <random>
 
 #include "taas/base/json_fields.h"
-#include "taas/tfjob/tfjob.h"
-#include "taas/ui_server/job_form.h"
-#include "taas/ui_server/tfjob_rules.h"
 #include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
@@ -21,18 +18,6 @@ namespace {
 constexpr std::string_view kApiPrefix = "/api/v1/";
 constexpr int kDefaultTailLines = 1000;
 constexpr int kMaxTailLines = 100000;
-
-// The items of a Kubernetes list; empty when it has none (or they are not an array).
-const json& ItemsOf(const json& list) {
-  static const json kEmpty = json::array();  // NOLINT: an immutable empty value, not state.
-  const json* items = jf::Array(list, "items");
-  return items ? *items : kEmpty;
-}
-
-std::string NameOf(const json& object) {
-  const json* metadata = jf::Object(object, "metadata");
-  return metadata ? jf::StringOr(*metadata, "name", "") : "";
-}
 
 // A whole decimal number from `min` to `max`; nullopt otherwise (no narrowing, no overflow).
 std::optional<std::int64_t> ParseBounded(const std::string& text, std::int64_t min,
@@ -64,13 +49,47 @@ int FromHex(char c) {
   return -1;
 }
 
-bool IsPodName(const std::string& name) {
-  if (name.empty() || name.size() > 253) return false;
-  for (unsigned char c : name) {
-    if (!(std::islower(c) || std::isdigit(c) || c == '-' || c == '.')) return false;
+// The decoded, non-empty segments of a path; false for a malformed escape.
+bool SplitPath(std::string_view path, std::vector<std::string>* segments) {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    auto segment = PercentDecode(path.substr(start, end - start), false);
+    if (!segment) return false;
+    if (!segment->empty()) segments->push_back(*segment);
+    start = end + 1;
   }
-  return std::isalnum(static_cast<unsigned char>(name.front())) &&
-         std::isalnum(static_cast<unsigned char>(name.back()));
+  return true;
+}
+
+// The decoded key=value pairs of a query string (the last of a repeated key wins); false for a
+// malformed escape.
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out) {
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    const std::size_t eq = pair.find('=');
+    auto key = PercentDecode(pair.substr(0, eq), true);
+    auto value = PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
+    if (!key || !value) return false;
+    (*out)[*key] = *value;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return true;
+}
+
+// A clone's name: the body's "name", else `job` with a random suffix.
+absl::StatusOr<std::string> CloneName(const json& body, const std::string& job) {
+  TAAS_ASSIGN_OR_RETURN(const std::optional<std::string> name,
+                        jf::OptionalString(body, "name", "name"));
+  if (name && !name->empty()) return *name;
+  std::random_device random;
+  const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string suffix;
+  for (int i = 0; i < 5; ++i) suffix.push_back(alphabet[random() % 36]);
+  return job.substr(0, 40) + "-" + suffix;
 }
 
 std::int64_t SystemNow() {
@@ -116,7 +135,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-HttpResponse KubeErrorResponse(const absl::Status& status) {
+HttpResponse SourceErrorResponse(const absl::Status& status) {
   int http = 502;
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
@@ -137,6 +156,9 @@ HttpResponse KubeErrorResponse(const absl::Status& status) {
       break;
     case absl::StatusCode::kResourceExhausted:
       http = 429;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      http = 405;
       break;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
@@ -185,10 +207,10 @@ absl::Status CheckApiOptions(const ApiOptions& options) {
   return absl::OkStatus();
 }
 
-Api::Api(ApiOptions options, KubeApi* kube, const MetricsStore* metrics, Logger logger,
+Api::Api(ApiOptions options, JobSource* source, const MetricsStore* metrics, Logger logger,
          std::function<std::int64_t()> now)
     : options_(std::move(options)),
-      kube_(kube),
+      source_(source),
       metrics_(metrics),
       logger_(std::move(logger)),
       now_(now ? std::move(now) : SystemNow) {}
@@ -242,46 +264,30 @@ std::optional<HttpResponse> Api::Parse(const HttpRequest& request, Route* out) c
   const std::string_view path = target.substr(
       kApiPrefix.size(),
       question == std::string_view::npos ? std::string_view::npos : question - kApiPrefix.size());
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    auto segment = PercentDecode(path.substr(start, end - start), false);
-    if (!segment) return Error(400, "malformed path");
-    if (!segment->empty()) route.segments.push_back(*segment);
-    start = end + 1;
-  }
-  if (question != std::string_view::npos) {
-    std::string_view query = target.substr(question + 1);
-    while (!query.empty()) {
-      std::size_t amp = query.find('&');
-      std::string_view pair = query.substr(0, amp);
-      const std::size_t eq = pair.find('=');
-      auto key = PercentDecode(pair.substr(0, eq), true);
-      auto value = PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
-      if (!key || !value) return Error(400, "malformed query");
-      route.query[*key] = *value;
-      if (amp == std::string_view::npos) break;
-      query.remove_prefix(amp + 1);
-    }
+  if (!SplitPath(path, &route.segments)) return Error(400, "malformed path");
+  if (question != std::string_view::npos &&
+      !ParseQuery(target.substr(question + 1), &route.query)) {
+    return Error(400, "malformed query");
   }
   const auto& s = route.segments;
-  if (s.size() >= 2 && s[0] == "namespaces") {
-    route.ns = s[1];
+  if (s.size() >= 2 && s[0] == "namespaces") route.ns = s[1];
+  if (s.size() >= 4) route.name = s[3];
+  if (s.size() >= 6) route.pod = s[5];
+  return CheckRoute(route);
+}
+
+std::optional<HttpResponse> Api::CheckRoute(const Route& route) const {
+  if (!route.ns.empty()) {
     if (!IsDns1123Label(route.ns)) {
       return Error(400, "\"" + route.ns + "\" is not a namespace name", "metadata.namespace");
     }
     if (auto forbidden = CheckNamespace(route.ns)) return *forbidden;
   }
-  if (s.size() >= 4) {
-    route.name = s[3];
-    if (!IsDns1123Label(route.name)) {
-      return Error(400, "\"" + route.name + "\" is not a TFJob name", "metadata.name");
-    }
+  if (!route.name.empty() && !IsDns1123Label(route.name)) {
+    return Error(400, "\"" + route.name + "\" is not a TFJob name", "metadata.name");
   }
-  if (s.size() >= 6) {
-    route.pod = s[5];
-    if (!IsPodName(route.pod)) return Error(400, "\"" + route.pod + "\" is not a pod name");
+  if (!route.pod.empty() && !IsDns1123Subdomain(route.pod)) {
+    return Error(400, "\"" + route.pod + "\" is not a pod name");
   }
   if (auto ns = route.query.find("namespace"); ns != route.query.end() && !ns->second.empty()) {
     if (auto forbidden = CheckNamespace(ns->second)) return *forbidden;
@@ -344,19 +350,14 @@ HttpResponse Api::ListJobs(const Route& route) const {
   const std::string filter = route.query.count("q") ? route.query.at("q") : "";
   std::vector<json> rows;
   for (const std::string& ns : namespaces) {
-    auto jobs = kube_->Get(tfjob::TFJobsPath(ns));
-    if (!jobs.ok()) return KubeErrorResponse(jobs.status());
-    auto pods = kube_->Get("/api/v1/namespaces/" + ns + "/pods");
-    if (!pods.ok()) return KubeErrorResponse(pods.status());
-    std::map<std::string, std::vector<json>> by_job;
-    for (const json& pod : ItemsOf(*pods)) {
-      const std::string job = JobNameOfPod(pod);
-      if (!job.empty()) by_job[job].push_back(pod);
-    }
-    for (const json& job : ItemsOf(*jobs)) {
-      const std::string name = NameOf(job);
-      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
-      rows.push_back(JobView(job, by_job[name], now_()));
+    auto records = source_->ListJobs(ns);
+    if (!records.ok()) return SourceErrorResponse(records.status());
+    for (JobRecord& record : *records) {
+      json row = JobRow(record.tfjob, std::move(record.replicas), now_());
+      if (!filter.empty() && row["name"].get<std::string>().find(filter) == std::string::npos) {
+        continue;
+      }
+      rows.push_back(std::move(row));
     }
   }
   std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
@@ -375,48 +376,47 @@ HttpResponse Api::ListJobs(const Route& route) const {
   return JsonResponse(200, {{"items", items}, {"total", total}, {"truncated", shown < total}});
 }
 
+std::optional<HttpResponse> Api::AddClusterErrors(const JobForm& form,
+                                                  std::vector<FieldError>* errors) const {
+  auto nodes = source_->Nodes();
+  if (!nodes.ok()) return SourceErrorResponse(nodes.status());
+  for (FieldError& e : CheckFormAgainstCluster(form, LimitsOf(*nodes))) {
+    const bool seen = std::any_of(errors->begin(), errors->end(),
+                                  [&](const FieldError& f) { return f.field == e.field; });
+    if (!seen) errors->push_back(std::move(e));
+  }
+  return std::nullopt;
+}
+
 HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) const {
   const json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Error(400, "the request body is not JSON");
   const bool dry_run = route.query.count("dryRun") && route.query.at("dryRun") != "false";
-  auto answer_errors = [&](const std::vector<FieldError>& errors, const json& tfjob) {
-    json out = ErrorsJson(errors);
-    if (dry_run) {
-      out["tfjob"] = tfjob;
-      return JsonResponse(200, out);
+  // Errors are 422; a dry run (the form's preview) answers 200 with them and the TFJob.
+  auto answer_errors = [&](json out, const json& tfjob) {
+    if (!dry_run) return JsonResponse(422, out);
+    if (!out.contains("errors")) {
+      out["errors"] = json::array({{{"field", jf::StringOr(out, "field", "")},
+                                    {"message", jf::StringOr(out, "error", "")}}});
     }
-    return JsonResponse(422, out);
+    out["tfjob"] = tfjob;
+    return JsonResponse(200, out);
   };
   JobForm form;
   std::vector<FieldError> errors = ParseJobForm(body, route.ns, &form);
   const bool form_valid = errors.empty();
   // What the cluster can never schedule is reported with the form's own errors, each field once.
-  auto nodes = kube_->Get("/api/v1/nodes");
-  if (!nodes.ok()) return KubeErrorResponse(nodes.status());
-  for (FieldError& e : CheckFormAgainstCluster(form, ComputeClusterLimits(*nodes))) {
-    const bool seen = std::any_of(errors.begin(), errors.end(),
-                                  [&](const FieldError& f) { return f.field == e.field; });
-    if (!seen) errors.push_back(std::move(e));
-  }
-  if (!form_valid) return answer_errors(errors, nullptr);
+  if (auto failed = AddClusterErrors(form, &errors)) return *failed;
+  if (!form_valid) return answer_errors(ErrorsJson(errors), nullptr);
   const json tfjob = BuildTfJob(form);
-  if (!errors.empty()) return answer_errors(errors, tfjob);
+  if (!errors.empty()) return answer_errors(ErrorsJson(errors), tfjob);
   errors = CheckTfJobRules(tfjob);
-  if (!errors.empty()) return answer_errors(errors, tfjob);
+  if (!errors.empty()) return answer_errors(ErrorsJson(errors), tfjob);
 
-  auto created = kube_->Post(tfjob::TFJobsPath(route.ns) + (dry_run ? "?dryRun=All" : ""), tfjob);
+  auto created = source_->CreateJob(route.ns, tfjob, dry_run);
   if (!created.ok()) {
-    HttpResponse failure = KubeErrorResponse(created.status());
-    if (dry_run) {
-      json out = json::parse(failure.body);
-      if (!out.contains("errors")) {
-        out["errors"] = json::array({{{"field", jf::StringOr(out, "field", "")},
-                                      {"message", jf::StringOr(out, "error", "")}}});
-      }
-      out["tfjob"] = tfjob;
-      return JsonResponse(200, out);
-    }
-    return failure;
+    HttpResponse failure = SourceErrorResponse(created.status());
+    return dry_run ? answer_errors(json::parse(failure.body), tfjob) : failure;
   }
   if (dry_run) return JsonResponse(200, {{"tfjob", tfjob}, {"errors", json::array()}});
   logger_.Info("created tfjob", {{"namespace", route.ns}, {"job", form.name}});
@@ -424,128 +424,89 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
 }
 
 HttpResponse Api::GetJob(const Route& route) const {
-  auto tfjob = kube_->Get(tfjob::TFJobPath(route.ns, route.name));
-  if (!tfjob.ok()) return KubeErrorResponse(tfjob.status());
-  auto pods = kube_->Get("/api/v1/namespaces/" + route.ns + "/pods");
-  if (!pods.ok()) return KubeErrorResponse(pods.status());
-  std::vector<json> job_pods;
-  std::vector<std::string> pod_names;
-  for (const json& pod : ItemsOf(*pods)) {
-    if (PodBelongsToJob(pod, route.name)) {
-      job_pods.push_back(pod);
-      pod_names.push_back(NameOf(pod));
-    }
-  }
-  auto events = kube_->Get("/api/v1/namespaces/" + route.ns + "/events");
-  if (!events.ok()) return KubeErrorResponse(events.status());
-  const json* status = jf::Object(*tfjob, "status");
+  auto detail = source_->GetJob(route.ns, route.name);
+  if (!detail.ok()) return SourceErrorResponse(detail.status());
+  const json& tfjob = detail->record.tfjob;
+  const json* status = jf::Object(tfjob, "status");
   const json* conditions = status ? jf::Array(*status, "conditions") : nullptr;
   // The newest events, at most max_list_items of them.
-  json job_events = EventsView(*events, route.name, pod_names);
+  json& events = detail->events;
   const auto limit = static_cast<std::size_t>(options_.max_list_items);
-  if (job_events.size() > limit) {
-    job_events.erase(job_events.begin(),
-                     job_events.begin() + static_cast<std::ptrdiff_t>(job_events.size() - limit));
+  if (events.is_array() && events.size() > limit) {
+    events.erase(events.begin(),
+                 events.begin() + static_cast<std::ptrdiff_t>(events.size() - limit));
   }
-  return JsonResponse(200, {{"job", JobView(*tfjob, job_pods, now_())},
-                            {"tfjob", *tfjob},
+  return JsonResponse(200, {{"job", JobRow(tfjob, std::move(detail->record.replicas), now_())},
+                            {"tfjob", tfjob},
                             {"conditions", conditions ? *conditions : json::array()},
-                            {"events", job_events}});
+                            {"events", events}});
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {
-  auto deleted = kube_->Delete(tfjob::TFJobPath(route.ns, route.name));
-  if (!deleted.ok()) return KubeErrorResponse(deleted.status());
+  const absl::Status deleted = source_->DeleteJob(route.ns, route.name);
+  if (!deleted.ok()) return SourceErrorResponse(deleted);
   logger_.Info("deleted tfjob", {{"namespace", route.ns}, {"job", route.name}});
   return JsonResponse(200, {{"deleted", route.name}, {"namespace", route.ns}});
 }
 
 HttpResponse Api::CloneJob(const HttpRequest& request, const Route& route) const {
-  std::string new_name;
+  json body = json::object();
   if (!request.body.empty()) {
-    const json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return Error(400, "the request body must be a JSON object");
-    auto name = jf::OptionalString(body, "name", "name");
-    if (!name.ok()) return Error(422, std::string(name.status().message()), "metadata.name");
-    new_name = name->value_or("");
   }
-  if (new_name.empty()) {
-    std::random_device random;
-    const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-    std::string suffix;
-    for (int i = 0; i < 5; ++i) suffix.push_back(alphabet[random() % 36]);
-    new_name = route.name.substr(0, 40) + "-" + suffix;
+  auto new_name = CloneName(body, route.name);
+  if (!new_name.ok()) {
+    return Error(422, std::string(new_name.status().message()), "metadata.name");
   }
-  if (!IsDns1123Label(new_name)) {
-    return Error(422, "\"" + new_name + "\" is not a valid TFJob name", "metadata.name");
-  }
-  auto source = kube_->Get(tfjob::TFJobPath(route.ns, route.name));
-  if (!source.ok()) return KubeErrorResponse(source.status());
-  const json copy = CloneTfJob(*source, new_name);
+  auto source = source_->GetJob(route.ns, route.name);
+  if (!source.ok()) return SourceErrorResponse(source.status());
+  // The TFJob rules judge the copy, its new name included.
+  const json copy = CloneTfJob(source->record.tfjob, *new_name);
   const std::vector<FieldError> errors = CheckTfJobRules(copy);
   if (!errors.empty()) return JsonResponse(422, ErrorsJson(errors));
-  auto created = kube_->Post(tfjob::TFJobsPath(route.ns), copy);
-  if (!created.ok()) return KubeErrorResponse(created.status());
-  logger_.Info("cloned tfjob", {{"namespace", route.ns}, {"job", route.name}, {"clone", new_name}});
-  return JsonResponse(201, {{"tfjob", *created}, {"name", new_name}});
+  auto created = source_->CreateJob(route.ns, copy, /*dry_run=*/false);
+  if (!created.ok()) return SourceErrorResponse(created.status());
+  logger_.Info("cloned tfjob",
+               {{"namespace", route.ns}, {"job", route.name}, {"clone", *new_name}});
+  return JsonResponse(201, {{"tfjob", *created}, {"name", *new_name}});
 }
 
-absl::StatusOr<std::string> Api::LogPath(const Route& route) const {
-  auto pod = kube_->Get("/api/v1/namespaces/" + route.ns + "/pods/" + route.pod);
-  if (!pod.ok()) return pod.status();
-  if (!PodBelongsToJob(*pod, route.name)) {
-    return absl::NotFoundError("pod " + route.pod + " is not a replica of TFJob " + route.name);
-  }
-  std::string container;
-  const json* spec = jf::Object(*pod, "spec");
-  const json* containers = spec ? jf::Array(*spec, "containers") : nullptr;
-  for (const json& c : containers ? *containers : json::array()) {
-    const std::string name = jf::StringOr(c, "name", "");
-    if (container.empty() || name == "tensorflow") container = name;
-  }
-  std::int64_t tail = kDefaultTailLines;
+absl::StatusOr<LogRequest> Api::LogRequestOf(const Route& route) const {
+  LogRequest log;
+  log.namespace_name = route.ns;
+  log.job = route.name;
+  log.replica = route.pod;
+  log.tail_lines = kDefaultTailLines;
   if (auto it = route.query.find("tailLines"); it != route.query.end()) {
     auto value = ParseBounded(it->second, 1, kMaxTailLines);
     if (!value) {
       return absl::InvalidArgumentError("tailLines must be a whole number from 1 to " +
                                         std::to_string(kMaxTailLines));
     }
-    tail = *value;
+    log.tail_lines = *value;
   }
   const bool follow = route.query.count("follow") && route.query.at("follow") == "true";
   // A log answer is bounded in bytes too; a followed stream by its duration (unless asked).
-  std::optional<std::int64_t> limit_bytes;
-  if (!follow) limit_bytes = options_.max_log_bytes;
+  if (!follow) log.limit_bytes = options_.max_log_bytes;
   if (auto it = route.query.find("limitBytes"); it != route.query.end()) {
-    limit_bytes = ParseBounded(it->second, 1, options_.max_log_bytes);
-    if (!limit_bytes) {
+    log.limit_bytes = ParseBounded(it->second, 1, options_.max_log_bytes);
+    if (!log.limit_bytes) {
       return absl::InvalidArgumentError("limitBytes must be a whole number from 1 to " +
                                         std::to_string(options_.max_log_bytes));
     }
   }
-  std::string path = "/api/v1/namespaces/" + route.ns + "/pods/" + route.pod +
-                     "/log?tailLines=" + std::to_string(tail);
-  if (limit_bytes) path += "&limitBytes=" + std::to_string(*limit_bytes);
-  if (IsDns1123Label(container) || (!container.empty() && IsPodName(container))) {
-    path += "&container=" + container;
-  }
   if (auto it = route.query.find("previous"); it != route.query.end() && it->second == "true") {
-    path += "&previous=true";
+    log.previous = true;
   }
-  if (follow) path += "&follow=true";
-  return path;
+  return log;
 }
 
 HttpResponse Api::GetLogs(const Route& route) const {
-  auto path = LogPath(route);
-  if (!path.ok()) {
-    if (path.status().code() == absl::StatusCode::kInvalidArgument) {
-      return Error(400, std::string(path.status().message()));
-    }
-    return KubeErrorResponse(path.status());
-  }
-  auto text = kube_->GetText(*path);
-  if (!text.ok()) return KubeErrorResponse(text.status());
+  auto log = LogRequestOf(route);
+  if (!log.ok()) return Error(400, std::string(log.status().message()));
+  auto text = source_->Logs(*log);
+  if (!text.ok()) return SourceErrorResponse(text.status());
   // The API server honours limitBytes; a source that does not is cut here, to the last bytes.
   const auto limit = static_cast<std::size_t>(options_.max_log_bytes);
   if (text->size() > limit) text->erase(0, text->size() - limit);
@@ -563,7 +524,7 @@ bool Api::IsFollowLogs(const HttpRequest& request) const {
 }
 
 std::optional<HttpResponse> Api::PrepareFollowLogs(const HttpRequest& request,
-                                                   std::string* kube_path) const {
+                                                   LogRequest* out) const {
   Route route;
   if (auto failed = Parse(request, &route)) return *failed;
   const auto& s = route.segments;
@@ -571,21 +532,20 @@ std::optional<HttpResponse> Api::PrepareFollowLogs(const HttpRequest& request,
         s[6] == "logs")) {
     return Error(404, "no such API path");
   }
-  auto path = LogPath(route);
-  if (!path.ok()) {
-    if (path.status().code() == absl::StatusCode::kInvalidArgument) {
-      return Error(400, std::string(path.status().message()));
-    }
-    return KubeErrorResponse(path.status());
+  auto log = LogRequestOf(route);
+  if (!log.ok()) return Error(400, std::string(log.status().message()));
+  // Before the stream's headers: a replica that is not the job's is a 404, not an empty stream.
+  if (absl::Status found = source_->FindReplica(route.ns, route.name, route.pod); !found.ok()) {
+    return SourceErrorResponse(found);
   }
-  *kube_path = *path;
+  *out = *std::move(log);
   return std::nullopt;
 }
 
-absl::Status Api::FollowLogs(const std::string& kube_path,
+absl::Status Api::FollowLogs(const LogRequest& log,
                              const std::function<bool(std::string_view)>& write,
-                             kube::Cancellation* cancel) const {
-  return kube_->StreamText(kube_path, write, cancel);
+                             Cancellation* cancel) const {
+  return source_->FollowLogs(log, write, cancel);
 }
 
 HttpResponse Api::GetMetrics(const Route& route) const {
@@ -598,10 +558,9 @@ HttpResponse Api::GetCluster() const {
   std::lock_guard<std::mutex> lock(cache.mu);
   const auto now = std::chrono::steady_clock::now();
   if (cache.view && now - cache.computed < options_.cluster_max_age) return *cache.view;
-  auto objects = kube_->ListClusterObjects(options_.namespaces);
-  if (!objects.ok()) return KubeErrorResponse(objects.status());
-  cache.view = JsonResponse(
-      200, ClusterView(objects->nodes, objects->active_pods, objects->job_pods, objects->events));
+  auto page = source_->Cluster(options_.namespaces);
+  if (!page.ok()) return SourceErrorResponse(page.status());
+  cache.view = JsonResponse(200, ClusterPageJson(*page));
   cache.computed = now;
   return *cache.view;
 }

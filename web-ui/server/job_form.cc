@@ -1,5 +1,6 @@
 #include "taas/ui_server/job_form.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -7,6 +8,8 @@
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/contract/ports.h"
+#include "taas/tfjob/defaults.h"
+#include "taas/tfjob/serialization.h"
 #include "taas/tfjob/tfjob.h"
 #include "taas/tfjob/validation.h"
 
@@ -207,7 +210,43 @@ json ReplicaSpec(const JobForm& form, std::int64_t replicas, const json& contain
           {"template", {{"spec", {{"containers", json::array({container})}}}}}};
 }
 
+// The TFJob rules' verdict on the form's name: a DNS-1035 label that leaves room for the name of
+// every replica the form asks for (taas::tfjob::Validate on a job of the form's replica counts).
+std::vector<tfjob::FieldError> NameErrors(const JobForm& form) {
+  tfjob::TFJob job;
+  job.metadata.name = form.name;
+  auto add = [&](tfjob::ReplicaType type, std::int64_t replicas) {
+    if (replicas <= 0) return;
+    job.spec.replica_specs[type].replicas =
+        static_cast<std::int32_t>(std::min<std::int64_t>(replicas, tfjob::kMaxReplicasPerType));
+  };
+  add(tfjob::ReplicaType::kPS, form.ps_replicas);
+  add(tfjob::ReplicaType::kWorker, form.worker_replicas);
+  if (form.chief) add(tfjob::ReplicaType::kChief, 1);
+  if (form.evaluator) add(tfjob::ReplicaType::kEvaluator, 1);
+  std::vector<tfjob::FieldError> errors = tfjob::Validate(job);
+  errors.erase(
+      std::remove_if(errors.begin(), errors.end(),
+                     [](const tfjob::FieldError& e) { return e.field != "metadata.name"; }),
+      errors.end());
+  return errors;
+}
+
 }  // namespace
+
+std::vector<FieldError> CheckTfJobRules(const json& tfjob) {
+  auto parsed = tfjob::TFJobFromJson(tfjob);
+  if (!parsed.ok()) {
+    return {
+        {tfjob::ErrorField(parsed.status()).value_or(""), std::string(parsed.status().message())}};
+  }
+  tfjob::SetDefaults(*parsed);
+  std::vector<FieldError> errors;
+  for (const tfjob::FieldError& e : tfjob::Validate(*parsed)) {
+    errors.push_back({e.field, e.field + " " + e.message});
+  }
+  return errors;
+}
 
 std::string FormFieldPath(const std::string& key) {
   auto it = FieldPaths().find(key);
@@ -218,6 +257,15 @@ bool IsDns1123Label(const std::string& name) {
   if (name.empty() || name.size() > 63) return false;
   for (unsigned char c : name) {
     if (!(std::islower(c) || std::isdigit(c) || c == '-')) return false;
+  }
+  return std::isalnum(static_cast<unsigned char>(name.front())) &&
+         std::isalnum(static_cast<unsigned char>(name.back()));
+}
+
+bool IsDns1123Subdomain(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (unsigned char c : name) {
+    if (!(std::islower(c) || std::isdigit(c) || c == '-' || c == '.')) return false;
   }
   return std::isalnum(static_cast<unsigned char>(name.front())) &&
          std::isalnum(static_cast<unsigned char>(name.back()));
@@ -261,21 +309,7 @@ std::vector<FieldError> ParseJobForm(const json& body, const std::string& namesp
   }
   r.Integer("backoffLimit", 0, kMaxBackoffLimit, &form.backoff_limit);
 
-  if (!IsDns1123Label(form.name)) {
-    r.Fail("name",
-           "name must be 1-63 lower-case letters, digits or '-', starting and ending with a "
-           "letter or digit");
-  } else {
-    // Each replica's pod and service is `{name}-{type}-{index}`, itself a DNS-1123 label.
-    std::string longest = form.name + "-worker-" + std::to_string(form.worker_replicas - 1);
-    if (form.evaluator && longest.size() < form.name.size() + 12) {
-      longest = form.name + "-evaluator-0";
-    }
-    if (longest.size() > 63) {
-      r.Fail("name",
-             "name is too long: replica names such as " + longest + " must fit in 63 characters");
-    }
-  }
+  for (const tfjob::FieldError& e : NameErrors(form)) r.Fail("name", "name " + e.message);
   if (!IsImageReference(form.image)) {
     r.Fail("image", form.image.empty()
                         ? "image is required"

@@ -2,8 +2,6 @@
 
 #include <doctest/doctest.h>
 
-#include "taas/ui_server/tfjob_rules.h"
-
 namespace taas::ui_server {
 namespace {
 

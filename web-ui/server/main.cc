@@ -21,7 +21,8 @@
 #include "taas/base/log.h"
 #include "taas/flags/flags.h"
 #include "taas/kube/client.h"
-#include "taas/ui_server/kube_client_api.h"
+#include "taas/ui_kube/kube_client_api.h"
+#include "taas/ui_kube/kube_job_source.h"
 #include "taas/ui_server/ui_server.h"
 
 namespace {
@@ -139,7 +140,8 @@ int main(int argc, char** argv) {
     logger.Error("cannot create the Kubernetes client", {{"error", client.status().ToString()}});
     return 2;
   }
-  taas::ui_server::KubeClientApi kube(std::move(*client), logger);
+  taas::ui_kube::KubeClientApi kube(std::move(*client), logger);
+  taas::ui_kube::KubeJobSource source(&kube);
 
   taas::ui_server::UiServerOptions options;
   options.api = flags.api;
@@ -150,7 +152,7 @@ int main(int argc, char** argv) {
   options.scraper.overrides = flags.metrics_targets;
   options.http = flags.http;
   options.http.assets_dir = flags.assets;
-  taas::ui_server::UiServer server(&kube, options, logger);
+  taas::ui_server::UiServer server(&source, options, logger);
 
   // Block the stop signals in every thread; the main thread waits for one below.
   sigset_t signals;

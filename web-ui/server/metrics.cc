@@ -1,26 +1,19 @@
 #include "taas/ui_server/metrics.h"
 
 #include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 
 #include "taas/base/json_fields.h"
 #include "taas/contract/metric_names.h"
+#include "taas/http/client.h"
 #include "taas/tfjob/tfjob.h"
 
 namespace taas::ui_server {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 using nlohmann::json;
-constexpr std::uint64_t kMaxMetricsBytes = 4 << 20;
 namespace jf = taas::json_fields;
 
 std::int64_t NowMs() {
@@ -129,64 +122,9 @@ json MetricsStore::HistoryJson(const std::string& job_key) const {
   return {{"points", points}, {"latest", latest}};
 }
 
-absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::string& path,
-                                    std::chrono::milliseconds timeout) {
-  const std::size_t colon = host_port.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError("metrics address \"" + host_port + "\" is not host:port");
-  }
-  const std::string host = host_port.substr(0, colon);
-  const std::string port = host_port.substr(colon + 1);
-  asio::io_context io;
-  beast::tcp_stream stream(io);
-  beast::flat_buffer buffer;
-  // A replica's metrics page is small; a bigger answer is refused, not held in memory.
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxMetricsBytes);
-  beast::error_code failure;
-  asio::ip::tcp::resolver resolver(io);
-  http::request<http::empty_body> request(http::verb::get, path, 11);
-  request.set(http::field::host, host_port);
-  request.set(http::field::connection, "close");
-
-  stream.expires_after(timeout);
-  resolver.async_resolve(host, port, [&](beast::error_code ec, auto results) {
-    if (ec) {
-      failure = ec;
-      return;
-    }
-    stream.async_connect(results, [&](beast::error_code ec2, auto) {
-      if (ec2) {
-        failure = ec2;
-        return;
-      }
-      http::async_write(stream, request, [&](beast::error_code ec3, std::size_t) {
-        if (ec3) {
-          failure = ec3;
-          return;
-        }
-        http::async_read(stream, buffer, parser, [&](beast::error_code ec4, std::size_t) {
-          if (ec4) failure = ec4;
-        });
-      });
-    });
-  });
-  io.run_for(timeout + std::chrono::milliseconds(100));
-  if (!io.stopped()) return absl::DeadlineExceededError("GET " + host_port + path + " timed out");
-  if (failure) {
-    return absl::UnavailableError("GET http://" + host_port + path + ": " + failure.message());
-  }
-  auto& response = parser.get();
-  if (response.result_int() != 200) {
-    return absl::UnavailableError("GET http://" + host_port + path + ": HTTP " +
-                                  std::to_string(response.result_int()));
-  }
-  return std::move(response.body());
-}
-
-MetricsScraper::MetricsScraper(KubeApi* kube, std::vector<std::string> namespaces,
+MetricsScraper::MetricsScraper(JobSource* source, std::vector<std::string> namespaces,
                                MetricsStore* store, ScraperOptions options, Logger logger)
-    : kube_(kube),
+    : source_(source),
       namespaces_(std::move(namespaces)),
       store_(store),
       options_(std::move(options)),
@@ -233,7 +171,8 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
     for (const json& c : containers) {
       for (const json& p : ArrayOr(c, "ports")) {
         const auto port = jf::Int(p, "containerPort");
-        if (jf::StringOr(p, "name", "") == "metrics" && port && *port > 0 && *port <= 65535) {
+        if (jf::StringOr(p, "name", "") == contract::kMetricsPortName && port && *port > 0 &&
+            *port <= 65535) {
           return static_cast<int>(*port);
         }
       }
@@ -263,39 +202,44 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
 
 void MetricsScraper::ScrapeOnce() {
   for (const std::string& ns : namespaces_) {
-    auto list = kube_->Get(tfjob::TFJobsPath(ns));
-    if (!list.ok()) {
+    auto jobs = source_->ListJobObjects(ns);
+    if (!jobs.ok()) {
       logger_.Debug("listing tfjobs for metrics failed",
-                    {{"namespace", ns}, {"error", std::string(list.status().message())}});
+                    {{"namespace", ns}, {"error", std::string(jobs.status().message())}});
       continue;
     }
-    for (const json& job : ArrayOr(*list, "items")) {
+    for (const json& job : *jobs) {
       if (ConditionTrue(job, "Succeeded") || ConditionTrue(job, "Failed")) continue;
-      MetricsPoint point;
-      point.time_ms = NowMs();
-      bool any = false;
-      for (const auto& [replica, address] : Targets(job)) {
-        auto text = HttpGet(address, "/metrics", options_.timeout);
-        if (!text.ok()) continue;
-        const auto samples = ParsePrometheusText(*text);
-        auto take = [&](std::string_view metric, std::optional<double>* into) {
-          if (auto it = samples.find(std::string(metric));
-              it != samples.end() && !into->has_value()) {
-            *into = it->second;
-            any = true;
-          }
-        };
-        take(contract::kGlobalStepMetric, &point.global_step);
-        take(contract::kLossMetric, &point.loss);
-        take(contract::kExamplesPerSecondMetric, &point.examples_per_second);
-        take(contract::kLearningRateMetric, &point.learning_rate);
-        take(contract::kEvalAccuracyMetric, &point.eval_accuracy);
-      }
-      if (any) {
-        store_->Add(ns + "/" + jf::StringOr(ObjectOr(job, "metadata"), "name", ""), point);
+      if (auto point = Scrape(job)) {
+        store_->Add(ns + "/" + jf::StringOr(ObjectOr(job, "metadata"), "name", ""), *point);
       }
     }
   }
+}
+
+std::optional<MetricsPoint> MetricsScraper::Scrape(const json& job) const {
+  MetricsPoint point;
+  point.time_ms = NowMs();
+  bool any = false;
+  for (const auto& [replica, address] : Targets(job)) {
+    auto text = http::Get(address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
+    if (!text.ok()) continue;
+    const auto samples = ParsePrometheusText(*text);
+    // The first target's value of a metric wins (the chief's step over the evaluator's).
+    auto take = [&](std::string_view metric, std::optional<double>* into) {
+      if (auto it = samples.find(std::string(metric)); it != samples.end() && !into->has_value()) {
+        *into = it->second;
+        any = true;
+      }
+    };
+    take(contract::kGlobalStepMetric, &point.global_step);
+    take(contract::kLossMetric, &point.loss);
+    take(contract::kExamplesPerSecondMetric, &point.examples_per_second);
+    take(contract::kLearningRateMetric, &point.learning_rate);
+    take(contract::kEvalAccuracyMetric, &point.eval_accuracy);
+  }
+  if (!any) return std::nullopt;
+  return point;
 }
 
 }  // namespace taas::ui_server

@@ -52,28 +52,41 @@ TEST_CASE("the metrics store keeps a bounded history per job and a bounded numbe
   CHECK(j["latest"]["time"] == 0);
 }
 
-// A KubeApi that lists one TFJob and nothing else.
-class OneJobKube : public KubeApi {
+// A JobSource that lists one TFJob in "default" and serves nothing else.
+class OneJobSource : public JobSource {
  public:
-  explicit OneJobKube(json job) : job_(std::move(job)) {}
-  absl::StatusOr<json> Get(const std::string& path) override {
-    if (path == "/apis/kubeflow.org/v1/namespaces/default/tfjobs") {
-      return json{{"items", {job_}}};
-    }
-    return absl::NotFoundError(path);
+  explicit OneJobSource(json job) : job_(std::move(job)) {}
+  absl::StatusOr<std::vector<json>> ListJobObjects(const std::string& ns) override {
+    if (ns == "default") return std::vector<json>{job_};
+    return absl::NotFoundError(ns);
   }
-  absl::StatusOr<json> Post(const std::string&, const json&) override {
-    return absl::UnimplementedError("post");
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string&) override {
+    return absl::UnimplementedError("list");
   }
-  absl::StatusOr<json> Delete(const std::string&) override {
+  absl::StatusOr<JobDetail> GetJob(const std::string&, const std::string&) override {
+    return absl::UnimplementedError("get");
+  }
+  absl::StatusOr<json> CreateJob(const std::string&, const json&, bool) override {
+    return absl::UnimplementedError("create");
+  }
+  absl::Status DeleteJob(const std::string&, const std::string&) override {
     return absl::UnimplementedError("delete");
   }
-  absl::StatusOr<std::string> GetText(const std::string&) override {
-    return absl::UnimplementedError("text");
+  absl::Status FindReplica(const std::string&, const std::string&, const std::string&) override {
+    return absl::UnimplementedError("replica");
   }
-  absl::Status StreamText(const std::string&, const std::function<bool(std::string_view)>&,
-                          kube::Cancellation*) override {
-    return absl::UnimplementedError("stream");
+  absl::StatusOr<std::string> Logs(const LogRequest&) override {
+    return absl::UnimplementedError("logs");
+  }
+  absl::Status FollowLogs(const LogRequest&, const std::function<bool(std::string_view)>&,
+                          Cancellation*) override {
+    return absl::UnimplementedError("follow");
+  }
+  absl::StatusOr<std::vector<NodeUsage>> Nodes() override {
+    return absl::UnimplementedError("nodes");
+  }
+  absl::StatusOr<ClusterPage> Cluster(const std::vector<std::string>&) override {
+    return absl::UnimplementedError("cluster");
   }
 
  private:
@@ -107,15 +120,15 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
                  {{{"name", "tensorflow"},
                    {"ports", {{{"name", "metrics"}, {"containerPort", 9191}}}}}}}}}}}}},
           {"Evaluator", {{"replicas", 1}}}}}}}};
-  OneJobKube kube(job);
+  OneJobSource source(job);
   MetricsStore store;
   ScraperOptions options;
   options.overrides = {{"default/mnist-worker-0", "127.0.0.1:" + std::to_string(chief.port())},
                        {"default/mnist-evaluator-0", "127.0.0.1:" + std::to_string(eval.port())}};
-  MetricsScraper scraper(&kube, {"default"}, &store, options, Logger(stderr));
+  MetricsScraper scraper(&source, {"default"}, &store, options, Logger(stderr));
 
   // Without overrides, replicas are reached through their headless service.
-  MetricsScraper plain(&kube, {"default"}, &store, ScraperOptions{}, Logger(stderr));
+  MetricsScraper plain(&source, {"default"}, &store, ScraperOptions{}, Logger(stderr));
   const auto targets = plain.Targets(job);
   REQUIRE(targets.size() == 2);
   CHECK(targets[0].first == "mnist-worker-0");
@@ -134,12 +147,11 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
   // A finished job is not scraped any more.
   json done = job;
   done["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
-  OneJobKube done_kube(done);
-  MetricsScraper done_scraper(&done_kube, {"default"}, &store, options, Logger(stderr));
+  OneJobSource done_source(done);
+  MetricsScraper done_scraper(&done_source, {"default"}, &store, options, Logger(stderr));
   done_scraper.ScrapeOnce();
   CHECK(store.History("default/mnist").size() == 1);
 
-  CHECK_FALSE(HttpGet("127.0.0.1:1", "/metrics", std::chrono::milliseconds(500)).ok());
   chief.Stop();
   eval.Stop();
   std::filesystem::remove_all(dir);

@@ -317,8 +317,8 @@ int AnswerRawRequest(const Api& api, const AssetIndex& assets, const ServerOptio
   if (auto bad = CheckHeaders(req)) return bad->status;
   const HttpRequest request = ToHttpRequest(req);
   if (api.IsFollowLogs(request)) {
-    std::string kube_path;
-    auto failed = api.PrepareFollowLogs(request, &kube_path);
+    LogRequest log;
+    auto failed = api.PrepareFollowLogs(request, &log);
     return failed ? failed->status : 200;
   }
   const Answer answer = AnswerRequest(api, assets, request);
@@ -367,7 +367,7 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
              beast::error_code& ec);
   void WriteAsset(tcp::socket& socket, const AssetIndex::Asset& asset, bool head, bool keep_alive,
                   beast::error_code& ec);
-  void FollowLogs(tcp::socket& socket, const std::string& kube_path, beast::error_code& ec);
+  void FollowLogs(tcp::socket& socket, const LogRequest& log, beast::error_code& ec);
 };
 
 void HttpServer::State::Write(tcp::socket& socket, const HttpResponse& response, bool keep_alive,
@@ -401,7 +401,7 @@ void HttpServer::State::WriteAsset(tcp::socket& socket, const AssetIndex::Asset&
   WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] { http::write(socket, res, ec); });
 }
 
-void HttpServer::State::FollowLogs(tcp::socket& socket, const std::string& kube_path,
+void HttpServer::State::FollowLogs(tcp::socket& socket, const LogRequest& log,
                                    beast::error_code& ec) {
   http::response<http::empty_body> res{http::status::ok, 11};
   AddCommonHeaders(res.base(), false);
@@ -416,7 +416,7 @@ void HttpServer::State::FollowLogs(tcp::socket& socket, const std::string& kube_
 
   // Ends the upstream stream when the client goes away or the stream has lasted max_follow,
   // even while the pod prints nothing.
-  kube::Cancellation cancel;
+  Cancellation cancel;
   std::atomic<bool> done{false};
   std::atomic<bool> expired{false};
   std::thread guard([&, fd = socket.native_handle()] {
@@ -438,7 +438,7 @@ void HttpServer::State::FollowLogs(tcp::socket& socket, const std::string& kube_
   absl::Status streamed;
   try {
     streamed = api->FollowLogs(
-        kube_path,
+        log,
         [&](std::string_view chunk) {
           if (stopping.load() || cancel.cancelled()) return false;
           WithDeadline(socket, options.write_timeout, SHUT_RDWR, [&] {
@@ -515,11 +515,11 @@ void HttpServer::State::Serve(tcp::socket& socket) {
     }
     const HttpRequest request = ToHttpRequest(req);
     if (api->IsFollowLogs(request)) {
-      std::string kube_path;
-      if (auto failed = api->PrepareFollowLogs(request, &kube_path)) {
+      LogRequest log;
+      if (auto failed = api->PrepareFollowLogs(request, &log)) {
         Write(socket, *failed, keep_alive, ec);
       } else {
-        FollowLogs(socket, kube_path, ec);
+        FollowLogs(socket, log, ec);
         break;
       }
     } else {

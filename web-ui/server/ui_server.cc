@@ -6,10 +6,10 @@
 
 namespace taas::ui_server {
 
-UiServer::UiServer(KubeApi* kube, UiServerOptions options, Logger logger)
+UiServer::UiServer(JobSource* source, UiServerOptions options, Logger logger)
     : api_options_(options.api),
-      api_(options.api, kube, &metrics_, logger),
-      scraper_(kube, options.api.namespaces, &metrics_, options.scraper, logger),
+      api_(options.api, source, &metrics_, logger),
+      scraper_(source, options.api.namespaces, &metrics_, options.scraper, logger),
       http_(&api_, options.http, logger) {}
 
 UiServer::~UiServer() { Stop(); }

@@ -1,10 +1,13 @@
 // libFuzzer target: one raw HTTP request through the UI server's parser, checks and router, to
-// the API handlers over an in-memory Kubernetes (no sockets). Any status from 100 to 599 is
-// fine; an uncaught exception, a sanitizer report or another status is a bug.
+// the API handlers over the Kubernetes JobSource over an in-memory Kubernetes (no sockets). Any
+// status from 100 to 599 is fine; an uncaught exception, a sanitizer report or another status is a
+// bug.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "taas/ui_kube/kube_api.h"
+#include "taas/ui_kube/kube_job_source.h"
 #include "taas/ui_server/api.h"
 #include "taas/ui_server/server.h"
 
@@ -13,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 // Answers every read with a small list holding one TFJob, pod, node or event.
-class FakeKube : public taas::ui_server::KubeApi {
+class FakeKube : public taas::ui_kube::KubeApi {
  public:
   absl::StatusOr<json> Get(const std::string& path) override {
     const json pod = {{"metadata",
@@ -45,12 +48,13 @@ struct Server {
     options.namespaces = {"default"};
     options.token = "s3cret";
     options.cluster_max_age = std::chrono::milliseconds(0);
-    api = std::make_unique<taas::ui_server::Api>(options, &kube, &metrics,
+    api = std::make_unique<taas::ui_server::Api>(options, &source, &metrics,
                                                  taas::Logger(stderr, taas::LogLevel::kError));
     http.max_body_bytes = 64 << 10;
     http.max_header_bytes = 8 << 10;
   }
   FakeKube kube;
+  taas::ui_kube::KubeJobSource source{&kube};
   taas::ui_server::MetricsStore metrics;
   std::unique_ptr<taas::ui_server::Api> api;
   const taas::ui_server::AssetIndex assets = taas::ui_server::AssetIndex::FromFiles(

@@ -6,14 +6,15 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "taas/ui_kube/views.h"
 #include "taas/ui_server/job_form.h"
 #include "taas/ui_server/metrics.h"
-#include "taas/ui_server/tfjob_rules.h"
 #include "taas/ui_server/views.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using nlohmann::json;
   namespace ui = taas::ui_server;
+  namespace kube = taas::ui_kube;
   const json body = json::parse(std::string_view(reinterpret_cast<const char*>(data), size),
                                 nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
@@ -30,14 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (e.message.empty()) std::abort();
     }
   }
-  ui::CheckFormAgainstCluster(form, ui::ComputeClusterLimits(body));
+  ui::CheckFormAgainstCluster(form, kube::ComputeClusterLimits(body));
 
   const json clone = ui::CloneTfJob(body, "copy");
   ui::CheckTfJobRules(clone);
-  ui::JobView(body, {body}, 0);
-  ui::PodView(body);
-  ui::EventsView(body, "mnist", {"mnist-worker-0"});
-  ui::ClusterView(body, body, {body}, body);
+  kube::JobView(body, {body}, 0);
+  kube::PodView(body);
+  kube::EventsView(body, "mnist", {"mnist-worker-0"});
+  kube::ClusterView(body, body, {body}, body);
   static ui::MetricsScraper* scraper = new ui::MetricsScraper(  // NOLINT: never freed
       nullptr, {}, nullptr, {}, taas::Logger(stderr, taas::LogLevel::kError));
   scraper->Targets(body);

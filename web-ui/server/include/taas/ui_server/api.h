@@ -1,5 +1,6 @@
 // The UI's JSON API under /api/v1/ (documented in docs/web-ui.md): request in, response out,
-// with no sockets, so every handler is tested directly. The HTTP server (server.h) feeds it.
+// with no sockets, so every handler is tested directly. The HTTP server (server.h) feeds it; the
+// jobs come from a JobSource (job_source.h: Kubernetes, or the local launcher's one job).
 //
 // Every request needs `Authorization: Bearer <token>` (compared in constant time) unless the
 // server allows anonymous reads and the request is a GET. Only the configured namespaces are
@@ -19,7 +20,8 @@
 #include <vector>
 
 #include "taas/base/log.h"
-#include "taas/ui_server/kube_api.h"
+#include "taas/ui_server/job_form.h"
+#include "taas/ui_server/job_source.h"
 #include "taas/ui_server/metrics.h"
 
 namespace taas::ui_server {
@@ -58,8 +60,8 @@ struct HttpResponse {
 // Thread-safe (its one state of its own, the cached cluster page, is guarded).
 class Api {
  public:
-  // `kube` and `metrics` are not owned and must outlive the Api. `now` gives Unix seconds.
-  Api(ApiOptions options, KubeApi* kube, const MetricsStore* metrics, Logger logger,
+  // `source` and `metrics` are not owned and must outlive the Api. `now` gives Unix seconds.
+  Api(ApiOptions options, JobSource* source, const MetricsStore* metrics, Logger logger,
       std::function<std::int64_t()> now = nullptr);
 
   static bool IsApiTarget(std::string_view target);
@@ -67,36 +69,42 @@ class Api {
   HttpResponse Handle(const HttpRequest& request) const;
 
   // A log request that follows the stream (`.../logs?follow=true`) is served in two steps:
-  // Authorize and resolve it (an error response, or the Kubernetes log path through
-  // `kube_path`), then relay the stream chunk by chunk until it ends or `write` returns false.
+  // Authorize and resolve it (an error response, or the replica's LogRequest through `log`),
+  // then relay the stream chunk by chunk until it ends or `write` returns false.
   bool IsFollowLogs(const HttpRequest& request) const;
-  std::optional<HttpResponse> PrepareFollowLogs(const HttpRequest& request,
-                                                std::string* kube_path) const;
-  absl::Status FollowLogs(const std::string& kube_path,
-                          const std::function<bool(std::string_view)>& write,
-                          kube::Cancellation* cancel) const;
+  std::optional<HttpResponse> PrepareFollowLogs(const HttpRequest& request, LogRequest* log) const;
+  absl::Status FollowLogs(const LogRequest& log, const std::function<bool(std::string_view)>& write,
+                          Cancellation* cancel) const;
 
  private:
   struct Route;
   std::optional<HttpResponse> Authorize(const HttpRequest& request) const;
   // Authorizes and routes a request: an error response, or nullopt with `route` filled.
   std::optional<HttpResponse> Parse(const HttpRequest& request, Route* route) const;
+  // The names in a parsed route are names, in a namespace this UI serves.
+  std::optional<HttpResponse> CheckRoute(const Route& route) const;
   std::optional<HttpResponse> CheckNamespace(const std::string& ns) const;
   HttpResponse Dispatch(const HttpRequest& request, const Route& route) const;
 
   HttpResponse GetConfig(const HttpRequest& request) const;
   HttpResponse ListJobs(const Route& route) const;
   HttpResponse CreateJob(const HttpRequest& request, const Route& route) const;
+  // Adds what the cluster can never schedule to `errors` (each field once); an error response
+  // when the nodes could not be read.
+  std::optional<HttpResponse> AddClusterErrors(const JobForm& form,
+                                               std::vector<FieldError>* errors) const;
   HttpResponse GetJob(const Route& route) const;
   HttpResponse DeleteJob(const Route& route) const;
   HttpResponse CloneJob(const HttpRequest& request, const Route& route) const;
   HttpResponse GetLogs(const Route& route) const;
   HttpResponse GetMetrics(const Route& route) const;
   HttpResponse GetCluster() const;
-  absl::StatusOr<std::string> LogPath(const Route& route) const;
+  // The replica's log request from the route's query (tailLines, limitBytes, previous, follow);
+  // InvalidArgument names the parameter and its range.
+  absl::StatusOr<LogRequest> LogRequestOf(const Route& route) const;
 
   ApiOptions options_;
-  KubeApi* kube_;
+  JobSource* source_;
   const MetricsStore* metrics_;
   Logger logger_;
   std::function<std::int64_t()> now_;
@@ -117,8 +125,8 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_spa
 // Equal strings in time that depends only on their lengths.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
-// The error response for a failed Kubernetes call: the API server's code, message and
-// `details.causes[0].field` when it sent a Status.
-HttpResponse KubeErrorResponse(const absl::Status& status);
+// The error response for a failed JobSource call: its code as HTTP, its message, and the code,
+// message and `details.causes[].field` of a Kubernetes-shaped Status payload when it has one.
+HttpResponse SourceErrorResponse(const absl::Status& status);
 
 }  // namespace taas::ui_server

@@ -63,9 +63,16 @@ nlohmann::json BuildTfJob(const JobForm& form);
 // status, uid, resourceVersion and other server-set fields dropped.
 nlohmann::json CloneTfJob(const nlohmann::json& tfjob, const std::string& new_name);
 
-// Kubernetes object-name rules: a DNS-1123 label (lower-case alphanumerics and '-', at most 63
-// characters, starting and ending alphanumeric).
+// Every problem the shared TFJob rules (taas::tfjob: parse, defaults, validation) find in
+// `tfjob`, each with its field path. No rule lives here.
+std::vector<FieldError> CheckTfJobRules(const nlohmann::json& tfjob);
+
+// Kubernetes object-name rules (for namespaces and the names in a request's path; a TFJob's own
+// name follows the stricter TFJob rules): a DNS-1123 label (lower-case alphanumerics and '-', at
+// most 63 characters, starting and ending alphanumeric), and a DNS-1123 subdomain (also '.', at
+// most 253 characters), as pod and container names are.
 bool IsDns1123Label(const std::string& name);
+bool IsDns1123Subdomain(const std::string& name);
 
 // JSON {"error": first message, "field": its field, "errors": [{field, message}...]}.
 nlohmann::json ErrorsJson(const std::vector<FieldError>& errors);

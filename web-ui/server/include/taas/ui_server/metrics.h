@@ -18,7 +18,8 @@
 
 #include "taas/base/log.h"
 #include "taas/base/status.h"
-#include "taas/ui_server/kube_api.h"
+#include "taas/contract/ports.h"
+#include "taas/ui_server/job_source.h"
 
 namespace taas::ui_server {
 
@@ -55,23 +56,22 @@ class MetricsStore {
   std::list<std::string> recency_;                           // guarded by mu_; front: newest
 };
 
-// GET http://{host_port}{path} with a deadline; the body of a 200 answer.
-absl::StatusOr<std::string> HttpGet(const std::string& host_port, const std::string& path,
-                                    std::chrono::milliseconds timeout);
-
 struct ScraperOptions {
   std::chrono::milliseconds interval{std::chrono::seconds(5)};
   std::chrono::milliseconds timeout{std::chrono::seconds(2)};
-  int default_port = 9090;  // when the container has no port named "metrics"
+  // When the container has no port named contract::kMetricsPortName.
+  int default_port = contract::kDefaultMetricsPort;
   // Addresses that replace `{replica}.{namespace}.svc:{port}`, keyed "namespace/replica"
   // (e.g. "default/mnist-chief-0" -> "127.0.0.1:39123"), for local runs and tests.
   std::map<std::string, std::string> overrides;
 };
 
-// Scrapes every running TFJob of `namespaces` each interval on its own thread.
+// Scrapes every running TFJob of `namespaces` each interval on its own thread, each endpoint
+// through one bounded GET (taas::http::Get, at most contract::kMaxMetricsPageBytes).
 class MetricsScraper {
  public:
-  MetricsScraper(KubeApi* kube, std::vector<std::string> namespaces, MetricsStore* store,
+  // `source` and `store` are not owned and must outlive the scraper.
+  MetricsScraper(JobSource* source, std::vector<std::string> namespaces, MetricsStore* store,
                  ScraperOptions options, Logger logger);
   ~MetricsScraper();
   MetricsScraper(const MetricsScraper&) = delete;
@@ -86,7 +86,10 @@ class MetricsScraper {
   std::vector<std::pair<std::string, std::string>> Targets(const nlohmann::json& tfjob) const;
 
  private:
-  KubeApi* kube_;
+  // One point from the job's targets; nullopt when none answered with a known metric.
+  std::optional<MetricsPoint> Scrape(const nlohmann::json& job) const;
+
+  JobSource* source_;
   const std::vector<std::string> namespaces_;
   MetricsStore* store_;
   const ScraperOptions options_;

@@ -1,8 +1,10 @@
 // The whole UI server in one object, for hosting it in another process (the operator) or running
-// it alone (taas-ui): the API, the metrics scraper and the HTTP server over one KubeApi.
+// it alone (taas-ui), or in `taas run`: the API, the metrics scraper and the HTTP server over one
+// JobSource (taas::ui_kube::KubeJobSource, or the launcher's LocalJobSource).
 //
-//   taas::ui_server::KubeClientApi kube(std::move(client));
-//   taas::ui_server::UiServer ui(&kube, options, logger);
+//   taas::ui_kube::KubeClientApi kube(std::move(client));
+//   taas::ui_kube::KubeJobSource source(&kube);
+//   taas::ui_server::UiServer ui(&source, options, logger);
 //   TAAS_RETURN_IF_ERROR(ui.Start());   // listens, starts scraping; returns at once
 //   ...
 //   ui.Stop();                          // also done by the destructor
@@ -14,7 +16,7 @@
 #include "taas/base/log.h"
 #include "taas/base/status.h"
 #include "taas/ui_server/api.h"
-#include "taas/ui_server/kube_api.h"
+#include "taas/ui_server/job_source.h"
 #include "taas/ui_server/metrics.h"
 #include "taas/ui_server/server.h"
 
@@ -28,8 +30,8 @@ struct UiServerOptions {
 
 class UiServer {
  public:
-  // `kube` is not owned and must outlive the server.
-  UiServer(KubeApi* kube, UiServerOptions options, Logger logger);
+  // `source` is not owned and must outlive the server.
+  UiServer(JobSource* source, UiServerOptions options, Logger logger);
   ~UiServer();
   UiServer(const UiServer&) = delete;
   UiServer& operator=(const UiServer&) = delete;

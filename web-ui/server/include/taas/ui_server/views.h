@@ -1,13 +1,15 @@
-// The JSON views the UI API returns, computed from Kubernetes objects (TFJobs, pods, events,
-// nodes). Pure functions: no I/O, `now` is passed in, so each rule is tested on fixtures.
+// The JSON views the UI API returns, computed from what a JobSource gives (job_source.h): the
+// job row from a TFJob and its replica rows, and the cluster page. Pure functions: no I/O, `now`
+// is passed in, so each rule is tested on fixtures.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <vector>
+
+#include "taas/ui_server/job_source.h"
 
 namespace taas::ui_server {
 
@@ -19,39 +21,25 @@ std::optional<double> ParseQuantity(std::string_view text);
 // library's parser (tfjob::ParseRfc3339); nullopt if malformed.
 std::optional<std::int64_t> ParseTimestamp(std::string_view text);
 
-// Whether `pod` was created for the TFJob named `job` (by the Kubeflow job-name labels or an
-// owner reference of kind TFJob).
-bool PodBelongsToJob(const nlohmann::json& pod, std::string_view job);
+// A resource list ({"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1}) in base units; a value
+// that is not a quantity, negative or not finite counts 0, and each is at most 1e18.
+Resources ResourcesOf(const nlohmann::json& list);
 
-// The TFJob a pod was created for ("" when none), by the same labels and owner references.
-std::string JobNameOfPod(const nlohmann::json& pod);
-
-// One replica's pod: {name, replicaType, index, node, phase, reason, message, ready, restarts,
-// exitCode, gpus, startTime}. `reason` is the most telling container-level reason (OOMKilled,
-// CrashLoopBackOff, ImagePullBackOff, Error...) or the scheduler's (Unschedulable).
-nlohmann::json PodView(const nlohmann::json& pod);
-
-// A TFJob row: {namespace, name, created, ageSeconds, state, reason, replicas: [{type, ready,
-// desired}], replicasText ("PS 1/1 · Worker 3/4"), restarts, gpus, pods}. `state` is one of
-// Pending, Created, Running, Restarting, Succeeded, Failed; `reason` explains it and names
-// pod-level failures that a plain "Running" would hide; `severity` is ok, warning or error.
-nlohmann::json JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& pods,
-                       std::int64_t now);
-
-// Events about the job or its pods, oldest first: {type, reason, message, object, count, time}.
-nlohmann::json EventsView(const nlohmann::json& event_list, std::string_view job,
-                          const std::vector<std::string>& pod_names);
+// What a pod (or a pod template) asks of its node: the sum of its containers' requests, where a
+// missing request defaults to the limit (as the API server defaults it).
+Resources PodRequests(const nlohmann::json& pod);
 
 // GPUs requested by every replica of the TFJob (replicas x nvidia.com/gpu of the template).
 std::int64_t JobGpus(const nlohmann::json& tfjob);
 
-// The cluster page: {totals: {cpu, memory, gpu} x {capacity, allocatable, inUse}, nodes: [...],
-// pending: [{namespace, job, pod, reason, message}]}. `active_pods` are all pods not yet
-// Succeeded/Failed in every namespace (what occupies nodes); `job_pods` are the pods of TFJobs in
-// the UI's namespaces (for the pending list); `events` are FailedScheduling events.
-nlohmann::json ClusterView(const nlohmann::json& node_list, const nlohmann::json& active_pods,
-                           const std::vector<nlohmann::json>& job_pods,
-                           const nlohmann::json& events);
+// A TFJob row: {namespace, name, created, ageSeconds, state, reason, replicas: [{type, ready,
+// desired}], replicasText ("PS 1/1 · Worker 3/4"), restarts, gpus, pods}, from the TFJob and its
+// replica rows (JobRecord::replicas). `state` is one of Pending, Created, Running, Restarting,
+// Succeeded, Failed; `reason` explains it and names replica-level failures that a plain
+// "Running" would hide; `severity` is ok, warning or error; `pods` are the replica rows in the
+// order shown (by type, then index).
+nlohmann::json JobRow(const nlohmann::json& tfjob, std::vector<nlohmann::json> replicas,
+                      std::int64_t now);
 
 // Largest allocatable cpu (cores), memory (bytes) and nvidia.com/gpu over Ready nodes, and the
 // cluster's total allocatable GPUs: the bounds of a request that can ever be scheduled.
@@ -62,6 +50,11 @@ struct ClusterLimits {
   std::int64_t total_gpus = 0;
   int nodes = 0;
 };
-ClusterLimits ComputeClusterLimits(const nlohmann::json& node_list);
+ClusterLimits LimitsOf(const std::vector<NodeUsage>& nodes);
+
+// The cluster page: {totals: {capacity, allocatable, inUse: {cpu, memory, gpu}, nodes}, nodes:
+// [{name, ready, unschedulable, capacity, allocatable, inUse, pods}] by name, pending:
+// [{namespace, job, pod, gpus, reason, message}]}.
+nlohmann::json ClusterPageJson(const ClusterPage& page);
 
 }  // namespace taas::ui_server

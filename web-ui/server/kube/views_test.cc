@@ -1,9 +1,13 @@
-#include "taas/ui_server/views.h"
+#include "taas/ui_kube/views.h"
 
 #include <doctest/doctest.h>
 
-namespace taas::ui_server {
+namespace taas::ui_kube {
 namespace {
+
+using ui_server::ClusterLimits;
+using ui_server::ParseQuantity;
+using ui_server::ParseTimestamp;
 
 using nlohmann::json;
 
@@ -209,4 +213,4 @@ TEST_CASE("the cluster view sums requests per node and lists pending pods with t
 }
 
 }  // namespace
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -1,6 +1,6 @@
-// The local run's Kubernetes view (LocalKubeApi over LocalJobState), checked through the UI
-// server's own API handlers with fake process states: no processes, no sockets.
-#include "local_kube_api.h"
+// The local run's JobSource (LocalJobSource over LocalJobState), checked through the UI server's
+// own API handlers with fake process states: no processes, no sockets.
+#include "local_job_source.h"
 
 #include <doctest/doctest.h>
 
@@ -87,10 +87,10 @@ void Publish(LocalJobState& state, tfjob::TFJob& job, const std::vector<ReplicaP
 struct Fixture {
   LocalJobState state;
   LocalMachine machine{"localhost", 2, 8.0 * (1 << 30), 0};
-  LocalKubeApi kube{&state, machine};
+  LocalJobSource source{&state, machine};
   ui_server::MetricsStore metrics;
   ui_server::Api api{
-      {{"default"}, kToken, false, true}, &kube, &metrics, Logger(stderr, LogLevel::kError), [] {
+      {{"default"}, kToken, false, true}, &source, &metrics, Logger(stderr, LogLevel::kError), [] {
         return (kT0 + std::chrono::seconds(60)).time_since_epoch().count();
       }};
   tfjob::TFJob job = LinearJob();
@@ -178,11 +178,10 @@ TEST_CASE_FIXTURE(Fixture, "a running job: its TFJob row, pods, events and the l
 
   // Other namespaces and names are not there.
   CHECK(Call("GET", "namespaces/default/tfjobs/other").status == 404);
-  CHECK(kube.Get("/apis/kubeflow.org/v1/namespaces/team-a/tfjobs")->at("items").empty());
-  CHECK(kube.Get("/api/v1/namespaces/team-a/pods")->at("items").empty());
-  CHECK(kube.Get("/api/v1/namespaces/default/pods/linear-ps-0")->at("metadata")["name"] ==
-        "linear-ps-0");
-  CHECK(kube.Get("/api/v1/namespaces/default/pods/linear-ps-9").status().code() ==
+  CHECK(source.ListJobObjects("team-a")->empty());
+  CHECK(source.ListJobs("team-a")->empty());
+  CHECK(source.FindReplica("default", "linear", "linear-ps-0").ok());
+  CHECK(source.FindReplica("default", "linear", "linear-ps-9").code() ==
         absl::StatusCode::kNotFound);
 }
 
@@ -251,9 +250,13 @@ TEST_CASE_FIXTURE(Fixture, "following a log: the tail, new lines, and the end wi
   std::atomic<bool> done{false};
   absl::Status result;
   std::thread follower([&] {
-    result = kube.StreamText(
-        "/api/v1/namespaces/default/pods/linear-worker-0/log?tailLines=1"
-        "&container=tensorflow&follow=true",
+    ui_server::LogRequest log;
+    log.namespace_name = "default";
+    log.job = "linear";
+    log.replica = "linear-worker-0";
+    log.tail_lines = 1;
+    result = source.FollowLogs(
+        log,
         [&](std::string_view chunk) {
           std::lock_guard<std::mutex> lock(mu);
           received += chunk;
@@ -325,23 +328,20 @@ TEST_CASE_FIXTURE(Fixture, "a finished job: stopped replicas, exit codes and the
   CHECK(pods[1]["reason"] == "Completed");
   CHECK(pods[1]["exitCode"] == 0);
   CHECK(pods[2]["restarts"] == 2);
-  // Finished jobs are not scraped; the active-pods query finds none.
-  CHECK(
-      kube.Get("/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed")
-          ->at("items")
-          .empty());
-  CHECK(kube.Get("/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling")
-            ->at("items")
-            .empty());
+  // Finished replicas occupy the machine no more, and none waits for it.
+  const auto cluster = source.Cluster({"default"});
+  REQUIRE(cluster.ok());
+  CHECK(cluster->nodes.at(0).pods == 0);
+  CHECK(cluster->pending.empty());
 }
 
 TEST_CASE_FIXTURE(Fixture, "the metrics scraper reaches the chief through the local address") {
   state.Publish(job, {Process(ReplicaType::kWorker, 0, ReplicaPhase::kRunning, true)});
   ui_server::ScraperOptions options;
   options.overrides["default/linear-worker-0"] = "127.0.0.1:40000";
-  ui_server::MetricsScraper scraper(&kube, {"default"}, &metrics, options,
+  ui_server::MetricsScraper scraper(&source, {"default"}, &metrics, options,
                                     Logger(stderr, LogLevel::kError));
-  const json tfjob = *kube.Get("/apis/kubeflow.org/v1/namespaces/default/tfjobs/linear");
+  const json tfjob = source.ListJobObjects("default")->at(0);
   const auto targets = scraper.Targets(tfjob);
   REQUIRE(targets.size() == 1);
   CHECK(targets[0].first == "linear-worker-0");

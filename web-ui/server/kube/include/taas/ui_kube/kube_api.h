@@ -1,6 +1,7 @@
-// The UI server's view of the Kubernetes API: the few calls its handlers make, behind an
-// interface so that handler tests run against an in-memory fake and, unchanged, against a real
-// control plane (through `taas::kube::Client`, see kube_client_api.h).
+// The Kubernetes JobSource's view of the API server (kube_job_source.h): the few calls it makes,
+// behind an interface so that its tests (and the API handlers' tests over it) run against an
+// in-memory fake and, unchanged, against a real control plane (through `taas::kube::Client`, see
+// kube_client_api.h).
 #pragma once
 
 #include <functional>
@@ -11,8 +12,9 @@
 
 #include "taas/base/status.h"
 #include "taas/kube/client.h"
+#include "taas/ui_server/job_source.h"
 
-namespace taas::ui_server {
+namespace taas::ui_kube {
 
 // What the cluster page sums up (see ClusterView in views.h): every node, every pod not yet done
 // in every namespace, the TFJob pods of the UI's namespaces and their FailedScheduling events.
@@ -26,7 +28,7 @@ struct ClusterObjects {
 // Paths are absolute API paths with an optional query, e.g.
 // `/apis/kubeflow.org/v1/namespaces/default/tfjobs?dryRun=All`. A non-2xx answer is a Status
 // whose code maps the HTTP code and which may carry the Kubernetes `Status` object as payload
-// under `kKubeStatusPayload` (so callers can read `details.causes[].field`).
+// under `ui_server::kKubeStatusPayload` (so callers can read `details.causes[].field`).
 // Implementations are thread-safe; every call blocks.
 class KubeApi {
  public:
@@ -49,7 +51,4 @@ class KubeApi {
       const std::vector<std::string>& namespaces);
 };
 
-// The type URL under which a Kubernetes `Status` JSON object travels in an absl::Status payload.
-inline constexpr std::string_view kKubeStatusPayload = "taas.kube.Status";
-
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -1,9 +1,9 @@
-#include "taas/ui_server/kube_api.h"
+#include "taas/ui_kube/kube_api.h"
 
 #include "taas/base/json_fields.h"
-#include "taas/ui_server/views.h"
+#include "taas/ui_kube/views.h"
 
-namespace taas::ui_server {
+namespace taas::ui_kube {
 
 absl::StatusOr<ClusterObjects> KubeApi::ListClusterObjects(
     const std::vector<std::string>& namespaces) {
@@ -29,4 +29,4 @@ absl::StatusOr<ClusterObjects> KubeApi::ListClusterObjects(
   return out;
 }
 
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -1,12 +1,12 @@
-#include "taas/ui_server/kube_client_api.h"
+#include "taas/ui_kube/kube_client_api.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "taas/base/json_fields.h"
-#include "taas/ui_server/views.h"
+#include "taas/ui_kube/views.h"
 
-namespace taas::ui_server {
+namespace taas::ui_kube {
 namespace {
 
 // How long the first cluster page waits for the informers' first lists.
@@ -28,7 +28,7 @@ bool PodActive(const nlohmann::json& pod) {
 
 }  // namespace
 
-static_assert(kKubeStatusPayload == std::string_view(kube::kStatusPayloadUrl),
+static_assert(ui_server::kKubeStatusPayload == std::string_view(kube::kStatusPayloadUrl),
               "the UI reads the Kubernetes Status payload the client attaches");
 
 KubeClientApi::KubeClientApi(std::unique_ptr<kube::Client> client, Logger logger)
@@ -134,4 +134,4 @@ absl::StatusOr<ClusterObjects> KubeClientApi::ListClusterObjects(
   return out;
 }
 
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -9,9 +9,9 @@
 #include "taas/base/log.h"
 #include "taas/kube/client.h"
 #include "taas/kube/informer.h"
-#include "taas/ui_server/kube_api.h"
+#include "taas/ui_kube/kube_api.h"
 
-namespace taas::ui_server {
+namespace taas::ui_kube {
 
 class KubeClientApi : public KubeApi {
  public:
@@ -47,4 +47,4 @@ class KubeClientApi : public KubeApi {
   std::vector<std::unique_ptr<kube::Informer>> events_;  // guarded by informers_mu_
 };
 
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -18,12 +18,19 @@
 #include <set>
 #include <thread>
 
+#include "taas/ui_kube/kube_api.h"
+#include "taas/ui_kube/kube_job_source.h"
+#include "taas/ui_kube/views.h"
 #include "taas/ui_server/job_form.h"
+#include "taas/ui_server/metrics.h"
 #include "taas/ui_server/server.h"
-#include "taas/ui_server/views.h"
 
-namespace taas::ui_server {
+// The API handlers (taas::ui_server::Api) over the Kubernetes JobSource over an in-memory API
+// server: every handler end to end, as taas-ui and the operator serve them.
+namespace taas::ui_kube {
 namespace {
+
+using namespace taas::ui_server;  // NOLINT: the test speaks the API's names throughout
 
 using nlohmann::json;
 constexpr char kToken[] = "s3cret-token";
@@ -176,7 +183,7 @@ struct Fixture {
     options.namespaces = {"default", "team-b"};
     options.token = kToken;
     options.allow_anonymous_read = anonymous;
-    api = std::make_unique<Api>(options, &kube, &metrics, Logger(stderr), [] {
+    api = std::make_unique<Api>(options, &source, &metrics, Logger(stderr), [] {
       return std::int64_t{1795305660};  // 2026-11-22T00:01:00Z
     });
   }
@@ -191,6 +198,7 @@ struct Fixture {
   }
 
   FakeKube kube;
+  KubeJobSource source{&kube};
   MetricsStore metrics;
   std::unique_ptr<Api> api;
 };
@@ -552,7 +560,7 @@ TEST_CASE(
   for (const char* replica : {"mnist-chief-0", "mnist-worker-0", "mnist-evaluator-0"}) {
     scraper_options.overrides[std::string("default/") + replica] = "127.0.0.1:1";
   }
-  MetricsScraper scraper(&f.kube, {"default"}, &store, scraper_options, Logger(stderr));
+  MetricsScraper scraper(&f.source, {"default"}, &store, scraper_options, Logger(stderr));
   const std::string job_path = "/apis/kubeflow.org/v1/namespaces/default/tfjobs";
   const std::string pods_path = "/api/v1/namespaces/default/pods";
   auto calls_answer = [&] {
@@ -629,7 +637,7 @@ TEST_CASE(
                        {"details", {{"causes", {{{"field", "spec"}, {"message", "bad"}}}}}}};
   for (const json& wrong : WrongTypeVariants(status)) {
     CHECK_NOTHROW(
-        KubeErrorResponse(FakeKube::KubeStatus(absl::StatusCode::kInvalidArgument, wrong)));
+        SourceErrorResponse(FakeKube::KubeStatus(absl::StatusCode::kInvalidArgument, wrong)));
   }
   MESSAGE(variants << " objects with a field of the wrong type");
   CHECK(variants > 400);
@@ -832,4 +840,4 @@ TEST_CASE("the cluster page is computed once per period for every tab") {
 }
 
 }  // namespace
-}  // namespace taas::ui_server
+}  // namespace taas::ui_kube

@@ -1,0 +1,150 @@
+#include "taas/ui_kube/kube_job_source.h"
+
+#include <map>
+
+#include "taas/base/json_fields.h"
+#include "taas/tfjob/tfjob.h"
+#include "taas/ui_kube/views.h"
+#include "taas/ui_server/job_form.h"
+
+namespace taas::ui_kube {
+namespace {
+
+using nlohmann::json;
+namespace jf = taas::json_fields;
+
+// The items of a Kubernetes list; empty when it has none (or they are not an array).
+const json& ItemsOf(const json& list) {
+  static const json kEmpty = json::array();  // NOLINT: an immutable empty value, not state.
+  const json* items = jf::Array(list, "items");
+  return items ? *items : kEmpty;
+}
+
+std::string NameOf(const json& object) {
+  const json* metadata = jf::Object(object, "metadata");
+  return metadata ? jf::StringOr(*metadata, "name", "") : "";
+}
+
+std::string PodsPath(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/pods"; }
+
+// The container whose log is shown: `tensorflow` (the TFJob's), else the pod's first.
+std::string LogContainer(const json& pod) {
+  std::string container;
+  const json* spec = jf::Object(pod, "spec");
+  const json* containers = spec ? jf::Array(*spec, "containers") : nullptr;
+  for (const json& c : containers ? *containers : json::array()) {
+    const std::string name = jf::StringOr(c, "name", "");
+    if (container.empty() || name == tfjob::kDefaultContainerName) container = name;
+  }
+  return container;
+}
+
+}  // namespace
+
+KubeJobSource::KubeJobSource(KubeApi* kube) : kube_(kube) {}
+
+absl::StatusOr<std::vector<json>> KubeJobSource::ListJobObjects(const std::string& ns) {
+  TAAS_ASSIGN_OR_RETURN(const json jobs, kube_->Get(tfjob::TFJobsPath(ns)));
+  const json& items = ItemsOf(jobs);
+  return std::vector<json>(items.begin(), items.end());
+}
+
+absl::StatusOr<std::vector<ui_server::JobRecord>> KubeJobSource::ListJobs(const std::string& ns) {
+  TAAS_ASSIGN_OR_RETURN(const std::vector<json> jobs, ListJobObjects(ns));
+  TAAS_ASSIGN_OR_RETURN(const json pods, kube_->Get(PodsPath(ns)));
+  std::map<std::string, std::vector<json>> by_job;
+  for (const json& pod : ItemsOf(pods)) {
+    const std::string job = JobNameOfPod(pod);
+    if (!job.empty()) by_job[job].push_back(PodView(pod));
+  }
+  std::vector<ui_server::JobRecord> records;
+  for (const json& job : jobs) records.push_back({job, by_job[NameOf(job)]});
+  return records;
+}
+
+absl::StatusOr<ui_server::JobDetail> KubeJobSource::GetJob(const std::string& ns,
+                                                           const std::string& name) {
+  ui_server::JobDetail detail;
+  TAAS_ASSIGN_OR_RETURN(detail.record.tfjob, kube_->Get(tfjob::TFJobPath(ns, name)));
+  TAAS_ASSIGN_OR_RETURN(const json pods, kube_->Get(PodsPath(ns)));
+  std::vector<std::string> pod_names;
+  for (const json& pod : ItemsOf(pods)) {
+    if (PodBelongsToJob(pod, name)) {
+      detail.record.replicas.push_back(PodView(pod));
+      pod_names.push_back(NameOf(pod));
+    }
+  }
+  TAAS_ASSIGN_OR_RETURN(const json events, kube_->Get("/api/v1/namespaces/" + ns + "/events"));
+  detail.events = EventsView(events, name, pod_names);
+  return detail;
+}
+
+absl::StatusOr<json> KubeJobSource::CreateJob(const std::string& ns, const json& tfjob,
+                                              bool dry_run) {
+  return kube_->Post(tfjob::TFJobsPath(ns) + (dry_run ? "?dryRun=All" : ""), tfjob);
+}
+
+absl::Status KubeJobSource::DeleteJob(const std::string& ns, const std::string& name) {
+  return kube_->Delete(tfjob::TFJobPath(ns, name)).status();
+}
+
+absl::StatusOr<json> KubeJobSource::ReplicaPod(const std::string& ns, const std::string& job,
+                                               const std::string& replica) {
+  TAAS_ASSIGN_OR_RETURN(json pod, kube_->Get(PodsPath(ns) + "/" + replica));
+  if (!PodBelongsToJob(pod, job)) {
+    return absl::NotFoundError("pod " + replica + " is not a replica of TFJob " + job);
+  }
+  return pod;
+}
+
+absl::Status KubeJobSource::FindReplica(const std::string& ns, const std::string& job,
+                                        const std::string& replica) {
+  return ReplicaPod(ns, job, replica).status();
+}
+
+absl::StatusOr<std::string> KubeJobSource::LogPath(const ui_server::LogRequest& request,
+                                                   bool follow) {
+  TAAS_ASSIGN_OR_RETURN(const json pod,
+                        ReplicaPod(request.namespace_name, request.job, request.replica));
+  const std::string container = LogContainer(pod);
+  std::string path = PodsPath(request.namespace_name) + "/" + request.replica +
+                     "/log?tailLines=" + std::to_string(request.tail_lines);
+  if (request.limit_bytes) path += "&limitBytes=" + std::to_string(*request.limit_bytes);
+  // The name goes into the query as it is: only a name Kubernetes could have.
+  if (ui_server::IsDns1123Subdomain(container)) path += "&container=" + container;
+  if (request.previous) path += "&previous=true";
+  if (follow) path += "&follow=true";
+  return path;
+}
+
+absl::StatusOr<std::string> KubeJobSource::Logs(const ui_server::LogRequest& request) {
+  TAAS_ASSIGN_OR_RETURN(const std::string path, LogPath(request, /*follow=*/false));
+  return kube_->GetText(path);
+}
+
+absl::Status KubeJobSource::FollowLogs(const ui_server::LogRequest& request,
+                                       const std::function<bool(std::string_view)>& on_chunk,
+                                       ui_server::Cancellation* cancel) {
+  TAAS_ASSIGN_OR_RETURN(const std::string path, LogPath(request, /*follow=*/true));
+  // The UI's cancellation ends the client's stream (closes its connection) through the client's.
+  kube::Cancellation stream_cancel;
+  if (cancel != nullptr && !cancel->Register([&stream_cancel] { stream_cancel.Cancel(); })) {
+    return absl::OkStatus();
+  }
+  absl::Status streamed = kube_->StreamText(path, on_chunk, &stream_cancel);
+  if (cancel != nullptr) cancel->Unregister();
+  return streamed;
+}
+
+absl::StatusOr<std::vector<ui_server::NodeUsage>> KubeJobSource::Nodes() {
+  TAAS_ASSIGN_OR_RETURN(const json nodes, kube_->Get("/api/v1/nodes"));
+  return NodesOf(nodes);
+}
+
+absl::StatusOr<ui_server::ClusterPage> KubeJobSource::Cluster(
+    const std::vector<std::string>& namespaces) {
+  TAAS_ASSIGN_OR_RETURN(const ClusterObjects objects, kube_->ListClusterObjects(namespaces));
+  return ClusterPageOf(objects.nodes, objects.active_pods, objects.job_pods, objects.events);
+}
+
+}  // namespace taas::ui_kube

@@ -1,0 +1,341 @@
+#include "taas/ui_kube/views.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "taas/base/json_fields.h"
+#include "taas/tfjob/labels.h"
+#include "taas/ui_server/views.h"
+
+namespace taas::ui_kube {
+
+using ui_server::ClusterLimits;
+using ui_server::ClusterPage;
+using ui_server::NodeUsage;
+using ui_server::ParseTimestamp;
+using ui_server::PendingReplica;
+using ui_server::PodRequests;
+using ui_server::Resources;
+using ui_server::ResourcesOf;
+namespace {
+
+using nlohmann::json;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The value at `key` if it is a string, else "".
+std::string Str(const json& object, std::string_view key) {
+  return json_fields::StringOr(object, key, "");
+}
+
+// The value at `key` of any type; null when absent (or `object` is not an object).
+const json& Child(const json& object, std::string_view key) {
+  static const json kNull;  // NOLINT: an immutable empty value, not state.
+  const json* found = json_fields::Find(object, key);
+  return found ? *found : kNull;
+}
+
+// A whole number in a label ("3"), clamped to int; 0 when it is not one.
+int LabelNumber(const std::string& text) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  return std::stoi(text);
+}
+
+// An integer field as int, clamped (a count such as restartCount); `fallback` when absent or of
+// another type.
+int IntField(const json& object, std::string_view key, int fallback) {
+  const auto value = json_fields::Int(object, key);
+  if (!value) return fallback;
+  return static_cast<int>(std::clamp<std::int64_t>(*value, -1000000000, 1000000000));
+}
+
+const json& Items(const json& list) {
+  static const json kEmpty = json::array();  // NOLINT: immutable.
+  const json& items = Child(list, "items");
+  return items.is_array() ? items : kEmpty;
+}
+
+std::string Label(const json& object, std::initializer_list<std::string_view> keys) {
+  const json& labels = Child(Child(object, "metadata"), "labels");
+  for (std::string_view key : keys) {
+    std::string value = Str(labels, key);
+    if (!value.empty()) return value;
+  }
+  return "";
+}
+
+bool IsPodScheduledFalse(const json& pod, std::string* reason, std::string* message) {
+  const json& conditions = Child(Child(pod, "status"), "conditions");
+  if (!conditions.is_array()) return false;
+  for (const json& c : conditions) {
+    if (Str(c, "type") == "PodScheduled" && Str(c, "status") == "False") {
+      *reason = Str(c, "reason");
+      *message = Str(c, "message");
+      return true;
+    }
+  }
+  return false;
+}
+
+bool NodeReady(const json& node) {
+  const json& conditions = Child(Child(node, "status"), "conditions");
+  if (!conditions.is_array()) return false;
+  for (const json& c : conditions) {
+    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
+  }
+  return false;
+}
+
+bool NodeCordoned(const json& node) {
+  const json& unschedulable = Child(Child(node, "spec"), "unschedulable");
+  return unschedulable.is_boolean() && unschedulable.get<bool>();
+}
+
+// A pod's replica type and index: from its labels, else from its `{job}-{type}-{index}` name.
+std::pair<std::string, std::string> ReplicaOfPod(const json& pod) {
+  std::string type = Label(pod, {tfjob::kLabelReplicaType, tfjob::kLegacyLabelReplicaType,
+                                 tfjob::kLegacyLabelTfReplicaType});
+  std::string index = Label(pod, {tfjob::kLabelReplicaIndex, tfjob::kLegacyLabelReplicaIndex,
+                                  tfjob::kLegacyLabelTfReplicaIndex});
+  if (type.empty() || index.empty()) {
+    const std::string name = Str(Child(pod, "metadata"), "name");
+    const auto last = name.rfind('-');
+    const auto previous =
+        last == std::string::npos || last == 0 ? std::string::npos : name.rfind('-', last - 1);
+    if (previous != std::string::npos) {
+      type = name.substr(previous + 1, last - previous - 1);
+      index = name.substr(last + 1);
+    }
+  }
+  return {type, index};
+}
+
+// What a pod's container statuses say: the most telling reason and its message, readiness,
+// restarts and the latest exit code (null when none exited).
+struct ContainerSummary {
+  std::string reason;
+  std::string message;
+  bool ready = false;
+  int restarts = 0;
+  json exit_code = nullptr;
+};
+
+ContainerSummary SummarizeContainers(const json& status, bool running) {
+  ContainerSummary out{Str(status, "reason"), Str(status, "message"), running, 0, nullptr};
+  const json& containers = Child(status, "containerStatuses");
+  if (!containers.is_array()) return out;
+  for (const json& c : containers) {
+    out.restarts = static_cast<int>(std::min<std::int64_t>(
+        std::int64_t{out.restarts} + std::max(0, IntField(c, "restartCount", 0)), 1000000000));
+    if (!json_fields::Bool(c, "ready").value_or(false)) out.ready = false;
+    const json& state = Child(c, "state");
+    const json& last = Child(Child(c, "lastState"), "terminated");
+    if (const json& waiting = Child(state, "waiting"); waiting.is_object()) {
+      const std::string why = Str(waiting, "reason");
+      if (!why.empty() && why != "ContainerCreating" && why != "PodInitializing") {
+        out.reason = why;
+        out.message = Str(waiting, "message");
+        if (last.is_object() && !Str(last, "reason").empty()) {
+          out.reason += " (last: " + Str(last, "reason") + ")";
+        }
+      } else if (out.reason.empty()) {
+        out.reason = why;
+      }
+    } else if (const json& terminated = Child(state, "terminated"); terminated.is_object()) {
+      if (out.reason.empty() || Str(terminated, "reason") != "Completed") {
+        out.reason = Str(terminated, "reason");
+        out.message = Str(terminated, "message");
+      }
+      if (json_fields::Int(terminated, "exitCode")) {
+        out.exit_code = IntField(terminated, "exitCode", 0);
+      }
+    } else if (last.is_object() && out.reason.empty()) {
+      out.reason = "Restarted (last: " + Str(last, "reason") + ")";
+    }
+    if (out.exit_code.is_null() && json_fields::Int(last, "exitCode")) {
+      out.exit_code = IntField(last, "exitCode", 0);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool PodBelongsToJob(const json& pod, std::string_view job) {
+  if (Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName}) == job) return true;
+  const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
+  if (!owners.is_array()) return false;
+  for (const json& owner : owners) {
+    if (Str(owner, "kind") == tfjob::kKind && Str(owner, "name") == job) return true;
+  }
+  return false;
+}
+
+std::string JobNameOfPod(const json& pod) {
+  std::string job = Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName});
+  if (!job.empty()) return job;
+  const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
+  if (owners.is_array()) {
+    for (const json& owner : owners) {
+      if (Str(owner, "kind") == tfjob::kKind) return Str(owner, "name");
+    }
+  }
+  return "";
+}
+
+json PodView(const json& pod) {
+  const json& metadata = Child(pod, "metadata");
+  const json& status = Child(pod, "status");
+  json view;
+  const std::string name = Str(metadata, "name");
+  view["name"] = name;
+  const auto [type, index] = ReplicaOfPod(pod);
+  view["replicaType"] = Lower(type);
+  view["index"] = LabelNumber(index);
+  view["node"] = Str(Child(pod, "spec"), "nodeName");
+  std::string phase = Str(status, "phase");
+  if (phase.empty()) phase = "Pending";
+  if (!Child(metadata, "deletionTimestamp").is_null()) phase = "Terminating";
+  view["phase"] = phase;
+
+  ContainerSummary summary = SummarizeContainers(status, phase == "Running");
+  std::string scheduled_reason, scheduled_message;
+  if (phase == "Pending" && IsPodScheduledFalse(pod, &scheduled_reason, &scheduled_message)) {
+    summary.reason = scheduled_reason.empty() ? "Unschedulable" : scheduled_reason;
+    summary.message = scheduled_message;
+  }
+  view["reason"] = summary.reason;
+  view["message"] = summary.message;
+  view["ready"] = summary.ready;
+  view["restarts"] = summary.restarts;
+  view["exitCode"] = summary.exit_code;
+  view["gpus"] = std::llround(PodRequests(pod).gpu);
+  view["startTime"] = Str(status, "startTime");
+  return view;
+}
+
+json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now) {
+  std::vector<json> replicas;
+  for (const json& pod : pods) replicas.push_back(PodView(pod));
+  return ui_server::JobRow(tfjob, std::move(replicas), now);
+}
+
+json EventsView(const json& event_list, std::string_view job,
+                const std::vector<std::string>& pod_names) {
+  std::vector<json> events;
+  for (const json& e : Items(event_list)) {
+    const json& object = Child(e, "involvedObject");
+    const std::string kind = Str(object, "kind");
+    const std::string name = Str(object, "name");
+    const bool about_job = kind == "TFJob" && name == job;
+    const bool about_pod =
+        kind == "Pod" && std::find(pod_names.begin(), pod_names.end(), name) != pod_names.end();
+    if (!about_job && !about_pod) continue;
+    std::string time = Str(e, "lastTimestamp");
+    if (time.empty()) time = Str(e, "eventTime");
+    if (time.empty()) time = Str(e, "firstTimestamp");
+    if (time.empty()) time = Str(Child(e, "metadata"), "creationTimestamp");
+    events.push_back({{"type", Str(e, "type")},
+                      {"reason", Str(e, "reason")},
+                      {"message", Str(e, "message")},
+                      {"object", kind + "/" + name},
+                      {"count", IntField(e, "count", 1)},
+                      {"time", time}});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const json& a, const json& b) {
+    return ParseTimestamp(a["time"].get<std::string>()).value_or(0) <
+           ParseTimestamp(b["time"].get<std::string>()).value_or(0);
+  });
+  return events;
+}
+
+std::vector<NodeUsage> NodesOf(const json& node_list) {
+  std::vector<NodeUsage> nodes;
+  for (const json& node : Items(node_list)) {
+    NodeUsage usage;
+    usage.name = Str(Child(node, "metadata"), "name");
+    usage.ready = NodeReady(node);
+    usage.unschedulable = NodeCordoned(node);
+    usage.capacity = ResourcesOf(Child(Child(node, "status"), "capacity"));
+    usage.allocatable = ResourcesOf(Child(Child(node, "status"), "allocatable"));
+    nodes.push_back(std::move(usage));
+  }
+  return nodes;
+}
+
+ClusterLimits ComputeClusterLimits(const json& node_list) {
+  return ui_server::LimitsOf(NodesOf(node_list));
+}
+
+ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
+                          const std::vector<json>& job_pods, const json& events) {
+  ClusterPage page;
+  page.nodes = NodesOf(node_list);
+  std::map<std::string, NodeUsage*> by_name;
+  for (NodeUsage& usage : page.nodes) by_name.emplace(usage.name, &usage);
+  for (const json& pod : Items(active_pods)) {
+    const std::string node = Str(Child(pod, "spec"), "nodeName");
+    const std::string phase = Str(Child(pod, "status"), "phase");
+    auto it = by_name.find(node);
+    if (node.empty() || phase == "Succeeded" || phase == "Failed" || it == by_name.end()) continue;
+    const Resources r = PodRequests(pod);
+    it->second->in_use.cpu += r.cpu;
+    it->second->in_use.memory += r.memory;
+    it->second->in_use.gpu += r.gpu;
+    ++it->second->pods;
+  }
+  // The latest FailedScheduling message per pod (namespace/name).
+  std::map<std::string, std::pair<std::int64_t, std::string>> scheduling;
+  for (const json& e : Items(events)) {
+    if (Str(e, "reason") != "FailedScheduling") continue;
+    const json& object = Child(e, "involvedObject");
+    std::string ns = Str(object, "namespace");
+    if (ns.empty()) ns = Str(Child(e, "metadata"), "namespace");
+    const std::string key = ns + "/" + Str(object, "name");
+    std::string time = Str(e, "lastTimestamp");
+    if (time.empty()) time = Str(e, "eventTime");
+    const std::int64_t t = ParseTimestamp(time).value_or(0);
+    auto it = scheduling.find(key);
+    if (it == scheduling.end() || it->second.first <= t) scheduling[key] = {t, Str(e, "message")};
+  }
+  for (const json& pod : job_pods) {
+    if (Str(Child(pod, "status"), "phase") != "Pending" ||
+        !Str(Child(pod, "spec"), "nodeName").empty()) {
+      continue;
+    }
+    const json& metadata = Child(pod, "metadata");
+    const std::string key = Str(metadata, "namespace") + "/" + Str(metadata, "name");
+    std::string reason = "waiting to be scheduled";
+    std::string message;
+    std::string scheduled_reason;
+    if (IsPodScheduledFalse(pod, &scheduled_reason, &message) && !scheduled_reason.empty()) {
+      reason = scheduled_reason;
+    }
+    if (auto it = scheduling.find(key); it != scheduling.end() && !it->second.second.empty()) {
+      reason = "FailedScheduling";
+      message = it->second.second;
+    }
+    const std::string job = JobNameOfPod(pod);
+    page.pending.push_back({Str(metadata, "namespace"), job, Str(metadata, "name"),
+                            std::llround(PodRequests(pod).gpu), reason, message});
+  }
+  return page;
+}
+
+json ClusterView(const json& node_list, const json& active_pods, const std::vector<json>& job_pods,
+                 const json& events) {
+  return ui_server::ClusterPageJson(ClusterPageOf(node_list, active_pods, job_pods, events));
+}
+
+}  // namespace taas::ui_kube
