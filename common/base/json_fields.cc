@@ -42,6 +42,12 @@ const Json* Find(const Json& object, std::string_view key) {
   return it == object.end() ? nullptr : &*it;
 }
 
+const Json& MemberOrNull(const Json& object, std::string_view key) {
+  static const Json kNull;  // immutable: a value to refer to, not state
+  const Json* member = Find(object, key);
+  return member != nullptr ? *member : kNull;
+}
+
 const Json* Object(const Json& object, std::string_view key) {
   const Json* member = Find(object, key);
   return member != nullptr && member->is_object() ? member : nullptr;

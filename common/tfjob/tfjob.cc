@@ -1,8 +1,8 @@
 #include "taas/tfjob/tfjob.h"
 
-#include <algorithm>
 #include <array>
-#include <cctype>
+
+#include "taas/base/ascii.h"
 
 namespace taas::tfjob {
 namespace {
@@ -23,13 +23,6 @@ constexpr std::array<ReplicaTypeNames, 5> kReplicaTypes = {{
 
 const ReplicaTypeNames& NamesOf(ReplicaType type) {
   return kReplicaTypes[static_cast<std::size_t>(type)];
-}
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 // One table per enumeration: its values in declaration order and their API spellings.
@@ -94,7 +87,7 @@ std::optional<ReplicaType> ParseReplicaType(std::string_view name) {
 
 std::optional<ReplicaType> ParseReplicaTypeIgnoringCase(std::string_view name) {
   for (const auto& entry : kReplicaTypes) {
-    if (EqualsIgnoringCase(entry.name, name)) return entry.type;
+    if (EqualsIgnoringAsciiCase(entry.name, name)) return entry.type;
   }
   return std::nullopt;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/rfc3339.h"
 
@@ -22,27 +23,9 @@ constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 constexpr std::array<std::string_view, 5> kTypeOrder = {"Chief", "Master", "PS", "Worker",
                                                         "Evaluator"};
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// The value at `key` if it is a string, else "".
-std::string Str(const json& object, std::string_view key) {
-  return json_fields::StringOr(object, key, "");
-}
-
-// The value at `key` of any type; null when absent (or `object` is not an object).
-const json& Child(const json& object, std::string_view key) {
-  static const json kNull;  // NOLINT: an immutable empty value, not state.
-  const json* found = json_fields::Find(object, key);
-  return found ? *found : kNull;
-}
-
 int TypeRank(std::string_view type) {
   for (std::size_t i = 0; i < kTypeOrder.size(); ++i) {
-    if (Lower(kTypeOrder[i]) == Lower(type)) return static_cast<int>(i);
+    if (AsciiLower(kTypeOrder[i]) == AsciiLower(type)) return static_cast<int>(i);
   }
   return static_cast<int>(kTypeOrder.size());
 }
@@ -80,7 +63,8 @@ void SortReplicas(std::vector<json>* replicas) {
 void AddReplicaCounts(const json& tfjob, const std::vector<json>& rows, json* view) {
   json replicas = json::array();
   std::string replicas_text;
-  const json& specs = Child(Child(tfjob, "spec"), "tfReplicaSpecs");
+  const json& specs =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "tfReplicaSpecs");
   std::vector<std::pair<std::string, json>> ordered;
   if (specs.is_object()) {
     for (const auto& [type, spec] : specs.items()) ordered.emplace_back(type, spec);
@@ -92,7 +76,8 @@ void AddReplicaCounts(const json& tfjob, const std::vector<json>& rows, json* vi
     std::int64_t ready = 0;
     for (const json& p : rows) {
       const std::string phase = p["phase"].get<std::string>();
-      if (p["replicaType"] == Lower(type) && (phase == "Running" || phase == "Succeeded")) ++ready;
+      if (p["replicaType"] == AsciiLower(type) && (phase == "Running" || phase == "Succeeded"))
+        ++ready;
     }
     replicas.push_back({{"type", type}, {"ready", ready}, {"desired", desired}});
     if (!replicas_text.empty()) replicas_text += " \u00b7 ";
@@ -105,7 +90,8 @@ void AddReplicaCounts(const json& tfjob, const std::vector<json>& rows, json* vi
 // Restarts as the operator counts them (a recreated pod starts again from 0), else the replicas'.
 std::int64_t JobRestarts(const json& tfjob, const std::vector<json>& rows) {
   std::int64_t restarts = 0;
-  const json& replica_statuses = Child(Child(tfjob, "status"), "replicaStatuses");
+  const json& replica_statuses =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "status"), "replicaStatuses");
   if (replica_statuses.is_object()) {
     for (const auto& [type, status] : replica_statuses.items()) {
       const std::int64_t count = json_fields::Int(status, "restarts").value_or(0);
@@ -125,18 +111,20 @@ struct Verdict {
 // The job's state from its conditions (the operator's verdict), most decisive first.
 Verdict VerdictOf(const json& tfjob) {
   std::map<std::string, json> true_conditions;
-  const json& conditions = Child(Child(tfjob, "status"), "conditions");
+  const json& conditions =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "status"), "conditions");
   if (conditions.is_array()) {
     for (const json& c : conditions) {
-      if (Str(c, "status") == "True") true_conditions[Str(c, "type")] = c;
+      if (json_fields::StringOr(c, "status") == "True")
+        true_conditions[json_fields::StringOr(c, "type")] = c;
     }
   }
   Verdict verdict{"Pending", "waiting for the operator to create its replicas", "ok"};
   for (const char* candidate : {"Failed", "Succeeded", "Restarting", "Running", "Created"}) {
     if (auto it = true_conditions.find(candidate); it != true_conditions.end()) {
       verdict.state = candidate;
-      verdict.reason = Str(it->second, "message");
-      if (verdict.reason.empty()) verdict.reason = Str(it->second, "reason");
+      verdict.reason = json_fields::StringOr(it->second, "message");
+      if (verdict.reason.empty()) verdict.reason = json_fields::StringOr(it->second, "reason");
       break;
     }
   }
@@ -211,21 +199,23 @@ std::optional<std::int64_t> ParseTimestamp(std::string_view text) {
 }
 
 Resources ResourcesOf(const json& list) {
-  return {QuantityOf(Child(list, "cpu")), QuantityOf(Child(list, "memory")),
-          QuantityOf(Child(list, kGpuResource))};
+  return {QuantityOf(json_fields::MemberOrNull(list, "cpu")),
+          QuantityOf(json_fields::MemberOrNull(list, "memory")),
+          QuantityOf(json_fields::MemberOrNull(list, kGpuResource))};
 }
 
 Resources PodRequests(const json& pod) {
   Resources total;
-  const json& containers = Child(Child(pod, "spec"), "containers");
+  const json& containers =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(pod, "spec"), "containers");
   if (!containers.is_array()) return total;
   for (const json& c : containers) {
-    const json& resources = Child(c, "resources");
-    const json& requests = Child(resources, "requests");
-    const json& limits = Child(resources, "limits");
+    const json& resources = json_fields::MemberOrNull(c, "resources");
+    const json& requests = json_fields::MemberOrNull(resources, "requests");
+    const json& limits = json_fields::MemberOrNull(resources, "limits");
     auto pick = [&](std::string_view key) {
-      const json& r = Child(requests, key);
-      return r.is_null() ? QuantityOf(Child(limits, key)) : QuantityOf(r);
+      const json& r = json_fields::MemberOrNull(requests, key);
+      return r.is_null() ? QuantityOf(json_fields::MemberOrNull(limits, key)) : QuantityOf(r);
     };
     total.cpu += pick("cpu");
     total.memory += pick("memory");
@@ -235,24 +225,25 @@ Resources PodRequests(const json& pod) {
 }
 
 std::int64_t JobGpus(const json& tfjob) {
-  const json& specs = Child(Child(tfjob, "spec"), "tfReplicaSpecs");
+  const json& specs =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "tfReplicaSpecs");
   if (!specs.is_object()) return 0;
   double total = 0;
   for (const auto& [type, spec] : specs.items()) {
-    const json& replicas = Child(spec, "replicas");
+    const json& replicas = json_fields::MemberOrNull(spec, "replicas");
     const double count = replicas.is_number() ? std::clamp(replicas.get<double>(), 0.0, 1e9) : 1;
-    total += count * PodRequests(Child(spec, "template")).gpu;
+    total += count * PodRequests(json_fields::MemberOrNull(spec, "template")).gpu;
   }
   // Clamped so that rounding stays defined for absurd replica counts.
   return std::llround(std::clamp(total, 0.0, 1e15));
 }
 
 json JobRow(const json& tfjob, std::vector<json> replicas, std::int64_t now) {
-  const json& metadata = Child(tfjob, "metadata");
+  const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
   json view;
-  view["namespace"] = Str(metadata, "namespace");
-  view["name"] = Str(metadata, "name");
-  const std::string created = Str(metadata, "creationTimestamp");
+  view["namespace"] = json_fields::StringOr(metadata, "namespace");
+  view["name"] = json_fields::StringOr(metadata, "name");
+  const std::string created = json_fields::StringOr(metadata, "creationTimestamp");
   view["created"] = created;
   const auto created_at = ParseTimestamp(created);
   view["ageSeconds"] = created_at ? std::max<std::int64_t>(0, now - *created_at) : 0;

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/labels.h"
 #include "taas/ui_server/views.h"
@@ -24,24 +25,6 @@ using ui_server::ResourcesOf;
 namespace {
 
 using nlohmann::json;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// The value at `key` if it is a string, else "".
-std::string Str(const json& object, std::string_view key) {
-  return json_fields::StringOr(object, key, "");
-}
-
-// The value at `key` of any type; null when absent (or `object` is not an object).
-const json& Child(const json& object, std::string_view key) {
-  static const json kNull;  // NOLINT: an immutable empty value, not state.
-  const json* found = json_fields::Find(object, key);
-  return found ? *found : kNull;
-}
 
 // A whole number in a label ("3"), clamped to int; 0 when it is not one.
 int LabelNumber(const std::string& text) {
@@ -62,26 +45,29 @@ int IntField(const json& object, std::string_view key, int fallback) {
 
 const json& Items(const json& list) {
   static const json kEmpty = json::array();  // NOLINT: immutable.
-  const json& items = Child(list, "items");
+  const json& items = json_fields::MemberOrNull(list, "items");
   return items.is_array() ? items : kEmpty;
 }
 
 std::string Label(const json& object, std::initializer_list<std::string_view> keys) {
-  const json& labels = Child(Child(object, "metadata"), "labels");
+  const json& labels =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(object, "metadata"), "labels");
   for (std::string_view key : keys) {
-    std::string value = Str(labels, key);
+    std::string value = json_fields::StringOr(labels, key);
     if (!value.empty()) return value;
   }
   return "";
 }
 
 bool IsPodScheduledFalse(const json& pod, std::string* reason, std::string* message) {
-  const json& conditions = Child(Child(pod, "status"), "conditions");
+  const json& conditions =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(pod, "status"), "conditions");
   if (!conditions.is_array()) return false;
   for (const json& c : conditions) {
-    if (Str(c, "type") == "PodScheduled" && Str(c, "status") == "False") {
-      *reason = Str(c, "reason");
-      *message = Str(c, "message");
+    if (json_fields::StringOr(c, "type") == "PodScheduled" &&
+        json_fields::StringOr(c, "status") == "False") {
+      *reason = json_fields::StringOr(c, "reason");
+      *message = json_fields::StringOr(c, "message");
       return true;
     }
   }
@@ -89,16 +75,19 @@ bool IsPodScheduledFalse(const json& pod, std::string* reason, std::string* mess
 }
 
 bool NodeReady(const json& node) {
-  const json& conditions = Child(Child(node, "status"), "conditions");
+  const json& conditions =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(node, "status"), "conditions");
   if (!conditions.is_array()) return false;
   for (const json& c : conditions) {
-    if (Str(c, "type") == "Ready") return Str(c, "status") == "True";
+    if (json_fields::StringOr(c, "type") == "Ready")
+      return json_fields::StringOr(c, "status") == "True";
   }
   return false;
 }
 
 bool NodeCordoned(const json& node) {
-  const json& unschedulable = Child(Child(node, "spec"), "unschedulable");
+  const json& unschedulable =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(node, "spec"), "unschedulable");
   return unschedulable.is_boolean() && unschedulable.get<bool>();
 }
 
@@ -109,7 +98,8 @@ std::pair<std::string, std::string> ReplicaOfPod(const json& pod) {
   std::string index = Label(pod, {tfjob::kLabelReplicaIndex, tfjob::kLegacyLabelReplicaIndex,
                                   tfjob::kLegacyLabelTfReplicaIndex});
   if (type.empty() || index.empty()) {
-    const std::string name = Str(Child(pod, "metadata"), "name");
+    const std::string name =
+        json_fields::StringOr(json_fields::MemberOrNull(pod, "metadata"), "name");
     const auto last = name.rfind('-');
     const auto previous =
         last == std::string::npos || last == 0 ? std::string::npos : name.rfind('-', last - 1);
@@ -132,36 +122,39 @@ struct ContainerSummary {
 };
 
 ContainerSummary SummarizeContainers(const json& status, bool running) {
-  ContainerSummary out{Str(status, "reason"), Str(status, "message"), running, 0, nullptr};
-  const json& containers = Child(status, "containerStatuses");
+  ContainerSummary out{json_fields::StringOr(status, "reason"),
+                       json_fields::StringOr(status, "message"), running, 0, nullptr};
+  const json& containers = json_fields::MemberOrNull(status, "containerStatuses");
   if (!containers.is_array()) return out;
   for (const json& c : containers) {
     out.restarts = static_cast<int>(std::min<std::int64_t>(
         std::int64_t{out.restarts} + std::max(0, IntField(c, "restartCount", 0)), 1000000000));
     if (!json_fields::Bool(c, "ready").value_or(false)) out.ready = false;
-    const json& state = Child(c, "state");
-    const json& last = Child(Child(c, "lastState"), "terminated");
-    if (const json& waiting = Child(state, "waiting"); waiting.is_object()) {
-      const std::string why = Str(waiting, "reason");
+    const json& state = json_fields::MemberOrNull(c, "state");
+    const json& last =
+        json_fields::MemberOrNull(json_fields::MemberOrNull(c, "lastState"), "terminated");
+    if (const json& waiting = json_fields::MemberOrNull(state, "waiting"); waiting.is_object()) {
+      const std::string why = json_fields::StringOr(waiting, "reason");
       if (!why.empty() && why != "ContainerCreating" && why != "PodInitializing") {
         out.reason = why;
-        out.message = Str(waiting, "message");
-        if (last.is_object() && !Str(last, "reason").empty()) {
-          out.reason += " (last: " + Str(last, "reason") + ")";
+        out.message = json_fields::StringOr(waiting, "message");
+        if (last.is_object() && !json_fields::StringOr(last, "reason").empty()) {
+          out.reason += " (last: " + json_fields::StringOr(last, "reason") + ")";
         }
       } else if (out.reason.empty()) {
         out.reason = why;
       }
-    } else if (const json& terminated = Child(state, "terminated"); terminated.is_object()) {
-      if (out.reason.empty() || Str(terminated, "reason") != "Completed") {
-        out.reason = Str(terminated, "reason");
-        out.message = Str(terminated, "message");
+    } else if (const json& terminated = json_fields::MemberOrNull(state, "terminated");
+               terminated.is_object()) {
+      if (out.reason.empty() || json_fields::StringOr(terminated, "reason") != "Completed") {
+        out.reason = json_fields::StringOr(terminated, "reason");
+        out.message = json_fields::StringOr(terminated, "message");
       }
       if (json_fields::Int(terminated, "exitCode")) {
         out.exit_code = IntField(terminated, "exitCode", 0);
       }
     } else if (last.is_object() && out.reason.empty()) {
-      out.reason = "Restarted (last: " + Str(last, "reason") + ")";
+      out.reason = "Restarted (last: " + json_fields::StringOr(last, "reason") + ")";
     }
     if (out.exit_code.is_null() && json_fields::Int(last, "exitCode")) {
       out.exit_code = IntField(last, "exitCode", 0);
@@ -174,10 +167,13 @@ ContainerSummary SummarizeContainers(const json& status, bool running) {
 
 bool PodBelongsToJob(const json& pod, std::string_view job) {
   if (Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName}) == job) return true;
-  const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
+  const json& owners =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(pod, "metadata"), "ownerReferences");
   if (!owners.is_array()) return false;
   for (const json& owner : owners) {
-    if (Str(owner, "kind") == tfjob::kKind && Str(owner, "name") == job) return true;
+    if (json_fields::StringOr(owner, "kind") == tfjob::kKind &&
+        json_fields::StringOr(owner, "name") == job)
+      return true;
   }
   return false;
 }
@@ -185,28 +181,30 @@ bool PodBelongsToJob(const json& pod, std::string_view job) {
 std::string JobNameOfPod(const json& pod) {
   std::string job = Label(pod, {tfjob::kLabelJobName, tfjob::kLegacyLabelJobName});
   if (!job.empty()) return job;
-  const json& owners = Child(Child(pod, "metadata"), "ownerReferences");
+  const json& owners =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(pod, "metadata"), "ownerReferences");
   if (owners.is_array()) {
     for (const json& owner : owners) {
-      if (Str(owner, "kind") == tfjob::kKind) return Str(owner, "name");
+      if (json_fields::StringOr(owner, "kind") == tfjob::kKind)
+        return json_fields::StringOr(owner, "name");
     }
   }
   return "";
 }
 
 json PodView(const json& pod) {
-  const json& metadata = Child(pod, "metadata");
-  const json& status = Child(pod, "status");
+  const json& metadata = json_fields::MemberOrNull(pod, "metadata");
+  const json& status = json_fields::MemberOrNull(pod, "status");
   json view;
-  const std::string name = Str(metadata, "name");
+  const std::string name = json_fields::StringOr(metadata, "name");
   view["name"] = name;
   const auto [type, index] = ReplicaOfPod(pod);
-  view["replicaType"] = Lower(type);
+  view["replicaType"] = AsciiLower(type);
   view["index"] = LabelNumber(index);
-  view["node"] = Str(Child(pod, "spec"), "nodeName");
-  std::string phase = Str(status, "phase");
+  view["node"] = json_fields::StringOr(json_fields::MemberOrNull(pod, "spec"), "nodeName");
+  std::string phase = json_fields::StringOr(status, "phase");
   if (phase.empty()) phase = "Pending";
-  if (!Child(metadata, "deletionTimestamp").is_null()) phase = "Terminating";
+  if (!json_fields::MemberOrNull(metadata, "deletionTimestamp").is_null()) phase = "Terminating";
   view["phase"] = phase;
 
   ContainerSummary summary = SummarizeContainers(status, phase == "Running");
@@ -221,7 +219,7 @@ json PodView(const json& pod) {
   view["restarts"] = summary.restarts;
   view["exitCode"] = summary.exit_code;
   view["gpus"] = std::llround(PodRequests(pod).gpu);
-  view["startTime"] = Str(status, "startTime");
+  view["startTime"] = json_fields::StringOr(status, "startTime");
   return view;
 }
 
@@ -235,20 +233,21 @@ json EventsView(const json& event_list, std::string_view job,
                 const std::vector<std::string>& pod_names) {
   std::vector<json> events;
   for (const json& e : Items(event_list)) {
-    const json& object = Child(e, "involvedObject");
-    const std::string kind = Str(object, "kind");
-    const std::string name = Str(object, "name");
+    const json& object = json_fields::MemberOrNull(e, "involvedObject");
+    const std::string kind = json_fields::StringOr(object, "kind");
+    const std::string name = json_fields::StringOr(object, "name");
     const bool about_job = kind == "TFJob" && name == job;
     const bool about_pod =
         kind == "Pod" && std::find(pod_names.begin(), pod_names.end(), name) != pod_names.end();
     if (!about_job && !about_pod) continue;
-    std::string time = Str(e, "lastTimestamp");
-    if (time.empty()) time = Str(e, "eventTime");
-    if (time.empty()) time = Str(e, "firstTimestamp");
-    if (time.empty()) time = Str(Child(e, "metadata"), "creationTimestamp");
-    events.push_back({{"type", Str(e, "type")},
-                      {"reason", Str(e, "reason")},
-                      {"message", Str(e, "message")},
+    std::string time = json_fields::StringOr(e, "lastTimestamp");
+    if (time.empty()) time = json_fields::StringOr(e, "eventTime");
+    if (time.empty()) time = json_fields::StringOr(e, "firstTimestamp");
+    if (time.empty())
+      time = json_fields::StringOr(json_fields::MemberOrNull(e, "metadata"), "creationTimestamp");
+    events.push_back({{"type", json_fields::StringOr(e, "type")},
+                      {"reason", json_fields::StringOr(e, "reason")},
+                      {"message", json_fields::StringOr(e, "message")},
                       {"object", kind + "/" + name},
                       {"count", IntField(e, "count", 1)},
                       {"time", time}});
@@ -264,11 +263,13 @@ std::vector<NodeUsage> NodesOf(const json& node_list) {
   std::vector<NodeUsage> nodes;
   for (const json& node : Items(node_list)) {
     NodeUsage usage;
-    usage.name = Str(Child(node, "metadata"), "name");
+    usage.name = json_fields::StringOr(json_fields::MemberOrNull(node, "metadata"), "name");
     usage.ready = NodeReady(node);
     usage.unschedulable = NodeCordoned(node);
-    usage.capacity = ResourcesOf(Child(Child(node, "status"), "capacity"));
-    usage.allocatable = ResourcesOf(Child(Child(node, "status"), "allocatable"));
+    usage.capacity = ResourcesOf(
+        json_fields::MemberOrNull(json_fields::MemberOrNull(node, "status"), "capacity"));
+    usage.allocatable = ResourcesOf(
+        json_fields::MemberOrNull(json_fields::MemberOrNull(node, "status"), "allocatable"));
     nodes.push_back(std::move(usage));
   }
   return nodes;
@@ -285,8 +286,10 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
   std::map<std::string, NodeUsage*> by_name;
   for (NodeUsage& usage : page.nodes) by_name.emplace(usage.name, &usage);
   for (const json& pod : Items(active_pods)) {
-    const std::string node = Str(Child(pod, "spec"), "nodeName");
-    const std::string phase = Str(Child(pod, "status"), "phase");
+    const std::string node =
+        json_fields::StringOr(json_fields::MemberOrNull(pod, "spec"), "nodeName");
+    const std::string phase =
+        json_fields::StringOr(json_fields::MemberOrNull(pod, "status"), "phase");
     auto it = by_name.find(node);
     if (node.empty() || phase == "Succeeded" || phase == "Failed" || it == by_name.end()) continue;
     const Resources r = PodRequests(pod);
@@ -298,24 +301,27 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
   // The latest FailedScheduling message per pod (namespace/name).
   std::map<std::string, std::pair<std::int64_t, std::string>> scheduling;
   for (const json& e : Items(events)) {
-    if (Str(e, "reason") != "FailedScheduling") continue;
-    const json& object = Child(e, "involvedObject");
-    std::string ns = Str(object, "namespace");
-    if (ns.empty()) ns = Str(Child(e, "metadata"), "namespace");
-    const std::string key = ns + "/" + Str(object, "name");
-    std::string time = Str(e, "lastTimestamp");
-    if (time.empty()) time = Str(e, "eventTime");
+    if (json_fields::StringOr(e, "reason") != "FailedScheduling") continue;
+    const json& object = json_fields::MemberOrNull(e, "involvedObject");
+    std::string ns = json_fields::StringOr(object, "namespace");
+    if (ns.empty())
+      ns = json_fields::StringOr(json_fields::MemberOrNull(e, "metadata"), "namespace");
+    const std::string key = ns + "/" + json_fields::StringOr(object, "name");
+    std::string time = json_fields::StringOr(e, "lastTimestamp");
+    if (time.empty()) time = json_fields::StringOr(e, "eventTime");
     const std::int64_t t = ParseTimestamp(time).value_or(0);
     auto it = scheduling.find(key);
-    if (it == scheduling.end() || it->second.first <= t) scheduling[key] = {t, Str(e, "message")};
+    if (it == scheduling.end() || it->second.first <= t)
+      scheduling[key] = {t, json_fields::StringOr(e, "message")};
   }
   for (const json& pod : job_pods) {
-    if (Str(Child(pod, "status"), "phase") != "Pending" ||
-        !Str(Child(pod, "spec"), "nodeName").empty()) {
+    if (json_fields::StringOr(json_fields::MemberOrNull(pod, "status"), "phase") != "Pending" ||
+        !json_fields::StringOr(json_fields::MemberOrNull(pod, "spec"), "nodeName").empty()) {
       continue;
     }
-    const json& metadata = Child(pod, "metadata");
-    const std::string key = Str(metadata, "namespace") + "/" + Str(metadata, "name");
+    const json& metadata = json_fields::MemberOrNull(pod, "metadata");
+    const std::string key = json_fields::StringOr(metadata, "namespace") + "/" +
+                            json_fields::StringOr(metadata, "name");
     std::string reason = "waiting to be scheduled";
     std::string message;
     std::string scheduled_reason;
@@ -327,7 +333,8 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
       message = it->second.second;
     }
     const std::string job = JobNameOfPod(pod);
-    page.pending.push_back({Str(metadata, "namespace"), job, Str(metadata, "name"),
+    page.pending.push_back({json_fields::StringOr(metadata, "namespace"), job,
+                            json_fields::StringOr(metadata, "name"),
                             std::llround(PodRequests(pod).gpu), reason, message});
   }
   return page;

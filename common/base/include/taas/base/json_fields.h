@@ -27,12 +27,15 @@ std::string_view TypeName(const Json& value);
 
 // The member `key` of `object`; nullptr when `object` is not an object or has no such member.
 const Json* Find(const Json& object, std::string_view key);
+// The member `key` of `object` of any type; a null value when Find finds none. For walking paths
+// of display code: MemberOrNull(MemberOrNull(pod, "spec"), "nodeName").
+const Json& MemberOrNull(const Json& object, std::string_view key);
 // The member if it is an object (resp. array); nullptr otherwise.
 const Json* Object(const Json& object, std::string_view key);
 const Json* Array(const Json& object, std::string_view key);
 
 std::optional<std::string> String(const Json& object, std::string_view key);
-std::string StringOr(const Json& object, std::string_view key, std::string_view fallback);
+std::string StringOr(const Json& object, std::string_view key, std::string_view fallback = "");
 // An integer, or a float with an integral value, that fits int64; nullopt otherwise.
 std::optional<std::int64_t> Int(const Json& object, std::string_view key);
 std::optional<std::int64_t> AsInt(const Json& value);
