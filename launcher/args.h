@@ -20,7 +20,7 @@ struct Options {
   std::map<std::string, std::string> env;
   double progress_secs = 10;
 
-  // The web UI for this job (taas::ui_server over LocalKubeApi), on 127.0.0.1.
+  // The web UI for this job (taas::ui_server over LocalJobSource), on 127.0.0.1.
   bool ui = true;
   // 0: any free port. The default port falls back to a free one when it is taken; a port given
   // with --ui-port does not.
