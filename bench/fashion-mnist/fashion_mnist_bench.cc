@@ -16,6 +16,8 @@
 #include "taas/data/idx.h"
 #include "taas/fashion_mnist/local_trainer.h"
 #include "taas/nn/compute.h"
+#include "taas/nn/conv2d.h"
+#include "taas/nn/max_pool2d.h"
 
 namespace {
 

@@ -1,13 +1,18 @@
 #include "taas/fashion_mnist/models.h"
 
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "taas/nn/layers.h"
 #include "taas/tensor/initializers.h"
 
 namespace taas::fashion_mnist {
 
 absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
-  const Tensor& logits = network_.Forward(batch.images, true);
-  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
-  network_.Backward(loss_.Backward());
+  TAAS_ASSIGN_OR_RETURN(const Tensor* logits, network_.Forward(batch.images, true));
+  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(*logits, batch.labels));
+  TAAS_RETURN_IF_ERROR(network_.Backward(loss_.Backward()));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) {
     stats.loss += nn::L2Loss(regularized_, l2_scale_);
@@ -17,8 +22,8 @@ absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
 }
 
 absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
-  const Tensor& logits = network_.Forward(batch.images, false);
-  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(logits, batch.labels));
+  TAAS_ASSIGN_OR_RETURN(const Tensor* logits, network_.Forward(batch.images, false));
+  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(*logits, batch.labels));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) stats.loss += nn::L2Loss(regularized_, l2_scale_);
   return stats;
@@ -26,9 +31,11 @@ absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
 
 Mlp::Mlp(std::uint64_t seed) {
   using nn::Activation;
-  auto& hidden = network_.Add(std::make_unique<nn::Dense>("hidden", 784, 500, Activation::kRelu));
-  auto& logits =
-      network_.Add(std::make_unique<nn::Dense>("logits", 500, kClasses, Activation::kNone));
+  using nn::DenseOptions;
+  auto& hidden = network_.Add(std::make_unique<nn::Dense>(DenseOptions{
+      .name = "hidden", .inputs = 784, .units = 500, .activation = Activation::kRelu}));
+  auto& logits = network_.Add(std::make_unique<nn::Dense>(
+      DenseOptions{.name = "logits", .inputs = 500, .units = kClasses}));
   TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
   TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
   Constant(hidden.bias().value, 0.1f);
@@ -46,12 +53,27 @@ optim::OptimizerConfig Mlp::DefaultOptimizer(std::int64_t steps_per_epoch) const
 
 Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
   using nn::Activation;
-  using nn::Padding;
+  using nn::Conv2DOptions;
+  using nn::DenseOptions;
+  using nn::MaxPool2DOptions;
+  // Every convolution: 3x3, stride 1, no padding, ReLU; every pool 2x2 with stride 2.
+  auto conv = [&](std::string name, std::int64_t in_channels, std::int64_t filters) {
+    return std::make_unique<nn::Conv2D>(context_, Conv2DOptions{.name = std::move(name),
+                                                                .in_channels = in_channels,
+                                                                .filters = filters,
+                                                                .kernel_size = 3,
+                                                                .strides = 1,
+                                                                .padding = nn::Padding::kValid,
+                                                                .activation = Activation::kRelu});
+  };
+  auto pool = [&](std::string name) {
+    return std::make_unique<nn::MaxPool2D>(
+        context_, MaxPool2DOptions{.name = std::move(name), .pool_size = 2, .strides = 2});
+  };
   // conv1 and pool1 run in chunks so conv1's 26x26x32 output stays in cache (ChunkedConvPool).
   nn::Conv2D* conv1 = nullptr;
-  auto conv1_layer = std::make_unique<nn::Conv2D>("conv1", context_, 1, 32, 3, 1, Padding::kValid,
-                                                  Activation::kRelu);
-  auto pool1_layer = std::make_unique<nn::MaxPool2D>("pool1", context_, 2, 2);
+  auto conv1_layer = conv("conv1", 1, 32);
+  auto pool1_layer = pool("pool1");
   if (conv1_chunk > 0) {
     conv1 = &network_
                  .Add(std::make_unique<nn::ChunkedConvPool>(std::move(conv1_layer),
@@ -61,16 +83,14 @@ Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
     conv1 = &network_.Add(std::move(conv1_layer));
     network_.Add(std::move(pool1_layer));
   }
-  auto& conv2 = network_.Add(std::make_unique<nn::Conv2D>("conv2", context_, 32, 64, 3, 1,
-                                                          Padding::kValid, Activation::kRelu));
-  network_.Add(std::make_unique<nn::MaxPool2D>("pool2", context_, 2, 2));
-  auto& conv3 = network_.Add(std::make_unique<nn::Conv2D>("conv3", context_, 64, 64, 3, 1,
-                                                          Padding::kValid, Activation::kRelu));
+  auto& conv2 = network_.Add(conv("conv2", 32, 64));
+  network_.Add(pool("pool2"));
+  auto& conv3 = network_.Add(conv("conv3", 64, 64));
   network_.Add(std::make_unique<nn::Flatten>("flatten"));
-  auto& dense1 =
-      network_.Add(std::make_unique<nn::Dense>("dense1", 3 * 3 * 64, 64, Activation::kRelu));
-  auto& logits =
-      network_.Add(std::make_unique<nn::Dense>("logits", 64, kClasses, Activation::kNone));
+  auto& dense1 = network_.Add(std::make_unique<nn::Dense>(DenseOptions{
+      .name = "dense1", .inputs = 3 * 3 * 64, .units = 64, .activation = Activation::kRelu}));
+  auto& logits = network_.Add(
+      std::make_unique<nn::Dense>(DenseOptions{.name = "logits", .inputs = 64, .units = kClasses}));
   GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
   GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
   GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);

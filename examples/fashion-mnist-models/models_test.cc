@@ -52,6 +52,21 @@ TEST_CASE("model variables have stable unique names") {
   CHECK_FALSE(CreateModel("resnet", 1).ok());
 }
 
+TEST_CASE("a batch whose images do not fit the network is an error value naming the layer") {
+  Cnn cnn;
+  data::Batch flat{Tensor({2, 784}), {0, 1}};
+  auto trained = cnn.TrainStep(flat);
+  REQUIRE_FALSE(trained.ok());
+  CHECK(trained.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(trained.status().message() == "conv1: expected input [N, H, W, 1], got [2, 784]");
+  Mlp mlp;
+  data::Batch images{Tensor({2, 28, 28, 1}), {0, 1}};
+  CHECK(mlp.Evaluate(images).status().message() ==
+        "hidden: expected input [N, 784], got [2, 28, 28, 1]");
+  data::Batch fits{Tensor({2, 784}), {0, 1}};
+  CHECK(mlp.TrainStep(fits).ok());
+}
+
 TEST_CASE("quick training: loss falls and accuracy beats chance") {
   const Data data = Load();
   for (const char* name : {"mlp", "cnn"}) {

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include "taas/nn/max_pool2d.h"
+
 namespace taas::nn {
 namespace {
 
@@ -15,23 +17,24 @@ double Now() {
 
 }  // namespace
 
-const Tensor& Sequential::Forward(const Tensor& input, bool training) {
+absl::StatusOr<const Tensor*> Sequential::Forward(const Tensor& input, bool training) {
   const Tensor* x = &input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const double start = timing_ ? Now() : 0.0;
-    x = &layers_[i]->Forward(*x, training);
+    TAAS_ASSIGN_OR_RETURN(x, layers_[i]->Forward(*x, training));
     if (timing_) timings_[i].forward_seconds += Now() - start;
   }
-  return *x;
+  return x;
 }
 
-void Sequential::Backward(const Tensor& grad_output) {
+absl::Status Sequential::Backward(const Tensor& grad_output) {
   const Tensor* g = &grad_output;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const double start = timing_ ? Now() : 0.0;
-    g = &layers_[i]->Backward(*g);
+    TAAS_ASSIGN_OR_RETURN(g, layers_[i]->Backward(*g));
     if (timing_) timings_[i].backward_seconds += Now() - start;
   }
+  return absl::OkStatus();
 }
 
 void Sequential::EnableTiming(bool enabled) {

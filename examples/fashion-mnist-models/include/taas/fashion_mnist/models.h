@@ -17,8 +17,9 @@
 
 #include "taas/data/pipeline.h"
 #include "taas/nn/compute.h"
-#include "taas/optim/optimizer.h"
 #include "taas/nn/sequential.h"
+#include "taas/nn/softmax_cross_entropy.h"
+#include "taas/optim/optimizer.h"
 
 namespace taas::fashion_mnist {
 
@@ -37,7 +38,8 @@ class Model {
   // Variables in a stable order with unique names ("conv1/kernel", "conv1/bias", ...).
   std::vector<Variable*> variables() { return network_.variables(); }
   // Forward and backward on one batch: overwrites every variable's gradient (L2 included).
-  // InvalidArgument for a batch whose labels the loss refuses.
+  // InvalidArgument for a batch whose images do not fit the network or whose labels the loss
+  // refuses (the error names the layer or the row).
   absl::StatusOr<BatchStats> TrainStep(const data::Batch& batch);
   // Forward only, in inference mode.
   absl::StatusOr<BatchStats> Evaluate(const data::Batch& batch);

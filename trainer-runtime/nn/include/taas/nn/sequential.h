@@ -2,9 +2,10 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "taas/nn/layers.h"
+#include "taas/nn/layer.h"
 
 namespace taas::nn {
 
@@ -24,10 +25,12 @@ class Sequential {
     return result;
   }
 
-  // Output of the last layer (the logits); `input` must stay alive until Backward returns.
-  const Tensor& Forward(const Tensor& input, bool training);
-  // Back-propagates dL/d(output), overwriting every variable's gradient.
-  void Backward(const Tensor& grad_output);
+  // Output of the last layer (the logits); `input` must stay alive until Backward returns. The
+  // first layer's error when `input` does not fit (or a later layer's), unchanged.
+  absl::StatusOr<const Tensor*> Forward(const Tensor& input, bool training);
+  // Back-propagates dL/d(output), overwriting every variable's gradient; the first error of a
+  // layer (a gradient not of the output's shape, no successful Forward), unchanged.
+  absl::Status Backward(const Tensor& grad_output);
   // Every layer's variables in layer order, kernel before bias; names are unique.
   std::vector<Variable*> variables();
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }

@@ -1,0 +1,76 @@
+#include "taas/nn/dense.h"
+
+#include <algorithm>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "layer_internal.h"
+#include "taas/tensor/initializers.h"
+
+namespace taas::nn {
+
+using internal::Ensure;
+
+Dense::Dense(DenseOptions options)
+    : Layer(std::move(options.name)),
+      in_(options.inputs),
+      out_(options.units),
+      activation_(options.activation),
+      kernel_{this->name() + "/kernel", Tensor({in_, out_}), Tensor({in_, out_})},
+      bias_{this->name() + "/bias", Tensor({out_}), Tensor({out_})} {
+  GlorotUniform(kernel_.value, in_, out_, std::hash<std::string>{}(kernel_.name));
+}
+
+absl::StatusOr<const Tensor*> Dense::Forward(const Tensor& input, bool) {
+  if (input.shape().size() != 2 || input.shape()[1] != in_) {
+    input_ = nullptr;
+    return internal::InputShapeError(name(), "[N, " + std::to_string(in_) + "]", input.shape());
+  }
+  const std::int64_t n = input.shape()[0];
+  input_ = &input;
+  Ensure(output_, {n, out_});
+  float* y = output_.data();
+  const float* b = bias_.value.data();
+  for (std::int64_t r = 0; r < n; ++r) std::copy_n(b, out_, y + r * out_);
+  dnnl::sgemm('N', 'N', n, out_, in_, 1.0f, input.data(), in_, kernel_.value.data(), out_, 1.0f, y,
+              out_);
+  if (activation_ == Activation::kRelu) {
+    const std::int64_t size = output_.size();
+    for (std::int64_t i = 0; i < size; ++i) y[i] = std::max(y[i], 0.0f);
+  }
+  return &output_;
+}
+
+bool Dense::SkipReluMask() {
+  if (activation_ != Activation::kRelu) return false;
+  skip_relu_mask_ = true;
+  return true;
+}
+
+absl::StatusOr<const Tensor*> Dense::Backward(const Tensor& grad_output) {
+  TAAS_RETURN_IF_ERROR(internal::CheckGradient(name(), input_ != nullptr, grad_output, output_));
+  const std::int64_t n = grad_output.shape()[0];
+  const Tensor* dy = &grad_output;
+  if (activation_ == Activation::kRelu && !skip_relu_mask_) {
+    internal::ReluMask(output_, grad_output, masked_grad_);
+    dy = &masked_grad_;
+  }
+  dnnl::sgemm('T', 'N', in_, out_, n, 1.0f, input_->data(), in_, dy->data(), out_, 0.0f,
+              kernel_.gradient.data(), out_);
+  float* db = bias_.gradient.data();
+  std::fill_n(db, out_, 0.0f);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const float* row = dy->data() + r * out_;
+    for (std::int64_t c = 0; c < out_; ++c) db[c] += row[c];
+  }
+  if (!input_gradient_) {
+    input_grad_ = Tensor();
+    return &input_grad_;
+  }
+  Ensure(input_grad_, input_->shape());
+  dnnl::sgemm('N', 'T', n, in_, out_, 1.0f, dy->data(), out_, kernel_.value.data(), out_, 0.0f,
+              input_grad_.data(), in_);
+  return &input_grad_;
+}
+
+}  // namespace taas::nn

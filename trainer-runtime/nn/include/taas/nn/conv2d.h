@@ -1,0 +1,72 @@
+// 2-D convolution on oneDNN, input [N, H, W, C] (NHWC).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taas/nn/compute.h"
+#include "taas/nn/layer.h"
+
+namespace taas::nn {
+
+// Keras's `padding`: kValid uses no padding, kSame pads so the output is ceil(input / strides)
+// (TensorFlow's split: the extra row or column goes at the bottom or right).
+enum class Padding { kValid, kSame };
+
+// Keras's Conv2D arguments (square kernels and strides), plus the input channels Keras would
+// infer. Defaults are Keras's.
+struct Conv2DOptions {
+  std::string name;              // variables "<name>/kernel" and "<name>/bias"
+  std::int64_t in_channels = 0;  // required: C of the input [N, H, W, C]
+  std::int64_t filters = 0;      // required: output channels
+  std::int64_t kernel_size = 0;  // required: the kernel is kernel_size x kernel_size
+  std::int64_t strides = 1;
+  Padding padding = Padding::kValid;
+  Activation activation = Activation::kNone;  // kRelu runs as a oneDNN post-op
+};
+
+// Kernel [kernel_size, kernel_size, in_channels, filters] ("<name>/kernel", TF's HWIO), bias
+// [filters] ("<name>/bias"). Initialisers: the kernel is Glorot-uniform (fan in
+// kernel_size^2 * in_channels, fan out kernel_size^2 * filters) seeded with the hash of its
+// variable name, the bias zeros; a model that wants others overwrites them after construction.
+class Conv2D final : public Layer {
+ public:
+  Conv2D(ComputeContext& context, Conv2DOptions options);
+  ~Conv2D() override;
+  absl::StatusOr<const Tensor*> Forward(const Tensor& input, bool training) override;
+  absl::StatusOr<const Tensor*> Backward(const Tensor& grad_output) override;
+  std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
+  bool SkipReluMask() override;
+  Variable& kernel() { return kernel_; }
+  Variable& bias() { return bias_; }
+  // Prepares Backward for `input` as if Forward(input) had run, without computing: the returned
+  // output has the right shape but stale contents. For callers that restore state
+  // (ChunkedConvPool).
+  absl::StatusOr<const Tensor*> Rebind(const Tensor& input);
+  // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
+  std::string ImplementationInfo() const;
+
+ private:
+  struct Plan;
+  // The primitives for `input_shape`, created on first use; InvalidArgument for an input the
+  // kernel does not fit in.
+  absl::StatusOr<Plan*> PlanFor(const Shape& input_shape);
+  // Forward's shape check.
+  absl::Status CheckInput(const Tensor& input) const;
+
+  ComputeContext& context_;
+  std::int64_t in_channels_, filters_, kernel_size_, strides_;
+  Padding padding_;
+  Activation activation_;
+  bool skip_relu_mask_ = false;
+  Variable kernel_, bias_;
+  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  Plan* plan_ = nullptr;
+  const Tensor* input_ = nullptr;
+  Tensor output_, masked_grad_, input_grad_;
+};
+
+}  // namespace taas::nn
