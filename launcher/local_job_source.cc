@@ -201,7 +201,7 @@ absl::StatusOr<std::string> LocalJobSource::Logs(const ui_server::LogRequest& re
 
 absl::Status LocalJobSource::FollowLogs(const ui_server::LogRequest& request,
                                         const std::function<bool(std::string_view)>& on_chunk,
-                                        ui_server::Cancellation* cancel) {
+                                        Cancellation* cancel) {
   TAAS_RETURN_IF_ERROR(FindReplica(request.namespace_name, request.job, request.replica));
   const int tail =
       static_cast<int>(std::min<std::int64_t>(request.tail_lines, std::numeric_limits<int>::max()));

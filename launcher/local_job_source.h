@@ -48,7 +48,7 @@ class LocalJobSource : public ui_server::JobSource {
   // line once `cancel` is cancelled.
   absl::Status FollowLogs(const ui_server::LogRequest& request,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          ui_server::Cancellation* cancel) override;
+                          Cancellation* cancel) override;
   absl::StatusOr<std::vector<ui_server::NodeUsage>> Nodes() override;
   // This machine, with what the job's live replicas ask of it; nothing is ever pending.
   absl::StatusOr<ui_server::ClusterPage> Cluster(

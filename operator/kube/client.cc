@@ -151,29 +151,6 @@ bool IsStaleConnectionError(const beast::error_code& ec) {
 
 }  // namespace
 
-void Cancellation::Cancel() {
-  cancelled_.store(true);
-  std::function<void()> fn;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn = std::move(on_cancel_);
-    on_cancel_ = nullptr;
-    if (fn) fn();
-  }
-}
-
-bool Cancellation::Register(std::function<void()> on_cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_.load()) return false;
-  on_cancel_ = std::move(on_cancel);
-  return true;
-}
-
-void Cancellation::Unregister() {
-  std::lock_guard<std::mutex> lock(mu_);
-  on_cancel_ = nullptr;
-}
-
 class Client::Impl {
  public:
   Impl(ClientConfig config, ServerAddress address)

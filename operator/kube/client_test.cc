@@ -209,7 +209,7 @@ TEST_CASE("Cancel ends an idle watch promptly") {
     return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP3000", "CLOSE"};
   });
   auto client = MakeClient(server.port());
-  taas::kube::Cancellation cancel;
+  taas::Cancellation cancel;
   taas::kube::StreamOptions options;
   options.cancel = &cancel;
   auto start = std::chrono::steady_clock::now();

@@ -36,7 +36,7 @@ class FakeKube : public taas::ui_kube::KubeApi {
   absl::StatusOr<json> Delete(const std::string&) override { return json::object(); }
   absl::StatusOr<std::string> GetText(const std::string&) override { return std::string("log\n"); }
   absl::Status StreamText(const std::string&, const std::function<bool(std::string_view)>& on_chunk,
-                          taas::kube::Cancellation*) override {
+                          taas::Cancellation*) override {
     on_chunk("log\n");
     return absl::OkStatus();
   }

@@ -66,7 +66,7 @@ class FakeKube : public KubeApi {
   }
   absl::Status StreamText(const std::string& path,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          kube::Cancellation* cancel) override {
+                          Cancellation* cancel) override {
     {
       std::lock_guard<std::mutex> lock(mu);
       texts_requested.push_back(path);

@@ -64,7 +64,7 @@ absl::StatusOr<std::string> KubeClientApi::GetText(const std::string& path) {
 
 absl::Status KubeClientApi::StreamText(const std::string& path,
                                        const std::function<bool(std::string_view)>& on_chunk,
-                                       kube::Cancellation* cancel) {
+                                       Cancellation* cancel) {
   kube::StreamOptions options;
   options.cancel = cancel;
   return client_->StreamText(path, on_chunk, options);

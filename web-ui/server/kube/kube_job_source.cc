@@ -124,16 +124,9 @@ absl::StatusOr<std::string> KubeJobSource::Logs(const ui_server::LogRequest& req
 
 absl::Status KubeJobSource::FollowLogs(const ui_server::LogRequest& request,
                                        const std::function<bool(std::string_view)>& on_chunk,
-                                       ui_server::Cancellation* cancel) {
+                                       Cancellation* cancel) {
   TAAS_ASSIGN_OR_RETURN(const std::string path, LogPath(request, /*follow=*/true));
-  // The UI's cancellation ends the client's stream (closes its connection) through the client's.
-  kube::Cancellation stream_cancel;
-  if (cancel != nullptr && !cancel->Register([&stream_cancel] { stream_cancel.Cancel(); })) {
-    return absl::OkStatus();
-  }
-  absl::Status streamed = kube_->StreamText(path, on_chunk, &stream_cancel);
-  if (cancel != nullptr) cancel->Unregister();
-  return streamed;
+  return kube_->StreamText(path, on_chunk, cancel);
 }
 
 absl::StatusOr<std::vector<ui_server::NodeUsage>> KubeJobSource::Nodes() {

@@ -14,16 +14,16 @@
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "taas/base/cancellation.h"
 
 namespace taas::kube {
 
@@ -77,29 +77,6 @@ enum class PatchType {
 struct WatchEvent {
   std::string type;
   nlohmann::json object;
-};
-
-// Cancels a running Watch/StreamText from another thread. Thread-safe; cancelling before the call
-// starts makes it return at once. One Cancellation may be reused after Reset().
-class Cancellation {
- public:
-  Cancellation() = default;
-  Cancellation(const Cancellation&) = delete;
-  Cancellation& operator=(const Cancellation&) = delete;
-
-  void Cancel();
-  bool cancelled() const { return cancelled_.load(); }
-  void Reset() { cancelled_.store(false); }
-
-  // Used by Client: `on_cancel` runs (once) on Cancel() while registered; returns false when
-  // already cancelled.
-  bool Register(std::function<void()> on_cancel);
-  void Unregister();
-
- private:
-  std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::function<void()> on_cancel_;  // guarded by mu_
 };
 
 // Splits a watch stream into events: one JSON object per line, lines of at most `max_line_bytes`.

@@ -13,43 +13,21 @@
 // Implementations are thread-safe; every call blocks.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "taas/base/cancellation.h"
 #include "taas/base/status.h"
 
 namespace taas::ui_server {
 
 // The type URL under which a Status carries its Kubernetes-shaped details (see above).
 inline constexpr std::string_view kKubeStatusPayload = "taas.kube.Status";
-
-// Ends a followed log stream from another thread. `Cancel` runs the callback an implementation
-// registered (to close its connection, say) and makes `cancelled()` true for good.
-class Cancellation {
- public:
-  Cancellation() = default;
-  Cancellation(const Cancellation&) = delete;
-  Cancellation& operator=(const Cancellation&) = delete;
-
-  void Cancel();
-  bool cancelled() const { return cancelled_.load(); }
-  // `on_cancel` runs once, on Cancel(), while registered; false (and not registered) when
-  // already cancelled.
-  bool Register(std::function<void()> on_cancel);
-  void Unregister();
-
- private:
-  std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::function<void()> on_cancel_;  // guarded by mu_
-};
 
 // A job with its replicas: what a row of the job list is computed from.
 struct JobRecord {

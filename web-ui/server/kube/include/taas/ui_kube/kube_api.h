@@ -44,7 +44,7 @@ class KubeApi {
   // errors), or the connection fails.
   virtual absl::Status StreamText(const std::string& path,
                                   const std::function<bool(std::string_view)>& on_chunk,
-                                  kube::Cancellation* cancel) = 0;
+                                  Cancellation* cancel) = 0;
   // The objects of the cluster page for `namespaces`. By default one list of each per call;
   // KubeClientApi serves nodes, pods and events from informers (one watch each, shared).
   virtual absl::StatusOr<ClusterObjects> ListClusterObjects(

@@ -28,7 +28,7 @@ class KubeClientApi : public KubeApi {
   absl::StatusOr<std::string> GetText(const std::string& path) override;
   absl::Status StreamText(const std::string& path,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          kube::Cancellation* cancel) override;
+                          Cancellation* cancel) override;
   // From informers started on the first call (a UI whose cluster page is never opened watches
   // nothing): nodes, every pod, and FailedScheduling events of `namespaces`.
   absl::StatusOr<ClusterObjects> ListClusterObjects(

@@ -31,7 +31,7 @@ class KubeJobSource : public ui_server::JobSource {
   absl::StatusOr<std::string> Logs(const ui_server::LogRequest& request) override;
   absl::Status FollowLogs(const ui_server::LogRequest& request,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          ui_server::Cancellation* cancel) override;
+                          Cancellation* cancel) override;
   absl::StatusOr<std::vector<ui_server::NodeUsage>> Nodes() override;
   // From KubeApi::ListClusterObjects (informers in production).
   absl::StatusOr<ui_server::ClusterPage> Cluster(

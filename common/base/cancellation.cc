@@ -1,11 +1,10 @@
-#include "taas/ui_server/job_source.h"
+#include "taas/base/cancellation.h"
 
-namespace taas::ui_server {
+namespace taas {
 
 void Cancellation::Cancel() {
   cancelled_.store(true);
-  // Run under the lock: Unregister() returns only once a running callback has finished, so the
-  // callback may refer to its registrant's stack.
+  // Run under the lock: Unregister() returns only once a running callback has finished.
   std::lock_guard<std::mutex> lock(mu_);
   std::function<void()> on_cancel = std::move(on_cancel_);
   on_cancel_ = nullptr;
@@ -24,4 +23,4 @@ void Cancellation::Unregister() {
   on_cancel_ = nullptr;
 }
 
-}  // namespace taas::ui_server
+}  // namespace taas
