@@ -19,7 +19,9 @@ void ModelBuilder::AddVariables(const std::vector<Variable*>& variables) {
   for (auto* v : variables) AddVariable(v);
 }
 
-void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) { state_->optimizer = config; }
+void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) {
+  state_->optimizer = config;
+}
 
 void ModelBuilder::SetBatchSize(std::int64_t batch_size) { state_->batch_size = batch_size; }
 

@@ -37,7 +37,7 @@ struct PipelineOptions {
 };
 
 struct Batch {
-  Tensor images;                 // [batch, example_shape...]
+  Tensor images;                     // [batch, example_shape...]
   std::vector<std::int32_t> labels;  // batch
   std::int64_t epoch = 0;            // epoch of the batch's first example
 };

@@ -163,7 +163,7 @@ class ParameterStore {
   std::int64_t step_ = 0;                          // guarded by mu_
   std::uint64_t generation_ = 0;                   // guarded by mu_: counts Initialize calls
   TrainingSpec spec_;                              // guarded by mu_
-  std::unique_ptr<optim::Optimizer> optimizer_;       // guarded by mu_
+  std::unique_ptr<optim::Optimizer> optimizer_;    // guarded by mu_
   std::map<std::string, Shard> shards_;            // guarded by mu_
   std::int64_t elements_ = 0;                      // guarded by mu_: sum of the shards' sizes
   std::vector<Waiting> waiting_;                   // guarded by mu_: counted pushes of this step
