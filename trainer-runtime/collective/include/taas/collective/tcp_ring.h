@@ -1,0 +1,49 @@
+// The ring all-reduce across processes over TCP (the CPU backend of collective.h).
+//
+// Rank r keeps one persistent connection to each neighbour: it connects to rank r+1 and accepts
+// rank r-1 (mod size), then closes its listener, so a process started later cannot join a ring
+// already formed. All-reduce is reduce-scatter then all-gather (each rank sends and receives
+// 2(size-1)/size of the buffer), in pieces of `chunk_bytes` that pipeline around the ring:
+// a piece travels on as soon as it has been received and reduced. Broadcast pipelines the same
+// pieces along the ring from the root.
+//
+// Every connection starts with a hello that names the sender's rank and the ring's size and
+// proves the job's token; every operation starts with a header naming its sequence number, kind
+// and length, so ranks that disagree about what they are doing fail with a message saying so
+// instead of mixing bytes. A peer that closes its connection fails the operation at once
+// (Unavailable, naming the peer); one that goes silent fails it after `timeout_secs`
+// (DeadlineExceeded, naming what was awaited). After a failure every later operation fails too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taas/base/log.h"
+#include "taas/collective/collective.h"
+
+namespace taas::collective {
+
+struct TcpRingOptions {
+  // host:port of every rank, in rank order (the chief first, then the workers, as TF_CONFIG lists
+  // them). This rank listens on the port of addresses[rank].
+  std::vector<std::string> addresses;
+  int rank = 0;
+  // Where this rank's listener binds: "0.0.0.0" in a pod, "127.0.0.1" for a local run.
+  std::string bind_host = "0.0.0.0";
+  // The job's token (hex text, taas/contract/job_secret.h); a peer must prove the same one.
+  std::string token;
+  // Longest wait for anything: forming the ring (peers start in any order) and any operation's
+  // progress (no byte moving for this long fails it).
+  double timeout_secs = 600;
+  // Piece size of the pipeline.
+  std::int64_t chunk_bytes = std::int64_t{1} << 20;
+};
+
+// Forms the ring: listens, connects to the next rank (retrying until it answers), accepts the
+// previous one, and checks both hellos. A ring of size 1 needs no connection.
+absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions& options,
+                                                           const Logger& logger);
+
+}  // namespace taas::collective
