@@ -16,5 +16,14 @@ TEST_CASE("RandomHexToken: twice the bytes in lower-case hex, different every ti
   CHECK(RandomHexToken(0).value().empty());
 }
 
+TEST_CASE("ConstantTimeEqual compares whole tokens") {
+  CHECK(ConstantTimeEqual("", ""));
+  CHECK(ConstantTimeEqual("abc", "abc"));
+  CHECK_FALSE(ConstantTimeEqual("abc", "abd"));
+  CHECK_FALSE(ConstantTimeEqual("abc", "ab"));
+  CHECK_FALSE(ConstantTimeEqual("", "a"));
+  CHECK_FALSE(ConstantTimeEqual("abc", "abcd"));
+}
+
 }  // namespace
 }  // namespace taas

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "taas/base/random_token.h"
 #include "taas/contract/job_secret.h"
 
 namespace taas::ps {

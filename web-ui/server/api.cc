@@ -6,6 +6,7 @@
 #include <random>
 
 #include "taas/base/json_fields.h"
+#include "taas/base/random_token.h"
 #include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
@@ -124,17 +125,6 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_spa
   return out;
 }
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  const std::size_t n = std::max(a.size(), b.size());
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
-
 HttpResponse SourceErrorResponse(const absl::Status& status) {
   int http = 502;
   switch (status.code()) {
@@ -230,7 +220,7 @@ std::optional<HttpResponse> Api::Authorize(const HttpRequest& request) const {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (scheme != kBearer) return Error(401, "the Authorization header must be Bearer <token>");
   const std::string_view token = std::string_view(request.authorization).substr(kBearer.size());
-  if (options_.token.empty() || !ConstantTimeEquals(token, options_.token)) {
+  if (options_.token.empty() || !ConstantTimeEqual(token, options_.token)) {
     return Error(401, "the bearer token is not valid");
   }
   return std::nullopt;

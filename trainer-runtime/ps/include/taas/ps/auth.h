@@ -18,10 +18,6 @@ struct PsTokens {
   std::string chief;
 };
 
-// True when `a` and `b` are equal, in time that depends only on their lengths (a token's length
-// is public, its bytes are not): a peer cannot learn a token a byte at a time from reply times.
-bool ConstantTimeEqual(std::string_view a, std::string_view b);
-
 // Fresh job and chief tokens from /dev/urandom, for a process that runs its own PS (a run without
 // TF_CONFIG): nobody else learns them, so nobody else can call that PS.
 absl::StatusOr<PsTokens> NewTokens();

@@ -122,9 +122,6 @@ class Api {
 // std::nullopt for a malformed escape.
 std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
 
-// Equal strings in time that depends only on their lengths.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
-
 // The error response for a failed JobSource call: its code as HTTP, its message, and the code,
 // message and `details.causes[].field` of a Kubernetes-shaped Status payload when it has one.
 HttpResponse SourceErrorResponse(const absl::Status& status);
