@@ -1,0 +1,53 @@
+// Private to the TCP ring: the bytes its connections carry before data, as pure functions. Every
+// field is fixed-size little-endian; a parser checks each field against what this rank expects
+// and names the difference.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+
+namespace taas::collective::ring_wire {
+
+// The hello each side of a new connection sends: who it is, which ring, and the job's token.
+inline constexpr std::size_t kHelloFixedBytes = 24;  // magic, version, size, rank, token length
+inline constexpr std::size_t kMaxTokenBytes = 256;
+
+struct Hello {
+  std::uint32_t size = 0;
+  std::uint32_t rank = 0;
+  std::string token;
+};
+
+std::vector<std::byte> EncodeHello(const Hello& hello);
+// The token length the fixed part announces (at most kMaxTokenBytes), so the reader knows how
+// many bytes follow; InvalidArgument for a fixed part that is not a taas ring hello.
+absl::StatusOr<std::size_t> HelloTokenBytes(std::span<const std::byte> fixed);
+// Checks a whole hello (fixed part and token) against the ring's size, the rank this connection
+// must come from, and the job's token. PermissionDenied for a wrong token, InvalidArgument for
+// anything else that does not match.
+absl::Status CheckHello(std::span<const std::byte> hello, const Hello& expected);
+
+// The header of each operation on each connection.
+enum class OpKind : std::uint32_t { kAllReduceSum = 1, kAllReduceMean = 2, kBroadcast = 3 };
+struct OpHeader {
+  std::uint64_t sequence = 0;
+  OpKind kind = OpKind::kAllReduceSum;
+  std::uint64_t bytes = 0;
+  std::uint32_t root = 0;  // broadcast only
+};
+inline constexpr std::size_t kOpHeaderBytes = 28;  // magic, sequence, kind, bytes, root
+
+std::array<std::byte, kOpHeaderBytes> EncodeOpHeader(const OpHeader& header);
+// FailedPrecondition naming both sides' operations when the previous rank's header is not the
+// one this rank is at; InvalidArgument for bytes that are no header.
+absl::Status CheckOpHeader(std::span<const std::byte> header, const OpHeader& expected);
+// "all-reduce (mean) #12 of 4096 bytes", for messages.
+std::string Describe(const OpHeader& header);
+
+}  // namespace taas::collective::ring_wire

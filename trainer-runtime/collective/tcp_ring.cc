@@ -1,0 +1,595 @@
+#include "taas/collective/tcp_ring.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <thread>
+
+#include "ring_wire.h"
+
+namespace taas::collective {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ring_wire::OpHeader;
+using ring_wire::OpKind;
+
+std::string Errno(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+
+Clock::time_point After(double secs) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
+}
+
+// Milliseconds until `deadline` for poll(2), at least 0.
+int MillisUntil(Clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<std::int64_t>(left, 0, 1000 * 3600));
+}
+
+// A file descriptor closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    Reset();
+    fd_ = std::exchange(other.fd_, -1);
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+
+absl::StatusOr<HostPort> SplitAddress(const std::string& address, int rank) {
+  const auto colon = address.rfind(':');
+  int port = 0;
+  const char* begin = address.data() + (colon == std::string::npos ? 0 : colon + 1);
+  const char* end = address.data() + address.size();
+  auto [ptr, ec] = std::from_chars(begin, end, port);
+  if (colon == std::string::npos || colon == 0 || ec != std::errc() || ptr != end || port < 1 ||
+      port > 65535) {
+    return absl::InvalidArgumentError("rank " + std::to_string(rank) + "'s address \"" + address +
+                                      "\" is not host:port");
+  }
+  return HostPort{address.substr(0, colon), std::to_string(port)};
+}
+
+absl::Status SetNonBlocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return absl::InternalError(Errno("fcntl"));
+  }
+  return absl::OkStatus();
+}
+
+// Waits until `fd` is ready for `events` or `deadline` passes.
+absl::Status WaitReady(int fd, short events, Clock::time_point deadline, const std::string& what) {
+  while (true) {
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, MillisUntil(deadline));
+    if (r > 0) return absl::OkStatus();
+    if (r < 0 && errno != EINTR) return absl::UnavailableError(Errno("poll") + " " + what);
+    if (r == 0 && Clock::now() >= deadline) {
+      return absl::DeadlineExceededError("timed out " + what);
+    }
+  }
+}
+
+// Sends or receives exactly `bytes` on a non-blocking socket before `deadline`.
+absl::Status SendAll(int fd, std::span<const std::byte> bytes, Clock::time_point deadline,
+                     const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      TAAS_RETURN_IF_ERROR(WaitReady(fd, POLLOUT, deadline, what));
+    } else {
+      return absl::UnavailableError(Errno("send") + " " + what);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReceiveAll(int fd, std::span<std::byte> bytes, Clock::time_point deadline,
+                        const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::recv(fd, bytes.data(), bytes.size(), 0);
+    if (n > 0) {
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return absl::UnavailableError("connection closed " + what);
+    } else if (errno == EAGAIN || errno == EINTR) {
+      TAAS_RETURN_IF_ERROR(WaitReady(fd, POLLIN, deadline, what));
+    } else {
+      return absl::UnavailableError(Errno("recv") + " " + what);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Reads a whole hello (its fixed part announces the token's length) and checks it.
+absl::Status ReceiveHello(int fd, const ring_wire::Hello& expected, Clock::time_point deadline,
+                          const std::string& what) {
+  std::vector<std::byte> hello(ring_wire::kHelloFixedBytes);
+  TAAS_RETURN_IF_ERROR(ReceiveAll(fd, hello, deadline, what));
+  TAAS_ASSIGN_OR_RETURN(const std::size_t token_bytes, ring_wire::HelloTokenBytes(hello));
+  hello.resize(ring_wire::kHelloFixedBytes + token_bytes);
+  TAAS_RETURN_IF_ERROR(
+      ReceiveAll(fd, std::span(hello).subspan(ring_wire::kHelloFixedBytes), deadline, what));
+  return ring_wire::CheckHello(hello, expected);
+}
+
+void TuneSocket(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+absl::StatusOr<Fd> Listen(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return absl::InvalidArgumentError("cannot listen on " + host + ":" + port + ": " +
+                                      ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, ::freeaddrinfo);
+  Fd fd(::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return absl::InternalError(Errno("socket"));
+  const int one = 1;
+  // A restarted worker binds its port at once, whatever the previous process left in TIME_WAIT.
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd.get(), 16) != 0) {
+    // A port still held by a previous process of this replica: a restart can help.
+    return absl::UnavailableError("cannot listen on " + host + ":" + port + ": " +
+                                  Errno("bind/listen"));
+  }
+  TAAS_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
+  return fd;
+}
+
+// One attempt to connect to `address` before `deadline`.
+absl::StatusOr<Fd> ConnectOnce(const HostPort& address, Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(address.host.c_str(), address.port.c_str(), &hints, &found);
+      rc != 0) {
+    // A Kubernetes service name resolves once its pod exists: not yet is not never.
+    return absl::UnavailableError(std::string("cannot resolve: ") + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, ::freeaddrinfo);
+  Fd fd(::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return absl::InternalError(Errno("socket"));
+  TAAS_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
+  if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) return absl::UnavailableError(Errno("connect"));
+    TAAS_RETURN_IF_ERROR(WaitReady(fd.get(), POLLOUT, deadline, "connecting"));
+    int error = 0;
+    socklen_t len = sizeof(error);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0) return absl::UnavailableError(std::string("connect: ") + std::strerror(error));
+  }
+  TuneSocket(fd.get());
+  return fd;
+}
+
+// One queued operation.
+struct Op {
+  OpHeader header;
+  std::span<std::byte> data;
+  Completion done;
+};
+
+// A run of bytes a connection carries, in stream order.
+struct Piece {
+  std::byte* data = nullptr;
+  std::size_t bytes = 0;
+  // Sending: the receive piece that must be complete first (-1: none). Receiving: whether the
+  // bytes are added into `data` (reduce-scatter) instead of stored, and then divided by the ring's
+  // size (the last reduce-scatter step of a mean).
+  std::int64_t after_receive = -1;
+  bool add = false;
+  bool divide = false;
+};
+
+class TcpRing final : public Collective {
+ public:
+  TcpRing(TcpRingOptions options, Fd next, Fd prev, const Logger& logger)
+      : options_(std::move(options)),
+        size_(static_cast<int>(options_.addresses.size())),
+        next_(std::move(next)),
+        prev_(std::move(prev)),
+        logger_(logger) {
+    if (size_ > 1) worker_ = std::thread([this] { Work(); });
+  }
+
+  ~TcpRing() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    // Wakes an operation still waiting on a peer: it fails at once instead of at its timeout.
+    ::shutdown(next_.get(), SHUT_RDWR);
+    ::shutdown(prev_.get(), SHUT_RDWR);
+    queued_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    for (Op& op : queue_) op.done.Finish(absl::CancelledError("the ring was closed"));
+  }
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return size_; }
+  std::string Describe() const override {
+    return "tcp ring of " + std::to_string(size_) + " (rank " + std::to_string(options_.rank) + ")";
+  }
+
+  Handle AllReduce(std::span<float> data, ReduceOp op) override {
+    return Enqueue(op == ReduceOp::kMean ? OpKind::kAllReduceMean : OpKind::kAllReduceSum,
+                   AsBytes(data), 0);
+  }
+
+  Handle Broadcast(std::span<std::byte> data, int root) override {
+    if (root < 0 || root >= size_) {
+      return Handle(absl::InvalidArgumentError("broadcast root " + std::to_string(root) +
+                                               " is not a rank of this ring of " +
+                                               std::to_string(size_)));
+    }
+    return Enqueue(OpKind::kBroadcast, data, static_cast<std::uint32_t>(root));
+  }
+
+ private:
+  Handle Enqueue(OpKind kind, std::span<std::byte> data, std::uint32_t root) {
+    // A ring of one has nothing to exchange: the sum and mean of one buffer are itself.
+    if (size_ == 1) return Handle();
+    Op op{{next_sequence_++, kind, data.size(), root}, data, {}};
+    Handle handle = op.done.handle();
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(op));
+    }
+    queued_.notify_all();
+    return handle;
+  }
+
+  void Work() {
+    while (true) {
+      Op op;
+      {
+        std::unique_lock lock(mu_);
+        queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (failed_.ok()) {
+        failed_ = Run(op);
+        if (!failed_.ok()) {
+          // Closing both connections tells the neighbours at once, and they theirs: the whole
+          // ring learns of the failure within moments instead of after a timeout.
+          ::shutdown(next_.get(), SHUT_RDWR);
+          ::shutdown(prev_.get(), SHUT_RDWR);
+          logger_.Warning("all-reduce ring failed", {{"error", failed_.ToString()}});
+        }
+      }
+      op.done.Finish(failed_);
+    }
+  }
+
+  absl::Status Run(const Op& op) {
+    auto sent_header = ring_wire::EncodeOpHeader(op.header);
+    std::array<std::byte, ring_wire::kOpHeaderBytes> received_header{};
+    std::vector<Piece> sends = {{sent_header.data(), sent_header.size()}};
+    std::vector<Piece> receives = {{received_header.data(), received_header.size()}};
+    if (op.header.kind == OpKind::kBroadcast) {
+      PlanBroadcast(op, sends, receives);
+    } else {
+      PlanAllReduce(op, sends, receives);
+    }
+    return Transfer(op.header, sends, receives, received_header);
+  }
+
+  std::size_t ChunkBytes() const {
+    // Whole floats, at least one.
+    return std::max<std::size_t>(sizeof(float), static_cast<std::size_t>(options_.chunk_bytes) /
+                                                    sizeof(float) * sizeof(float));
+  }
+
+  // Reduce-scatter then all-gather over `size_` segments, each cut into chunks. At step t this rank
+  // sends segment (rank - t) and receives segment (rank - t - 1), mod size: the segment it
+  // received at step t - 1 is the one it sends at step t, so each chunk travels on as soon as it
+  // arrived (and, in reduce-scatter, was added to). After size - 1 steps rank r holds the sum of
+  // segment r + 1; the all-gather passes the sums around.
+  void PlanAllReduce(const Op& op, std::vector<Piece>& sends, std::vector<Piece>& receives) {
+    float* data = reinterpret_cast<float*>(op.data.data());
+    const std::size_t elements = op.data.size() / sizeof(float);
+    const std::size_t chunk = ChunkBytes() / sizeof(float);
+    const auto n = static_cast<std::size_t>(size_), rank = static_cast<std::size_t>(options_.rank);
+    auto segment = [&](std::size_t s) {
+      return std::pair(elements * s / n, elements * (s + 1) / n);
+    };
+    // Receive piece index of step t's first chunk, to express "the same chunk one step earlier".
+    std::vector<std::int64_t> first_receive_of_step;
+    const bool mean = op.header.kind == OpKind::kAllReduceMean;
+    for (std::size_t t = 0; t < 2 * (n - 1); ++t) {
+      const auto [send_begin, send_end] = segment((rank + n - t % n) % n);
+      const auto [recv_begin, recv_end] = segment((rank + 2 * n - t % n - 1) % n);
+      for (std::size_t at = send_begin, k = 0; at < send_end; at += chunk, ++k) {
+        const std::int64_t after =
+            t == 0 ? -1 : first_receive_of_step[t - 1] + static_cast<std::int64_t>(k);
+        sends.push_back({reinterpret_cast<std::byte*>(data + at),
+                         std::min(chunk, send_end - at) * sizeof(float), after});
+      }
+      first_receive_of_step.push_back(static_cast<std::int64_t>(receives.size()));
+      for (std::size_t at = recv_begin; at < recv_end; at += chunk) {
+        const bool reduce = t < n - 1;
+        receives.push_back({reinterpret_cast<std::byte*>(data + at),
+                            std::min(chunk, recv_end - at) * sizeof(float), -1, reduce,
+                            reduce && mean && t == n - 2});
+      }
+    }
+  }
+
+  // The root sends its chunks to the next rank; every other rank receives each chunk and, unless
+  // the next rank is the root, passes it on as soon as it arrived.
+  void PlanBroadcast(const Op& op, std::vector<Piece>& sends, std::vector<Piece>& receives) {
+    const int root = static_cast<int>(op.header.root);
+    const bool is_root = options_.rank == root;
+    const bool forwards = !is_root && (options_.rank + 1) % size_ != root;
+    const std::size_t chunk = ChunkBytes();
+    std::int64_t k = 0;
+    for (std::size_t at = 0; at < op.data.size(); at += chunk, ++k) {
+      Piece piece{op.data.data() + at, std::min(chunk, op.data.size() - at)};
+      if (!is_root) receives.push_back(piece);
+      // Receive piece 0 is the header: chunk k is receive piece k + 1.
+      if (is_root) sends.push_back(piece);
+      if (forwards) sends.push_back({piece.data, piece.bytes, k + 1});
+    }
+  }
+
+  // Moves both streams at once on the two non-blocking sockets until both are done. No byte
+  // moving for timeout_secs is a DeadlineExceeded naming what was awaited.
+  absl::Status Transfer(const OpHeader& header, const std::vector<Piece>& sends,
+                        const std::vector<Piece>& receives,
+                        std::span<const std::byte> received_header) {
+    std::size_t send_at = 0, send_offset = 0, receive_at = 0, receive_offset = 0;
+    std::vector<float> scratch;
+    auto progress_deadline = After(options_.timeout_secs);
+    const int next = (options_.rank + 1) % size_, prev = (options_.rank + size_ - 1) % size_;
+    auto peer = [&](int rank) {
+      return "rank " + std::to_string(rank) + " (" +
+             options_.addresses[static_cast<std::size_t>(rank)] + ")";
+    };
+    while (send_at < sends.size() || receive_at < receives.size()) {
+      const bool can_send = send_at < sends.size() &&
+                            sends[send_at].after_receive < static_cast<std::int64_t>(receive_at);
+      const bool can_receive = receive_at < receives.size();
+      pollfd fds[2] = {{next_.get(), static_cast<short>(can_send ? POLLOUT : 0), 0},
+                       {prev_.get(), static_cast<short>(can_receive ? POLLIN : 0), 0}};
+      const int ready = ::poll(fds, 2, MillisUntil(progress_deadline));
+      if (ready < 0 && errno != EINTR) return absl::InternalError(Errno("poll"));
+      if (ready <= 0) {
+        if (Clock::now() < progress_deadline) continue;
+        return absl::DeadlineExceededError(
+            ring_wire::Describe(header) + ": no byte moved for " +
+            std::to_string(options_.timeout_secs) + " s (TAAS_WAIT_TIMEOUT_SECS) waiting " +
+            (can_receive ? "for " + peer(prev) + " to send" : "for " + peer(next) + " to read"));
+      }
+      bool moved = false;
+      if (can_send && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+        const Piece& piece = sends[send_at];
+        const ssize_t n =
+            ::send(next_.get(), piece.data + send_offset, piece.bytes - send_offset, MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+          return absl::UnavailableError(ring_wire::Describe(header) + ": lost " + peer(next) +
+                                        ": " + Errno("send"));
+        }
+        if (n > 0) {
+          moved = true;
+          send_offset += static_cast<std::size_t>(n);
+          if (send_offset == piece.bytes) ++send_at, send_offset = 0;
+        }
+      }
+      if (can_receive && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
+        const Piece& piece = receives[receive_at];
+        std::byte* target = piece.data;
+        if (piece.add) {
+          scratch.resize(piece.bytes / sizeof(float));
+          target = reinterpret_cast<std::byte*>(scratch.data());
+        }
+        const ssize_t n =
+            ::recv(prev_.get(), target + receive_offset, piece.bytes - receive_offset, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          return absl::UnavailableError(
+              ring_wire::Describe(header) + ": lost " + peer(prev) +
+              (n == 0 ? ": it closed the connection (exited?)" : ": " + Errno("recv")));
+        }
+        if (n > 0) {
+          moved = true;
+          receive_offset += static_cast<std::size_t>(n);
+          if (receive_offset == piece.bytes) {
+            if (receive_at == 0) {
+              TAAS_RETURN_IF_ERROR(ring_wire::CheckOpHeader(received_header, header));
+            }
+            if (piece.add) Accumulate(piece, scratch);
+            ++receive_at, receive_offset = 0;
+          }
+        }
+      }
+      if (moved) {
+        progress_deadline = After(options_.timeout_secs);
+      } else if ((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP)) {
+        // A connection this rank was not using in that direction failed (its peer reset it).
+        const bool next_failed = fds[0].revents & (POLLERR | POLLHUP);
+        return absl::UnavailableError(ring_wire::Describe(header) + ": lost " +
+                                      peer(next_failed ? next : prev) +
+                                      ": the connection failed (exited?)");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void Accumulate(const Piece& piece, const std::vector<float>& incoming) const {
+    float* out = reinterpret_cast<float*>(piece.data);
+    const std::size_t n = incoming.size();
+    for (std::size_t i = 0; i < n; ++i) out[i] += incoming[i];
+    if (piece.divide) {
+      const float ranks = static_cast<float>(size_);
+      for (std::size_t i = 0; i < n; ++i) out[i] /= ranks;
+    }
+  }
+
+  const TcpRingOptions options_;
+  const int size_;
+  Fd next_;  // to rank + 1: this rank sends on it
+  Fd prev_;  // from rank - 1: this rank receives on it
+  Logger logger_;
+  std::uint64_t next_sequence_ = 0;  // the caller's thread only
+  absl::Status failed_;              // the worker thread only
+  std::mutex mu_;
+  std::condition_variable queued_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// Connects to the next rank and exchanges hellos, retrying until `deadline` (the next rank may
+// start later, or be an old process on its way out).
+absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& address,
+                            Clock::time_point deadline, const Logger& logger) {
+  const auto size = static_cast<std::uint32_t>(options.addresses.size());
+  const auto next = static_cast<std::uint32_t>((options.rank + 1) % static_cast<int>(size));
+  const std::string what =
+      "joining rank " + std::to_string(next) + " (" + options.addresses[next] + ")";
+  absl::Status last;
+  double backoff = 0.05;
+  bool logged = false;
+  while (Clock::now() < deadline) {
+    auto fd = ConnectOnce(address, deadline);
+    absl::Status status = fd.status();
+    if (fd.ok()) {
+      status = SendAll(
+          fd->get(),
+          ring_wire::EncodeHello({size, static_cast<std::uint32_t>(options.rank), options.token}),
+          deadline, what);
+      if (status.ok())
+        status = ReceiveHello(fd->get(), {size, next, options.token}, deadline, what);
+      if (status.ok()) return std::move(*fd);
+      // A peer that answered with the wrong token, ring or rank will not change its mind.
+      if (status.code() == absl::StatusCode::kPermissionDenied ||
+          status.code() == absl::StatusCode::kInvalidArgument) {
+        return absl::FailedPreconditionError(what + ": " + std::string(status.message()));
+      }
+    }
+    last = status;
+    if (!logged) {
+      logger.Info("waiting for the next rank of the all-reduce ring",
+                  {{"next", options.addresses[next]}, {"detail", std::string(status.message())}});
+      logged = true;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(backoff * 2, 1.0);
+  }
+  return absl::DeadlineExceededError(what + ": gave up after " +
+                                     std::to_string(options.timeout_secs) +
+                                     " s (TAAS_WAIT_TIMEOUT_SECS): " + std::string(last.message()));
+}
+
+// Accepts connections until one is the previous rank with this job's token; others (a port
+// scanner, a process of another job) are closed and logged.
+absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
+                                  Clock::time_point deadline, const Logger& logger) {
+  const auto size = static_cast<std::uint32_t>(options.addresses.size());
+  const auto prev = static_cast<std::uint32_t>((options.rank + static_cast<int>(size) - 1) %
+                                               static_cast<int>(size));
+  const std::string what =
+      "accepting rank " + std::to_string(prev) + " (" + options.addresses[prev] + ")";
+  while (true) {
+    TAAS_RETURN_IF_ERROR(WaitReady(listener, POLLIN, deadline, what));
+    Fd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (fd.get() < 0) continue;
+    TuneSocket(fd.get());
+    // A stranger gets a few seconds to say hello, never the whole wait.
+    const auto hello_deadline = std::min(deadline, After(5));
+    absl::Status status = ReceiveHello(fd.get(), {size, prev, options.token}, hello_deadline, what);
+    if (status.ok()) {
+      status = SendAll(
+          fd.get(),
+          ring_wire::EncodeHello({size, static_cast<std::uint32_t>(options.rank), options.token}),
+          deadline, what);
+    }
+    if (status.ok()) return fd;
+    logger.Warning("refused a connection to the all-reduce ring",
+                   {{"error", std::string(status.message())}});
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions& options,
+                                                           const Logger& logger) {
+  const int size = static_cast<int>(options.addresses.size());
+  if (size < 1 || options.rank < 0 || options.rank >= size) {
+    return absl::InvalidArgumentError("rank " + std::to_string(options.rank) +
+                                      " is not in a ring of " + std::to_string(size));
+  }
+  if (options.token.size() > ring_wire::kMaxTokenBytes) {
+    return absl::InvalidArgumentError("the job token is longer than " +
+                                      std::to_string(ring_wire::kMaxTokenBytes) + " bytes");
+  }
+  if (size == 1) return std::unique_ptr<Collective>(new TcpRing(options, Fd(), Fd(), logger));
+  const auto start = Clock::now();
+  const auto deadline = After(options.timeout_secs);
+  TAAS_ASSIGN_OR_RETURN(HostPort own, SplitAddress(options.addresses[options.rank], options.rank));
+  const int next = (options.rank + 1) % size;
+  TAAS_ASSIGN_OR_RETURN(HostPort next_address, SplitAddress(options.addresses[next], next));
+  TAAS_ASSIGN_OR_RETURN(Fd listener, Listen(options.bind_host, own.port));
+  // Joining the next rank and accepting the previous one at once: were every rank to finish one
+  // before starting the other, each would wait for the next around the ring.
+  absl::StatusOr<Fd> next_fd = absl::UnknownError("not joined");
+  std::thread join([&] { next_fd = JoinNext(options, next_address, deadline, logger); });
+  absl::StatusOr<Fd> prev_fd = AcceptPrevious(options, listener.get(), deadline, logger);
+  join.join();
+  TAAS_RETURN_IF_ERROR(next_fd.status());
+  TAAS_RETURN_IF_ERROR(prev_fd.status());
+  listener.Reset();  // a process started later cannot join a ring already formed
+  logger.Info("all-reduce ring formed",
+              {{"rank", options.rank},
+               {"size", size},
+               {"next", options.addresses[next]},
+               {"prev", options.addresses[(options.rank + size - 1) % size]},
+               {"secs", std::chrono::duration<double>(Clock::now() - start).count()}});
+  return std::unique_ptr<Collective>(
+      new TcpRing(options, std::move(*next_fd), std::move(*prev_fd), logger));
+}
+
+}  // namespace taas::collective

@@ -1,0 +1,271 @@
+// The TCP ring across real processes on 127.0.0.1: each rank is a forked child that reports one
+// line back through a pipe ("ok <digest>" or the error), so the parent checks every rank.
+#include "taas/collective/tcp_ring.h"
+
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+
+namespace taas::collective {
+namespace {
+
+using RankBody = std::function<std::string(Collective&, int rank)>;
+
+std::vector<std::string> FreeAddresses(int n) {
+  std::vector<int> fds;
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+    socklen_t len = sizeof(address);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len);
+    out.push_back("127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
+    fds.push_back(fd);
+  }
+  for (int fd : fds) ::close(fd);
+  return out;
+}
+
+struct RingRun {
+  int ranks = 2;
+  double timeout_secs = 30;
+  std::int64_t chunk_bytes = 4096;
+  // Per rank: the token it proves, and a delay before it joins.
+  std::function<std::string(int)> token = [](int) { return std::string(64, 'a'); };
+  std::function<double(int)> start_delay = [](int) { return 0.0; };
+};
+
+// Forks one process per rank; each forms the ring and runs `body`. Returns each rank's line.
+std::vector<std::string> RunRing(const RingRun& run, const RankBody& body) {
+  const auto addresses = FreeAddresses(run.ranks);
+  std::vector<pid_t> children;
+  std::vector<int> pipes;
+  for (int rank = 0; rank < run.ranks; ++rank) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      std::this_thread::sleep_for(std::chrono::duration<double>(run.start_delay(rank)));
+      TcpRingOptions options;
+      options.addresses = addresses;
+      options.rank = rank;
+      options.bind_host = "127.0.0.1";
+      options.token = run.token(rank);
+      options.timeout_secs = run.timeout_secs;
+      options.chunk_bytes = run.chunk_bytes;
+      std::string line;
+      {
+        auto ring = ConnectTcpRing(options, Logger(stderr, LogLevel::kWarning));
+        line = ring.ok() ? body(**ring, rank) : "connect: " + ring.status().ToString();
+      }
+      (void)!::write(fds[1], line.data(), line.size());
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    children.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    std::string line;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(pipes[i], buffer, sizeof(buffer))) > 0) line.append(buffer, n);
+    ::close(pipes[i]);
+    int status = 0;
+    ::waitpid(children[i], &status, 0);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string Digest(std::span<const float> data) {
+  return std::to_string(std::hash<std::string_view>()(
+      std::string_view(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float))));
+}
+
+const std::vector<std::size_t> kSizes = {0, 1, 2, 3, 5, 7, 13, 1021, 1024, 4099, 10007};
+
+TEST_CASE("all-reduce across 2, 3 and 4 processes is exact for every size") {
+  for (int ranks : {2, 3, 4}) {
+    CAPTURE(ranks);
+    RingRun run;
+    run.ranks = ranks;
+    auto lines = RunRing(run, [&](Collective& ring, int rank) -> std::string {
+      for (std::size_t n : kSizes) {
+        std::vector<float> sum(n), mean(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          sum[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 97));
+          mean[i] = static_cast<float>(2 * ranks * static_cast<int>(i % 31) + 2 * rank);
+        }
+        if (absl::Status s = ring.AllReduce(sum, ReduceOp::kSum).Wait(); !s.ok()) {
+          return s.ToString();
+        }
+        if (absl::Status s = ring.AllReduce(mean, ReduceOp::kMean).Wait(); !s.ok()) {
+          return s.ToString();
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          const float want_sum = static_cast<float>(ranks * (ranks + 1) / 2 * (i % 97));
+          // mean over r of 2*ranks*x + 2r = 2*ranks*x + (ranks - 1)
+          const float want_mean =
+              static_cast<float>(2 * ranks * static_cast<int>(i % 31) + (ranks - 1));
+          if (sum[i] != want_sum || mean[i] != want_mean) {
+            return "size " + std::to_string(n) + " element " + std::to_string(i) + ": sum " +
+                   std::to_string(sum[i]) + " mean " + std::to_string(mean[i]);
+          }
+        }
+      }
+      return "ok";
+    });
+    for (const auto& line : lines) CHECK(line == "ok");
+  }
+}
+
+TEST_CASE("random floats reduce to the same bits on every rank, and again on a second run") {
+  std::vector<std::string> first;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RingRun run;
+    run.ranks = 3;
+    auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+      std::mt19937 random(static_cast<unsigned>(rank + 1));
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      std::vector<float> data(9001);
+      for (float& x : data) x = uniform(random);
+      if (absl::Status s = ring.AllReduce(data, ReduceOp::kMean).Wait(); !s.ok()) {
+        return s.ToString();
+      }
+      return "ok " + Digest(data);
+    });
+    REQUIRE(lines[0].rfind("ok ", 0) == 0);
+    for (const auto& line : lines) CHECK(line == lines[0]);
+    if (attempt == 0) first = lines;
+    CHECK(lines == first);
+  }
+}
+
+TEST_CASE("broadcast from every root, barriers, and several operations in flight") {
+  RingRun run;
+  run.ranks = 4;
+  auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+    for (int root = 0; root < ring.size(); ++root) {
+      for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{10000}}) {
+        std::vector<std::byte> data(n, std::byte{0});
+        if (rank == root) {
+          for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<std::byte>(i * 7 + root);
+        }
+        if (absl::Status s = ring.Broadcast(data, root).Wait(); !s.ok()) return s.ToString();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (data[i] != static_cast<std::byte>(i * 7 + root)) {
+            return "broadcast from " + std::to_string(root) + " byte " + std::to_string(i);
+          }
+        }
+      }
+      if (absl::Status s = ring.Barrier(); !s.ok()) return s.ToString();
+    }
+    std::vector<std::vector<float>> buckets(3, std::vector<float>(3000, 1.0f));
+    std::vector<Handle> handles;
+    for (auto& bucket : buckets) handles.push_back(ring.AllReduce(bucket, ReduceOp::kSum));
+    for (const auto& handle : handles) {
+      if (absl::Status s = handle.Wait(); !s.ok()) return s.ToString();
+    }
+    for (const auto& bucket : buckets) {
+      for (float x : bucket) {
+        if (x != 4.0f) return "bucket element " + std::to_string(x);
+      }
+    }
+    if (ring.Broadcast(buckets[0].empty() ? std::span<std::byte>() : AsBytes(buckets[0]), 9)
+            .Wait()
+            .code() != absl::StatusCode::kInvalidArgument) {
+      return "a root outside the ring was accepted";
+    }
+    return "ok";
+  });
+  for (const auto& line : lines) CHECK(line == "ok");
+}
+
+TEST_CASE("a peer that exits fails the others at once, naming it") {
+  RingRun run;
+  run.ranks = 3;
+  const auto start = std::chrono::steady_clock::now();
+  auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+    if (rank == 2) return "left";  // the ring is destroyed: its connections close
+    std::vector<float> data(100000, 1.0f);
+    absl::Status s = ring.AllReduce(data, ReduceOp::kSum).Wait();
+    absl::Status later = ring.Barrier();
+    return s.ToString() + " | later: " + std::string(absl::StatusCodeToString(later.code()));
+  });
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(secs < 10);  // the timeout is 30 s: closed connections, not the timeout, ended it
+  for (int rank : {0, 1}) {
+    CAPTURE(lines[static_cast<std::size_t>(rank)]);
+    CHECK(lines[static_cast<std::size_t>(rank)].rfind("UNAVAILABLE", 0) == 0);
+    CHECK(lines[static_cast<std::size_t>(rank)].find("lost rank") != std::string::npos);
+    CHECK(lines[static_cast<std::size_t>(rank)].find("later: UNAVAILABLE") != std::string::npos);
+  }
+}
+
+TEST_CASE("a peer that goes silent fails the operation after the timeout") {
+  RingRun run;
+  run.timeout_secs = 1;
+  auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      return "slept";
+    }
+    std::vector<float> data(10, 1.0f);
+    return ring.AllReduce(data, ReduceOp::kSum).Wait().ToString();
+  });
+  CAPTURE(lines[0]);
+  CHECK(lines[0].rfind("DEADLINE_EXCEEDED", 0) == 0);
+  CHECK(lines[0].find("no byte moved for") != std::string::npos);
+}
+
+TEST_CASE("a ring forms whatever order its ranks start in; a wrong token never joins") {
+  RingRun late;
+  late.ranks = 3;
+  late.start_delay = [](int rank) { return rank == 0 ? 1.0 : 0.0; };
+  auto lines = RunRing(late, [](Collective& ring, int) { return ring.Barrier().ToString(); });
+  for (const auto& line : lines) CHECK(line == "OK");
+
+  RingRun foreign;
+  foreign.timeout_secs = 2;
+  foreign.token = [](int rank) { return std::string(64, rank == 1 ? 'b' : 'a'); };
+  lines = RunRing(foreign, [](Collective&, int) { return std::string("joined"); });
+  for (const auto& line : lines) {
+    CAPTURE(line);
+    CHECK(line.rfind("connect: DEADLINE_EXCEEDED", 0) == 0);
+  }
+}
+
+TEST_CASE("bad options are refused before any connection") {
+  TcpRingOptions options;
+  options.addresses = {"127.0.0.1:1", "127.0.0.1:2"};
+  options.rank = 2;
+  CHECK(ConnectTcpRing(options, Logger()).status().code() == absl::StatusCode::kInvalidArgument);
+  options.rank = 0;
+  options.addresses = {"no-port", "127.0.0.1:2"};
+  CHECK(ConnectTcpRing(options, Logger()).status().code() == absl::StatusCode::kInvalidArgument);
+  options.addresses = {"127.0.0.1:1"};
+  auto alone = ConnectTcpRing(options, Logger());
+  REQUIRE(alone.ok());
+  std::vector<float> data = {1, 2};
+  CHECK((*alone)->AllReduce(data, ReduceOp::kMean).Wait().ok());
+  CHECK(data == std::vector<float>{1, 2});
+}
+
+}  // namespace
+}  // namespace taas::collective
