@@ -408,6 +408,99 @@ def scenario_bad_manifest(tmp):
     assert "spec.tfReplicaSpecs.Worker.replicas" in out.stderr + out.stdout, out
 
 
+# --- All-reduce training (no PS) ----------------------------------------------------------------
+
+
+def final_parameters(lines, replica):
+    """The `final parameters` line each worker's after_train logs: its w and b as printed."""
+    for l in lines:
+        m = re.search(rf"^\[{replica}\] .*msg=\"final parameters\" .*w=\"([^\"]+)\" b=(\S+)", l)
+        if m:
+            return m.group(1), m.group(2)
+    raise AssertionError(f"{replica} logged no final parameters")
+
+
+def scenario_allreduce(tmp):
+    """Workers and an evaluator, no PS: every worker ends with the same variables."""
+    run = Launch(tmp, "linear", [("Worker", 3), ("Evaluator", 1)], {"TF_MAX_STEPS": "300",
+                 "TAAS_CHECK_VARIABLES_STEPS": "25"}, args=["--step_ms=5"])
+    run.wait_for(r"^\[linear-worker-1\] .*msg=starting .*strategy=collective")
+    run.wait_for(r'^\[linear-worker-0\] .*all-reduce group formed" .*replicas_in_sync=3')
+    lines = check_trained(run, 300)
+    finals = {final_parameters(lines, f"linear-worker-{w}") for w in range(3)}
+    assert len(finals) == 1, finals
+    assert run.count(r"^\[linear-worker-2\] .*msg=training") > 0
+    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*accuracy=") >= 1
+    assert run.count("hold variables whose checksum differs") == 0
+
+
+def allreduce_checkpoint(tmp, name, workers, replicas, steps, args):
+    env = {"TF_MAX_STEPS": steps, "TAAS_REPLICAS_PER_WORKER": str(replicas),
+           "TAAS_ALLREDUCE_BUCKET_BYTES": "16"}  # w (32 bytes) split over buckets
+    run = Launch(tmp, name, [("Worker", workers)], env, args=args)
+    assert run.finish() == 0, run.dump()
+    return read_checkpoint(run.model_dir)[1], run.snapshot()
+
+
+def scenario_allreduce_equals_single(tmp):
+    """2 workers x 2 replicas, 1 worker x 4 replicas and 1 process with 4 sub-batches per step
+    train the same model (the same samples each step, averaged): K replicas at batch B/K update
+    like one replica at batch B."""
+    steps, args = "60", ["--optimizer=momentum"]
+    two_by_two, _ = allreduce_checkpoint(tmp, "linear", 2, 2, steps, args)
+    one_by_four, _ = allreduce_checkpoint(tmp, "linearfour", 1, 4, steps, args)
+    single_dir = os.path.join(tmp, "single")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    out = subprocess.run([MODEL, f"--max_steps={steps}", f"--model_dir={single_dir}",
+                          "--", "--shards=4"] + args,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, single = read_checkpoint(single_dir)
+    for dist in (two_by_two, one_by_four):
+        for name in ("linear/w", "linear/b"):
+            for a, b in zip(dist[name], single[name]):
+                assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (name, dist[name], single[name])
+    assert single["linear/w"] != [0.0] * 8
+
+
+def scenario_allreduce_deterministic(tmp):
+    """The same job twice: bit-identical variables, on every worker."""
+    first, lines = allreduce_checkpoint(tmp, "linear", 3, 1, "80", ["--optimizer=adam"])
+    again, _ = allreduce_checkpoint(tmp, "linearagain", 3, 1, "80", ["--optimizer=adam"])
+    assert first == again, (first, again)
+    assert len({final_parameters(lines, f"linear-worker-{w}") for w in range(3)}) == 1
+
+
+def scenario_allreduce_kill_worker(tmp):
+    """A worker lost mid-run: the others notice, exit transient, and the whole job resumes from
+    the chief's last checkpoint (what MultiWorkerMirroredStrategy users expect)."""
+    run = Launch(tmp, "linear", [("Worker", 2)], {"TF_MAX_STEPS": "600"}, args=["--step_ms=10"])
+    run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(1|2)\d\d")
+    killed_at = time.time()
+    os.kill(run.pid_of("linear-worker-1"), signal.SIGKILL)
+    run.wait_for(r"linear-worker-1 exited with code 137 \(restartPolicy ExitCode: restart\)")
+    run.wait_for(r"linear-worker-0 exited with code 150 \(restartPolicy ExitCode: restart\)",
+                 timeout=30)
+    assert time.time() - killed_at < 20, "the chief took too long to notice"
+    m = run.wait_for(r"^\[linear-worker-1\] .*start state received from the chief.*"
+                     r"global_step=([1-9]\d+)")
+    run.wait_for(r"^\[linear-worker-0\] .*restoring variables from checkpoint")
+    check_trained(run, 600)
+    assert int(m.group(1)) >= 100
+
+
+def scenario_allreduce_bad_config(tmp):
+    """A strategy that contradicts TF_CONFIG is a configuration error naming both."""
+    env = dict(os.environ)
+    env.update(token_env(tmp, chief=True))
+    env["TF_CONFIG"] = '{"cluster":{"worker":["127.0.0.1:10","127.0.0.1:11"]},' \
+                       '"task":{"type":"worker","index":0}}'
+    env["TAAS_STRATEGY"] = "parameter_server"
+    out = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "TAAS_STRATEGY=parameter_server: contradicts TF_CONFIG.cluster" in out.stdout, out
+
+
 def main():
     scenario = sys.argv[2]
     with tempfile.TemporaryDirectory(prefix=f"taas-mp-{scenario}-") as tmp:

@@ -35,6 +35,8 @@ struct Setting {
 constexpr std::size_t kMaxTfConfigBytes = 1 << 20;
 constexpr std::int64_t kMaxAddresses = 10000;   // In all of TF_CONFIG; also bounds task.index.
 constexpr double kMaxSeconds = 30 * 24 * 3600;  // Any duration setting: 30 days.
+constexpr std::int64_t kMaxReplicasPerWorker = 64;
+constexpr std::int64_t kMaxAllReduceBytes = std::int64_t{1} << 30;
 
 absl::Status Invalid(const std::string& where, const std::string& message) {
   return absl::InvalidArgumentError(where + ": " + message);
@@ -185,6 +187,37 @@ std::vector<Setting> Settings() {
   s.push_back(Make("ps_max_message_bytes", "TAAS_PS_MAX_MESSAGE_BYTES",
                    "largest gRPC message a PS or its client accepts (1073741824)",
                    IntInRange(1 << 20, 2147483647), &RuntimeConfig::ps_max_message_bytes));
+  s.push_back({"strategy", "TAAS_STRATEGY",
+               "parameter_server or collective (all-reduce); default: collective when TF_CONFIG "
+               "lists no ps, else parameter_server",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 const std::string ps = StrategyName(Strategy::kParameterServer);
+                 const std::string collective = StrategyName(Strategy::kCollective);
+                 if (v != ps && v != collective) {
+                   return Invalid(w, "must be " + ps + " or " + collective + ", got \"" + v + "\"");
+                 }
+                 c.strategy_setting = v;
+                 c.strategy_source = w;
+                 return absl::OkStatus();
+               }});
+  s.push_back({"replicas_per_worker", "TAAS_REPLICAS_PER_WORKER",
+               "model replicas in each worker, each on its slice of the batch (collective "
+               "training only; 1)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 TAAS_ASSIGN_OR_RETURN(std::int64_t n, IntInRange(1, kMaxReplicasPerWorker)(w, v));
+                 c.info.replicas_per_worker = static_cast<int>(n);
+                 return absl::OkStatus();
+               }});
+  s.push_back(Make("allreduce_bucket_bytes", "TAAS_ALLREDUCE_BUCKET_BYTES",
+                   "gradients per all-reduce (4194304)", IntInRange(4, kMaxAllReduceBytes),
+                   &RuntimeConfig::allreduce_bucket_bytes));
+  s.push_back(Make("allreduce_chunk_bytes", "TAAS_ALLREDUCE_CHUNK_BYTES",
+                   "piece of an all-reduce that pipelines around the ring (1048576)",
+                   IntInRange(4096, kMaxAllReduceBytes), &RuntimeConfig::allreduce_chunk_bytes));
+  s.push_back(Make("check_variables_steps", "TAAS_CHECK_VARIABLES_STEPS",
+                   "steps between checks that every worker holds the same variables, 0 = off "
+                   "(1000)",
+                   IntAtLeast(0), &RuntimeConfig::check_variables_steps));
   s.push_back({"job_name", std::string(contract::kJobNameEnv), "job name for log lines",
                [](const std::string&, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  c.job_name = v;
@@ -358,9 +391,6 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   c.info.is_chief = *role == Role::kChief || (!has_chief && *role == Role::kWorker && index == 0);
   if (*role == Role::kWorker) c.info.worker_rank = static_cast<int>(index) + (has_chief ? 1 : 0);
   if (c.info.role != Role::kEvaluator) {
-    if (c.ps_addresses.empty()) {
-      return Invalid("TF_CONFIG.cluster.ps", "needs at least one parameter server");
-    }
     if (c.worker_addresses.empty()) {
       return Invalid("TF_CONFIG.cluster.worker", "needs at least one chief or worker");
     }
@@ -403,6 +433,51 @@ absl::StatusOr<std::string> ReadToken(const std::map<std::string, std::string>& 
   return ParseToken(where + " (" + it->second + ")", std::move(text));
 }
 
+// The strategy: TF_CONFIG's (no `ps` means collective) unless a setting chose; a setting that
+// contradicts TF_CONFIG is an error naming both. Collective training is synchronous over every
+// training replica.
+absl::Status ChooseStrategy(const std::string& replicas_source, RuntimeConfig& c) {
+  const std::string& chosen = c.strategy_setting;
+  const std::string setting = c.strategy_source + "=" + chosen;
+  if (c.local) {
+    // Alone, several model replicas ask for all-reduce among them (Kubeflow gives a job of one
+    // worker no TF_CONFIG).
+    const bool collective = chosen.empty() ? c.info.replicas_per_worker > 1
+                                           : chosen == StrategyName(Strategy::kCollective);
+    c.info.strategy = collective ? Strategy::kCollective : Strategy::kParameterServer;
+  } else if (c.ps_addresses.empty()) {
+    if (chosen == StrategyName(Strategy::kParameterServer)) {
+      return Invalid(setting,
+                     "contradicts TF_CONFIG.cluster, which lists no ps: add PS replicas "
+                     "to the TFJob or drop the setting (all-reduce needs none)");
+    }
+    c.info.strategy = Strategy::kCollective;
+  } else {
+    if (chosen == StrategyName(Strategy::kCollective)) {
+      return Invalid(setting, "contradicts TF_CONFIG.cluster.ps, which lists " +
+                                  std::to_string(c.ps_addresses.size()) +
+                                  " parameter server(s): remove the PS replicas from the TFJob "
+                                  "or drop the setting");
+    }
+    c.info.strategy = Strategy::kParameterServer;
+  }
+  if (c.info.strategy == Strategy::kParameterServer) {
+    if (c.info.replicas_per_worker > 1) {
+      return Invalid("TAAS_REPLICAS_PER_WORKER",
+                     "several model replicas per worker need collective training (a TFJob "
+                     "without PS replicas)");
+    }
+    return absl::OkStatus();
+  }
+  if (!replicas_source.empty() && c.info.replicas_to_aggregate != c.info.num_workers) {
+    return Invalid(replicas_source,
+                   "only parameter-server training aggregates some of the replicas; all-reduce "
+                   "averages every worker's gradients each step: drop the setting");
+  }
+  c.info.sync = true;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ReadSecrets(const std::map<std::string, std::string>& env, RuntimeConfig& c) {
@@ -437,6 +512,10 @@ std::string RoleName(Role role) {
       return "evaluator";
   }
   return "unknown";
+}
+
+std::string StrategyName(Strategy strategy) {
+  return strategy == Strategy::kCollective ? "collective" : "parameter_server";
 }
 
 std::string HelpText() {
@@ -513,6 +592,7 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
                    "synchronous training needs the whole cluster, but TF_CONFIG is sparse "
                    "(enableDynamicWorker): use asynchronous training");
   }
+  TAAS_RETURN_IF_ERROR(ChooseStrategy(replicas_source, c));
   if (replicas_source.empty()) {
     c.info.replicas_to_aggregate = c.info.num_workers;
   } else if (c.info.replicas_to_aggregate > c.info.num_workers) {

@@ -166,12 +166,71 @@ TEST_CASE("malformed or inconsistent TF_CONFIG names the field") {
   CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"gpu":["a:1"],"worker":["b:2"]},)"
                                    R"("task":{"type":"worker","index":0}})"}})
             .find("TF_CONFIG.cluster.gpu: unknown replica type") == 0);
-  CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"worker":["b:2"]},)"
-                                   R"("task":{"type":"worker","index":0}})"}})
-            .find("TF_CONFIG.cluster.ps: needs at least one parameter server") == 0);
   CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"cluster":{"chief":["a:1","c:3"],"ps":["b:2"]},)"
                                    R"("task":{"type":"ps","index":0}})"}})
             .find("TF_CONFIG.cluster.chief: must have exactly 1 replica") == 0);
+}
+
+const char* kWorkersOnly =
+    R"({"cluster":{"worker":["127.0.0.1:2000","127.0.0.1:2001","127.0.0.1:2002"],)"
+    R"("evaluator":["127.0.0.1:3000"]},"task":{"type":"worker","index":1}})";
+
+TEST_CASE("a TF_CONFIG without ps means collective training, synchronous over every worker") {
+  auto c = ParseConfig({}, {{"TF_CONFIG", kWorkersOnly}});
+  REQUIRE(c.ok());
+  CHECK(c->info.strategy == Strategy::kCollective);
+  CHECK(c->info.sync);
+  CHECK(c->info.num_workers == 3);
+  CHECK(c->info.replicas_to_aggregate == 3);
+  CHECK(c->info.num_replicas_in_sync() == 3);
+  CHECK(c->info.replica_id_in_sync() == 1);
+  CHECK(c->worker_addresses.size() == 3);
+
+  auto with_ps = ParseConfig({}, {{"TF_CONFIG", kCluster}});
+  REQUIRE(with_ps.ok());
+  CHECK(with_ps->info.strategy == Strategy::kParameterServer);
+  auto explicit_ps = ParseConfig({"--strategy=parameter_server"}, {{"TF_CONFIG", kCluster}});
+  REQUIRE(explicit_ps.ok());
+  CHECK(explicit_ps->info.strategy == Strategy::kParameterServer);
+
+  auto replicas = ParseConfig({}, {{"TF_CONFIG", kWorkersOnly}, {"TAAS_REPLICAS_PER_WORKER", "4"}});
+  REQUIRE(replicas.ok());
+  CHECK(replicas->info.replicas_per_worker == 4);
+  CHECK(replicas->info.num_replicas_in_sync() == 12);
+
+  // Without TF_CONFIG the default stays one process with its own PS; the setting chooses all-reduce
+  // (a ring of one, with its replicas in process).
+  auto local = ParseConfig({"--strategy", "collective", "--replicas_per_worker=2"}, {});
+  REQUIRE(local.ok());
+  CHECK(local->info.strategy == Strategy::kCollective);
+  CHECK(local->info.replicas_per_worker == 2);
+  CHECK(ParseConfig({}, {})->info.strategy == Strategy::kParameterServer);
+  // Alone with several replicas (a job of one worker has no TF_CONFIG), they all-reduce.
+  auto alone = ParseConfig({"--replicas_per_worker=2"}, {});
+  REQUIRE(alone.ok());
+  CHECK(alone->info.strategy == Strategy::kCollective);
+}
+
+TEST_CASE("a strategy that contradicts TF_CONFIG is an error naming both") {
+  CHECK(ErrorOf({}, {{"TF_CONFIG", kWorkersOnly}, {"TAAS_STRATEGY", "parameter_server"}})
+            .find("TAAS_STRATEGY=parameter_server: contradicts TF_CONFIG.cluster, which lists no "
+                  "ps") == 0);
+  CHECK(ErrorOf({"--strategy=collective"}, {{"TF_CONFIG", kCluster}})
+            .find("--strategy=collective: contradicts TF_CONFIG.cluster.ps, which lists 2 "
+                  "parameter server(s)") == 0);
+  CHECK(ErrorOf({}, {{"TAAS_STRATEGY", "mirrored"}})
+            .find("TAAS_STRATEGY: must be parameter_server or collective, got \"mirrored\"") == 0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", kCluster}, {"TAAS_REPLICAS_PER_WORKER", "2"}})
+            .find("TAAS_REPLICAS_PER_WORKER: several model replicas per worker need collective") ==
+        0);
+  CHECK(ErrorOf({}, {{"TF_CONFIG", kWorkersOnly}, {"TF_REPLICAS_TO_AGGREGATE", "2"}})
+            .find("TF_REPLICAS_TO_AGGREGATE: only parameter-server training aggregates") == 0);
+  CHECK(ErrorOf({"--strategy=parameter_server", "--replicas_per_worker=2"}, {})
+            .find("TAAS_REPLICAS_PER_WORKER: several model replicas per worker need collective") ==
+        0);
+  CHECK(ErrorOf({"--replicas_per_worker=0"}, {}).find("--replicas_per_worker: must be >= 1") == 0);
+  CHECK(ErrorOf({"--allreduce_chunk_bytes=12"}, {})
+            .find("--allreduce_chunk_bytes: must be >= 4096") == 0);
 }
 
 bool Has(const std::string& text, const std::string& part) {

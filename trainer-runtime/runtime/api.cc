@@ -43,9 +43,9 @@ void DistModel::after_train(Session&, bool) {}
 
 namespace runtime {
 
-absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx) {
+absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info) {
   auto built = std::make_unique<BuiltModel>();
-  built->state.info = &ctx.config->info;
+  built->state.info = &info;
   built->state.logger = &ctx.logger;
   built->state.global_step = &built->global_step;
   TAAS_RETURN_IF_ERROR(CallModel("the model factory", [&] {
@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx) {
       built->state.errors.push_back("Variable name " + v->name + " is registered twice");
     }
   }
-  if (built->state.variables.empty() && ctx.config->info.role != Role::kEvaluator) {
+  if (built->state.variables.empty() && info.role != Role::kEvaluator) {
     built->state.errors.push_back(
         "build_model registered no variables (ModelBuilder::AddVariable)");
   }

@@ -52,7 +52,7 @@ int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logg
 int RunEvaluator(Context& ctx) {
   const auto& cfg = *ctx.config;
   const auto& info = cfg.info;
-  auto built_or = BuildModel(ctx);
+  auto built_or = BuildModel(ctx, ctx.config->info);
   if (!built_or.ok()) {
     return Exit(ctx.logger, 0, FailureSource::kModel, "build_model failed", built_or.status());
   }

@@ -49,19 +49,25 @@ struct Context {
 
 int RunParameterServer(Context& ctx);
 int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses);
+// All-reduce training (Strategy::kCollective) on a worker or the chief.
+int RunCollectiveTrainer(Context& ctx);
+// The host this process's servers bind: a numeric IPv4 host from TF_CONFIG as is (127.0.0.1 stays
+// on loopback); a name (a Kubernetes service) means every interface.
+std::string BindHost(const config::RuntimeConfig& cfg);
 int RunEvaluator(Context& ctx);
 // Lowers this process's CPU priority to the configured evaluator_nice (never raises it), before
 // any thread starts, so every thread of the evaluator inherits it. Returns the nice value now.
 int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger);
 
-// Builds the model (the factory, then build_model) and validates what it registered. An error
-// (a Status the model returned, an exception it threw, or what it registered) is permanent.
+// Builds the model (the factory, then build_model, which sees `info`: it must outlive the model)
+// and validates what it registered. An error (a Status the model returned, an exception it threw,
+// or what it registered) is permanent.
 struct BuiltModel {
   std::unique_ptr<DistModel> model;
   ModelBuilder::State state;
   std::atomic<std::int64_t> global_step{0};
 };
-absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx);
+absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info);
 
 // Seconds since `start`.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {

@@ -14,15 +14,6 @@ namespace taas {
 namespace runtime {
 namespace {
 
-// The host to bind servers on: a numeric IPv4 host from TF_CONFIG as is (127.0.0.1 stays on
-// loopback), a name (a Kubernetes service) means every interface.
-std::string BindHost(const config::RuntimeConfig& cfg) {
-  if (cfg.local) return "127.0.0.1";
-  std::string host = cfg.listen_address.substr(0, cfg.listen_address.rfind(':'));
-  in_addr ignored;
-  return ::inet_pton(AF_INET, host.c_str(), &ignored) == 1 ? host : "0.0.0.0";
-}
-
 std::uint64_t NewIncarnation() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
@@ -42,6 +33,13 @@ ps::PsServerOptions ServerOptions(const config::RuntimeConfig& cfg, const std::s
 }
 
 }  // namespace
+
+std::string BindHost(const config::RuntimeConfig& cfg) {
+  if (cfg.local) return "127.0.0.1";
+  std::string host = cfg.listen_address.substr(0, cfg.listen_address.rfind(':'));
+  in_addr ignored;
+  return ::inet_pton(AF_INET, host.c_str(), &ignored) == 1 ? host : "0.0.0.0";
+}
 
 int RunParameterServer(Context& ctx) {
   const std::uint64_t incarnation = NewIncarnation();
@@ -89,9 +87,11 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
     metrics_server = std::move(*server);
   }
   ctx.logger.Info("starting", {{"max_steps", info.max_steps},
+                               {"strategy", config::StrategyName(info.strategy)},
                                {"model_dir", info.model_dir},
                                {"sync", info.sync},
                                {"replicas_to_aggregate", info.replicas_to_aggregate},
+                               {"replicas_per_worker", info.replicas_per_worker},
                                {"workers", info.num_workers},
                                {"ps", info.num_ps},
                                {"chief", info.is_chief},
@@ -106,6 +106,7 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
     case Role::kChief:
       break;
   }
+  if (info.strategy == Strategy::kCollective) return RunCollectiveTrainer(ctx);
   if (!cfg.local) return RunTrainer(ctx, cfg.ps_addresses);
   // No TF_CONFIG: one process with its own in-process parameter server on loopback, with tokens
   // that only this process knows.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "chief.h"
 #include "exit_code.h"
 #include "internal.h"
 #include "progress.h"
@@ -75,9 +76,13 @@ class Trainer {
         info_(cfg_.info),
         built_(built),
         vars_(built.state.variables),
+        // BuildModel validated the optimizer settings: creating it cannot fail here.
+        optimizer_(std::move(optim::CreateOptimizer(built.state.optimizer)).value()),
         client_(ps_addresses, ClientOptions(*ctx.config), ctx.logger),
         patience_(ctx.logger, cfg_.wait_timeout_secs),
-        session_(&session_state_) {
+        session_(&session_state_),
+        schedule_(ctx, vars_, *optimizer_,
+                  [this](std::int64_t step) { return SaveCheckpoint(step); }) {
     session_state_.info = &info_;
     session_state_.logger = &ctx_.logger;
   }
@@ -108,10 +113,8 @@ class Trainer {
     StepTimes times;
   };
 
-  // Places the variables on the parameter servers and creates the optimizer.
+  // Places the variables on the parameter servers.
   void PlaceVariables();
-  // Whether the done marker says a previous run of this replica's job reached max_steps.
-  bool TrainingAlreadyDone() const;
   // Waits for the parameter servers; the chief initialises or restores them and opens its
   // summaries. An exit code when that failed.
   std::optional<int> Prepare();
@@ -135,8 +138,6 @@ class Trainer {
 
   absl::Status InitializeOrRestore(bool first_time);
   absl::Status SaveCheckpoint(std::int64_t global_step);
-  void ChiefAfterStep(std::int64_t global_step, const StepResult& result, double step_secs,
-                      std::int64_t examples);
   int Finish(bool chief_ends_training);
   // Logs the one line that explains the exit and returns its code (exit_code.h).
   int Fail(FailureSource source, std::string_view cause, const absl::Status& status) const {
@@ -166,88 +167,18 @@ class Trainer {
   std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
   ProgressWindow window_;
 
-  // Chief only.
-  std::unique_ptr<summary::EventWriter> events_;
-  Clock::time_point last_checkpoint_time_ = Clock::now();
-  std::int64_t last_checkpoint_step_ = -1;
-  std::int64_t next_summary_step_ = 0;
-  Clock::time_point summary_window_start_ = Clock::now();
-  std::int64_t summary_window_step_ = 0;
-  std::int64_t summary_window_examples_ = 0;
-  double summary_window_loss_ = 0;
-  std::int64_t summary_window_count_ = 0;
+  // Chief only: summaries and checkpoints.
+  ChiefSchedule schedule_;
 };
 
 absl::Status Trainer::InitializeOrRestore(bool first_time) {
   const std::size_t n = vars_.size();
-  const int slot_count = optimizer_->slot_count();
-  std::vector<std::vector<float>> values(n);
-  std::vector<std::vector<std::vector<float>>> slots(n);
-  std::int64_t step = 0;
-
-  std::vector<std::string> skipped;
-  TAAS_ASSIGN_OR_RETURN(auto ckpt, checkpoint::LoadLatest(info_.model_dir, &skipped));
-  for (const auto& s : skipped) {
-    ctx_.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
-  }
-  InitFn init_fn;
-  if (first_time) {
-    absl::Status got = CallModel("get_init_fn()", [&] {
-      init_fn = built_.model->get_init_fn();
-      return absl::OkStatus();
-    });
-    if (!got.ok()) return absl::InvalidArgumentError(got.message());
-  }
-  if (ckpt) {
-    for (std::size_t v = 0; v < n; ++v) {
-      const auto* entry = ckpt->Find(vars_[v]->name);
-      if (!entry) {
-        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " has no variable " +
-                                          vars_[v]->name + ": it belongs to another model");
-      }
-      if (static_cast<std::int64_t>(entry->values.size()) != placement_[v].size) {
-        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " holds " +
-                                          std::to_string(entry->values.size()) + " elements for " +
-                                          vars_[v]->name + ", the model " +
-                                          std::to_string(placement_[v].size));
-      }
-      values[v] = entry->values;
-      for (int k = 0; k < slot_count; ++k) {
-        const auto* slot = ckpt->Find(vars_[v]->name + "/slot_" + std::to_string(k));
-        slots[v].push_back(slot && slot->values.size() == entry->values.size()
-                               ? slot->values
-                               : std::vector<float>(entry->values.size(), 0.0f));
-      }
-    }
-    step = ckpt->global_step;
-    ctx_.logger.Info("restoring variables from checkpoint",
-                     {{"checkpoint", ckpt->path}, {"global_step", step}});
-    if (init_fn) {
-      ctx_.logger.Info(
-          "a checkpoint of this job exists: it wins over the init fn (warm start "
-          "skipped)");
-    }
-  } else {
-    if (first_time && init_fn) {
-      session_state_.global_step = 0;
-      absl::Status s = CallModel("the init fn", [&] { return init_fn(session_); });
-      // Whatever its code, the init fn's failure is the model's: never retried as a peer's.
-      if (!s.ok()) return absl::InvalidArgumentError("init fn failed: " + s.ToString());
-      ctx_.logger.Info("no checkpoint: variables initialised and the init fn ran (warm start)");
-    } else if (first_time) {
-      ctx_.logger.Info("no checkpoint: variables initialised by the model's initialisers");
-    } else {
-      step = last_global_step_;
-      ctx_.logger.Warning(
-          "no checkpoint to restore from: re-initialising the parameter servers "
-          "with the chief's last pulled values",
-          {{"global_step", step}});
-    }
-    for (std::size_t v = 0; v < n; ++v) {
-      auto src = vars_[v]->value.values();
-      values[v].assign(src.begin(), src.end());
-    }
-  }
+  TAAS_ASSIGN_OR_RETURN(TrainingState state,
+                        LoadTrainingState(ctx_, built_, session_, session_state_,
+                                          optimizer_->slot_count(), first_time, last_global_step_));
+  const std::int64_t step = state.global_step;
+  const auto& values = state.values;
+  const auto& slots = state.slots;
   for (int p = 0; p < client_.num_ps(); ++p) {
     std::vector<ps::ShardState> shards;
     for (std::size_t v = 0; v < n; ++v) {
@@ -271,8 +202,7 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
     TAAS_RETURN_IF_ERROR(
         client_.Initialize(p, spec, step, std::move(shards), cfg_.wait_timeout_secs));
   }
-  last_checkpoint_step_ = ckpt ? step : -1;
-  last_checkpoint_time_ = Clock::now();
+  schedule_.CheckpointIsAt(state.from_checkpoint ? step : -1);
   last_global_step_ = step;
   ctx_.logger.Info("parameter servers ready: other replicas may start",
                    {{"global_step", step}, {"ps", client_.num_ps()}});
@@ -283,24 +213,21 @@ absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
   const int slot_count = optimizer_->slot_count();
   std::vector<std::map<std::string, ps::ShardState>> by_ps(
       static_cast<std::size_t>(client_.num_ps()));
-  std::int64_t step = global_step;
+  TrainingState state;
+  state.global_step = global_step;
   for (int p = 0; p < client_.num_ps(); ++p) {
     TAAS_ASSIGN_OR_RETURN(auto snap, client_.Snapshot(p, cfg_.wait_timeout_secs));
-    if (p == 0) step = snap.first;
+    if (p == 0) state.global_step = snap.first;
     for (auto& s : snap.second) {
       std::string name = s.name;
       by_ps[static_cast<std::size_t>(p)].emplace(std::move(name), std::move(s));
     }
   }
-  std::vector<checkpoint::Entry> entries;
   for (std::size_t v = 0; v < vars_.size(); ++v) {
     const auto size = static_cast<std::size_t>(placement_[v].size);
-    checkpoint::Entry value{vars_[v]->name, std::vector<float>(size)};
-    std::vector<checkpoint::Entry> slot_entries;
-    for (int k = 0; k < slot_count; ++k) {
-      slot_entries.push_back(
-          {vars_[v]->name + "/slot_" + std::to_string(k), std::vector<float>(size)});
-    }
+    std::vector<float>& value = state.values.emplace_back(size);
+    auto& slots =
+        state.slots.emplace_back(static_cast<std::size_t>(slot_count), std::vector<float>(size));
     for (const auto& shard : placement_[v].shards) {
       auto& held = by_ps[static_cast<std::size_t>(shard.ps)];
       auto it = held.find(shard.name);
@@ -308,79 +235,29 @@ absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
         return absl::InternalError("ps " + std::to_string(shard.ps) + " lacks shard " + shard.name +
                                    " while checkpointing");
       }
-      std::copy(it->second.values.begin(), it->second.values.end(),
-                value.values.begin() + static_cast<std::ptrdiff_t>(shard.offset));
+      const auto offset = static_cast<std::ptrdiff_t>(shard.offset);
+      std::copy(it->second.values.begin(), it->second.values.end(), value.begin() + offset);
       for (int k = 0; k < slot_count && k < static_cast<int>(it->second.slots.size()); ++k) {
         const auto& slot = it->second.slots[static_cast<std::size_t>(k)];
-        std::copy(slot.begin(), slot.end(),
-                  slot_entries[static_cast<std::size_t>(k)].values.begin() +
-                      static_cast<std::ptrdiff_t>(shard.offset));
+        std::copy(slot.begin(), slot.end(), slots[static_cast<std::size_t>(k)].begin() + offset);
       }
     }
-    entries.push_back(std::move(value));
-    for (auto& e : slot_entries) entries.push_back(std::move(e));
   }
+  const std::int64_t step = state.global_step;
   const auto start = Clock::now();
-  TAAS_ASSIGN_OR_RETURN(std::string path,
-                        checkpoint::Save(info_.model_dir, step, entries, cfg_.keep_checkpoints));
+  TAAS_ASSIGN_OR_RETURN(
+      std::string path,
+      checkpoint::Save(info_.model_dir, step, CheckpointEntries(vars_, std::move(state)),
+                       cfg_.keep_checkpoints));
   ctx_.logger.Info("saved checkpoint",
                    {{"checkpoint", path}, {"global_step", step}, {"secs", SecondsSince(start)}});
-  last_checkpoint_step_ = step;
-  last_checkpoint_time_ = Clock::now();
+  schedule_.CheckpointIsAt(step);
   return absl::OkStatus();
-}
-
-void Trainer::ChiefAfterStep(std::int64_t global_step, const StepResult& result, double,
-                             std::int64_t examples) {
-  summary_window_loss_ += result.loss;
-  ++summary_window_count_;
-  summary_window_examples_ += examples;
-  if (cfg_.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
-    const double secs = std::max(SecondsSince(summary_window_start_), 1e-9);
-    summary::Scalars scalars = {
-        {"loss",
-         static_cast<float>(summary_window_loss_ /
-                            static_cast<double>(std::max<std::int64_t>(summary_window_count_, 1)))},
-        {"learning_rate", optimizer_->LearningRate(global_step)},
-        {"examples_per_sec", static_cast<float>(summary_window_examples_ / secs)},
-        {"global_step/sec",
-         static_cast<float>(static_cast<double>(global_step - summary_window_step_) / secs)}};
-    for (const auto& [tag, value] : result.scalars) scalars.emplace_back(tag, value);
-    // The variables as this replica last received them (the push's reply carries the values
-    // after it).
-    summary::Histograms histograms;
-    if (cfg_.summary_histograms) {
-      for (const Variable* v : vars_) {
-        histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
-      }
-    }
-    absl::Status s = events_->WriteSummary(global_step, scalars, histograms);
-    if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
-    next_summary_step_ = (global_step / cfg_.save_summaries_steps + 1) * cfg_.save_summaries_steps;
-    summary_window_start_ = Clock::now();
-    summary_window_step_ = global_step;
-    summary_window_examples_ = 0;
-    summary_window_loss_ = 0;
-    summary_window_count_ = 0;
-  }
-  const bool by_time = cfg_.save_checkpoints_secs > 0 &&
-                       SecondsSince(last_checkpoint_time_) >= cfg_.save_checkpoints_secs;
-  const bool by_steps =
-      cfg_.save_checkpoints_steps > 0 &&
-      global_step - std::max<std::int64_t>(last_checkpoint_step_, 0) >= cfg_.save_checkpoints_steps;
-  if ((by_time || by_steps) && global_step != last_checkpoint_step_) {
-    absl::Status s = SaveCheckpoint(global_step);
-    if (!s.ok()) {
-      // Try again at the next step; a PS that lost its variables is noticed by the next pull.
-      ctx_.logger.Warning("checkpoint failed", {{"error", s.ToString()}});
-      last_checkpoint_time_ = Clock::now();
-    }
-  }
 }
 
 int Trainer::Run() {
   PlaceVariables();
-  if (TrainingAlreadyDone()) return kExitOk;
+  if (TrainingAlreadyDone(info_, ctx_.logger)) return kExitOk;
   if (auto code = Prepare()) return *code;
 
   // The loop: pull -> train -> push -> record. Each phase ends the step early (Next::kRetry: a
@@ -418,8 +295,6 @@ void Trainer::PlaceVariables() {
   std::vector<ps::VariableInfo> infos;
   for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
   placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
-  // BuildModel validated the optimizer settings: creating it cannot fail here.
-  optimizer_ = std::move(optim::CreateOptimizer(built_.state.optimizer)).value();
   std::string bytes;
   for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {
     bytes += (bytes.empty() ? "" : ",") + std::to_string(b);
@@ -428,18 +303,6 @@ void Trainer::PlaceVariables() {
                                    {"bytes_per_ps", bytes},
                                    {"sync", info_.sync},
                                    {"replicas_to_aggregate", info_.replicas_to_aggregate}});
-}
-
-bool Trainer::TrainingAlreadyDone() const {
-  // A replica started again after its job finished (killed between the chief's last steps and
-  // its exit, then restarted under ExitCode) finds the parameter servers gone for good: the done
-  // marker says training reached max_steps, so there is nothing left to do, as TensorFlow's
-  // StopAtStepHook ends a restored session at once. A larger max_steps resumes as before.
-  auto done = DoneStep(info_.model_dir);
-  if (!done || *done < info_.max_steps) return false;
-  ctx_.logger.Info("training already finished: nothing to do",
-                   {{"done_at_step", *done}, {"max_steps", info_.max_steps}});
-  return true;
 }
 
 std::optional<int> Trainer::Prepare() {
@@ -462,14 +325,7 @@ std::optional<int> Trainer::Prepare() {
     }
   }
   patience_.Reset();
-  auto writer = summary::EventWriter::Create(info_.model_dir);
-  if (writer.ok()) {
-    events_ = std::move(*writer);
-  } else {
-    ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
-  }
-  next_summary_step_ = last_global_step_;
-  summary_window_step_ = last_global_step_;
+  schedule_.Start(last_global_step_, schedule_.last_checkpoint_step());
   return std::nullopt;
 }
 
@@ -560,7 +416,6 @@ Trainer::Outcome Trainer::PushGradients(Step& step) {
 }
 
 std::int64_t Trainer::Record(const Step& step) {
-  const double step_secs = SecondsSince(step.start);
   ++local_step_;
   dropped_pushes_ += step.pushed.stale + step.pushed.reset;
   const std::int64_t global_step = std::max(step.pushed.global_step, step.pulled.global_step);
@@ -570,7 +425,7 @@ std::int64_t Trainer::Record(const Step& step) {
   ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
   if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result.loss);
   if (info_.is_chief) {
-    ChiefAfterStep(global_step, step.result, step_secs, step.times.examples);
+    schedule_.AfterStep(global_step, step.result, step.times.examples);
   }
   return global_step;
 }
@@ -622,15 +477,12 @@ int Trainer::Finish(bool chief_stop) {
     return Fail(FailureSource::kPeer, "cannot fetch the final variables", pulled.status());
   }
   session_state_.global_step = pulled->global_step;
-  if (pulled->global_step != last_checkpoint_step_) {
+  if (pulled->global_step != schedule_.last_checkpoint_step()) {
     // A snapshot that lost its PS is transient; a checkpoint that cannot be written is not.
     absl::Status s = SaveCheckpoint(pulled->global_step);
     if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
-  {
-    std::ofstream marker(fs::path(info_.model_dir) / kDoneMarker);
-    marker << pulled->global_step << "\n";
-  }
+  MarkTrainingDone(info_, pulled->global_step);
   absl::Status after = CallModel("after_train()", [&] {
     built_.model->after_train(session_, true);
     return absl::OkStatus();
@@ -647,7 +499,7 @@ int Trainer::Finish(bool chief_stop) {
 }  // namespace
 
 int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses) {
-  auto built = BuildModel(ctx);
+  auto built = BuildModel(ctx, ctx.config->info);
   if (!built.ok())
     return Exit(ctx.logger, 0, FailureSource::kModel, "build_model failed", built.status());
   Trainer trainer(ctx, **built, ps_addresses);

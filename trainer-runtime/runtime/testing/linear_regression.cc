@@ -1,7 +1,8 @@
 // A tiny model for the runtime's own tests: linear regression y = w.x + b on synthetic data,
 // gradients by hand (no layers needed). The data of each step depends only on the global step and
-// the worker's rank, so synchronous training on N workers sees exactly the samples a single
-// process sees with `--shards=N` (N sub-batches per step): their parameters must agree.
+// the replica's place among all replicas (worker rank, and replica within the worker under
+// all-reduce), so synchronous training on N replicas sees exactly the samples a single process
+// sees with `--shards=N` (N sub-batches per step): their parameters must agree.
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
@@ -59,7 +60,7 @@ class LinearRegression : public taas::DistModel {
     opt.learning_rate.initial = lr_;
     builder.SetOptimizer(opt);
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
-    rank_ = builder.info().worker_rank;
+    rank_ = builder.info().replica_id_in_sync();
     return absl::OkStatus();
   }
 

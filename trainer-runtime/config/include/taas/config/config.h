@@ -47,6 +47,18 @@ struct RuntimeConfig {
   int ps_lanes = 2;
   int metrics_port = 0;  // 0: no metrics endpoint.
 
+  // Collective training (info.strategy). The strategy as TAAS_STRATEGY / --strategy named it, and
+  // which of the two did ("" when inferred from TF_CONFIG: no `ps` means collective).
+  std::string strategy_setting;
+  std::string strategy_source;
+  // Gradients travel in all-reduces of about this many bytes (buckets), cut into pieces of
+  // allreduce_chunk_bytes that pipeline around the ring.
+  std::int64_t allreduce_bucket_bytes = std::int64_t{4} << 20;
+  std::int64_t allreduce_chunk_bytes = std::int64_t{1} << 20;
+  // Every this many steps the workers compare a checksum of their variables (0: never); a
+  // difference fails the job, since replicas that drifted apart train different models.
+  std::int64_t check_variables_steps = 1000;
+
   // The job's secrets (taas/contract/job_secret.h): hex text read from the files named by
   // TAAS_JOB_TOKEN_FILE and TAAS_CHIEF_TOKEN_FILE. A distributed run needs the job token, the
   // chief and the PS the chief token too. Without TF_CONFIG no file is read: the in-process PS
@@ -72,6 +84,8 @@ absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv);
 
 // One line per setting with its value, for the start-up log and `--help`.
 std::string RoleName(Role role);
+// "parameter_server" or "collective", as TAAS_STRATEGY spells them.
+std::string StrategyName(Strategy strategy);
 std::string HelpText();
 
 }  // namespace taas::config

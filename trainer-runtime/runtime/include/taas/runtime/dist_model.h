@@ -57,6 +57,15 @@ using contract::kExitTransient;
 
 enum class Role { kPs, kWorker, kChief, kEvaluator };
 
+// How the training replicas share their work (TensorFlow's distribution strategies).
+enum class Strategy {
+  // ParameterServerStrategy: variables live on the PS; workers pull values and push gradients.
+  kParameterServer,
+  // MultiWorkerMirroredStrategy: every worker holds every variable, gradients are averaged with a
+  // ring all-reduce, and every worker applies the same update. A TF_CONFIG without `ps` means this.
+  kCollective,
+};
+
 // What a replica knows about itself and the job; fixed for the life of the process.
 struct TrainerInfo {
   Role role = Role::kWorker;
@@ -67,9 +76,20 @@ struct TrainerInfo {
   int replicas_to_aggregate = 1;  // Gradients averaged per sync step.
   int num_workers = 1;            // Training replicas: chief (if any) + workers.
   int num_ps = 0;
+  Strategy strategy = Strategy::kParameterServer;
+  // Model replicas inside this worker (collective training; MirroredStrategy's replicas, one per
+  // GPU), each an instance of the model with its own slice of the work, and which one this is.
+  int replicas_per_worker = 1;
+  int replica_in_worker = 0;
   std::int64_t max_steps = 0;
   std::string model_dir;          // Checkpoints and chief summaries; the evaluator's under eval/.
   std::vector<std::string> args;  // The model's own arguments (after `--`).
+
+  // Model replicas whose gradients every step averages, and this one's place among them (TF's
+  // num_replicas_in_sync): shard the data by these, and split a worker's batch of B into
+  // replicas_per_worker slices of B / replicas_per_worker.
+  int num_replicas_in_sync() const { return num_workers * replicas_per_worker; }
+  int replica_id_in_sync() const { return worker_rank * replicas_per_worker + replica_in_worker; }
 };
 
 // Handed to DistModel::build_model. Not thread-safe; valid only during build_model.

@@ -1,0 +1,184 @@
+#include "chief.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "exit_code.h"
+
+namespace taas::runtime {
+
+absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built, Session& session,
+                                                Session::State& session_state, int slot_count,
+                                                bool first_time, std::int64_t fallback_step) {
+  const std::vector<Variable*>& vars = built.state.variables;
+  const TrainerInfo& info = ctx.config->info;
+  TrainingState state;
+  state.values.resize(vars.size());
+  state.slots.resize(vars.size());
+
+  std::vector<std::string> skipped;
+  TAAS_ASSIGN_OR_RETURN(auto ckpt, checkpoint::LoadLatest(info.model_dir, &skipped));
+  for (const auto& s : skipped) {
+    ctx.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
+  }
+  InitFn init_fn;
+  if (first_time) {
+    absl::Status got = CallModel("get_init_fn()", [&] {
+      init_fn = built.model->get_init_fn();
+      return absl::OkStatus();
+    });
+    if (!got.ok()) return absl::InvalidArgumentError(got.message());
+  }
+  if (ckpt) {
+    for (std::size_t v = 0; v < vars.size(); ++v) {
+      const auto* entry = ckpt->Find(vars[v]->name);
+      if (!entry) {
+        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " has no variable " +
+                                          vars[v]->name + ": it belongs to another model");
+      }
+      if (static_cast<std::int64_t>(entry->values.size()) != vars[v]->value.size()) {
+        return absl::InvalidArgumentError("checkpoint " + ckpt->path + " holds " +
+                                          std::to_string(entry->values.size()) + " elements for " +
+                                          vars[v]->name + ", the model " +
+                                          std::to_string(vars[v]->value.size()));
+      }
+      state.values[v] = entry->values;
+      for (int k = 0; k < slot_count; ++k) {
+        const auto* slot = ckpt->Find(vars[v]->name + "/slot_" + std::to_string(k));
+        state.slots[v].push_back(slot && slot->values.size() == entry->values.size()
+                                     ? slot->values
+                                     : std::vector<float>(entry->values.size(), 0.0f));
+      }
+    }
+    state.global_step = ckpt->global_step;
+    state.from_checkpoint = true;
+    ctx.logger.Info("restoring variables from checkpoint",
+                    {{"checkpoint", ckpt->path}, {"global_step", state.global_step}});
+    if (init_fn) {
+      ctx.logger.Info(
+          "a checkpoint of this job exists: it wins over the init fn (warm start "
+          "skipped)");
+    }
+    return state;
+  }
+  if (first_time && init_fn) {
+    session_state.global_step = 0;
+    absl::Status s = CallModel("the init fn", [&] { return init_fn(session); });
+    // Whatever its code, the init fn's failure is the model's: never retried as a peer's.
+    if (!s.ok()) return absl::InvalidArgumentError("init fn failed: " + s.ToString());
+    ctx.logger.Info("no checkpoint: variables initialised and the init fn ran (warm start)");
+  } else if (first_time) {
+    ctx.logger.Info("no checkpoint: variables initialised by the model's initialisers");
+  } else {
+    state.global_step = fallback_step;
+    ctx.logger.Warning(
+        "no checkpoint to restore from: re-initialising the parameter servers "
+        "with the chief's last pulled values",
+        {{"global_step", fallback_step}});
+  }
+  for (std::size_t v = 0; v < vars.size(); ++v) {
+    auto src = vars[v]->value.values();
+    state.values[v].assign(src.begin(), src.end());
+    state.slots[v].assign(static_cast<std::size_t>(slot_count), std::vector<float>(src.size()));
+  }
+  return state;
+}
+
+std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 TrainingState state) {
+  std::vector<checkpoint::Entry> entries;
+  for (std::size_t v = 0; v < variables.size(); ++v) {
+    entries.push_back({variables[v]->name, std::move(state.values[v])});
+    for (std::size_t k = 0; k < state.slots[v].size(); ++k) {
+      entries.push_back(
+          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k])});
+    }
+  }
+  return entries;
+}
+
+ChiefSchedule::ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables,
+                             const optim::Optimizer& optimizer, SaveCheckpoint save)
+    : ctx_(ctx), variables_(variables), optimizer_(optimizer), save_(std::move(save)) {}
+
+void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step) {
+  auto writer = summary::EventWriter::Create(ctx_.config->info.model_dir);
+  if (writer.ok()) {
+    events_ = std::move(*writer);
+  } else {
+    ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
+  }
+  next_summary_step_ = global_step;
+  window_step_ = global_step;
+  window_start_ = Clock::now();
+  last_checkpoint_step_ = checkpoint_step;
+  last_checkpoint_time_ = Clock::now();
+}
+
+void ChiefSchedule::CheckpointIsAt(std::int64_t global_step) {
+  last_checkpoint_step_ = global_step;
+  last_checkpoint_time_ = Clock::now();
+}
+
+void ChiefSchedule::AfterStep(std::int64_t global_step, const StepResult& result,
+                              std::int64_t examples) {
+  const config::RuntimeConfig& cfg = *ctx_.config;
+  window_loss_ += result.loss;
+  ++window_count_;
+  window_examples_ += examples;
+  if (cfg.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
+    const double secs = std::max(SecondsSince(window_start_), 1e-9);
+    summary::Scalars scalars = {
+        {"loss", static_cast<float>(window_loss_ /
+                                    static_cast<double>(std::max<std::int64_t>(window_count_, 1)))},
+        {"learning_rate", optimizer_.LearningRate(global_step)},
+        {"examples_per_sec", static_cast<float>(window_examples_ / secs)},
+        {"global_step/sec",
+         static_cast<float>(static_cast<double>(global_step - window_step_) / secs)}};
+    for (const auto& [tag, value] : result.scalars) scalars.emplace_back(tag, value);
+    // The variables as this replica holds them after the step.
+    summary::Histograms histograms;
+    if (cfg.summary_histograms) {
+      for (const Variable* v : variables_) {
+        histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
+      }
+    }
+    absl::Status s = events_->WriteSummary(global_step, scalars, histograms);
+    if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
+    next_summary_step_ = (global_step / cfg.save_summaries_steps + 1) * cfg.save_summaries_steps;
+    window_start_ = Clock::now();
+    window_step_ = global_step;
+    window_examples_ = 0;
+    window_loss_ = 0;
+    window_count_ = 0;
+  }
+  const bool by_time = cfg.save_checkpoints_secs > 0 &&
+                       SecondsSince(last_checkpoint_time_) >= cfg.save_checkpoints_secs;
+  const bool by_steps =
+      cfg.save_checkpoints_steps > 0 &&
+      global_step - std::max<std::int64_t>(last_checkpoint_step_, 0) >= cfg.save_checkpoints_steps;
+  if ((by_time || by_steps) && global_step != last_checkpoint_step_) {
+    absl::Status s = save_(global_step);
+    if (!s.ok()) {
+      // Try again at the next step; a PS that lost its variables is noticed by the next pull.
+      ctx_.logger.Warning("checkpoint failed", {{"error", s.ToString()}});
+      last_checkpoint_time_ = Clock::now();
+    }
+  }
+}
+
+bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger) {
+  auto done = DoneStep(info.model_dir);
+  if (!done || *done < info.max_steps) return false;
+  logger.Info("training already finished: nothing to do",
+              {{"done_at_step", *done}, {"max_steps", info.max_steps}});
+  return true;
+}
+
+void MarkTrainingDone(const TrainerInfo& info, std::int64_t global_step) {
+  std::ofstream marker(std::filesystem::path(info.model_dir) / kDoneMarker);
+  marker << global_step << "\n";
+}
+
+}  // namespace taas::runtime

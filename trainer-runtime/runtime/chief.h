@@ -1,0 +1,88 @@
+// Private to the runtime: what the chief does whatever the strategy. It starts training from the
+// newest valid checkpoint, else from the init fn's warm start, else from the initialisers; after
+// each step it writes TensorBoard summaries and checkpoints on schedule. Where the state lives
+// (the parameter servers, or every worker under all-reduce) is the caller's business.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+#include "taas/checkpoint/checkpoint.h"
+#include "taas/summary/event_writer.h"
+
+namespace taas::runtime {
+
+// The variables' values and their optimizer slots at a global step.
+struct TrainingState {
+  std::int64_t global_step = 0;
+  std::vector<std::vector<float>> values;              // per variable
+  std::vector<std::vector<std::vector<float>>> slots;  // per variable, slot_count each
+  bool from_checkpoint = false;
+};
+
+// The state training starts from: the newest checkpoint that verifies (it always wins), else the
+// variables' current values after the model's init fn ran (warm start; only when `first_time`),
+// else their current values at `fallback_step` (a restore with no checkpoint). A checkpoint of
+// another model, or an init fn that fails, is InvalidArgument (permanent).
+absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built, Session& session,
+                                                Session::State& session_state, int slot_count,
+                                                bool first_time, std::int64_t fallback_step);
+
+// The checkpoint entries of variables and their slots (slot k of variable v is "<v>/slot_<k>"),
+// as TrainingState holds them.
+std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 TrainingState state);
+
+// The chief's summaries and checkpoints, on the schedule the configuration sets.
+class ChiefSchedule {
+ public:
+  using SaveCheckpoint = std::function<absl::Status(std::int64_t global_step)>;
+
+  // `save` writes a checkpoint at the step it is given (and calls CheckpointIsAt).
+  ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables,
+                const optim::Optimizer& optimizer, SaveCheckpoint save);
+
+  // Opens the summary writer; the first window starts at `global_step`, and `checkpoint_step` is
+  // the step of the checkpoint training starts from (-1 if none).
+  void Start(std::int64_t global_step, std::int64_t checkpoint_step);
+  // Called after every step: summaries and checkpoints when due.
+  void AfterStep(std::int64_t global_step, const StepResult& result, std::int64_t examples);
+  // The newest checkpoint, just written or restored, is at `global_step` (-1: there is none);
+  // the time between checkpoints counts from now.
+  void CheckpointIsAt(std::int64_t global_step);
+  // The step of the last checkpoint written or restored (-1: none).
+  std::int64_t last_checkpoint_step() const { return last_checkpoint_step_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  Context& ctx_;
+  const std::vector<Variable*>& variables_;
+  const optim::Optimizer& optimizer_;
+  SaveCheckpoint save_;
+  std::unique_ptr<summary::EventWriter> events_;
+  Clock::time_point last_checkpoint_time_ = Clock::now();
+  std::int64_t last_checkpoint_step_ = -1;
+  std::int64_t next_summary_step_ = 0;
+  Clock::time_point window_start_ = Clock::now();
+  std::int64_t window_step_ = 0;
+  std::int64_t window_examples_ = 0;
+  double window_loss_ = 0;
+  std::int64_t window_count_ = 0;
+};
+
+// Whether the done marker says a previous run of this job reached max_steps: a replica started
+// again after its job finished has nothing left to do, as TensorFlow's StopAtStepHook ends a
+// restored session at once. A larger max_steps resumes as before.
+bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger);
+
+// Leaves the done marker holding the final global step (the evaluator's signal to finish).
+void MarkTrainingDone(const TrainerInfo& info, std::int64_t global_step);
+
+}  // namespace taas::runtime
