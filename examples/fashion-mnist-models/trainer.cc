@@ -77,17 +77,28 @@ absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args
 absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   const TrainerInfo& info = builder.info();
   TAAS_RETURN_IF_ERROR(ParseArgs(info.args));
+  // --batch_size is the worker's: its model replicas (all-reduce training) take a slice each.
+  if (batch_size_ % info.replicas_per_worker != 0) {
+    return absl::InvalidArgumentError(
+        "model argument --batch_size=" + std::to_string(batch_size_) +
+        ": must divide among the worker's " + std::to_string(info.replicas_per_worker) +
+        " replicas (TAAS_REPLICAS_PER_WORKER)");
+  }
+  const std::int64_t replica_batch = batch_size_ / info.replicas_per_worker;
   nn::SetComputeThreads(threads_);
   TAAS_ASSIGN_OR_RETURN(model_, CreateModel(model_name_, seed_));
 
   // The optimizer decays per epoch of the whole job's data, as the tutorials do.
   const std::int64_t train_examples = 60000;
-  const std::int64_t steps_per_epoch = (train_examples + batch_size_ - 1) / batch_size_;
+  // A global step is one worker's batch with parameter servers, every worker's under all-reduce.
+  const std::int64_t examples_per_step =
+      info.strategy == Strategy::kCollective ? batch_size_ * info.num_workers : batch_size_;
+  const std::int64_t steps_per_epoch = (train_examples + examples_per_step - 1) / examples_per_step;
   optim::OptimizerConfig optimizer = model_->DefaultOptimizer(steps_per_epoch);
   if (optimizer_name_) optimizer.name = *optimizer_name_;
   if (learning_rate_) optimizer.learning_rate.initial = *learning_rate_;
   builder.SetOptimizer(optimizer);
-  builder.SetBatchSize(batch_size_);
+  builder.SetBatchSize(replica_batch);
 
   const std::vector<Variable*> variables = model_->variables();
   builder.AddVariables(variables);
@@ -110,12 +121,12 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
   TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
   data::PipelineOptions options;
-  options.batch_size = batch_size_;
+  options.batch_size = replica_batch;
   options.shuffle_buffer = 10000;
-  options.seed = seed_ * 1000 + static_cast<std::uint64_t>(info.worker_rank);
+  options.seed = seed_ * 1000 + static_cast<std::uint64_t>(info.replica_id_in_sync());
   options.repeat = true;
-  options.shard_index = info.worker_rank;
-  options.num_shards = std::max(1, info.num_workers);
+  options.shard_index = info.replica_id_in_sync();
+  options.num_shards = std::max(1, info.num_replicas_in_sync());
   options.prefetch = 4;
   options.example_shape = model_->example_shape();
   TAAS_ASSIGN_OR_RETURN(pipeline_,

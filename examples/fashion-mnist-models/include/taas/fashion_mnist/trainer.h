@@ -1,8 +1,10 @@
 // The Fashion-MNIST models as trainer-runtime models (taas::DistModel): what the
 // fashion-mnist-mlp and fashion-mnist-cnn example binaries run as PS, worker, chief or evaluator.
 //
-// Workers read their shard of the training set (worker_rank of num_workers), shuffled and
-// repeated, with batches prefetched on a thread. The evaluator scores each checkpoint on the
+// Each model replica reads its shard of the training set (replica_id_in_sync of
+// num_replicas_in_sync: the worker's rank, and under all-reduce its replica within the worker),
+// shuffled and repeated, with batches prefetched on a thread. --batch_size is a worker's batch:
+// its replicas take a slice each. The evaluator scores each checkpoint on the
 // 10,000 test images ("accuracy", "loss").
 //
 // Moving averages (the MLP's, TF's ExponentialMovingAverage with num_updates = global step) live
