@@ -402,6 +402,36 @@ def scenario_exit_codes(env):
     check(len(live_pods(env, ns, "ec")) == 3, "nothing recreated after failure")
 
 
+def scenario_allreduce(env):
+    """Workers and an evaluator, no PS (all-reduce training): TF_CONFIG lists no ps; a lost worker
+    (137) and the peer that noticed (150, the runtime's transient code) are both recreated under
+    ExitCode, as Kubeflow does, and worker 0's success finishes the job."""
+    ns = "allreduce"
+    env.namespace(ns)
+    env.apply(tfjob("ar", ns, {"Worker": 2, "Evaluator": 1}, restart="ExitCode"))
+    wait_for("pods Running", lambda: pods_running(env, ns, "ar", 3))
+    tf_config = json.loads(env_var(pod(env, ns, "ar-worker-1"), "TF_CONFIG"))
+    check("ps" not in tf_config["cluster"], f"no ps in TF_CONFIG: {tf_config}")
+    check(tf_config["cluster"]["worker"] == ["ar-worker-0.allreduce.svc:2222",
+                                             "ar-worker-1.allreduce.svc:2222"],
+          f"workers in TF_CONFIG: {tf_config}")
+    old = {n: pod(env, ns, n)["metadata"]["uid"] for n in ("ar-worker-0", "ar-worker-1")}
+    env.finish_pod(ns, "ar-worker-1", 137)
+    env.finish_pod(ns, "ar-worker-0", 150)
+
+    def recreated():
+        pods = {n: pod(env, ns, n) for n in old}
+        return all(p and p["metadata"]["uid"] != old[n] and not p["metadata"].get("deletionTimestamp")
+                   for n, p in pods.items())
+    wait_for("both workers recreated", recreated)
+    check(not has_condition(env, ns, "ar", "Failed"), "a lost worker is retried, not a failure")
+    wait_for("pods Running again", lambda: pods_running(env, ns, "ar", 3))
+    check(replica_restarts(env, ns, "ar", "Worker") >= 2, "both restarts counted")
+    env.finish_pod(ns, "ar-worker-1", 0)
+    env.finish_pod(ns, "ar-worker-0", 0)
+    wait_for("job Succeeded", lambda: has_condition(env, ns, "ar", "Succeeded"))
+
+
 def scenario_never(env):
     """restartPolicy Never: any failure, even a retryable code, fails the job; nothing restarts."""
     ns = "never"
@@ -1037,7 +1067,8 @@ def scenario_ui(env):
 
 GROUPS = {
     "lifecycle": {"flags": [],
-                  "scenarios": ["lifecycle", "chief", "exit_codes", "never", "backoff", "in_place",
+                  "scenarios": ["lifecycle", "chief", "exit_codes", "allreduce", "never", "backoff",
+                                "in_place",
                                 "succeeded_kept", "terminating", "deleted_pod", "invalid",
                                 "metrics", "ui"]},
     "policies": {"flags": ["--cluster-domain", CLUSTER_DOMAIN],
