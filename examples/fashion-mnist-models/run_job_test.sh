@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs an example's job (job.yaml: 1 PS, 2 workers, 1 evaluator; job-allreduce.yaml: 2 workers
-# and 1 evaluator, no PS) under the local launcher for a few steps and checks the job succeeds, the evaluator scored a checkpoint and the chief's final test
-# accuracy beats chance clearly. The job takes a few seconds and, as on Kubeflow, its evaluator is
+# and 1 evaluator, no PS) under the local launcher for a few steps and checks the job succeeds,
+# the evaluator scored a checkpoint and the chief's final test accuracy beats chance clearly. The job takes a few seconds and, as on Kubeflow, its evaluator is
 # stopped when the chief succeeds: it polls for checkpoints often so that it scores the first one
 # (at half the steps) before then, also on a loaded machine.
 # Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY
