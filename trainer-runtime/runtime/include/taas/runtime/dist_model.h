@@ -15,6 +15,10 @@
 //   pull every registered Variable's value from the parameter servers
 //   -> train(session) computes the loss and writes each Variable's `gradient`
 //   -> push the gradients; the PS holding each shard applies the optimizer.
+// Without parameter servers (a TF_CONFIG with no `ps`: all-reduce training, TensorFlow's
+// MultiWorkerMirroredStrategy), every worker holds every variable: train(session) -> the gradients
+// are averaged over all model replicas of the job -> each replica applies the optimizer to its own
+// copy. The same model class serves both.
 // train() never talks to the parameter servers itself: the runtime pulls before and pushes after
 // every call. Training stops when the global step reaches max steps, or when train() sets
 // StepResult::stop.
@@ -184,8 +188,9 @@ class DistModel {
   virtual void after_train(Session& session, bool is_chief);
 };
 
-// Runs the replica TF_CONFIG names; returns the process exit code. `factory` is called at most
-// once, and never on a parameter server.
+// Runs the replica TF_CONFIG names; returns the process exit code. `factory` is called once per
+// model replica (TAAS_REPLICAS_PER_WORKER under all-reduce, else once), never on a parameter
+// server.
 int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> factory);
 
 template <class Model>
