@@ -55,6 +55,16 @@ TEST_CASE("TF_CONFIG matches Kubeflow's format byte for byte") {
         R"("environment":"cloud"})");
 }
 
+TEST_CASE("a job without PS replicas (all-reduce) gets a TF_CONFIG that lists no ps") {
+  const auto job = JobWith({{ReplicaType::kWorker, 2}, {ReplicaType::kEvaluator, 1}});
+  const auto config = TfConfigJson(KubernetesClusterSpec(job, ServiceAddressing{}),
+                                   TaskId{ReplicaType::kWorker, 1});
+  CHECK(config ==
+        R"({"cluster":{"evaluator":["j-evaluator-0.ns.svc:2222"],)"
+        R"("worker":["j-worker-0.ns.svc:2222","j-worker-1.ns.svc:2222"]},)"
+        R"("task":{"type":"worker","index":1},"environment":"cloud"})");
+}
+
 TEST_CASE(
     "TF_CONFIG is needed unless the job has exactly one replica, as Kubeflow's isDistributed") {
   CHECK_FALSE(NeedsTfConfig(JobWith({{ReplicaType::kWorker, 1}}).spec));
