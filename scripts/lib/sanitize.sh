@@ -5,8 +5,9 @@
 # is the entry's:
 #   asan  MAIN_BUILD   every `unit` test under AddressSanitizer + UndefinedBehaviorSanitizer
 #   fuzz  MAIN_BUILD   every fuzz target for TAAS_FUZZ_SECONDS (default 30), same tree as asan
-#   tsan  MAIN_BUILD   the parameter-server (but its gRPC test) and kube (work queue, informer)
-#                      tests under ThreadSanitizer
+#   tsan  MAIN_BUILD   the parameter-server (but its gRPC test), collective (all-reduce ring,
+#                      in-process groups) and kube (work queue, informer) tests under
+#                      ThreadSanitizer
 # The trees are MAIN_BUILD-asan and MAIN_BUILD-tsan. No report is suppressed: the selection below
 # leaves out what cannot be checked honestly (see tsan).
 set -euo pipefail
@@ -59,12 +60,14 @@ fuzz)
   run_ctest "$main_build-asan" -L fuzz
   ;;
 tsan)
-  # The PS tests and the kube tests (work queue, informer, client, leader election); test names
+  # The PS tests, the collective tests (the ring's operation thread, in-process replica groups;
+  # the ring test's forked ranks run under TSan too) and the kube tests (work queue, informer,
+  # client, leader election); test names
   # are their targets' names (taas_add_test). Not trainer_ps_rpc_test: Debian's gRPC is not built
   # with TSan, so every handoff between its threads (completion queue, pollers, inlined grpcpp
   # code) reads as a race; tried with library suppressions, each run showed a new one inside
   # gRPC. It runs under ASan+UBSan with the other unit tests.
-  tsan_select=(-R '^(trainer_ps_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
+  tsan_select=(-R '^(trainer_ps_.*_test|trainer_collective_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
   TAAS_BUILD="$main_build-tsan" taas_configure "${clang_args[@]}" -DTAAS_SANITIZE=thread
   mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N "${tsan_select[@]}" |
     sed -n 's/^ *Test *#[0-9]*: //p')
