@@ -13,14 +13,16 @@
 // Per size and ring size: latency per operation (median of --reps, after one warm-up operation),
 // algorithm bandwidth (bytes / time), bus bandwidth (NCCL-tests' definition: algbw x 2(n-1)/n,
 // the bytes each rank sends per byte of buffer), the ratio bus bandwidth / raw socket (median of
-// the rep-by-rep ratios, and their range), and the cores kept busy (CPU seconds over wall seconds,
-// every rank of the ring; sender and receiver of the raw socket). The targets are printed
-// with whether this run met them; nothing is asserted.
+// the rep-by-rep ratios, and their range), the cores kept busy (CPU seconds over wall seconds,
+// every rank of the ring; sender and receiver of the raw socket) and the CPU seconds per GB that
+// crossed a socket (the ring's n ranks send 2(n-1) buffers per operation, the raw socket one):
+// the cost of a byte whatever the load, and with the cores the ceiling a machine puts on the ring.
+// The targets are printed with whether this run met them; nothing is asserted.
 //
 // Usage: taas_allreduce_bench [--sizes S,S,...] [--ranks N,N,...] [--reps R] [--chunk-kb K]
 //   --sizes: bytes, or with a suffix K, M or G (KiB, MiB, GiB); whole floats (4 bytes) are used.
 //            Default 4K,64K,1M,4M,16M,64M,256M.
-//   --ranks: ring sizes, each >= 2. Default 2,3,4.
+//   --ranks: ring sizes, each in 2..64. Default 2,3,4.
 //   --reps:  timed repetitions per size (each of one or more operations, see ItersFor). Default 5.
 //   --chunk-kb: the ring's piece size (TcpRingOptions::chunk_bytes) and the raw socket's send and
 //            receive size, in KiB. Default 1024, the ring's own default.
@@ -433,11 +435,16 @@ void PrintRows(int ranks, const std::vector<Row>& rows) {
   for (const Row& r : rows) {
     const double bytes = static_cast<double>(r.bytes);
     const double algbw = bytes / r.ring_secs / 1e9;
+    // Bytes that cross a socket per operation: each rank sends 2(n-1)/n of the buffer.
+    const double ring_sent = bytes * BusFactor(ranks) * ranks;
     std::printf(
-        "%5d %6s %5llu %10.1f %8.3f %8.3f %9.1f %8.3f %6.0f%% %5.0f%%-%4.0f%% %5.2f %5.2f\n", ranks,
-        SizeLabel(r.bytes).c_str(), static_cast<unsigned long long>(r.iters), 1e6 * r.ring_secs,
-        algbw, algbw * BusFactor(ranks), 1e6 * r.raw_secs, bytes / r.raw_secs / 1e9,
-        100.0 * r.ratio, 100.0 * r.ratio_lo, 100.0 * r.ratio_hi, r.ring_cores, r.raw_cores);
+        "%5d %6s %5llu %10.1f %8.3f %8.3f %9.1f %8.3f %6.0f%% %5.0f%%-%4.0f%% %5.2f %5.2f %6.3f "
+        "%6.3f\n",
+        ranks, SizeLabel(r.bytes).c_str(), static_cast<unsigned long long>(r.iters),
+        1e6 * r.ring_secs, algbw, algbw * BusFactor(ranks), 1e6 * r.raw_secs,
+        bytes / r.raw_secs / 1e9, 100.0 * r.ratio, 100.0 * r.ratio_lo, 100.0 * r.ratio_hi,
+        r.ring_cores, r.raw_cores, r.ring_cores * r.ring_secs / ring_sent * 1e9,
+        r.raw_cores * r.raw_secs / bytes * 1e9);
   }
 }
 
@@ -565,10 +572,13 @@ int main(int argc, char** argv) {
   std::printf(
       "(raw: one message of the same bytes one way, acknowledged; bus/raw: busbw over the "
       "raw GB/s of the same rep)\n");
-  std::printf("%5s %6s %5s %10s %8s %8s %9s %8s %7s %12s %5s %5s\n", "ranks", "size", "ops",
-              "us/op", "algbw", "busbw", "raw", "raw", "bus/raw", "min-max", "ring", "raw");
-  std::printf("%5s %6s %5s %10s %8s %8s %9s %8s %7s %12s %5s %5s\n", "", "", "/rep", "", "GB/s",
-              "GB/s", "us/msg", "GB/s", "", "", "cores", "cores");
+  std::printf("%5s %6s %5s %10s %8s %8s %9s %8s %7s %12s %5s %5s %6s %6s\n", "ranks", "size", "ops",
+              "us/op", "algbw", "busbw", "raw", "raw", "bus/raw", "min-max", "ring", "raw", "ring",
+              "raw");
+  std::printf("%5s %6s %5s %10s %8s %8s %9s %8s %7s %12s %5s %5s %6s %6s\n", "", "", "/rep", "",
+              "GB/s", "GB/s", "us/msg", "GB/s", "", "", "cores", "cores", "CPU", "CPU");
+  std::printf("%5s %6s %5s %10s %8s %8s %9s %8s %7s %12s %5s %5s %6s %6s\n", "", "", "", "", "", "",
+              "", "", "", "", "", "", "s/GB", "s/GB");
   std::fflush(stdout);
   std::map<int, std::vector<Row>> results;
   for (const int ranks : rank_counts) {
