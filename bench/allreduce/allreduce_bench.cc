@@ -29,7 +29,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,11 +47,15 @@
 #include <vector>
 
 #include "taas/base/random_token.h"
+#include "taas/bench/measure.h"
 #include "taas/collective/tcp_ring.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using taas::bench::Clock;
+using taas::bench::CpuSeconds;
+using taas::bench::Median;
+using taas::bench::Seconds;
 
 // Operations per timed rep: enough that a rep of a small size lasts milliseconds, not
 // microseconds, and one operation from 64 MiB up.
@@ -66,10 +69,6 @@ constexpr std::uint64_t kBandwidthTargetFrom = std::uint64_t{16} << 20;
 constexpr std::uint64_t kLatencyTargetBytes = 4096;
 constexpr double kLatencyTargetSecs = 100e-6;
 
-double Seconds(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 [[noreturn]] void Fail(const std::string& what) {
   std::fprintf(stderr, "taas_allreduce_bench: %s\n", what.c_str());
   std::exit(1);
@@ -80,19 +79,6 @@ double Seconds(Clock::time_point start) {
   std::fprintf(stderr, "taas_allreduce_bench (pid %d): %s\n", static_cast<int>(::getpid()),
                what.c_str());
   ::_exit(1);
-}
-
-// CPU seconds (user + system) of this process, every thread included.
-double CpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 std::uint64_t ItersFor(std::uint64_t bytes) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "taas/bench/measure.h"
 #include "taas/data/idx.h"
 #include "taas/fashion_mnist/local_trainer.h"
 #include "taas/nn/compute.h"
@@ -26,12 +27,7 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-}
+using taas::bench::CpuSeconds;
 
 double PeakRssMb() {
   rusage usage{};

@@ -18,7 +18,6 @@
 // (an empty --sizes or --latency-kb, or --update-mb 0, skips that table).
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "taas/bench/measure.h"
 #include "taas/optim/optimizer.h"
 #include "taas/ps/client.h"
 #include "taas/ps/server.h"
@@ -40,28 +40,14 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using taas::bench::Clock;
+using taas::bench::CpuSeconds;
+using taas::bench::Median;
+using taas::bench::Seconds;
 
 [[noreturn]] void Fail(const std::string& what) {
   std::fprintf(stderr, "taas_ps_bench: %s\n", what.c_str());
   std::exit(1);
-}
-
-// CPU seconds (user + system) of this process: every thread, the in-process PS and echo included.
-double CpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // --- Raw socket -------------------------------------------------------------------------------
