@@ -204,6 +204,9 @@ absl::StatusOr<Fd> ConnectOnce(const HostPort& address, Clock::time_point deadli
   return fd;
 }
 
+// Operations this small run on the caller's thread when nothing is queued before them.
+constexpr std::size_t kInlineBytes = 64 * 1024;
+
 // One queued operation.
 struct Op {
   OpHeader header;
@@ -273,10 +276,21 @@ class TcpRing final : public Collective {
     if (size_ == 1) return Handle();
     Op op{{next_sequence_++, kind, data.size(), root}, data, {}};
     Handle handle = op.done.handle();
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(op));
+    std::unique_lock lock(mu_);
+    if (data.size() <= kInlineBytes && queue_.empty() && !running_) {
+      // A small operation with nothing before it runs on the caller's thread: handing it to the
+      // operation thread and back costs two wake-ups, more than the transfer itself.
+      running_ = true;
+      lock.unlock();
+      Execute(op);
+      lock.lock();
+      running_ = false;
+      lock.unlock();
+      queued_.notify_all();
+      return handle;
     }
+    queue_.push_back(std::move(op));
+    lock.unlock();
     queued_.notify_all();
     return handle;
   }
@@ -286,23 +300,34 @@ class TcpRing final : public Collective {
       Op op;
       {
         std::unique_lock lock(mu_);
-        queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        queued_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
         if (queue_.empty()) return;
         op = std::move(queue_.front());
         queue_.pop_front();
+        running_ = true;
       }
-      if (failed_.ok()) {
-        failed_ = Run(op);
-        if (!failed_.ok()) {
-          // Closing both connections tells the neighbours at once, and they theirs: the whole
-          // ring learns of the failure within moments instead of after a timeout.
-          ::shutdown(next_.get(), SHUT_RDWR);
-          ::shutdown(prev_.get(), SHUT_RDWR);
-          logger_.Warning("all-reduce ring failed", {{"error", failed_.ToString()}});
-        }
+      Execute(op);
+      {
+        std::lock_guard lock(mu_);
+        running_ = false;
       }
-      op.done.Finish(failed_);
+      queued_.notify_all();
     }
+  }
+
+  // Runs one operation (or fails it after an earlier failure); one at a time, in issue order.
+  void Execute(Op& op) {
+    if (failed_.ok()) {
+      failed_ = Run(op);
+      if (!failed_.ok()) {
+        // Closing both connections tells the neighbours at once, and they theirs: the whole
+        // ring learns of the failure within moments instead of after a timeout.
+        ::shutdown(next_.get(), SHUT_RDWR);
+        ::shutdown(prev_.get(), SHUT_RDWR);
+        logger_.Warning("all-reduce ring failed", {{"error", failed_.ToString()}});
+      }
+    }
+    op.done.Finish(failed_);
   }
 
   absl::Status Run(const Op& op) {
@@ -474,10 +499,11 @@ class TcpRing final : public Collective {
   Fd prev_;  // from rank - 1: this rank receives on it
   Logger logger_;
   std::uint64_t next_sequence_ = 0;  // the caller's thread only
-  absl::Status failed_;              // the worker thread only
+  absl::Status failed_;              // whoever runs an operation (running_)
   std::mutex mu_;
   std::condition_variable queued_;
   std::deque<Op> queue_;
+  bool running_ = false;  // an operation runs, on the operation thread or a caller's
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -7,6 +7,10 @@
 // a piece travels on as soon as it has been received and reduced. Broadcast pipelines the same
 // pieces along the ring from the root.
 //
+// Operations run one at a time in issue order on the ring's own thread, so the caller can issue
+// the next bucket while one travels; one of at most 64 KiB with nothing queued before it runs on
+// the caller's thread instead (handing it over and back costs more than its transfer).
+//
 // Every connection starts with a hello that names the sender's rank and the ring's size and
 // proves the job's token; every operation starts with a header naming its sequence number, kind
 // and length, so ranks that disagree about what they are doing fail with a message saying so
