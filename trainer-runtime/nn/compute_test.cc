@@ -2,14 +2,21 @@
 
 #include <doctest/doctest.h>
 
+#include <thread>
+
 namespace taas::nn {
 namespace {
 
-TEST_CASE("compute threads can be set per calling thread") {
+TEST_CASE("compute threads are set for the whole process, threads started later included") {
   SetComputeThreads(1);
   CHECK(ComputeThreads() == 1);
+  int on_other_thread = 0;
+  std::thread([&] { on_other_thread = ComputeThreads(); }).join();
+  CHECK(on_other_thread == 1);
   SetComputeThreads(0);
   CHECK(ComputeThreads() >= 1);
+  std::thread([&] { on_other_thread = ComputeThreads(); }).join();
+  CHECK(on_other_thread == ComputeThreads());
 }
 
 }  // namespace

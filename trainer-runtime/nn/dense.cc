@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "layer_internal.h"
+#include "taas/nn/compute.h"
 #include "taas/tensor/initializers.h"
 
 namespace taas::nn {
@@ -32,6 +33,7 @@ absl::StatusOr<const Tensor*> Dense::Forward(const Tensor& input, bool) {
   float* y = output_.data();
   const float* b = bias_.value.data();
   for (std::int64_t r = 0; r < n; ++r) std::copy_n(b, out_, y + r * out_);
+  FollowComputeThreads();
   dnnl::sgemm('N', 'N', n, out_, in_, 1.0f, input.data(), in_, kernel_.value.data(), out_, 1.0f, y,
               out_);
   if (activation_ == Activation::kRelu) {
@@ -55,6 +57,7 @@ absl::StatusOr<const Tensor*> Dense::Backward(const Tensor& grad_output) {
     internal::ReluMask(output_, grad_output, masked_grad_);
     dy = &masked_grad_;
   }
+  FollowComputeThreads();
   dnnl::sgemm('T', 'N', in_, out_, n, 1.0f, input_->data(), in_, dy->data(), out_, 0.0f,
               kernel_.gradient.data(), out_);
   float* db = bias_.gradient.data();

@@ -8,10 +8,15 @@
 
 namespace taas::nn {
 
-// Sets how many threads oneDNN uses for the primitives and sgemm calls made from the calling
-// thread (OpenMP's per-thread nthreads setting); 0 restores the default (all cores). On a busy
-// machine one thread can be much faster than two: a preempted thread stalls every barrier.
+// Sets how many threads oneDNN uses for the primitives and sgemm calls of every thread of the
+// process, those started later included (several model replicas, each on its own thread, train
+// with the setting their build_model chose on the main thread); 0 restores the default (all
+// cores). On a busy machine one thread can be much faster than two: a preempted thread stalls
+// every barrier.
 void SetComputeThreads(int threads);
+// Applies that setting to the calling thread (OpenMP's nthreads is per thread); layers call it
+// before they compute, through ComputeContext::stream() or directly.
+void FollowComputeThreads();
 // The threads oneDNN calls from this thread will use.
 int ComputeThreads();
 
@@ -22,7 +27,10 @@ class ComputeContext {
   ComputeContext& operator=(const ComputeContext&) = delete;
 
   dnnl::engine& engine() { return engine_; }
-  dnnl::stream& stream() { return stream_; }
+  dnnl::stream& stream() {
+    FollowComputeThreads();
+    return stream_;
+  }
 
  private:
   dnnl::engine engine_;
