@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -30,6 +31,13 @@ std::string Errno(const char* call) { return std::string(call) + ": " + std::str
 Clock::time_point After(double secs) {
   return Clock::now() +
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
+}
+
+// "600 s" rather than std::to_string's "600.000000 s".
+std::string SecsText(double secs) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", secs);
+  return text;
 }
 
 // Milliseconds until `deadline` for poll(2), at least 0.
@@ -425,8 +433,8 @@ class TcpRing final : public Collective {
       if (ready <= 0) {
         if (Clock::now() < progress_deadline) continue;
         return absl::DeadlineExceededError(
-            ring_wire::Describe(header) + ": no byte moved for " +
-            std::to_string(options_.timeout_secs) + " s (TAAS_WAIT_TIMEOUT_SECS) waiting " +
+            ring_wire::Describe(header) + ": no byte moved for " + SecsText(options_.timeout_secs) +
+            " s (TAAS_WAIT_TIMEOUT_SECS) waiting " +
             (can_receive ? "for " + peer(prev) + " to send" : "for " + peer(next) + " to read"));
       }
       bool moved = false;
@@ -527,8 +535,15 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
           fd->get(),
           ring_wire::EncodeHello({size, static_cast<std::uint32_t>(options.rank), options.token}),
           deadline, what);
-      if (status.ok())
+      if (status.ok()) {
         status = ReceiveHello(fd->get(), {size, next, options.token}, deadline, what);
+        if (status.code() == absl::StatusCode::kUnavailable) {
+          status = absl::UnavailableError(
+              "rank " + std::to_string(next) +
+              " hung up on this rank's hello: it refused it (another job's token, or TF_CONFIG "
+              "differs: see its log) or it is restarting");
+        }
+      }
       if (status.ok()) return std::move(*fd);
       // A peer that answered with the wrong token, ring or rank will not change its mind.
       if (status.code() == absl::StatusCode::kPermissionDenied ||
@@ -545,8 +560,7 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(backoff * 2, 1.0);
   }
-  return absl::DeadlineExceededError(what + ": gave up after " +
-                                     std::to_string(options.timeout_secs) +
+  return absl::DeadlineExceededError(what + ": gave up after " + SecsText(options.timeout_secs) +
                                      " s (TAAS_WAIT_TIMEOUT_SECS): " + std::string(last.message()));
 }
 
@@ -559,8 +573,15 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
                                                static_cast<int>(size));
   const std::string what =
       "accepting rank " + std::to_string(prev) + " (" + options.addresses[prev] + ")";
+  // The last connection refused: a timeout names why, or a wrong token would read as silence.
+  absl::Status refused;
   while (true) {
-    TAAS_RETURN_IF_ERROR(WaitReady(listener, POLLIN, deadline, what));
+    if (absl::Status ready = WaitReady(listener, POLLIN, deadline, what); !ready.ok()) {
+      if (refused.ok()) return ready;
+      return absl::Status(ready.code(),
+                          std::string(ready.message()) +
+                              "; the last connection refused: " + std::string(refused.message()));
+    }
     Fd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (fd.get() < 0) continue;
     TuneSocket(fd.get());
@@ -576,6 +597,7 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
     if (status.ok()) return fd;
     logger.Warning("refused a connection to the all-reduce ring",
                    {{"error", std::string(status.message())}});
+    refused = std::move(status);
   }
 }
 
@@ -605,6 +627,12 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions&
   std::thread join([&] { next_fd = JoinNext(options, next_address, deadline, logger); });
   absl::StatusOr<Fd> prev_fd = AcceptPrevious(options, listener.get(), deadline, logger);
   join.join();
+  if (!next_fd.ok() && !prev_fd.ok()) {
+    // Both directions failed: the accepting side knows why it refused the previous rank (a wrong
+    // token), the joining side only that the next rank hung up.
+    return absl::Status(next_fd.status().code(), std::string(next_fd.status().message()) + "; " +
+                                                     std::string(prev_fd.status().message()));
+  }
   TAAS_RETURN_IF_ERROR(next_fd.status());
   TAAS_RETURN_IF_ERROR(prev_fd.status());
   listener.Reset();  // a process started later cannot join a ring already formed

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -218,6 +219,37 @@ TEST_CASE("a peer that exits fails the others at once, naming it") {
   }
 }
 
+TEST_CASE("a peer that exits in the middle of an operation fails the others at once") {
+  RingRun run;
+  run.ranks = 3;
+  const auto start = std::chrono::steady_clock::now();
+  auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+    if (rank == 2) {
+      // Dies without closing anything itself, while the ring is busy.
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ::_exit(0);
+      }).detach();
+    }
+    std::vector<float> data(1 << 20, 1.0f);  // 4 MB in 4 KB chunks: the ring is always busy
+    for (int op = 0;; ++op) {
+      if (absl::Status s = ring.AllReduce(data, ReduceOp::kSum).Wait(); !s.ok()) {
+        return s.ToString();
+      }
+      std::fill(data.begin(), data.end(), 1.0f);
+    }
+  });
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(secs < 10);  // the timeout is 30 s
+  CHECK(lines[2].empty());
+  for (int rank : {0, 1}) {
+    CAPTURE(lines[static_cast<std::size_t>(rank)]);
+    CHECK(lines[static_cast<std::size_t>(rank)].rfind("UNAVAILABLE: all-reduce (sum) #", 0) == 0);
+    CHECK(lines[static_cast<std::size_t>(rank)].find("lost rank") != std::string::npos);
+  }
+}
+
 TEST_CASE("a peer that goes silent fails the operation after the timeout") {
   RingRun run;
   run.timeout_secs = 1;
@@ -248,6 +280,10 @@ TEST_CASE("a ring forms whatever order its ranks start in; a wrong token never j
   for (const auto& line : lines) {
     CAPTURE(line);
     CHECK(line.rfind("connect: DEADLINE_EXCEEDED", 0) == 0);
+    // Each rank refused the other's hello, and says why.
+    CHECK(line.find("the last connection refused: the peer proved another job's token") !=
+          std::string::npos);
+    CHECK(line.find("hung up on this rank's hello") != std::string::npos);
   }
 }
 
