@@ -8,7 +8,8 @@ namespace taas::collective::ring_wire {
 namespace {
 
 constexpr std::array<char, 8> kHelloMagic = {'T', 'A', 'A', 'S', 'R', 'I', 'N', 'G'};
-constexpr std::uint32_t kVersion = 1;
+// 2: all-reduces of at most 64 KiB gather every rank's buffer (tcp_ring.cc, kGatherBytes).
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kOpMagic = 0x4f524154;  // "TARO" read little-endian
 
 void PutU32(std::byte* out, std::uint32_t v) {

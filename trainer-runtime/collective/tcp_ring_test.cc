@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -98,7 +101,10 @@ std::string Digest(std::span<const float> data) {
       std::string_view(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float))));
 }
 
-const std::vector<std::size_t> kSizes = {0, 1, 2, 3, 5, 7, 13, 1021, 1024, 4099, 10007};
+// Up to 64 KiB (16384 floats) a small all-reduce gathers every rank's buffer; above, the ring
+// reduce-scatters and all-gathers in chunks of 4 KB.
+const std::vector<std::size_t> kSizes = {0,    1,    2,    3,     5,     7,     13,
+                                         1021, 1024, 4099, 10007, 16384, 16411, 100003};
 
 TEST_CASE("all-reduce across 2, 3 and 4 processes is exact for every size") {
   for (int ranks : {2, 3, 4}) {
@@ -143,12 +149,16 @@ TEST_CASE("random floats reduce to the same bits on every rank, and again on a s
     auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
       std::mt19937 random(static_cast<unsigned>(rank + 1));
       std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-      std::vector<float> data(9001);
-      for (float& x : data) x = uniform(random);
-      if (absl::Status s = ring.AllReduce(data, ReduceOp::kMean).Wait(); !s.ok()) {
-        return s.ToString();
+      std::string digests;
+      for (std::size_t n : {std::size_t{9001}, std::size_t{70001}}) {  // gathered, and the ring
+        std::vector<float> data(n);
+        for (float& x : data) x = uniform(random);
+        if (absl::Status s = ring.AllReduce(data, ReduceOp::kMean).Wait(); !s.ok()) {
+          return s.ToString();
+        }
+        digests += " " + Digest(data);
       }
-      return "ok " + Digest(data);
+      return "ok" + digests;
     });
     REQUIRE(lines[0].rfind("ok ", 0) == 0);
     for (const auto& line : lines) CHECK(line == lines[0]);
@@ -156,6 +166,27 @@ TEST_CASE("random floats reduce to the same bits on every rank, and again on a s
     CHECK(lines == first);
   }
 }
+
+#if defined(__SSE__)
+TEST_CASE("a rank whose thread flushes denormals to zero still gets the others' bits") {
+  RingRun run;
+  run.ranks = 3;
+  auto lines = RunRing(run, [](Collective& ring, int rank) -> std::string {
+    // A numerics library may set flush-to-zero and denormals-are-zero on a training thread; a
+    // small all-reduce runs on the caller's thread and each rank adds the buffers itself.
+    if (rank == 0) _mm_setcsr(_mm_getcsr() | 0x8040);
+    std::vector<float> data(1000, 1e-40f);  // denormal: FTZ/DAZ arithmetic would make it 0
+    if (absl::Status s = ring.AllReduce(data, ReduceOp::kSum).Wait(); !s.ok()) {
+      return s.ToString();
+    }
+    if (rank == 0) _mm_setcsr(_mm_getcsr() & ~0x8040u);
+    return "ok " + Digest(data) + " " + std::to_string(data[0] > 0.0f);
+  });
+  REQUIRE(lines[1].rfind("ok ", 0) == 0);
+  CHECK(lines[1].substr(lines[1].size() - 2) == " 1");
+  for (const auto& line : lines) CHECK(line == lines[1]);
+}
+#endif
 
 TEST_CASE("broadcast from every root, barriers, and several operations in flight") {
   RingRun run;

@@ -4,8 +4,10 @@
 // rank r-1 (mod size), then closes its listener, so a process started later cannot join a ring
 // already formed. All-reduce is reduce-scatter then all-gather (each rank sends and receives
 // 2(size-1)/size of the buffer), in pieces of `chunk_bytes` that pipeline around the ring:
-// a piece travels on as soon as it has been received and reduced. Broadcast pipelines the same
-// pieces along the ring from the root.
+// a piece travels on as soon as it has been received and reduced. An all-reduce of at most
+// 64 KiB, where a ring step's wake-ups cost more than its bytes, instead passes every rank's whole
+// buffer around the ring (size-1 steps instead of 2(size-1)) and each rank adds them in rank
+// order. Broadcast pipelines the same pieces along the ring from the root.
 //
 // Operations run one at a time in issue order on the ring's own thread, so the caller can issue
 // the next bucket while one travels; one of at most 64 KiB with nothing queued before it runs on
