@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -213,6 +214,8 @@ absl::StatusOr<Fd> ConnectOnce(const HostPort& address, Clock::time_point deadli
   return fd;
 }
 
+// The most pieces one sendmsg carries.
+constexpr std::size_t kMaxSendPieces = 16;
 // Operations this small run on the caller's thread when nothing is queued before them.
 constexpr std::size_t kInlineBytes = 64 * 1024;
 // All-reduces this small gather every rank's whole buffer instead (PlanGather): n - 1 ring steps
@@ -503,17 +506,39 @@ class TcpRing final : public Collective {
       }
       bool moved = false;
       if (can_send && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-        const Piece& piece = sends[send_at];
-        const ssize_t n =
-            ::send(next_.get(), piece.data + send_offset, piece.bytes - send_offset, MSG_NOSIGNAL);
+        // Pieces free to go leave together up to a chunk's bytes: the header with a small
+        // operation's data, in one call and one segment. (Never more: a call sending megabytes
+        // would leave the receiving side idle meanwhile.)
+        std::array<iovec, kMaxSendPieces> iov;
+        std::size_t count = 0, bytes = 0;
+        for (std::size_t i = send_at;
+             i < sends.size() && count < iov.size() &&
+             sends[i].after_receive < static_cast<std::int64_t>(receive_at);
+             ++i) {
+          const std::size_t skip = i == send_at ? send_offset : 0;
+          if (count > 0 && bytes + sends[i].bytes - skip > ChunkBytes()) break;
+          iov[count++] = {sends[i].data + skip, sends[i].bytes - skip};
+          bytes += sends[i].bytes - skip;
+        }
+        msghdr message{};
+        message.msg_iov = iov.data();
+        message.msg_iovlen = count;
+        const ssize_t n = ::sendmsg(next_.get(), &message, MSG_NOSIGNAL);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
           return absl::UnavailableError(ring_wire::Describe(header) + ": lost " + peer(next) +
-                                        ": " + Errno("send"));
+                                        ": " + Errno("sendmsg"));
         }
         if (n > 0) {
           moved = true;
-          send_offset += static_cast<std::size_t>(n);
-          if (send_offset == piece.bytes) ++send_at, send_offset = 0;
+          for (auto left = static_cast<std::size_t>(n); left > 0;) {
+            const std::size_t rest = sends[send_at].bytes - send_offset;
+            if (left < rest) {
+              send_offset += left;
+              break;
+            }
+            left -= rest;
+            ++send_at, send_offset = 0;
+          }
         }
       }
       if (can_receive && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
