@@ -1,0 +1,58 @@
+// libFuzzer target: the bytes a stranger sends the TCP ring before any data (ring_wire.h): the
+// hello a new connection opens with and the header of each operation. The first input byte picks
+// which; the rest is what arrived. Nothing may crash or announce more than the limits, and only
+// the exact bytes the expected peer would send may pass.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "ring_wire.h"
+
+namespace {
+
+using namespace taas::collective::ring_wire;
+
+void Require(bool condition) {
+  if (!condition) std::abort();
+}
+
+const Hello kExpectedHello = {4, 3, std::string(64, 'a')};
+const OpHeader kExpectedHeader = {7, OpKind::kBroadcast, 4096, 2};
+
+void FuzzHello(std::span<const std::byte> bytes) {
+  // As the ring reads it: the fixed part, then as many token bytes as it announces.
+  const auto fixed = bytes.first(std::min(bytes.size(), kHelloFixedBytes));
+  const auto token_bytes = HelloTokenBytes(fixed);
+  if (!token_bytes.ok()) return;
+  Require(*token_bytes <= kMaxTokenBytes);
+  const std::size_t whole = kHelloFixedBytes + *token_bytes;
+  if (bytes.size() < whole) return;
+  const auto hello = bytes.first(whole);
+  if (CheckHello(hello, kExpectedHello).ok()) {
+    const auto expected = EncodeHello(kExpectedHello);
+    Require(std::equal(hello.begin(), hello.end(), expected.begin(), expected.end()));
+  }
+}
+
+void FuzzHeader(std::span<const std::byte> bytes) {
+  const auto header = bytes.first(std::min(bytes.size(), kOpHeaderBytes));
+  if (CheckOpHeader(header, kExpectedHeader).ok()) {
+    const auto expected = EncodeOpHeader(kExpectedHeader);
+    Require(std::equal(header.begin(), header.end(), expected.begin(), expected.end()));
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::span<const std::byte> rest(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
+  if (data[0] % 2 == 0) {
+    FuzzHello(rest);
+  } else {
+    FuzzHeader(rest);
+  }
+  return 0;
+}
