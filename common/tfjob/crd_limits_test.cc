@@ -1,20 +1,24 @@
-// The CRD's schema and the rules library enforce the same size limits: the API server rejects
-// what validation would, with the same numbers.
+// The CRD's schema and the rules library enforce the same limits and values: the API server
+// rejects what validation would, with the same numbers and names.
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "taas/tfjob/tfjob.h"
 #include "taas/tfjob/validation.h"
 
 namespace taas::tfjob {
 namespace {
 
-YAML::Node ReplicaSpecsSchema() {
+YAML::Node SpecSchema() {
   const YAML::Node crd = YAML::LoadFile(TAAS_TFJOB_CRD_PATH);
-  return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-            ["tfReplicaSpecs"];
+  return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
 }
+
+YAML::Node ReplicaSpecsSchema() { return SpecSchema()["properties"]["tfReplicaSpecs"]; }
 
 TEST_CASE("the CRD's per-type maximum is kMaxReplicasPerType") {
   const YAML::Node replicas =
@@ -35,6 +39,31 @@ TEST_CASE("the CRD's per-job rule and its message use kMaxReplicasPerJob") {
     CHECK(rule["message"].as<std::string>().find(words) != std::string::npos);
   }
   CHECK(found);
+}
+
+TEST_CASE("the CRD's managedBy values are kSupportedManagers, and the field is immutable") {
+  const YAML::Node managed_by = SpecSchema()["properties"]["runPolicy"]["properties"]["managedBy"];
+  REQUIRE(managed_by["enum"]);
+  std::vector<std::string> listed;
+  for (const YAML::Node& value : managed_by["enum"]) listed.push_back(value.as<std::string>());
+  CHECK(listed ==
+        std::vector<std::string>(std::begin(kSupportedManagers), std::end(kSupportedManagers)));
+  bool immutable = false;
+  for (const YAML::Node& rule : SpecSchema()["x-kubernetes-validations"]) {
+    const std::string text = rule["rule"].as<std::string>();
+    immutable |= text.find("oldSelf.runPolicy.managedBy") != std::string::npos;
+  }
+  CHECK(immutable);
+}
+
+TEST_CASE("the CRD requires an image on every container, as Kubeflow's webhook and Validate do") {
+  const YAML::Node container =
+      ReplicaSpecsSchema()["additionalProperties"]["properties"]["template"]["properties"]["spec"]
+                          ["properties"]["containers"]["items"];
+  std::vector<std::string> required;
+  for (const YAML::Node& field : container["required"]) required.push_back(field.as<std::string>());
+  CHECK(std::find(required.begin(), required.end(), "image") != required.end());
+  CHECK(container["properties"]["image"]["minLength"].as<int>() == 1);
 }
 
 }  // namespace

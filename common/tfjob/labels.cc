@@ -13,10 +13,15 @@ Labels ReplicaTypeLabels(std::string_view job_name, ReplicaType type) {
   return labels;
 }
 
-Labels ReplicaLabels(const TFJobSpec& spec, std::string_view job_name, ReplicaType type,
-                     int index) {
+Labels ReplicaIndexLabels(std::string_view job_name, ReplicaType type, int index) {
   Labels labels = ReplicaTypeLabels(job_name, type);
   labels[std::string(kLabelReplicaIndex)] = std::to_string(index);
+  return labels;
+}
+
+Labels ReplicaLabels(const TFJobSpec& spec, std::string_view job_name, ReplicaType type,
+                     int index) {
+  Labels labels = ReplicaIndexLabels(job_name, type, index);
   if (IsMasterRole(spec, type, index)) {
     labels[std::string(kLabelJobRole)] = std::string(kJobRoleMaster);
   }

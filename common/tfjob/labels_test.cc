@@ -37,6 +37,18 @@ TEST_CASE("job-role=master goes to the chief, or to worker 0 when there is no ch
             .at("training.kubeflow.org/job-role") == "master");
 }
 
+TEST_CASE("a replica's service labels are Kubeflow's: no job-role even for the chief") {
+  const TFJob workers = TestJob({{ReplicaType::kWorker, 2}});
+  const Labels expected{{"training.kubeflow.org/operator-name", "tfjob-controller"},
+                        {"training.kubeflow.org/job-name", "j"},
+                        {"training.kubeflow.org/replica-type", "worker"},
+                        {"training.kubeflow.org/replica-index", "0"}};
+  CHECK(ReplicaIndexLabels("j", ReplicaType::kWorker, 0) == expected);
+  Labels pod = expected;
+  pod["training.kubeflow.org/job-role"] = "master";
+  CHECK(ReplicaLabels(workers.spec, "j", ReplicaType::kWorker, 0) == pod);
+}
+
 TEST_CASE("selectors select a job or one replica type") {
   CHECK(SelectorString(JobLabels("j")) ==
         "training.kubeflow.org/job-name=j,training.kubeflow.org/operator-name=tfjob-controller");

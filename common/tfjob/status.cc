@@ -53,9 +53,17 @@ void MoveActiveToSucceeded(JobStatus& status) {
 
 // Per replica type, what this round observed.
 struct Tally {
-  int failed_for_good = 0;
+  int failed_for_good = 0;   // under Never
+  int failed_exit_code = 0;  // under ExitCode, with a permanent code
   int restarting = 0;
 };
+
+// The end of Kubeflow's Failed messages for a job past its limits (common/job.go), after
+// "Job <name>". FailedByLimit recognises a job failed so from its status alone.
+constexpr std::string_view kBackoffLimitSuffix =
+    " has failed because it has reached the specified backoff limit";
+constexpr std::string_view kDeadlineSuffix =
+    " has failed because it was active longer than specified deadline";
 
 // A replica that has been stuck since `since`.
 struct Stuck {
@@ -216,22 +224,33 @@ class StatusComputation {
     if (FailedReplicaAction(policy, replica.exit_code) == ExitAction::kRestart) {
       ++tally_[replica.type].restarting;
       restarts_.push_back({replica.type, replica.index});
+    } else if (policy == RestartPolicy::kExitCode) {
+      ++tally_[replica.type].failed_exit_code;
     } else {
       ++tally_[replica.type].failed_for_good;
     }
   }
 
-  // Deadline, backoff limit, success, failure, restarts, in that order. Returns false when the
-  // job finished.
+  // Kubeflow's order: backoff limit, deadline (ReconcileJobs), a permanent ExitCode failure
+  // (ReconcilePods), success and Running, a failure under Never (UpdateJobStatus), restarts.
+  // Returns false when the job finished.
   bool Decide() {
-    if (PastDeadline()) {
-      Finish(ConditionType::kFailed, kReasonFailed,
-             "TFJob " + Key() + " has failed because it was active longer than specified deadline");
-      return false;
-    }
     if (PastBackoffLimit()) {
       Finish(ConditionType::kFailed, kReasonFailed,
-             "TFJob " + Key() + " has failed because it has reached the specified backoff limit");
+             "Job " + job_.metadata.name + std::string(kBackoffLimitSuffix));
+      return false;
+    }
+    if (PastDeadline()) {
+      Finish(ConditionType::kFailed, kReasonFailed,
+             "Job " + job_.metadata.name + std::string(kDeadlineSuffix));
+      return false;
+    }
+    // Kubeflow fails the job here even for workers under enableDynamicWorker.
+    for (ReplicaType type : kStatusOrder) {
+      if (tally_[type].failed_exit_code == 0) continue;
+      Finish(ConditionType::kFailed, kReasonFailed,
+             "job \"" + job_.metadata.name + "\" is failing because \"" +
+                 std::string(ReplicaTypeName(type)) + "\" replica(s) failed.");
       return false;
     }
     if (UpdateSuccessAndRunning()) return false;
@@ -255,12 +274,20 @@ class StatusComputation {
   }
 
   // Every restart so far (recorded in status, in-place ones included) plus the ones this round
-  // would do, of every replica type, against backoffLimit.
+  // would do, against backoffLimit. As Kubeflow, only replica types whose policy restarts
+  // (OnFailure, Always, ExitCode) count; unlike Kubeflow, which sums the restartCount of the
+  // running pods only, a restart stays counted when its pod is replaced or recreated (ExitCode).
   bool PastBackoffLimit() const {
     const auto& limit = job_.spec.run_policy.backoff_limit;
     if (!limit) return false;
     std::int64_t total = static_cast<std::int64_t>(restarts_.size());
-    for (const auto& [type, replica] : update_.status.replica_statuses) total += replica.restarts;
+    for (const auto& [type, replica] : update_.status.replica_statuses) {
+      const auto spec = job_.spec.replica_specs.find(type);
+      if (spec == job_.spec.replica_specs.end() ||
+          spec->second.restart_policy == RestartPolicy::kNever)
+        continue;
+      total += replica.restarts;
+    }
     return total > *limit;
   }
 
@@ -398,6 +425,13 @@ bool IsSuspended(const JobStatus& status) {
   return HasTrueCondition(status, ConditionType::kSuspended);
 }
 
+bool FailedByLimit(const JobStatus& status) {
+  const JobCondition* failed = FindCondition(status, ConditionType::kFailed);
+  if (failed == nullptr || failed->status != ConditionStatus::kTrue) return false;
+  const std::string_view message = failed->message;
+  return message.ends_with(kBackoffLimitSuffix) || message.ends_with(kDeadlineSuffix);
+}
+
 bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus condition_status,
                   std::string_view reason, std::string message, Time now) {
   if (IsFinished(status)) return false;
@@ -494,8 +528,10 @@ std::vector<ReplicaRef> ReplicasToDelete(const TFJob& job,
     if (replica.terminating) continue;
     const bool active =
         replica.phase == ReplicaPhase::kRunning || replica.phase == ReplicaPhase::kPending;
+    // Kubeflow deletes every pod of a job that fails past its limits, whatever cleanPodPolicy
+    // says: a job past its deadline must not keep a running pod and its GPUs.
     const bool remove = !InSpec(job.spec, replica.type, replica.index) || suspended ||
-                        (finished && (policy == CleanPodPolicy::kAll ||
+                        (finished && (policy == CleanPodPolicy::kAll || FailedByLimit(job.status) ||
                                       (policy == CleanPodPolicy::kRunning && active)));
     if (remove) doomed.push_back({replica.type, replica.index});
   }

@@ -25,6 +25,13 @@ ObservedReplica Replica(ReplicaType type, int index, ReplicaPhase phase,
   return replica;
 }
 
+// A running replica whose container the kubelet restarted in place `restarts` times.
+ObservedReplica RestartedInPlace(ReplicaType type, int index, int restarts) {
+  ObservedReplica replica = Replica(type, index, kRunning, 1);
+  replica.restarts = restarts;
+  return replica;
+}
+
 // Feeds the result back into the job, as the operator does after writing status.
 StatusUpdate Step(TFJob& job, const std::vector<ObservedReplica>& observed, Time now,
                   const StatusOptions& options = {}) {
@@ -319,11 +326,21 @@ TEST_CASE("ExitCode restarts retryable exits and fails on permanent ones") {
     const StatusUpdate update = Step(job, {Replica(kWorker, 1, kFailed)}, At(2));
     CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 1}});
   }
-  SUBCASE("exit code 1 fails the job") {
+  SUBCASE("exit code 1 fails the job with Kubeflow's ExitCode message") {
     const StatusUpdate update =
         Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 1, kFailed, 1)}, At(2));
     CHECK(IsFailed(job.status));
     CHECK(update.restart.empty());
+    const JobCondition& failed = Condition(job.status, ConditionType::kFailed);
+    CHECK(failed.reason == "TFJobFailed");
+    CHECK(failed.message == "job \"j\" is failing because \"Worker\" replica(s) failed.");
+    CHECK(update.events.back() == JobEvent{true, "TFJobFailed", failed.message});
+  }
+  SUBCASE("a permanent ExitCode failure wins over the chief's success in the same round") {
+    TFJob chief = TestJob({{kChief, 1}, {kWorker, 1}}, RestartPolicy::kExitCode);
+    Step(chief, {Replica(kChief, 0, kSucceeded, 0), Replica(kWorker, 0, kFailed, 1)}, At(2));
+    CHECK(IsFailed(chief.status));
+    CHECK_FALSE(IsSucceeded(chief.status));
   }
   SUBCASE("a permanent failure wins over a restart in the same round") {
     const StatusUpdate update =
@@ -342,6 +359,15 @@ TEST_CASE("OnFailure and Always restart a Failed pod whatever its exit code") {
     CHECK(update.restart == std::vector<ReplicaRef>{{kWorker, 1}});
     CHECK_FALSE(IsFinished(job.status));
   }
+}
+
+TEST_CASE("enableDynamicWorker does not cover a permanent ExitCode failure, as in Kubeflow") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 3}}, RestartPolicy::kExitCode);
+  job.spec.enable_dynamic_worker = true;
+  Step(job, {Replica(kWorker, 0, kRunning), Replica(kWorker, 2, kFailed, 1)}, At(1));
+  CHECK(IsFailed(job.status));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "job \"j\" is failing because \"Worker\" replica(s) failed.");
 }
 
 TEST_CASE("enableDynamicWorker lets the job continue past failed workers") {
@@ -384,7 +410,7 @@ TEST_CASE("backoffLimit counts recorded, in-place and new restarts") {
   CHECK(third.restart.empty());
   CHECK(IsFailed(job.status));
   CHECK(Condition(job.status, ConditionType::kFailed).message ==
-        "TFJob default/j has failed because it has reached the specified backoff limit");
+        "Job j has failed because it has reached the specified backoff limit");
 }
 
 TEST_CASE("backoffLimit counts restarts the kubelet did in place") {
@@ -399,18 +425,29 @@ TEST_CASE("backoffLimit counts restarts the kubelet did in place") {
   CHECK(IsFailed(job.status));
 }
 
+TEST_CASE("backoffLimit counts no restart of a replica type under Never, as Kubeflow") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 1}}, RestartPolicy::kNever);
+  job.spec.replica_specs[kWorker].restart_policy = RestartPolicy::kOnFailure;
+  job.spec.run_policy.backoff_limit = 1;
+  // The PS pod's container restarted twice (Never replicas never restart themselves, but a
+  // restartCount can rise, e.g. a spec changed from OnFailure or a sidecar): not counted.
+  ObservedReplica ps = Replica(kPS, 0, kRunning);
+  ps.restarts = 2;
+  Step(job, {ps, Replica(kWorker, 0, kRunning)}, At(1));
+  CHECK_FALSE(IsFinished(job.status));
+  // One restart of the OnFailure worker is within the limit; a second one is past it.
+  Step(job, {ps, RestartedInPlace(kWorker, 0, 1)}, At(2));
+  CHECK_FALSE(IsFinished(job.status));
+  Step(job, {ps, RestartedInPlace(kWorker, 0, 2)}, At(3));
+  CHECK(IsFailed(job.status));
+}
+
 TEST_CASE("backoffLimit 0 allows no restart at all") {
   TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kExitCode);
   job.spec.run_policy.backoff_limit = 0;
   const StatusUpdate update = Step(job, {Replica(kWorker, 0, kFailed, 143)}, At(1));
   CHECK(update.restart.empty());
   CHECK(IsFailed(job.status));
-}
-
-ObservedReplica RestartedInPlace(ReplicaType type, int index, int restarts) {
-  ObservedReplica replica = Replica(type, index, kRunning, 1);
-  replica.restarts = restarts;
-  return replica;
 }
 
 TEST_CASE("a container restarted in place is a restart: counted once, per type, and surfaced") {
@@ -462,7 +499,7 @@ TEST_CASE("in-place restarts stay counted when the pod is replaced") {
   CHECK(job.status.replica_statuses.at(kWorker).restarts == 3);
   CHECK(IsFailed(job.status));
   CHECK(Condition(job.status, ConditionType::kFailed).message ==
-        "TFJob default/j has failed because it has reached the specified backoff limit");
+        "Job j has failed because it has reached the specified backoff limit");
 }
 
 TEST_CASE("a replica recreated by the operator starts a new restartCount") {
@@ -520,9 +557,67 @@ TEST_CASE("activeDeadlineSeconds fails the job on time and asks for a requeue at
   const StatusUpdate after = Step(job, {Replica(kWorker, 0, kRunning)}, At(60));
   CHECK(IsFailed(job.status));
   CHECK(Condition(job.status, ConditionType::kFailed).message ==
-        "TFJob default/j has failed because it was active longer than specified deadline");
+        "Job j has failed because it was active longer than specified deadline");
   CHECK(job.status.completion_time == At(60));
   CHECK_FALSE(after.requeue_at.has_value());
+}
+
+TEST_CASE("a job failed past its limits loses every pod, whatever cleanPodPolicy says") {
+  // Kubeflow's ReconcileJobs deletes the pods and services of a job past backoffLimit or
+  // activeDeadlineSeconds before it marks it Failed, so cleanPodPolicy (None by default) keeps
+  // nothing: a job past its deadline must not hold its GPUs.
+  for (CleanPodPolicy policy : {CleanPodPolicy::kNone, CleanPodPolicy::kRunning}) {
+    CAPTURE(ToString(policy));
+    TFJob job = TestJob({{kPS, 1}, {kWorker, 2}}, RestartPolicy::kExitCode);
+    job.spec.run_policy.clean_pod_policy = policy;
+    SUBCASE("deadline") {
+      job.spec.run_policy.active_deadline_seconds = 10;
+      Step(job, {}, At(0));
+      const std::vector<ObservedReplica> observed = {Replica(kPS, 0, kRunning),
+                                                     Replica(kWorker, 0, kSucceeded, 0),
+                                                     Replica(kWorker, 1, kPending)};
+      Step(job, observed, At(10));
+      REQUIRE(IsFailed(job.status));
+      CHECK(FailedByLimit(job.status));
+      CHECK(ReplicasToDelete(job, observed) ==
+            std::vector<ReplicaRef>{{kPS, 0}, {kWorker, 0}, {kWorker, 1}});
+    }
+    SUBCASE("backoffLimit") {
+      job.spec.run_policy.backoff_limit = 0;
+      const std::vector<ObservedReplica> observed = {Replica(kPS, 0, kRunning),
+                                                     Replica(kWorker, 0, kFailed, 137)};
+      Step(job, observed, At(1));
+      REQUIRE(IsFailed(job.status));
+      CHECK(FailedByLimit(job.status));
+      CHECK(ReplicasToDelete(job, observed) == std::vector<ReplicaRef>{{kPS, 0}, {kWorker, 0}});
+    }
+  }
+  SUBCASE("another failure keeps cleanPodPolicy None's meaning") {
+    TFJob job = TestJob({{kPS, 1}, {kWorker, 1}}, RestartPolicy::kExitCode);
+    const std::vector<ObservedReplica> observed = {Replica(kPS, 0, kRunning),
+                                                   Replica(kWorker, 0, kFailed, 1)};
+    Step(job, observed, At(1));
+    REQUIRE(IsFailed(job.status));
+    CHECK_FALSE(FailedByLimit(job.status));
+    CHECK(ReplicasToDelete(job, observed).empty());
+  }
+  SUBCASE("a status written by an older taas (its message) is recognised too") {
+    JobStatus status;
+    SetCondition(status, ConditionType::kFailed, ConditionStatus::kTrue, "TFJobFailed",
+                 "TFJob default/j has failed because it was active longer than specified deadline",
+                 At(1));
+    CHECK(FailedByLimit(status));
+  }
+}
+
+TEST_CASE("backoffLimit is checked before activeDeadlineSeconds, as Kubeflow") {
+  TFJob job = TestJob({{kWorker, 1}}, RestartPolicy::kExitCode);
+  job.spec.run_policy.active_deadline_seconds = 10;
+  job.spec.run_policy.backoff_limit = 0;
+  Step(job, {}, At(0));
+  Step(job, {Replica(kWorker, 0, kFailed, 137)}, At(10));
+  CHECK(Condition(job.status, ConditionType::kFailed).message ==
+        "Job j has failed because it has reached the specified backoff limit");
 }
 
 TEST_CASE("an activeDeadlineSeconds past the clock's range never requeues the job in the past") {

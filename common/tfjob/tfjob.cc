@@ -1,5 +1,6 @@
 #include "taas/tfjob/tfjob.h"
 
+#include <algorithm>
 #include <array>
 
 #include "taas/base/ascii.h"
@@ -156,6 +157,26 @@ const nlohmann::json* FindDefaultContainer(const nlohmann::json& pod_template) {
     }
   }
   return nullptr;
+}
+
+std::optional<std::string> ManagedByOtherController(const nlohmann::json& object) {
+  // Each level may hold any JSON type: find() only on objects.
+  const nlohmann::json* node = &object;
+  for (const char* key : {"spec", "runPolicy", "managedBy"}) {
+    if (!node->is_object()) return std::nullopt;
+    const auto found = node->find(key);
+    if (found == node->end()) return std::nullopt;
+    node = &*found;
+  }
+  if (!node->is_string()) return std::nullopt;
+  const std::string& manager = node->get_ref<const std::string&>();
+  if (manager == kManagedByTrainingOperator) return std::nullopt;
+  return manager;
+}
+
+bool IsSupportedManager(std::string_view manager) {
+  return std::find(std::begin(kSupportedManagers), std::end(kSupportedManagers), manager) !=
+         std::end(kSupportedManagers);
 }
 
 std::string TFJobsPath(std::string_view ns) {

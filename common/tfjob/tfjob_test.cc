@@ -100,3 +100,34 @@ TEST_CASE("job key, total replicas and the tensorflow container") {
 
 }  // namespace
 }  // namespace taas::tfjob
+
+namespace taas::tfjob {
+namespace {
+
+TEST_CASE("ManagedByOtherController names a manager other than this operator, whatever the JSON") {
+  using nlohmann::json;
+  const auto with = [](json managed_by) {
+    return json{{"spec", {{"runPolicy", {{"managedBy", std::move(managed_by)}}}}}};
+  };
+  CHECK(ManagedByOtherController(with("kueue.x-k8s.io/multikueue")) ==
+        std::optional<std::string>("kueue.x-k8s.io/multikueue"));
+  CHECK(ManagedByOtherController(with("example.com/other")) ==
+        std::optional<std::string>("example.com/other"));
+  CHECK(ManagedByOtherController(with("")) == std::optional<std::string>(""));
+  CHECK_FALSE(ManagedByOtherController(with("kubeflow.org/training-operator")));
+  // Absent, null, ill-typed at any level: not another controller's (the parser reports types).
+  for (const json& object :
+       {json::object(), json(nullptr), json(5), json{{"spec", 5}},
+        json{{"spec", {{"runPolicy", "x"}}}}, json{{"spec", {{"runPolicy", json::object()}}}},
+        with(nullptr), with(5), with(json::array()), with(json::object()), with(true)}) {
+    CAPTURE(object.dump());
+    CHECK_FALSE(ManagedByOtherController(object));
+  }
+  CHECK(IsSupportedManager("kubeflow.org/training-operator"));
+  CHECK(IsSupportedManager("kueue.x-k8s.io/multikueue"));
+  CHECK_FALSE(IsSupportedManager(""));
+  CHECK_FALSE(IsSupportedManager("kueue.x-k8s.io/MultiKueue"));
+}
+
+}  // namespace
+}  // namespace taas::tfjob

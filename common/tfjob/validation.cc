@@ -176,6 +176,19 @@ class Validator {
     }
     if (policy.scheduling_policy)
       CheckSchedulingPolicy(path + ".schedulingPolicy", *policy.scheduling_policy);
+    if (policy.managed_by && !IsSupportedManager(*policy.managed_by)) {
+      std::string supported;
+      for (std::string_view manager : kSupportedManagers) {
+        supported += (supported.empty() ? "" : " or ") + Quote(manager);
+      }
+      // A hostile value may be megabytes long: the message quotes only a short one.
+      const std::string& got = *policy.managed_by;
+      Add(path + ".managedBy",
+          "must be " + supported + " (omit it for this operator), got " +
+              (got.size() <= kMaxLabelLength
+                   ? Quote(got)
+                   : "a string of " + std::to_string(got.size()) + " characters"));
+    }
   }
 
   void CheckSchedulingPolicy(const std::string& path, const nlohmann::json& policy) {

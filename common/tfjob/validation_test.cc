@@ -153,6 +153,41 @@ TEST_CASE("run policy numbers must make sense") {
   CHECK(Validate(job).empty());
 }
 
+TEST_CASE("runPolicy.managedBy takes only Kubeflow's two managers, as Kubeflow 1.9's webhook") {
+  TFJob job = TestJob({{ReplicaType::kWorker, 1}});
+  for (const char* ok : {"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"}) {
+    CAPTURE(ok);
+    job.spec.run_policy.managed_by = ok;
+    CHECK(Validate(job).empty());
+  }
+  job.spec.run_policy.managed_by = "example.com/my-operator";
+  CHECK(Validate(job) ==
+        std::vector<FieldError>{{"spec.runPolicy.managedBy",
+                                 "must be \"kubeflow.org/training-operator\" or "
+                                 "\"kueue.x-k8s.io/multikueue\" (omit it for this operator), got "
+                                 "\"example.com/my-operator\""}});
+  job.spec.run_policy.managed_by = "";  // Kubeflow rejects the empty string too
+  CHECK(Fields(Validate(job)) == std::vector<std::string>{"spec.runPolicy.managedBy"});
+  job.spec.run_policy.managed_by = std::string(1 << 20, 'x');
+  const auto errors = Validate(job);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message.find("a string of 1048576 characters") != std::string::npos);
+  CHECK(errors[0].message.size() < 200);
+}
+
+TEST_CASE("a managedBy of another JSON type is refused by the parser, naming the field") {
+  for (const char* value : {"5", "true", "[]", "{}", "1.5"}) {
+    CAPTURE(value);
+    const json object = json::parse(
+        std::string(R"({"metadata": {"name": "j"}, "spec": {"runPolicy": {"managedBy": )") + value +
+        R"(}, "tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+          {"name": "tensorflow", "image": "taas/trainer:1"}]}}}}}})");
+    const auto loaded = LoadTFJob(object);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK(ErrorField(loaded.status()) == "spec.runPolicy.managedBy");
+  }
+}
+
 TEST_CASE("a job without replica types is invalid") {
   TFJob job = TestJob({});
   CHECK(Fields(Validate(job)) == std::vector<std::string>{"spec.tfReplicaSpecs"});

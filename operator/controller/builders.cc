@@ -178,7 +178,8 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
 json BuildService(const tf::TFJob& job, tf::ReplicaType type, int index,
                   const BuildOptions& options) {
   const tf::ReplicaSpec& spec = job.spec.replica_specs.at(type);
-  tf::Labels labels = tf::ReplicaLabels(job.spec, job.metadata.name, type, index);
+  // Kubeflow's service labels and selector: no job-role (the pod keeps it).
+  tf::Labels labels = tf::ReplicaIndexLabels(job.metadata.name, type, index);
   json ports = json::array();
   if (const json* container = tf::FindDefaultContainer(spec.pod_template)) {
     if (container->contains("ports") && (*container)["ports"].is_array()) {

@@ -117,6 +117,20 @@ TEST_CASE("restart policies map to pod restart policies like Kubeflow") {
   }
 }
 
+TEST_CASE("worker 0's service selects as Kubeflow's does: no job-role, which its pod keeps") {
+  // PsWorkers has no chief: worker 0 is the master role.
+  tf::TFJob job = PsWorkers();
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  json svc = taas::controller::BuildService(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
+  CHECK(pod["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master");
+  const json expected = {{"training.kubeflow.org/operator-name", "tfjob-controller"},
+                         {"training.kubeflow.org/job-name", "mnist"},
+                         {"training.kubeflow.org/replica-type", "worker"},
+                         {"training.kubeflow.org/replica-index", "0"}};
+  CHECK(svc["spec"]["selector"] == expected);
+  CHECK(svc["metadata"]["labels"] == expected);
+}
+
 TEST_CASE("services are headless, select their pod and expose the container's ports") {
   tf::TFJob job = PsWorkers();
   json svc = taas::controller::BuildService(job, tf::ReplicaType::kPS, 0, BuildOptions{});

@@ -450,6 +450,13 @@ absl::Status Controller::Reconcile(const std::string& key) {
       logger_.With({{"job", key}})};
   const Watched* watched = WatchedFor(ctx.ns);
   if (watched == nullptr) return absl::OkStatus();
+  // As Kubeflow: a job another controller manages (Kueue's MultiKueue runs it on another cluster
+  // and writes its status here) gets no child and no status write, valid or not.
+  if (auto manager = tf::ManagedByOtherController(*object)) {
+    ctx.log.Debug("skipping TFJob managed by another controller",
+                  {{"managedBy", manager->substr(0, 63)}});
+    return absl::OkStatus();
+  }
   auto loaded = tf::LoadTFJob(*object, options_.limits);
   if (!loaded.ok()) return HandleInvalid(*object, loaded.status());
   tf::TFJob job = std::move(*loaded);

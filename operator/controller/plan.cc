@@ -70,17 +70,19 @@ class ChildPlanner {
   // Pods outside the spec, every pod while suspended, and per cleanPodPolicy once finished
   // (with their services).
   void PlanCleanup(bool finished, bool suspended) {
+    const char* finished_why =
+        tf::FailedByLimit(job_.status) ? "failed past backoffLimit or deadline" : "cleanPodPolicy";
     for (const auto& ref : tf::ReplicasToDelete(job_, replicas_)) {
       auto it = by_ref_.find(ref);
       if (it == by_ref_.end()) continue;
       DeletePod(*it->second,
                 suspended  ? "job suspended"
-                : finished ? "cleanPodPolicy"
+                : finished ? finished_why
                            : "not in spec",
                 false, false);
       if (finished) {
         std::string svc = tf::ReplicaName(job_.metadata.name, ref.type, ref.index);
-        if (service_names_.count(svc) != 0) out_.delete_services.push_back({svc, "cleanPodPolicy"});
+        if (service_names_.count(svc) != 0) out_.delete_services.push_back({svc, finished_why});
       }
     }
   }

@@ -220,6 +220,26 @@ TEST_CASE("suspend deletes every pod and service; a finished job cleans per clea
   }
 }
 
+TEST_CASE("a job past its deadline loses its pods and services under cleanPodPolicy None") {
+  // As Kubeflow; and a crash after the Failed status was written still leads to the deletions,
+  // since the next decision reads the reason from the status.
+  tf::TFJob job = Job({{"activeDeadlineSeconds", 60}});
+  RestartLedger ledger;
+  Decision started = Decide(job, {}, AllRunning(), kNow, {});
+  job = AfterWrite(job, started, ledger);
+  Decision d = Decide(job, ledger, AllRunning(), kNow + std::chrono::seconds(60), {});
+  REQUIRE(tf::IsFailed(d.update.status));
+  CHECK(d.write_status);
+  CHECK(d.delete_pods.size() == 3);
+  CHECK(d.delete_services.size() == 3);
+  for (const auto& pod : d.delete_pods) CHECK(pod.why == "failed past backoffLimit or deadline");
+  job = AfterWrite(job, d, ledger);
+  Decision again = Decide(job, ledger, AllRunning(), kNow + std::chrono::seconds(61), {});
+  CHECK_FALSE(again.write_status);
+  CHECK(again.delete_pods.size() == 3);
+  CHECK(again.delete_services.size() == 3);
+}
+
 TEST_CASE("children outside the spec are deleted; pods without replica labels only block") {
   tf::TFJob job = Job();
   Observation seen = AllRunning();

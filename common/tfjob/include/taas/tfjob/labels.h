@@ -36,8 +36,11 @@ Labels JobLabels(std::string_view job_name);
 // JobLabels plus replica-type (lower case): selects the pods of one replica type.
 Labels ReplicaTypeLabels(std::string_view job_name, ReplicaType type);
 
-// The labels of one replica's pod and service: ReplicaTypeLabels plus replica-index, plus
-// job-role=master when IsMasterRole.
+// ReplicaTypeLabels plus replica-index: the labels and the selector of one replica's headless
+// service. Kubeflow's services carry no job-role, so a service never depends on who is the chief.
+Labels ReplicaIndexLabels(std::string_view job_name, ReplicaType type, int index);
+
+// The labels of one replica's pod: ReplicaIndexLabels plus job-role=master when IsMasterRole.
 Labels ReplicaLabels(const TFJobSpec& spec, std::string_view job_name, ReplicaType type, int index);
 
 // The chief role: a Chief/Master replica, or worker 0 when the spec has neither.

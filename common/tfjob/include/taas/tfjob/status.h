@@ -37,6 +37,9 @@ bool IsFailed(const JobStatus& status);
 bool IsFinished(const JobStatus& status);  // Succeeded or Failed
 bool IsRunning(const JobStatus& status);
 bool IsSuspended(const JobStatus& status);
+// Failed because of backoffLimit or activeDeadlineSeconds (read from the Failed condition's
+// message, Kubeflow's, so a restarted operator knows it from the status alone).
+bool FailedByLimit(const JobStatus& status);
 
 // Kubeflow's UpdateJobConditions, plus "finished is final". Returns whether `status` changed.
 //  - nothing changes once the job is Succeeded or Failed;
@@ -135,14 +138,20 @@ struct StatusUpdate {
 //     indices are ignored (ReplicasToDelete removes them).
 //     A rise of a replica's in-place restart count since the last computation adds to
 //     replicaStatuses[type].restarts (a lower count is a new pod: all of it is new).
-//  5. activeDeadlineSeconds passed since startTime -> Failed. Restarts of every type (recorded,
-//     in place included, + decided now) above backoffLimit -> Failed (no restart happens).
-//  6. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default
+//  5. Restarts (recorded, in place included, + decided now) of the types whose policy restarts
+//     (not Never) above backoffLimit -> Failed (no restart happens); then activeDeadlineSeconds
+//     passed since startTime -> Failed. Both with Kubeflow's messages ("Job <name> has failed
+//     because ..."); ReplicasToDelete then removes every replica (FailedByLimit).
+//  6. A replica under ExitCode failed with a permanent code -> Failed with Kubeflow's
+//     `job "<name>" is failing because "<Type>" replica(s) failed.` (before success, as
+//     Kubeflow's ReconcilePods, and under enableDynamicWorker too).
+//  7. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default
 //     successPolicy) or every worker has (AllWorkers). Running (TFJobRunning) while the chief, or
 //     without a chief any worker, is active.
-//  7. Restarting (TFJobRestarting) when a replica is restarted, now or in place; Failed
-//     (TFJobFailed) when a replica failed for good, except workers under enableDynamicWorker.
-//  8. Stuck (taas): True while a replica is stuck (options.stuck_after), False once none is.
+//  8. Failed (TFJobFailed) when a replica under Never failed, except workers under
+//     enableDynamicWorker; Restarting (TFJobRestarting) when a replica is restarted, now or in
+//     place.
+//  9. Stuck (taas): True while a replica is stuck (options.stuck_after), False once none is.
 // Finishing sets completionTime and Running to False; conditions change per SetCondition.
 StatusUpdate ComputeJobStatus(const TFJob& job, const std::vector<ObservedReplica>& observed,
                               Time now, const StatusOptions& options = {});
@@ -154,7 +163,8 @@ std::vector<ReplicaRef> ReplicasToCreate(const TFJob& job,
                                          const std::vector<ObservedReplica>& observed);
 
 // Replicas to delete now (terminating ones are never listed): indices or types outside the spec;
-// every replica while suspended; once finished, per cleanPodPolicy (All: every replica; Running:
+// every replica while suspended; every replica of a job FailedByLimit, whatever cleanPodPolicy
+// says (as Kubeflow); otherwise once finished, per cleanPodPolicy (All: every replica; Running:
 // Running and Pending ones, as Kubeflow; None: none).
 std::vector<ReplicaRef> ReplicasToDelete(const TFJob& job,
                                          const std::vector<ObservedReplica>& observed);

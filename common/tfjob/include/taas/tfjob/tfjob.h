@@ -132,6 +132,15 @@ struct ReplicaSpec {
   bool operator==(const ReplicaSpec&) const = default;
 };
 
+// `runPolicy.managedBy` (Kubeflow 1.9): who reconciles a job. Absent or kManagedByTrainingOperator:
+// this operator (as Kubeflow's training-operator); kManagedByMultiKueue: Kueue's MultiKueue, which
+// runs the job on another cluster and mirrors its status here, so this operator must not touch it.
+// Kubeflow accepts no other value (the CRD's enum says the same; crd_limits_test pins it).
+inline constexpr std::string_view kManagedByTrainingOperator = "kubeflow.org/training-operator";
+inline constexpr std::string_view kManagedByMultiKueue = "kueue.x-k8s.io/multikueue";
+inline constexpr std::string_view kSupportedManagers[] = {kManagedByTrainingOperator,
+                                                          kManagedByMultiKueue};
+
 struct RunPolicy {
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kNone;
   std::optional<std::int32_t> ttl_seconds_after_finished;  // unset: never delete the job
@@ -141,7 +150,8 @@ struct RunPolicy {
   // Kubeflow's SchedulingPolicy (minAvailable, queue, minResources, priorityClass,
   // scheduleTimeoutSeconds), verbatim; an object when set.
   std::optional<nlohmann::json> scheduling_policy;
-  // Newer Kubeflow field naming the controller that owns the job; kept for round trips.
+  // The controller that reconciles the job (Kubeflow 1.9); unset means kManagedByTrainingOperator.
+  // Immutable; see ManagedByOtherController.
   std::optional<std::string> managed_by;
 
   bool operator==(const RunPolicy&) const = default;
@@ -216,6 +226,15 @@ std::string JobKey(const ObjectMeta& metadata);
 
 // `{job}-{type}-{index}`: the name of a replica's pod and headless service (lower-case type).
 std::string ReplicaName(std::string_view job_name, ReplicaType type, int index);
+
+// The controller named by `spec.runPolicy.managedBy` of a TFJob object (raw JSON, read before
+// parsing, so a job another controller manages is left alone even when this operator could not
+// parse or validate it) when it is not this operator; std::nullopt when the field is absent,
+// null, kManagedByTrainingOperator, or not a string (the parser reports that one).
+std::optional<std::string> ManagedByOtherController(const nlohmann::json& object);
+
+// True when this operator reconciles jobs with this `managedBy`.
+bool IsSupportedManager(std::string_view manager);
 
 // True when the spec has a Chief or a Master replica type (with any replica count).
 bool HasChiefOrMaster(const TFJobSpec& spec);

@@ -39,7 +39,9 @@ struct FieldError {
 //    sum over every type <= limits.max_replicas_per_job;
 //  - template.spec.containers: present, one named `tensorflow`, every container has an image;
 //  - runPolicy: ttlSecondsAfterFinished, backoffLimit >= 0; activeDeadlineSeconds > 0;
-//    schedulingPolicy an object.
+//    schedulingPolicy an object; managedBy one of kSupportedManagers.
+// It sees one version of a job: that managedBy never changes is the CRD's rule (a transition rule
+// on spec), as no webhook of this operator sees updates.
 // Unknown replica types and invalid enum values cannot be represented in TFJob; the parser
 // (serialization.h) reports them with the same field paths.
 std::vector<FieldError> Validate(const TFJob& job, const Limits& limits = {});
