@@ -309,8 +309,11 @@ def scenario_lifecycle(env):
         check({"name": "tfjob-port", "port": 2222} in
               [{"name": x.get("name"), "port": x["port"]} for x in svc["spec"]["ports"]],
               f"{name}: service port {svc['spec']['ports']}")
-        check(svc["spec"]["selector"]["training.kubeflow.org/replica-index"] == str(index),
-              f"{name}: service selector")
+        # Kubeflow's service selector and labels: no job-role, even on worker 0 (the chief here).
+        expected_selector = {k: labels[k] for k in labels if k != "training.kubeflow.org/job-role"}
+        check(svc["spec"]["selector"] == expected_selector,
+              f"{name}: service selector {svc['spec']['selector']} != {expected_selector}")
+        check(svc["metadata"]["labels"] == expected_selector, f"{name}: service labels")
         check(svc["metadata"]["ownerReferences"][0]["uid"] == uid, f"{name}: service owner")
     log("pods and services as expected; waiting for Running")
     wait_for("pods Running", lambda: pods_running(env, ns, "mnist", 3))
@@ -395,6 +398,9 @@ def scenario_exit_codes(env):
     wait_for("job Failed", lambda: has_condition(env, ns, "ec", "Failed"))
     tfj = env.get("-n", ns, "tfjob", "ec")
     check(condition(tfj, "Failed")["reason"] == "TFJobFailed", "Failed reason")
+    msg = condition(tfj, "Failed")["message"]
+    check(msg == 'job "ec" is failing because "Worker" replica(s) failed.',
+          f"Kubeflow's message for a permanent ExitCode failure: {msg}")
     p = pod(env, ns, "ec-worker-1")
     check(p is not None and p["status"]["phase"] == "Failed", "the failed pod is kept (cleanPodPolicy None)")
     time.sleep(3)
@@ -460,6 +466,14 @@ def scenario_backoff(env):
     log("a second retryable failure exceeds backoffLimit 1 -> Failed")
     env.finish_pod(ns, "bo-worker-0", 137)
     wait_for("job Failed (backoffLimit)", lambda: has_condition(env, ns, "bo", "Failed"))
+    msg = condition(env.get("-n", ns, "tfjob", "bo"), "Failed")["message"]
+    check(msg == "Job bo has failed because it has reached the specified backoff limit",
+          f"Kubeflow's backoff message: {msg}")
+    log("as Kubeflow, past backoffLimit every pod and service goes, though cleanPodPolicy is None")
+    wait_for("pods released", lambda: job_pods(env, ns, "bo") == [])
+    wait_for("services released", lambda: env.get("-n", ns, "services")["items"] == [])
+    time.sleep(2)
+    check(job_pods(env, ns, "bo") == [], "nothing recreated after the failure")
 
 
 def scenario_deleted_pod(env):
@@ -487,6 +501,10 @@ def scenario_invalid(env):
         ("no tensorflow container", {"Worker": 1}, "rename", "tensorflow"),
         ("bad restartPolicy", {"Worker": 1}, "policy", "spec.tfReplicaSpecs.Worker.restartPolicy"),
         ("bad cleanPodPolicy", {"Worker": 1}, "clean", "spec.runPolicy.cleanPodPolicy"),
+        ("no image", {"Worker": 1}, "noimage",
+         "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image: Required value"),
+        ("unsupported managedBy", {"Worker": 1}, "manager",
+         'spec.runPolicy.managedBy: Unsupported value: "example.com/other"'),
     ]
     for i, (what, replicas, mutate, field) in enumerate(cases):
         job = tfjob(f"bad-{i}", ns, replicas)
@@ -496,6 +514,10 @@ def scenario_invalid(env):
             job["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
         if mutate == "clean":
             job["spec"]["runPolicy"] = {"cleanPodPolicy": "Sometimes"}
+        if mutate == "noimage":
+            del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+        if mutate == "manager":
+            job["spec"]["runPolicy"] = {"managedBy": "example.com/other"}
         p = env.apply(job, check=False)
         check(p.returncode != 0, f"{what}: the API server accepted an invalid TFJob")
         check(field in p.stderr, f"{what}: the error does not name {field}: {p.stderr.strip()}")
@@ -503,15 +525,43 @@ def scenario_invalid(env):
     check(env.get("-n", ns, "tfjobs")["items"] == [], "no TFJob was stored")
     check(env.get("-n", ns, "pods")["items"] == [], "no pod was created")
 
-    log("a job the schema accepts but the rules reject (no image) fails with the field named")
-    job = tfjob("noimage", ns, {"Worker": 2})
-    del job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
-    env.apply(job)
-    wait_for("Failed condition", lambda: has_condition(env, ns, "noimage", "Failed"))
-    msg = condition(env.get("-n", ns, "tfjob", "noimage"), "Failed")["message"]
-    check("image" in msg and "spec.tfReplicaSpecs.Worker" in msg, f"message names the field: {msg}")
+    log("a job the schema accepts but the rules reject (service names too long) fails, naming it")
+    name = "n" * 60  # a valid 60-character name; "-worker-0" makes its service name 69
+    env.apply(tfjob(name, ns, {"Worker": 2}))
+    wait_for("Failed condition", lambda: has_condition(env, ns, name, "Failed"))
+    msg = condition(env.get("-n", ns, "tfjob", name), "Failed")["message"]
+    check("metadata.name is too long" in msg, f"message names the field: {msg}")
     wait_for("InvalidSpec event", lambda: events(env, ns, "InvalidSpec"))
     check(env.get("-n", ns, "pods")["items"] == [], "no pod was created for the invalid job")
+
+
+def scenario_managed_by(env):
+    """runPolicy.managedBy (Kubeflow 1.9): a job Kueue's MultiKueue manages gets no pod, service
+    or status from the operator; one managed by the training operator runs; the field cannot be
+    set, changed or removed after creation."""
+    ns = "managedby"
+    env.namespace(ns)
+    env.apply(tfjob("mk", ns, {"PS": 1, "Worker": 1},
+                    run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
+    env.apply(tfjob("to", ns, {"PS": 1, "Worker": 1},
+                    run_policy={"managedBy": "kubeflow.org/training-operator"}))
+    wait_for("the training operator's job runs", lambda: pods_running(env, ns, "to", 2))
+    time.sleep(2)  # the operator saw both jobs at once; give it time to get mk wrong
+    check(job_pods(env, ns, "mk") == [], "no pod for a job MultiKueue manages")
+    check([s["metadata"]["name"] for s in env.get("-n", ns, "services")["items"]
+           if s["metadata"]["name"].startswith("mk-")] == [], "no service for it")
+    check(job_status(env, ns, "mk") == {}, f"no status written: {job_status(env, ns, 'mk')}")
+    for job, patch in (("mk", '{"spec":{"runPolicy":{"managedBy":"kubeflow.org/training-operator"}}}'),
+                       ("mk", '{"spec":{"runPolicy":{"managedBy":null}}}'),
+                       ("to", '{"spec":{"runPolicy":{"managedBy":"kueue.x-k8s.io/multikueue"}}}')):
+        p = env.kubectl("-n", ns, "patch", "tfjob", job, "--type=merge", "-p", patch, check=False)
+        check(p.returncode != 0 and "managedBy is immutable" in p.stderr,
+              f"{job} {patch}: not refused as immutable: {p.stderr.strip()}")
+    env.apply(tfjob("plain", ns, {"Worker": 1}))
+    p = env.kubectl("-n", ns, "patch", "tfjob", "plain", "--type=merge", "-p",
+                    '{"spec":{"runPolicy":{"managedBy":"kueue.x-k8s.io/multikueue"}}}', check=False)
+    check(p.returncode != 0 and "managedBy is immutable" in p.stderr,
+          f"setting managedBy later is refused: {p.stderr.strip()}")
 
 
 def scenario_suspend(env):
@@ -552,7 +602,11 @@ def scenario_ttl_and_deadline(env):
     wait_for("pod Running", lambda: pods_running(env, ns, "deadline", 1))
     wait_for("job Failed at its deadline", lambda: has_condition(env, ns, "deadline", "Failed"), 60)
     msg = condition(env.get("-n", ns, "tfjob", "deadline"), "Failed")["message"]
-    log(f"deadline message: {msg}")
+    check(msg == "Job deadline has failed because it was active longer than specified deadline",
+          f"Kubeflow's deadline message: {msg}")
+    log("as Kubeflow, past its deadline the running pod and its service go (cleanPodPolicy None)")
+    wait_for("pod released", lambda: job_pods(env, ns, "deadline") == [])
+    wait_for("service released", lambda: env.get("-n", ns, "service", "deadline-worker-0") is None)
 
 
 def scenario_stuck(env):
@@ -834,12 +888,13 @@ def scenario_in_place(env):
     check("backoff limit" in condition(tfj, "Failed")["message"],
           f"failed for the backoff limit: {condition(tfj, 'Failed')['message']}")
     check(tfj["status"]["replicaStatuses"]["Worker"]["restarts"] == 2, "2 Worker restarts")
-    log("Failed is terminal: a later restart changes nothing")
+    log("past backoffLimit the pods are released (as Kubeflow); Failed is terminal")
     conditions = tfj["status"]["conditions"]
-    env.restart_container(ns, "ip-worker-1", 1)
+    wait_for("pods released", lambda: job_pods(env, ns, "ip") == [])
     time.sleep(3)
     check(env.get("-n", ns, "tfjob", "ip")["status"]["conditions"] == conditions,
           "conditions changed after Failed")
+    check(job_pods(env, ns, "ip") == [], "nothing recreated after the failure")
 
 
 def scenario_succeeded_kept(env):
@@ -1070,7 +1125,7 @@ GROUPS = {
                   "scenarios": ["lifecycle", "chief", "exit_codes", "allreduce", "never", "backoff",
                                 "in_place",
                                 "succeeded_kept", "terminating", "deleted_pod", "invalid",
-                                "metrics", "ui"]},
+                                "managed_by", "metrics", "ui"]},
     "policies": {"flags": ["--cluster-domain", CLUSTER_DOMAIN],
                  "scenarios": ["master_domain", "gang", "suspend", "ttl_and_deadline", "stuck",
                                "no_duplicates", "leader_election"]},
