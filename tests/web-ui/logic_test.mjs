@@ -30,6 +30,18 @@ test('errors from our validation and the API server land on the right input', ()
   assert.equal(logic.fieldKey('spec.runPolicy.backoffLimit'), 'backoffLimit');
   assert.equal(logic.fieldKey('spec.tfReplicaSpecs.Worker.restartPolicy'), 'restartPolicy');
   assert.equal(logic.fieldKey('spec.successPolicy'), null);
+  assert.equal(logic.fieldKey('strategy'), 'strategy');
+});
+
+test('an all-reduce form sends no parameter-server fields and no mode', () => {
+  const form = { name: 'j', image: 'i', command: [], args: [], strategy: 'collective', psReplicas: 1,
+    workerReplicas: 2, psCpu: '1', psMemory: '2Gi', mode: 'async' };
+  const body = logic.formBody(form, ['/bin/x'], ['--a']);
+  assert.deepEqual(Object.keys(body).sort(), ['args', 'command', 'image', 'name', 'strategy', 'workerReplicas']);
+  assert.deepEqual(body.command, ['/bin/x']);
+  const ps = logic.formBody({ ...form, strategy: 'parameter_server' }, [], []);
+  assert.equal(ps.psReplicas, 1);
+  assert.equal(ps.mode, 'async');
 });
 
 test('smoothing is a debiased exponential moving average that skips gaps', () => {

@@ -150,8 +150,25 @@ try {
     assert(!page.url().includes(token), 'the token stays in the address bar');
   });
 
-  await check('the new-job form previews the TFJob and creates it', async () => {
+  await check('all-reduce hides the parameter-server fields and previews a job without PS', async () => {
     await page.getByRole('link', { name: 'New job' }).first().click();
+    await page.locator('input[name=name]').fill('allreduce-preview');
+    const preview = page.getByTestId('yaml-preview');
+    await waitFor('a preview with PS', async () => (await preview.textContent()).includes('PS:'), 30000);
+    await page.locator('select[name=strategy]').selectOption('collective');
+    await waitFor('a preview without PS', async () => {
+      const y = await preview.textContent();
+      return y.includes('name: allreduce-preview') && !y.includes('PS:') && !y.includes('TF_SYNC') && y.includes('Worker:');
+    }, 30000);
+    for (const hidden of ['input[name=psReplicas]', 'input[name=psCpu]', 'input[name=psMemory]', 'select[name=mode]']) {
+      assert((await page.locator(hidden).count()) === 0, `${hidden} is still shown`);
+    }
+    await shot('new-job-allreduce.png');
+    await page.locator('select[name=strategy]').selectOption('parameter_server');
+    await waitFor('the PS fields again', async () => (await page.locator('input[name=psReplicas]').count()) === 1, 10000);
+  });
+
+  await check('the new-job form previews the TFJob and creates it', async () => {
     await page.locator('input[name=name]').fill(job);
     await page.locator('input[name=psReplicas]').fill('1');
     await page.locator('input[name=workerReplicas]').fill('3');

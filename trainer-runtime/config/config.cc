@@ -187,7 +187,7 @@ std::vector<Setting> Settings() {
   s.push_back(Make("ps_max_message_bytes", "TAAS_PS_MAX_MESSAGE_BYTES",
                    "largest gRPC message a PS or its client accepts (1073741824)",
                    IntInRange(1 << 20, 2147483647), &RuntimeConfig::ps_max_message_bytes));
-  s.push_back({"strategy", "TAAS_STRATEGY",
+  s.push_back({"strategy", std::string(contract::kStrategyEnv),
                "parameter_server or collective (all-reduce); default: collective when TF_CONFIG "
                "lists no ps, else parameter_server",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
@@ -515,7 +515,8 @@ std::string RoleName(Role role) {
 }
 
 std::string StrategyName(Strategy strategy) {
-  return strategy == Strategy::kCollective ? "collective" : "parameter_server";
+  return std::string(strategy == Strategy::kCollective ? contract::kCollectiveStrategy
+                                                       : contract::kParameterServerStrategy);
 }
 
 std::string HelpText() {

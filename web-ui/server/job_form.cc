@@ -30,6 +30,8 @@ const std::string kPsContainer = "spec.tfReplicaSpecs.PS.template.spec.container
 const std::map<std::string, std::string>& FieldPaths() {
   static const auto* kPaths = new std::map<std::string, std::string>{
       {"name", "metadata.name"},
+      // The choice itself: it has no field of its own in the TFJob.
+      {"strategy", "strategy"},
       {"image", kWorkerContainer + ".image"},
       {"command", kWorkerContainer + ".command"},
       {"args", kWorkerContainer + ".args"},
@@ -190,10 +192,13 @@ json Container(const JobForm& form, const std::string& cpu, const std::string& m
   json container = {{"name", tfjob::kDefaultContainerName}, {"image", form.image}};
   if (!form.command.empty()) container["command"] = form.command;
   if (!form.args.empty()) container["args"] = form.args;
-  container["env"] =
-      json::array({{{"name", contract::kSyncEnv}, {"value", form.sync ? "true" : "false"}},
-                   {{"name", contract::kMetricsPortEnv},
-                    {"value", std::to_string(contract::kDefaultMetricsPort)}}});
+  container["env"] = json::array({{{"name", contract::kMetricsPortEnv},
+                                   {"value", std::to_string(contract::kDefaultMetricsPort)}}});
+  // Parameter servers only: all-reduce is synchronous by nature.
+  if (!form.collective) {
+    const json sync_env = {{"name", contract::kSyncEnv}, {"value", form.sync ? "true" : "false"}};
+    container["env"].insert(container["env"].begin(), sync_env);
+  }
   container["ports"] = json::array(
       {{{"name", tfjob::kDefaultPortName}, {"containerPort", tfjob::kDefaultPort}},
        {{"name", contract::kMetricsPortName}, {"containerPort", contract::kDefaultMetricsPort}}});
@@ -230,6 +235,30 @@ std::vector<tfjob::FieldError> NameErrors(const JobForm& form) {
                      [](const tfjob::FieldError& e) { return e.field != "metadata.name"; }),
       errors.end());
   return errors;
+}
+
+// The strategy, and what it rules out: all-reduce has no parameter servers and is synchronous.
+void ReadStrategy(const json& body, Reader& r, JobForm& form) {
+  const std::string ps(contract::kParameterServerStrategy);
+  const std::string collective(contract::kCollectiveStrategy);
+  std::string strategy = ps;
+  if (!r.String("strategy", &strategy)) return;
+  if (strategy != ps && strategy != collective) {
+    r.Fail("strategy",
+           "strategy must be " + ps + " or " + collective + ", got \"" + strategy + "\"");
+    return;
+  }
+  form.collective = strategy == collective;
+  if (!form.collective) return;
+  if (form.ps_replicas > 0 && body.contains("psReplicas")) {
+    r.Fail("psReplicas", "psReplicas must be 0 or absent with strategy " + collective +
+                             " (all-reduce needs no parameter servers)");
+  }
+  form.ps_replicas = 0;
+  if (!form.sync) {
+    r.Fail("mode", "mode must be sync or absent with strategy " + collective +
+                       " (all-reduce averages every worker's gradients each step)");
+  }
 }
 
 }  // namespace
@@ -299,6 +328,7 @@ std::vector<FieldError> ParseJobForm(const json& body, const std::string& namesp
     if (mode != "sync" && mode != "async") r.Fail("mode", "mode must be sync or async");
     form.sync = mode == "sync";
   }
+  ReadStrategy(body, r, form);
   if (r.String("restartPolicy", &form.restart_policy)) {
     static const std::set<std::string> kPolicies = {"Always", "OnFailure", "Never", "ExitCode"};
     if (kPolicies.count(form.restart_policy) == 0) {

@@ -102,6 +102,58 @@ TEST_CASE("every field is checked and errors name the TFJob field") {
   CHECK(Parse(json::array()).size() == 1);
 }
 
+TEST_CASE("strategy collective builds a job of workers without PS replicas or TF_SYNC") {
+  json body = ValidForm();
+  for (const char* ps_field : {"psReplicas", "psCpu", "psMemory", "mode"}) body.erase(ps_field);
+  body["strategy"] = "collective";
+  body["evaluator"] = true;
+  JobForm form;
+  REQUIRE(Parse(body, &form).empty());
+  CHECK(form.collective);
+  const json job = BuildTfJob(form);
+  const json& specs = job["spec"]["tfReplicaSpecs"];
+  CHECK_FALSE(specs.contains("PS"));
+  CHECK(specs["Worker"]["replicas"] == 3);
+  CHECK(specs.contains("Evaluator"));
+  const json& container = specs["Worker"]["template"]["spec"]["containers"][0];
+  CHECK(container["resources"]["limits"]["nvidia.com/gpu"] == 2);
+  for (const json& env : container["env"]) CHECK(env["name"] != "TF_SYNC");
+  CHECK(CheckTfJobRules(job).empty());
+
+  // PS fields that say nothing (0, or the sync mode all-reduce has anyway) are fine.
+  body["psReplicas"] = 0;
+  body["mode"] = "sync";
+  CHECK(Parse(body).empty());
+  // The default and the explicit parameter-server strategy keep today's job.
+  JobForm ps;
+  body = ValidForm();
+  body["strategy"] = "parameter_server";
+  REQUIRE(Parse(body, &ps).empty());
+  CHECK_FALSE(ps.collective);
+  CHECK(BuildTfJob(ps)["spec"]["tfReplicaSpecs"].contains("PS"));
+}
+
+TEST_CASE("a strategy that is no strategy, or contradicted by PS fields, names the field") {
+  json body = ValidForm();
+  body["strategy"] = "collective";  // ValidForm asks for 1 PS and async mode
+  const auto errors = Parse(body);
+  CHECK(HasError(errors, "spec.tfReplicaSpecs.PS.replicas"));
+  CHECK(HasError(errors, "spec.tfReplicaSpecs.Worker.template.spec.containers[0].env[TF_SYNC]"));
+  for (const auto& e : errors) {
+    if (e.field == "spec.tfReplicaSpecs.PS.replicas") {
+      CHECK(e.message ==
+            "psReplicas must be 0 or absent with strategy collective (all-reduce needs no "
+            "parameter servers)");
+    }
+  }
+  body["strategy"] = "mirrored";
+  CHECK(HasError(Parse(body), "strategy"));
+  body["strategy"] = 2;
+  CHECK(HasError(Parse(body), "strategy"));
+  body["strategy"] = json::array({"collective"});
+  CHECK(HasError(Parse(body), "strategy"));
+}
+
 TEST_CASE("the shared TFJob rules run on the built job") {
   JobForm form;
   REQUIRE(Parse(ValidForm(), &form).empty());

@@ -220,6 +220,8 @@ export interface JobForm {
   image: string;
   command: string[];
   args: string[];
+  // Parameter servers, or all-reduce among the workers (no PS replicas; TF_CONFIG without ps).
+  strategy: 'parameter_server' | 'collective';
   psReplicas: number;
   workerReplicas: number;
   gpusPerWorker: number;

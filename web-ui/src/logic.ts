@@ -9,9 +9,23 @@ export function canChangeJobs(config: Pick<Config, 'readOnly' | 'localRun'>): bo
   return !config.readOnly && !config.localRun;
 }
 
+// What the form sends: all of it, but with all-reduce neither the parameter-server fields nor the
+// mode (all-reduce is synchronous), which its inputs hide.
+export function formBody(form: JobForm, command: string[], args: string[]): Partial<JobForm> {
+  const body: Partial<JobForm> = { ...form, command, args };
+  if (form.strategy === 'collective') {
+    delete body.psReplicas;
+    delete body.psCpu;
+    delete body.psMemory;
+    delete body.mode;
+  }
+  return body;
+}
+
 // Which input an error belongs to, from the TFJob field path our server or the API server named.
 export function fieldKey(path: string): FormKey | null {
   const rules: [RegExp, FormKey][] = [
+    [/^strategy$/, 'strategy'],
     [/^metadata\.name$/, 'name'],
     [/^metadata\.namespace$/, 'namespace'],
     [/\.image$/, 'image'],

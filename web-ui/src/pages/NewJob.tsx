@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import YAML from 'yaml';
 
 import { api, ApiError, Cluster, Config, DryRun, FieldError, JobForm } from '../api';
-import { FormKey as Key, fieldKey } from '../logic';
+import { FormKey as Key, fieldKey, formBody } from '../logic';
 import { navigate, usePoll } from '../util';
 
 const DEFAULTS: JobForm = {
@@ -10,6 +10,7 @@ const DEFAULTS: JobForm = {
   image: 'taas/trainer:latest',
   command: ['/opt/taas/bin/fashion-mnist-cnn'],
   args: [],
+  strategy: 'parameter_server',
   psReplicas: 1,
   workerReplicas: 2,
   gpusPerWorker: 1,
@@ -68,9 +69,10 @@ export function NewJobPage(props: { config: Config }) {
   const cluster = usePoll(() => api<Cluster>('GET', 'cluster'), 5000, []);
 
   const body = useMemo(
-    () => ({ ...form, command: lines(commandText), args: lines(argsText) }),
+    () => formBody(form, lines(commandText), lines(argsText)),
     [form, commandText, argsText],
   );
+  const allReduce = form.strategy === 'collective';
   const base = `namespaces/${encodeURIComponent(namespace)}/tfjobs`;
 
   // Live preview: the server builds and dry-runs the TFJob after each pause in typing.
@@ -215,8 +217,26 @@ export function NewJobPage(props: { config: Config }) {
           </fieldset>
           <fieldset>
             <legend>Replicas</legend>
+            <label>
+              Strategy
+              <select
+                name="strategy"
+                value={form.strategy}
+                aria-invalid={invalid('strategy')}
+                onChange={(e) => set('strategy', (e.target as HTMLSelectElement).value as JobForm['strategy'])}
+              >
+                <option value="parameter_server">Parameter servers</option>
+                <option value="collective">All-reduce (no parameter servers)</option>
+              </select>
+              {help(
+                'strategy',
+                allReduce
+                  ? 'every worker holds the whole model; gradients are averaged across workers each step'
+                  : 'variables live on the parameter servers; workers pull values and push gradients',
+              )}
+            </label>
             <div class="grid">
-              {numberInput('psReplicas', 'Parameter servers')}
+              {!allReduce && numberInput('psReplicas', 'Parameter servers')}
               {numberInput('workerReplicas', 'Workers')}
               {numberInput('gpusPerWorker', 'GPUs per worker')}
             </div>
@@ -246,8 +266,8 @@ export function NewJobPage(props: { config: Config }) {
             <div class="grid">
               {textInput('workerCpu', 'Worker CPU', 'cores, e.g. 2 or 500m')}
               {textInput('workerMemory', 'Worker memory', 'e.g. 4Gi')}
-              {textInput('psCpu', 'PS CPU')}
-              {textInput('psMemory', 'PS memory')}
+              {!allReduce && textInput('psCpu', 'PS CPU')}
+              {!allReduce && textInput('psMemory', 'PS memory')}
             </div>
           </fieldset>
           <fieldset>
@@ -287,19 +307,21 @@ export function NewJobPage(props: { config: Config }) {
           <fieldset>
             <legend>Training and failures</legend>
             <div class="grid">
-              <label>
-                Mode
-                <select
-                  name="mode"
-                  value={form.mode}
-                  aria-invalid={invalid('mode')}
-                  onChange={(e) => set('mode', (e.target as HTMLSelectElement).value as 'sync' | 'async')}
-                >
-                  <option value="sync">Synchronous (averaged updates)</option>
-                  <option value="async">Asynchronous</option>
-                </select>
-                {help('mode')}
-              </label>
+              {!allReduce && (
+                <label>
+                  Mode
+                  <select
+                    name="mode"
+                    value={form.mode}
+                    aria-invalid={invalid('mode')}
+                    onChange={(e) => set('mode', (e.target as HTMLSelectElement).value as 'sync' | 'async')}
+                  >
+                    <option value="sync">Synchronous (averaged updates)</option>
+                    <option value="async">Asynchronous</option>
+                  </select>
+                  {help('mode')}
+                </label>
+              )}
               <label>
                 Restart policy
                 <select

@@ -17,5 +17,10 @@ inline constexpr std::string_view kSyncEnv = "TF_SYNC";
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
 // The port of the replica's Prometheus endpoint (ports.h).
 inline constexpr std::string_view kMetricsPortEnv = "TAAS_METRICS_PORT";
+// How the training replicas share their work, when a job overrides what TF_CONFIG implies (no
+// `ps` means all-reduce); the UI's New-job form offers the same two words.
+inline constexpr std::string_view kStrategyEnv = "TAAS_STRATEGY";
+inline constexpr std::string_view kParameterServerStrategy = "parameter_server";
+inline constexpr std::string_view kCollectiveStrategy = "collective";
 
 }  // namespace taas::contract

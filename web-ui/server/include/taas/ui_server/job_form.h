@@ -27,6 +27,9 @@ struct JobForm {
   std::string image;
   std::vector<std::string> command;
   std::vector<std::string> args;
+  // All-reduce training (TFJob without PS replicas; the runtime reads TF_CONFIG without `ps` so)
+  // or parameter servers.
+  bool collective = false;
   std::int64_t ps_replicas = 1;
   std::int64_t worker_replicas = 2;
   std::int64_t gpus_per_worker = 0;
