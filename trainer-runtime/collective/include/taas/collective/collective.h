@@ -8,8 +8,9 @@
 // the order they were issued, so a caller can issue a bucket of gradients while the previous one
 // travels.
 //
-// Results are bit-identical on every member: the sum of each element is computed once, in an
-// order fixed by the group, and copied to the others. Every wait is bounded by the backend's
+// Results are bit-identical on every member: each element's sum is either computed once and
+// copied to the others, or computed by every member in the same fixed order in the default
+// floating-point environment. Every wait is bounded by the backend's
 // timeout; an error names what was awaited and from whom. Unavailable and DeadlineExceeded mean a
 // peer was lost (a restart can help); any other code means the group was misused or misbuilt.
 //
