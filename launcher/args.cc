@@ -10,8 +10,8 @@ namespace taas::launcher {
 namespace fs = std::filesystem;
 
 std::string Usage() {
-  return "usage: taas run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env KEY=VALUE]... "
-         "[--progress-secs S]\n"
+  return "usage: taas run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR]\n"
+         "                [--env KEY=VALUE]... [--progress-secs S]\n"
          "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]";
 }
 
@@ -22,6 +22,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
   Options o;
   bool no_ui = false;
   flags::FlagSet set;
+  set.String("bin-dir", &o.bin_dir);
   set.String("build-dir", &o.build_dir);
   set.String("model-dir", &o.model_dir);
   set.KeyValues("env", &o.env);
@@ -46,10 +47,12 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
   if (!parsed->positional.empty()) o.job_file = parsed->positional.front();
   if (o.help) return o;
   if (o.job_file.empty()) return absl::InvalidArgumentError("no job file\n" + usage);
-  if (o.build_dir.empty()) {
+  std::error_code ec;
+  const fs::path self = fs::canonical(self_path, ec);
+  o.launcher_dir = ec ? "" : self.parent_path().string();
+  o.build_dir_given = !o.build_dir.empty();
+  if (!o.build_dir_given) {
     // build/launcher/taas -> build
-    std::error_code ec;
-    fs::path self = fs::canonical(self_path, ec);
     o.build_dir = ec ? "." : self.parent_path().parent_path().string();
   }
   if (o.ui_assets.empty()) o.ui_assets = (fs::path(o.build_dir) / "web-ui" / "dist").string();

@@ -11,9 +11,15 @@ namespace taas::launcher {
 
 struct Options {
   std::string job_file;
-  // Where `/opt/taas/bin/<name>` commands are looked up (recursively); default: the build dir
-  // this launcher binary sits in.
+  // Where `/opt/taas/bin/<name>` commands are looked up first (binary_locator.h): a folder that
+  // holds the executables directly.
+  std::string bin_dir;
+  // A build tree searched for them (recursively); default: the build dir this launcher binary sits
+  // in (searched after the manifest's own build tree).
   std::string build_dir;
+  bool build_dir_given = false;
+  // The folder of the `taas` executable.
+  std::string launcher_dir;
   // The shared model dir (TF_LOGDIR of every replica); default: a fresh folder under /tmp/taas.
   std::string model_dir;
   // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
@@ -40,7 +46,8 @@ struct Options {
 // What `taas run --help` prints.
 std::string Usage();
 
-// Parses `run JOB.yaml [--build-dir DIR] [--model-dir DIR] [--env K=V]... [--progress-secs S]
+// Parses `run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR] [--env K=V]...
+// [--progress-secs S]
 // [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path);

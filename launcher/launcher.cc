@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "binary_locator.h"
 #include "job_loop.h"
 #include "job_secret_files.h"
 #include "local_job_source.h"
@@ -19,6 +21,8 @@
 #include "manifest.h"
 #include "processes.h"
 #include "replica_env.h"
+#include "taas/base/cpus.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/contract/ports.h"
 #include "taas/http/client.h"
@@ -27,6 +31,8 @@
 #include "taas/tfjob/validation.h"
 #include "taas/ui_server/metrics.h"
 #include "taas/ui_server/ui_server.h"
+
+extern char** environ;
 
 namespace taas::launcher {
 namespace {
@@ -66,6 +72,21 @@ std::string Now() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&t));
   return buf;
+}
+
+// Where this run looks for the executables that commands under /opt/taas/bin name.
+BinarySearchInputs BinarySearchInputsOf(const Options& options) {
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return {.bin_dir = options.bin_dir,
+          .bin_path_env = env(kBinPathEnv),
+          .build_dir = options.build_dir,
+          .build_dir_given = options.build_dir_given,
+          .manifest_path = options.job_file,
+          .launcher_dir = options.launcher_dir,
+          .path_env = env("PATH")};
 }
 
 // Runs one job: sets its replicas up, drives the job loop until the job finished or the user
@@ -212,20 +233,30 @@ absl::Status JobRunner::Prepare() {
     model_dir_ = (fs::temp_directory_path() / "taas" / (job_.metadata.name + "-" + Now())).string();
   }
   std::error_code ec;
-  fs::create_directories(model_dir_, ec);
-  if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
-  model_dir_ = fs::absolute(model_dir_).string();
-  job_.metadata.creation_timestamp = SystemNow();
-  console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
+  model_dir_ = fs::absolute(model_dir_, ec).string();
+  if (ec) return absl::InternalError("cannot make model dir " + model_dir_ + " absolute");
+  // The secret files live in a temporary folder removed with the launcher; the model dir is made
+  // only once every replica's command was found, so a job that cannot start leaves nothing.
   TAAS_ASSIGN_OR_RETURN(
       secrets_, JobSecretFiles::Create(fs::temp_directory_path().string(), job_.metadata.name));
-
   TAAS_ASSIGN_OR_RETURN(const std::vector<int> ports,
                         FreePorts(2 * tfjob::TotalReplicas(job_.spec)));
-  const ReplicaSettings settings{options_.build_dir, model_dir_, options_.env};
+  const AvailableCpus cpus = ReadAvailableCpus();
+  const ReplicaSettings settings{BinaryPlaces(BinarySearchInputsOf(options_)), model_dir_,
+                                 options_.env, LocalComputeDefaults(job_.spec, cpus.cpus, environ)};
+  if (auto share = settings.defaults.find(std::string(contract::kComputeThreadsEnv));
+      share != settings.defaults.end()) {
+    Say("replicas compute with " + share->second + " thread(s) each: " + std::to_string(cpus.cpus) +
+        " CPU(s) (" + cpus.limited_by + ") shared by the replicas that compute (" + share->first +
+        "; --env overrides)");
+  }
   TAAS_ASSIGN_OR_RETURN(std::vector<ReplicaLaunch> launches,
                         PlanReplicas(job_, settings, ports, *secrets_,
                                      [this](const std::string& line) { Say(line); }));
+  fs::create_directories(model_dir_, ec);
+  if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
+  job_.metadata.creation_timestamp = SystemNow();
+  console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
   const Clock::time_point now = Clock::now();
   for (ReplicaLaunch& launch : launches) {
     replicas_.push_back(PendingReplica(std::move(launch), now));

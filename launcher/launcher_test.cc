@@ -16,12 +16,14 @@ namespace fs = std::filesystem;
 
 TEST_CASE("run arguments: job file, options, errors") {
   auto o = ParseArgs({"run", "job.yaml", "--model-dir", "/m", "--env=A=1", "--env", "B=x=y",
-                      "--build-dir=/b", "--progress-secs", "3"},
+                      "--build-dir=/b", "--progress-secs", "3", "--bin-dir", "/bins"},
                      "/nonexistent/taas");
   REQUIRE(o.ok());
   CHECK(o->job_file == "job.yaml");
   CHECK(o->model_dir == "/m");
   CHECK(o->build_dir == "/b");
+  CHECK(o->build_dir_given);
+  CHECK(o->bin_dir == "/bins");
   CHECK(o->env.at("A") == "1");
   CHECK(o->env.at("B") == "x=y");
   CHECK(o->progress_secs == doctest::Approx(3));
@@ -70,6 +72,8 @@ TEST_CASE("the build dir defaults to the one holding launcher/taas") {
   auto o = ParseArgs({"run", "job.yaml"}, self.string());
   REQUIRE(o.ok());
   CHECK(fs::equivalent(o->build_dir, root));
+  CHECK_FALSE(o->build_dir_given);
+  CHECK(fs::equivalent(o->launcher_dir, root / "launcher"));
 
   // The shallowest executable of that name wins; non-executables are ignored.
   std::ofstream(root / "examples" / "a" / "deep" / "model") << "#!/bin/sh\n";

@@ -407,6 +407,33 @@ def scenario_bad_manifest(tmp):
     assert out.returncode == 2, out
     assert "spec.tfReplicaSpecs.Worker.replicas" in out.stderr + out.stdout, out
 
+    # A command whose executable is nowhere: the error says where the launcher looked, and the
+    # job leaves no model dir behind.
+    renamed = job_yaml("renamed", [("Worker", 1)], []).replace(
+        "/opt/taas/bin/linear-regression", "/opt/taas/bin/renamed-model")
+    with open(path, "w") as f:
+        f.write(renamed)
+    model_dir = os.path.join(tmp, "never-made")
+    out = subprocess.run([TAAS, "run", path, "--model-dir", model_dir, "--no-ui"],
+                         capture_output=True, text=True, timeout=30)
+    said = out.stderr + out.stdout
+    assert out.returncode == 2, out
+    assert "no executable named renamed-model in" in said, said
+    assert f"the launcher's build tree {BUILD} (and below)" in said, said
+    assert "--bin-dir DIR or TAAS_BIN_PATH=DIR[:DIR...]" in said, said
+    assert not os.path.exists(model_dir), f"{model_dir} made for a job that could not start"
+
+    # The same job runs once TAAS_BIN_PATH names a folder holding the executable.
+    bins = os.path.join(tmp, "bins")
+    os.makedirs(bins)
+    os.symlink(MODEL, os.path.join(bins, "renamed-model"))
+    env = dict(os.environ, TAAS_BIN_PATH=bins)
+    out = subprocess.run([TAAS, "run", path, "--model-dir", model_dir, "--no-ui",
+                          "--env", "TF_MAX_STEPS=20"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out
+    assert f"using {bins}/renamed-model for /opt/taas/bin/renamed-model" in out.stdout, out
+
 
 # --- All-reduce training (no PS) ----------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -115,13 +116,13 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
       const std::string name = r.argv[0].substr(std::strlen(kBinPrefix));
       auto found = resolved.find(r.argv[0]);
       if (found == resolved.end()) {
-        std::string local = FindBinary(settings.build_dir, name);
-        if (local.empty()) {
-          return absl::NotFoundError(r.argv[0] + ": no executable named " + name + " under " +
-                                     settings.build_dir + " (build it, or pass --build-dir)");
+        absl::StatusOr<std::string> local = LocateBinary(settings.binary_places, name);
+        if (!local.ok()) {
+          return absl::Status(local.status().code(), field + ".command[0]: " + r.argv[0] + ": " +
+                                                         std::string(local.status().message()));
         }
-        say("using " + local + " for " + r.argv[0]);
-        found = resolved.emplace(r.argv[0], local).first;
+        say("using " + *local + " for " + r.argv[0]);
+        found = resolved.emplace(r.argv[0], *local).first;
       }
       r.argv[0] = found->second;
     }
@@ -143,6 +144,7 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
       }
     }
     for (const auto& [k, v] : settings.env) r.env[k] = v;
+    for (const auto& [k, v] : settings.defaults) r.env.try_emplace(k, v);
     for (const auto& [k, v] : secrets.EnvFor(job.spec, r.type, r.index)) r.env[k] = v;
     const std::string model_dir_env(contract::kModelDirEnv);
     if (r.env.count(model_dir_env) && r.env[model_dir_env] != settings.model_dir) {
@@ -159,6 +161,23 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
   return replicas;
 }
 
+std::map<std::string, std::string> LocalComputeDefaults(const tfjob::TFJobSpec& spec, int cpus,
+                                                        char* const* inherited) {
+  int computing = 0;
+  for (const auto& [type, replica] : spec.replica_specs) {
+    if (type != ReplicaType::kPS) computing += replica.replicas;
+  }
+  std::map<std::string, std::string> defaults = {
+      {std::string(contract::kComputeThreadsEnv),
+       std::to_string(std::max(1, cpus / std::max(1, computing)))},
+      {std::string(contract::kOmpWaitPolicyEnv), std::string(contract::kOmpWaitPolicyPassive)}};
+  for (char* const* e = inherited; e && *e; ++e) {
+    const std::string_view entry(*e);
+    defaults.erase(std::string(entry.substr(0, entry.find('='))));
+  }
+  return defaults;
+}
+
 std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,
                                             char* const* inherited) {
   std::map<std::string, std::string> env;
@@ -172,25 +191,6 @@ std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::str
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
-}
-
-std::string FindBinary(const std::string& dir, const std::string& name) {
-  std::error_code ec;
-  std::string best;
-  std::size_t best_depth = 0;
-  for (auto it =
-           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->path().filename() != name || !it->is_regular_file(ec)) continue;
-    if (::access(it->path().c_str(), X_OK) != 0) continue;
-    const auto depth = static_cast<std::size_t>(it.depth());
-    if (best.empty() || depth < best_depth) {
-      best = it->path().string();
-      best_depth = depth;
-    }
-  }
-  return best;
 }
 
 }  // namespace taas::launcher

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "binary_locator.h"
 #include "job_secret_files.h"
 #include "taas/base/status.h"
 #include "taas/tfjob/restart.h"
@@ -29,20 +30,31 @@ struct ReplicaLaunch {
 };
 
 struct ReplicaSettings {
-  // Where a command `/opt/taas/bin/<name>` is looked up (FindBinary).
-  std::string build_dir;
+  // Where a command `/opt/taas/bin/<name>` is looked up (LocateBinary).
+  std::vector<BinaryPlace> binary_places;
   // The shared model dir, an absolute path: TF_LOGDIR of every replica.
   std::string model_dir;
   // `--env`: after the manifest's env, before the launcher's own variables.
   std::map<std::string, std::string> env;
+  // Set only where neither the manifest nor --env set them (LocalComputeDefaults).
+  std::map<std::string, std::string> defaults;
 };
+
+// What the launcher gives every replica unless told otherwise, since they all share this
+// machine's `cpus`: TAAS_COMPUTE_THREADS, an equal share of the CPUs among the replicas that
+// compute (all but parameter servers), at least 1; and OMP_WAIT_POLICY=PASSIVE, so that idle
+// compute threads sleep instead of spinning on cores another replica needs. Variables already in
+// the launcher's environment (`inherited`, null-terminated like `environ`) are left to it.
+std::map<std::string, std::string> LocalComputeDefaults(const tfjob::TFJobSpec& spec, int cpus,
+                                                        char* const* inherited);
 
 // `count` distinct free TCP ports on 127.0.0.1 (free when chosen; nothing holds them after).
 absl::StatusOr<std::vector<int>> FreePorts(int count);
 
 // Every replica of `job`, in tfjob::kStatusOrder then by index, the i-th taking ports[2i] and
 // ports[2i+1] (so `ports` holds 2 * tfjob::TotalReplicas). Errors name the manifest field: a
-// replica type without a `tensorflow` container, or without a command. `say` gets a line for
+// replica type without a `tensorflow` container, or without a command, or a command
+// `/opt/taas/bin/<name>` whose executable is nowhere in `binary_places`. `say` gets a line for
 // what the user should know (which executable a command runs, env entries skipped or replaced).
 absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
     const tfjob::TFJob& job, const ReplicaSettings& settings, const std::vector<int>& ports,
@@ -53,8 +65,5 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
 // The launcher's TF_CONFIG (set when it runs inside a replica itself) would name another cluster.
 std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,
                                             char* const* inherited);
-
-// Finds an executable file named `name` under `dir` (recursively, shallowest first); "" when none.
-std::string FindBinary(const std::string& dir, const std::string& name);
 
 }  // namespace taas::launcher

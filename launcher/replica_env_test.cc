@@ -58,6 +58,7 @@ struct Dirs {
     secrets.reset();
     fs::remove_all(root);
   }
+  std::vector<BinaryPlace> Places() const { return {{root.string(), true, "--build-dir"}}; }
   fs::path root;
   std::unique_ptr<JobSecretFiles> secrets;
 };
@@ -66,7 +67,7 @@ TEST_CASE("each replica: name, two ports, the local executable, the operator's e
   Dirs dirs;
   const tfjob::TFJob job = Job(Container({"/opt/taas/bin/model", "--x"}));
   std::vector<std::string> said;
-  auto replicas = PlanReplicas(job, {dirs.root.string(), "/models/linear", {{"A", "2"}}},
+  auto replicas = PlanReplicas(job, {dirs.Places(), "/models/linear", {{"A", "2"}}, {}},
                                {1001, 1002, 1003, 1004, 1005, 1006}, *dirs.secrets,
                                [&](const std::string& line) { said.push_back(line); });
   REQUIRE(replicas.ok());
@@ -107,7 +108,7 @@ TEST_CASE("a single replica gets no TF_CONFIG; a command not under /opt/taas/bin
   Dirs dirs;
   auto job = Job(Container({"python3", "train.py"}), 1);
   job.spec.replica_specs.erase(tfjob::ReplicaType::kPS);
-  auto replicas = PlanReplicas(job, {dirs.root.string(), "/m", {}}, {1, 2}, *dirs.secrets,
+  auto replicas = PlanReplicas(job, {dirs.Places(), "/m", {}, {}}, {1, 2}, *dirs.secrets,
                                [](const std::string&) {});
   REQUIRE(replicas.ok());
   REQUIRE(replicas->size() == 1);
@@ -119,14 +120,21 @@ TEST_CASE("a container the launcher cannot run is an error naming its field") {
   Dirs dirs;
   const std::string field = "spec.tfReplicaSpecs.PS.template.spec.containers[tensorflow]";
   auto plan = [&](const json& container) {
-    return PlanReplicas(Job(container), {dirs.root.string(), "/m", {}}, {1, 2, 3, 4, 5, 6},
+    return PlanReplicas(Job(container), {dirs.Places(), "/m", {}, {}}, {1, 2, 3, 4, 5, 6},
                         *dirs.secrets, [](const std::string&) {});
   };
   CHECK(plan(Container(json::array())).status().message() ==
         field +
             ".command: needed to run the replica locally (the image's entrypoint is unknown "
             "here)");
-  CHECK(plan(Container({"/opt/taas/bin/missing"})).status().code() == absl::StatusCode::kNotFound);
+  const auto missing = plan(Container({"/opt/taas/bin/missing"})).status();
+  CHECK(missing.code() == absl::StatusCode::kNotFound);
+  CHECK(missing.message() == field + ".command[0]: /opt/taas/bin/missing: no executable named " +
+                                 "missing in --build-dir " + dirs.root.string() +
+                                 " (and below). Build it, or say where it is with --bin-dir DIR " +
+                                 "or TAAS_BIN_PATH=DIR[:DIR...]");
+  CHECK(plan(Container({"/opt/taas/bin/../bin/model"})).status().code() ==
+        absl::StatusCode::kInvalidArgument);
   CHECK(plan(Container({1})).status().message() ==
         field + ".command[0]: must be a string, got integer");
   CHECK(plan(Container("run")).status().code() == absl::StatusCode::kInvalidArgument);
@@ -137,6 +145,29 @@ TEST_CASE("a container the launcher cannot run is an error naming its field") {
   CHECK(plan(bad_env).status().code() == absl::StatusCode::kInvalidArgument);
   bad_env["env"] = {{{"value", "x"}}};
   CHECK(plan(bad_env).status().message() == field + ".env[0].name: needed");
+}
+
+TEST_CASE("replicas share the machine's CPUs unless the manifest, --env or the shell says") {
+  const auto job = Job(Container({"/opt/taas/bin/model"}), 3);  // 1 PS, 3 workers
+  using Env = std::map<std::string, std::string>;
+  const std::string threads(contract::kComputeThreadsEnv), wait(contract::kOmpWaitPolicyEnv);
+  CHECK(LocalComputeDefaults(job.spec, 8, nullptr) == Env{{threads, "2"}, {wait, "PASSIVE"}});
+  CHECK(LocalComputeDefaults(job.spec, 2, nullptr).at(threads) == "1");
+  const char* shell[] = {"OMP_WAIT_POLICY=ACTIVE", "TAAS_COMPUTE_THREADS_X=1", nullptr};
+  CHECK(LocalComputeDefaults(job.spec, 8, const_cast<char* const*>(shell)) == Env{{threads, "2"}});
+
+  Dirs dirs;
+  json container = Container({"/opt/taas/bin/model"});
+  container["env"].push_back({{"name", wait}, {"value", "ACTIVE"}});
+  auto replicas = PlanReplicas(
+      Job(container),
+      {dirs.Places(), "/m", {{threads, "4"}}, {{threads, "1"}, {wait, "PASSIVE"}, {"C", "3"}}},
+      {1, 2, 3, 4, 5, 6}, *dirs.secrets, [](const std::string&) {});
+  REQUIRE(replicas.ok());
+  const auto& env = (*replicas)[1].env;
+  CHECK(env.at(threads) == "4");    // --env
+  CHECK(env.at(wait) == "ACTIVE");  // the manifest
+  CHECK(env.at("C") == "3");        // a default nobody set
 }
 
 TEST_CASE(

@@ -79,13 +79,13 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   TAAS_RETURN_IF_ERROR(ParseArgs(info.args));
   // --batch_size is the worker's: its model replicas (all-reduce training) take a slice each.
   if (batch_size_ % info.replicas_per_worker != 0) {
-    return absl::InvalidArgumentError(
-        "model argument --batch_size=" + std::to_string(batch_size_) +
-        ": must divide among the worker's " + std::to_string(info.replicas_per_worker) +
-        " replicas (TAAS_REPLICAS_PER_WORKER)");
+    return absl::InvalidArgumentError("model argument --batch_size=" + std::to_string(batch_size_) +
+                                      ": must divide among the worker's " +
+                                      std::to_string(info.replicas_per_worker) +
+                                      " replicas (TAAS_REPLICAS_PER_WORKER)");
   }
   const std::int64_t replica_batch = batch_size_ / info.replicas_per_worker;
-  nn::SetComputeThreads(threads_);
+  if (threads_ > 0) nn::SetComputeThreads(threads_);
   TAAS_ASSIGN_OR_RETURN(model_, CreateModel(model_name_, seed_));
 
   // The optimizer decays per epoch of the whole job's data, as the tutorials do.

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -36,6 +37,7 @@ constexpr std::size_t kMaxTfConfigBytes = 1 << 20;
 constexpr std::int64_t kMaxAddresses = 10000;   // In all of TF_CONFIG; also bounds task.index.
 constexpr double kMaxSeconds = 30 * 24 * 3600;  // Any duration setting: 30 days.
 constexpr std::int64_t kMaxReplicasPerWorker = 64;
+constexpr std::int64_t kMaxComputeThreads = 1024;
 constexpr std::int64_t kMaxAllReduceBytes = std::int64_t{1} << 30;
 
 absl::Status Invalid(const std::string& where, const std::string& message) {
@@ -208,6 +210,10 @@ std::vector<Setting> Settings() {
                  c.info.replicas_per_worker = static_cast<int>(n);
                  return absl::OkStatus();
                }});
+  s.push_back(Make("compute_threads", std::string(contract::kComputeThreadsEnv),
+                   "threads of each model replica's compute; 0 = the CPUs this process may use "
+                   "(its cgroup's CPU limit, its affinity) shared among its model replicas (0)",
+                   IntInRange(0, kMaxComputeThreads), &RuntimeConfig::compute_threads));
   s.push_back(Make("allreduce_bucket_bytes", "TAAS_ALLREDUCE_BUCKET_BYTES",
                    "gradients per all-reduce (4194304)", IntInRange(4, kMaxAllReduceBytes),
                    &RuntimeConfig::allreduce_bucket_bytes));
@@ -517,6 +523,15 @@ std::string RoleName(Role role) {
 std::string StrategyName(Strategy strategy) {
   return std::string(strategy == Strategy::kCollective ? contract::kCollectiveStrategy
                                                        : contract::kParameterServerStrategy);
+}
+
+ComputeThreadsChoice ChooseComputeThreads(const RuntimeConfig& config, const AvailableCpus& cpus) {
+  if (config.compute_threads > 0) {
+    return {config.compute_threads, std::string(contract::kComputeThreadsEnv)};
+  }
+  const int replicas =
+      config.info.strategy == Strategy::kCollective ? config.info.replicas_per_worker : 1;
+  return {std::max(1, cpus.cpus / std::max(1, replicas)), cpus.limited_by};
 }
 
 std::string HelpText() {

@@ -233,6 +233,28 @@ TEST_CASE("a strategy that contradicts TF_CONFIG is an error naming both") {
             .find("--allreduce_chunk_bytes: must be >= 4096") == 0);
 }
 
+TEST_CASE("compute threads: the setting, else the CPUs shared among the process's replicas") {
+  const AvailableCpus eight{8, "cgroup cpu limit"};
+  auto c = ParseConfig({}, {});
+  REQUIRE(c.ok());
+  CHECK(c->compute_threads == 0);
+  ComputeThreadsChoice choice = ChooseComputeThreads(*c, eight);
+  CHECK(choice.threads == 8);
+  CHECK(choice.chosen_by == "cgroup cpu limit");
+  // Four model replicas in one worker: a quarter each, never oversubscribing the limit.
+  c = ParseConfig({"--replicas_per_worker=4"}, {});
+  REQUIRE(c.ok());
+  CHECK(ChooseComputeThreads(*c, eight).threads == 2);
+  CHECK(ChooseComputeThreads(*c, {3, "cpu affinity"}).threads == 1);
+  c = ParseConfig({}, {{"TAAS_COMPUTE_THREADS", "3"}, {"TAAS_REPLICAS_PER_WORKER", "4"}});
+  REQUIRE(c.ok());
+  choice = ChooseComputeThreads(*c, eight);
+  CHECK(choice.threads == 3);
+  CHECK(choice.chosen_by == "TAAS_COMPUTE_THREADS");
+  CHECK(ErrorOf({"--compute_threads=-1"}, {}).find("--compute_threads: must be >= 0") == 0);
+  CHECK(ErrorOf({}, {{"TAAS_COMPUTE_THREADS", "many"}}).find("TAAS_COMPUTE_THREADS") == 0);
+}
+
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

@@ -2,13 +2,17 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "exit_code.h"
 #include "internal.h"
+#include "taas/base/cpus.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/ps/server.h"
+#include "taas/tensor/device.h"
 
 namespace taas {
 namespace runtime {
@@ -86,6 +90,11 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
     }
     metrics_server = std::move(*server);
   }
+  // Before the model is built: build_model may override the choice (nn::SetComputeThreads).
+  const config::ComputeThreadsChoice threads =
+      config::ChooseComputeThreads(cfg, ReadAvailableCpus());
+  SetHostComputeThreads(threads.threads);
+  const char* wait_policy = std::getenv(std::string(contract::kOmpWaitPolicyEnv).c_str());
   ctx.logger.Info("starting", {{"max_steps", info.max_steps},
                                {"strategy", config::StrategyName(info.strategy)},
                                {"model_dir", info.model_dir},
@@ -96,7 +105,10 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
                                {"ps", info.num_ps},
                                {"chief", info.is_chief},
                                {"metrics_port", cfg.metrics_port},
-                               {"nice", nice}});
+                               {"nice", nice},
+                               {"compute_threads", threads.threads},
+                               {"compute_threads_from", threads.chosen_by},
+                               {"omp_wait_policy", wait_policy ? wait_policy : "unset"}});
   switch (info.role) {
     case Role::kPs:
       return RunParameterServer(ctx);

@@ -26,6 +26,7 @@ class HostMemory final : public DeviceMemory {
 
 HostMemory host_memory;
 std::atomic<DeviceMemory*> cuda_memory{nullptr};
+std::atomic<int> host_compute_threads{0};
 
 }  // namespace
 
@@ -47,5 +48,11 @@ DeviceMemory* RegisterDeviceMemory(DeviceType type, DeviceMemory* memory) {
   if (type == DeviceType::kCpu) return &host_memory;  // the host's memory is fixed
   return cuda_memory.exchange(memory);
 }
+
+void SetHostComputeThreads(int threads) {
+  host_compute_threads.store(threads > 0 ? threads : 0, std::memory_order_relaxed);
+}
+
+int HostComputeThreads() { return host_compute_threads.load(std::memory_order_relaxed); }
 
 }  // namespace taas

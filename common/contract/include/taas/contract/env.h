@@ -22,5 +22,14 @@ inline constexpr std::string_view kMetricsPortEnv = "TAAS_METRICS_PORT";
 inline constexpr std::string_view kStrategyEnv = "TAAS_STRATEGY";
 inline constexpr std::string_view kParameterServerStrategy = "parameter_server";
 inline constexpr std::string_view kCollectiveStrategy = "collective";
+// Threads of a replica's compute (0 or unset: the runtime chooses from the CPUs it may use); the
+// local launcher gives each replica its share of the machine's cores through it.
+inline constexpr std::string_view kComputeThreadsEnv = "TAAS_COMPUTE_THREADS";
+// OpenMP's wait policy, read once when the library loads: PASSIVE makes idle compute threads
+// sleep instead of spinning on cores that other replicas share. The local launcher sets it for
+// every replica that does not set it itself (in a pod the runtime sizes its threads to the pod's
+// CPU limit, so no other replica shares those cores).
+inline constexpr std::string_view kOmpWaitPolicyEnv = "OMP_WAIT_POLICY";
+inline constexpr std::string_view kOmpWaitPolicyPassive = "PASSIVE";
 
 }  // namespace taas::contract

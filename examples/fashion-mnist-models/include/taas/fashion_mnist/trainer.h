@@ -14,8 +14,8 @@
 // (1 - d) * (s - w) / lr, which plain SGD turns into s -= (1 - d) * (s - w); averages are
 // therefore only kept with the "sgd" optimizer.
 //
-// Model arguments (after `--`): --batch_size=N (100), --data_dir=DIR, --threads=N (1: replicas
-// share the machine), --seed=N, --optimizer=sgd|momentum|adam, --learning_rate=F,
+// Model arguments (after `--`): --batch_size=N (100), --data_dir=DIR, --threads=N (0: the runtime's
+// choice, TAAS_COMPUTE_THREADS), --seed=N, --optimizer=sgd|momentum|adam, --learning_rate=F,
 // --moving_averages=true|false.
 #pragma once
 
@@ -46,7 +46,7 @@ class FashionMnistTrainer : public DistModel {
   std::string model_name_;
   std::int64_t batch_size_ = 100;
   std::string data_dir_ = data::kFashionMnistDir;
-  int threads_ = 1;
+  int threads_ = 0;
   std::uint64_t seed_ = 1;
   std::optional<std::string> optimizer_name_;
   std::optional<float> learning_rate_;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/base/cpus.h"
 #include "taas/base/status.h"
 #include "taas/runtime/dist_model.h"
 
@@ -46,6 +47,9 @@ struct RuntimeConfig {
   // partitioned variable is spread over. Every replica of a job must use the same value.
   int ps_lanes = 2;
   int metrics_port = 0;  // 0: no metrics endpoint.
+  // Threads of each model replica's compute (taas::SetHostComputeThreads); 0: chosen at start-up
+  // from the CPUs the process may use.
+  int compute_threads = 0;
 
   // Collective training (info.strategy). The strategy as TAAS_STRATEGY / --strategy named it, and
   // which of the two did ("" when inferred from TF_CONFIG: no `ps` means collective).
@@ -78,6 +82,16 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
 // The job's token files and the pod IP (RuntimeConfig::job_token, chief_token, pod_ip), read from
 // the files `env` names (taas/contract/job_secret.h); errors name the variable and the fix.
 absl::Status ReadSecrets(const std::map<std::string, std::string>& env, RuntimeConfig& config);
+
+// The threads each model replica computes with, and what chose them: the compute_threads
+// setting (its environment name), else the CPUs the process may use divided among the model
+// replicas it runs (a collective worker's replicas_per_worker, else 1), at least 1 (`cpus`'s
+// limited_by: "cgroup cpu limit" or "cpu affinity").
+struct ComputeThreadsChoice {
+  int threads = 1;
+  std::string chosen_by;
+};
+ComputeThreadsChoice ChooseComputeThreads(const RuntimeConfig& config, const AvailableCpus& cpus);
 
 // Reads argv and the process environment, then ParseConfig and ReadSecrets.
 absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv);

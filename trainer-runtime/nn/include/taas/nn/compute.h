@@ -10,9 +10,10 @@ namespace taas::nn {
 
 // Sets how many threads oneDNN uses for the primitives and sgemm calls of every thread of the
 // process, those started later included (several model replicas, each on its own thread, train
-// with the setting their build_model chose on the main thread); 0 restores the default (all
-// cores). On a busy machine one thread can be much faster than two: a preempted thread stalls
-// every barrier.
+// with the setting their build_model chose on the main thread); 0 means all cores. The runtime
+// has already chosen from TAAS_COMPUTE_THREADS or the CPUs the process may use
+// (taas::SetHostComputeThreads); call this only to override that choice. On a busy machine one
+// thread can be much faster than two: a preempted thread stalls every barrier.
 void SetComputeThreads(int threads);
 // Applies that setting to the calling thread (OpenMP's nthreads is per thread); layers call it
 // before they compute, through ComputeContext::stream() or directly.

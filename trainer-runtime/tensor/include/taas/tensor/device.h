@@ -46,4 +46,12 @@ DeviceMemory* MemoryFor(DeviceType type);
 // this once, at start-up, before any tensor is placed on its devices.
 DeviceMemory* RegisterDeviceMemory(DeviceType type, DeviceMemory* memory);
 
+// How many threads the host's compute (a CPU engine's kernels) may use per model replica,
+// process-wide; 0 leaves it to the engine (all cores). The runtime sets it at start-up
+// (TAAS_COMPUTE_THREADS, else the CPUs the process may use shared among its model replicas); a
+// model may set it again in build_model; the CPU engine applies it on every thread before it
+// computes. Here, in the core, so that the runtime chooses without depending on an engine.
+void SetHostComputeThreads(int threads);
+int HostComputeThreads();
+
 }  // namespace taas
