@@ -32,14 +32,20 @@ absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
 Mlp::Mlp(std::uint64_t seed) {
   using nn::Activation;
   using nn::DenseOptions;
-  auto& hidden = network_.Add(std::make_unique<nn::Dense>(DenseOptions{
-      .name = "hidden", .inputs = 784, .units = 500, .activation = Activation::kRelu}));
+  // Truncated normal kernels (stddev 0.1) seeded from `seed`, biases of 0.1.
+  auto& hidden = network_.Add(std::make_unique<nn::Dense>(
+      DenseOptions{.name = "hidden",
+                   .inputs = 784,
+                   .units = 500,
+                   .activation = Activation::kRelu,
+                   .kernel_initializer = initializers::TruncatedNormal(0.1f).WithSeed(seed * 2 + 1),
+                   .bias_initializer = initializers::Constant(0.1f)}));
   auto& logits = network_.Add(std::make_unique<nn::Dense>(
-      DenseOptions{.name = "logits", .inputs = 500, .units = kClasses}));
-  TruncatedNormal(hidden.kernel().value, 0.1f, seed * 2 + 1);
-  TruncatedNormal(logits.kernel().value, 0.1f, seed * 2 + 2);
-  Constant(hidden.bias().value, 0.1f);
-  Constant(logits.bias().value, 0.1f);
+      DenseOptions{.name = "logits",
+                   .inputs = 500,
+                   .units = kClasses,
+                   .kernel_initializer = initializers::TruncatedNormal(0.1f).WithSeed(seed * 2 + 2),
+                   .bias_initializer = initializers::Constant(0.1f)}));
   regularized_ = {&hidden.kernel(), &logits.kernel()};
   l2_scale_ = 1e-4f;
 }
@@ -56,46 +62,49 @@ Cnn::Cnn(std::uint64_t seed, std::int64_t conv1_chunk) {
   using nn::Conv2DOptions;
   using nn::DenseOptions;
   using nn::MaxPool2DOptions;
+  // Keras's defaults (Glorot-uniform kernels, zero biases), each kernel seeded from `seed` so
+  // that a model's seed, not its layer names, picks its starting point.
+  auto glorot = [&](std::uint64_t layer) {
+    return initializers::GlorotUniform().WithSeed(seed * 8 + layer);
+  };
   // Every convolution: 3x3, stride 1, no padding, ReLU; every pool 2x2 with stride 2.
-  auto conv = [&](std::string name, std::int64_t in_channels, std::int64_t filters) {
-    return std::make_unique<nn::Conv2D>(context_, Conv2DOptions{.name = std::move(name),
-                                                                .in_channels = in_channels,
-                                                                .filters = filters,
-                                                                .kernel_size = 3,
-                                                                .strides = 1,
-                                                                .padding = nn::Padding::kValid,
-                                                                .activation = Activation::kRelu});
+  auto conv = [&](std::string name, std::int64_t in_channels, std::int64_t filters,
+                  std::uint64_t layer) {
+    return std::make_unique<nn::Conv2D>(context_,
+                                        Conv2DOptions{.name = std::move(name),
+                                                      .in_channels = in_channels,
+                                                      .filters = filters,
+                                                      .kernel_size = 3,
+                                                      .strides = 1,
+                                                      .padding = nn::Padding::kValid,
+                                                      .activation = Activation::kRelu,
+                                                      .kernel_initializer = glorot(layer)});
   };
   auto pool = [&](std::string name) {
     return std::make_unique<nn::MaxPool2D>(
         context_, MaxPool2DOptions{.name = std::move(name), .pool_size = 2, .strides = 2});
   };
   // conv1 and pool1 run in chunks so conv1's 26x26x32 output stays in cache (ChunkedConvPool).
-  nn::Conv2D* conv1 = nullptr;
-  auto conv1_layer = conv("conv1", 1, 32);
+  auto conv1_layer = conv("conv1", 1, 32, 1);
   auto pool1_layer = pool("pool1");
   if (conv1_chunk > 0) {
-    conv1 = &network_
-                 .Add(std::make_unique<nn::ChunkedConvPool>(std::move(conv1_layer),
-                                                            std::move(pool1_layer), conv1_chunk))
-                 .conv();
+    network_.Add(std::make_unique<nn::ChunkedConvPool>(std::move(conv1_layer),
+                                                       std::move(pool1_layer), conv1_chunk));
   } else {
-    conv1 = &network_.Add(std::move(conv1_layer));
+    network_.Add(std::move(conv1_layer));
     network_.Add(std::move(pool1_layer));
   }
-  auto& conv2 = network_.Add(conv("conv2", 32, 64));
+  network_.Add(conv("conv2", 32, 64, 2));
   network_.Add(pool("pool2"));
-  auto& conv3 = network_.Add(conv("conv3", 64, 64));
+  network_.Add(conv("conv3", 64, 64, 3));
   network_.Add(std::make_unique<nn::Flatten>("flatten"));
-  auto& dense1 = network_.Add(std::make_unique<nn::Dense>(DenseOptions{
-      .name = "dense1", .inputs = 3 * 3 * 64, .units = 64, .activation = Activation::kRelu}));
-  auto& logits = network_.Add(
-      std::make_unique<nn::Dense>(DenseOptions{.name = "logits", .inputs = 64, .units = kClasses}));
-  GlorotUniform(conv1->kernel().value, 9 * 1, 9 * 32, seed * 8 + 1);
-  GlorotUniform(conv2.kernel().value, 9 * 32, 9 * 64, seed * 8 + 2);
-  GlorotUniform(conv3.kernel().value, 9 * 64, 9 * 64, seed * 8 + 3);
-  GlorotUniform(dense1.kernel().value, 576, 64, seed * 8 + 4);
-  GlorotUniform(logits.kernel().value, 64, kClasses, seed * 8 + 5);
+  network_.Add(std::make_unique<nn::Dense>(DenseOptions{.name = "dense1",
+                                                        .inputs = 3 * 3 * 64,
+                                                        .units = 64,
+                                                        .activation = Activation::kRelu,
+                                                        .kernel_initializer = glorot(4)}));
+  network_.Add(std::make_unique<nn::Dense>(DenseOptions{
+      .name = "logits", .inputs = 64, .units = kClasses, .kernel_initializer = glorot(5)}));
 }
 
 optim::OptimizerConfig Cnn::DefaultOptimizer(std::int64_t) const {

@@ -1,10 +1,8 @@
 #include "taas/nn/conv2d.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "layer_internal.h"
-#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 namespace {
@@ -70,9 +68,9 @@ Conv2D::Conv2D(ComputeContext& context, Conv2DOptions options)
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_})},
       bias_{this->name() + "/bias", Tensor({filters_}), Tensor({filters_})} {
-  const std::int64_t receptive = kernel_size_ * kernel_size_;
-  GlorotUniform(kernel_.value, receptive * in_channels_, receptive * filters_,
-                std::hash<std::string>{}(kernel_.name));
+  internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
+                               kernel_);
+  internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);
 }
 
 Conv2D::~Conv2D() = default;

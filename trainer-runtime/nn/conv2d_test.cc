@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "layer_testing.h"
@@ -83,6 +86,38 @@ TEST_CASE("conv2d: a batch of the wrong shape is an error value naming the layer
   CHECK(gradient.status().message() ==
         "conv1: expected a gradient of the output's shape [2, 3, 3, 2], got [2, 3, 3, 1]");
   Ok(conv.Backward(Tensor({2, 3, 3, 2})));
+}
+
+TEST_CASE("conv2d: Keras's initialisers by default; the options name others") {
+  ComputeContext context;
+  Conv2D conv(context,
+              Conv2DOptions{.name = "c1", .in_channels = 2, .filters = 4, .kernel_size = 3});
+  Tensor expected({3, 3, 2, 4});
+  GlorotUniform(expected, 9 * 2, 9 * 4, std::hash<std::string>{}("c1/kernel"));
+  auto values = [](const Tensor& t) {
+    return std::vector<float>(t.values().begin(), t.values().end());
+  };
+  CHECK(values(conv.kernel().value) == values(expected));
+  CHECK(values(conv.bias().value) == std::vector<float>(4, 0.0f));
+
+  Conv2D he(context, Conv2DOptions{.name = "c2",
+                                   .in_channels = 2,
+                                   .filters = 4,
+                                   .kernel_size = 3,
+                                   .kernel_initializer = initializers::HeNormal().WithSeed(3),
+                                   .bias_initializer = initializers::Ones()});
+  initializers::HeNormal().Fill(expected, 3);  // fan in 3 * 3 * 2, from the kernel's shape
+  CHECK(values(he.kernel().value) == values(expected));
+  CHECK(values(he.bias().value) == std::vector<float>(4, 1.0f));
+
+  CHECK_THROWS_WITH_AS(
+      Conv2D(context, Conv2DOptions{.name = "c3",
+                                    .in_channels = 1,
+                                    .filters = 1,
+                                    .kernel_size = 2,
+                                    .kernel_initializer = initializers::RandomUniform(1.0f, 0.0f)}),
+      "c3: kernel_initializer: maxval must be > minval, got minval 1 and maxval 0",
+      std::invalid_argument);
 }
 
 }  // namespace

@@ -1,12 +1,10 @@
 #include "taas/nn/dense.h"
 
 #include <algorithm>
-#include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "layer_internal.h"
 #include "taas/nn/compute.h"
-#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 
@@ -19,7 +17,9 @@ Dense::Dense(DenseOptions options)
       activation_(options.activation),
       kernel_{this->name() + "/kernel", Tensor({in_, out_}), Tensor({in_, out_})},
       bias_{this->name() + "/bias", Tensor({out_}), Tensor({out_})} {
-  GlorotUniform(kernel_.value, in_, out_, std::hash<std::string>{}(kernel_.name));
+  internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
+                               kernel_);
+  internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);
 }
 
 absl::StatusOr<const Tensor*> Dense::Forward(const Tensor& input, bool) {

@@ -3,9 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "layer_testing.h"
+#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 namespace {
@@ -58,6 +64,61 @@ TEST_CASE("dense: a batch of the wrong shape is an error value naming the layer 
   // After a refused batch the last output is gone: Backward refuses too.
   CHECK_FALSE(dense.Forward(Tensor({2, 783}), true).ok());
   CHECK(dense.Backward(gradient).status().code() == absl::StatusCode::kFailedPrecondition);
+}
+
+std::vector<float> Values(const Tensor& tensor) {
+  return {tensor.values().begin(), tensor.values().end()};
+}
+
+TEST_CASE("dense: Keras's initialisers by default, seeded by the variable's name") {
+  Dense dense(DenseOptions{.name = "d1", .inputs = 6, .units = 3});
+  Tensor expected({6, 3});
+  GlorotUniform(expected, 6, 3, std::hash<std::string>{}("d1/kernel"));
+  CHECK(Values(dense.kernel().value) == Values(expected));
+  CHECK(Values(dense.bias().value) == std::vector<float>(3, 0.0f));
+  Dense again(DenseOptions{.name = "d1", .inputs = 6, .units = 3});
+  CHECK(Values(again.kernel().value) == Values(dense.kernel().value));
+}
+
+TEST_CASE("dense: the options name other initialisers") {
+  Dense dense(DenseOptions{.name = "d2",
+                           .inputs = 50,
+                           .units = 40,
+                           .kernel_initializer = initializers::TruncatedNormal(0.1f).WithSeed(7),
+                           .bias_initializer = initializers::Constant(0.1f)});
+  Tensor expected({50, 40});
+  TruncatedNormal(expected, 0.1f, 7);
+  CHECK(Values(dense.kernel().value) == Values(expected));
+  CHECK(Values(dense.bias().value) == std::vector<float>(40, 0.1f));
+
+  Dense he(DenseOptions{.name = "he",
+                        .inputs = 50,
+                        .units = 40,
+                        .kernel_initializer = initializers::HeUniform(),
+                        .bias_initializer = initializers::RandomUniform(-1.0f, 1.0f)});
+  const double limit = std::sqrt(6.0 / 50.0) * (1.0 + 1e-6);  // a float may round up to it
+  for (float v : he.kernel().value.values()) CHECK(std::abs(v) <= limit);
+  // A random bias is seeded with its own name: not the kernel's draws.
+  Tensor bias({40});
+  initializers::RandomUniform(-1.0f, 1.0f).Fill(bias, std::hash<std::string>{}("he/bias"));
+  CHECK(Values(he.bias().value) == Values(bias));
+}
+
+TEST_CASE("dense: bad initialiser parameters name the layer and the field") {
+  auto build = [](Initializer kernel, Initializer bias) {
+    Dense dense(DenseOptions{.name = "dense1",
+                             .inputs = 2,
+                             .units = 2,
+                             .kernel_initializer = kernel,
+                             .bias_initializer = bias});
+  };
+  CHECK_THROWS_WITH_AS(build(initializers::TruncatedNormal(-1.0f), initializers::Zeros()),
+                       "dense1: kernel_initializer: stddev must be a finite number > 0, got -1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(build(initializers::GlorotUniform(),
+                             initializers::Constant(std::numeric_limits<float>::quiet_NaN())),
+                       "dense1: bias_initializer: value must be a finite number, got nan",
+                       std::invalid_argument);
 }
 
 }  // namespace

@@ -1,6 +1,17 @@
 #include "layer_internal.h"
 
+#include <functional>
+#include <stdexcept>
+
 namespace taas::nn::internal {
+
+void InitializeVariable(const std::string& layer, const char* field, const Initializer& initializer,
+                        Variable& variable) {
+  if (absl::Status status = initializer.Validate(); !status.ok()) {
+    throw std::invalid_argument(layer + ": " + field + ": " + std::string(status.message()));
+  }
+  initializer.Fill(variable.value, std::hash<std::string>{}(variable.name));
+}
 
 void Ensure(Tensor& tensor, const Shape& shape) {
   if (tensor.shape() != shape) tensor = Tensor(shape);

@@ -6,9 +6,19 @@
 #include <string>
 
 #include "taas/base/status.h"
+#include "taas/tensor/initializers.h"
 #include "taas/tensor/tensor.h"
+#include "taas/tensor/variable.h"
 
 namespace taas::nn::internal {
+
+// Fills `variable.value` with `initializer`, seeded with the hash of the variable's name unless the
+// initialiser fixes its own seed, so every replica and every run builds the same values. Bad
+// parameters are a programming error (layer.h): std::invalid_argument
+// "<layer>: <field>: <Initializer::Validate()'s message>", e.g.
+// "dense1: kernel_initializer: stddev must be a finite number > 0, got -1".
+void InitializeVariable(const std::string& layer, const char* field, const Initializer& initializer,
+                        Variable& variable);
 
 // Makes `tensor` have `shape`, reallocating only when the shape changes.
 void Ensure(Tensor& tensor, const Shape& shape);

@@ -9,6 +9,7 @@
 
 #include "taas/nn/compute.h"
 #include "taas/nn/layer.h"
+#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 
@@ -26,12 +27,18 @@ struct Conv2DOptions {
   std::int64_t strides = 1;
   Padding padding = Padding::kValid;
   Activation activation = Activation::kNone;  // kRelu runs as a oneDNN post-op
+  // Keras's "glorot_uniform": uniform in +-sqrt(6 / (fan_in + fan_out)), fans below.
+  Initializer kernel_initializer = initializers::GlorotUniform();
+  Initializer bias_initializer = initializers::Zeros();  // Keras's "zeros"
 };
 
 // Kernel [kernel_size, kernel_size, in_channels, filters] ("<name>/kernel", TF's HWIO), bias
-// [filters] ("<name>/bias"). Initialisers: the kernel is Glorot-uniform (fan in
-// kernel_size^2 * in_channels, fan out kernel_size^2 * filters) seeded with the hash of its
-// variable name, the bias zeros; a model that wants others overwrites them after construction.
+// [filters] ("<name>/bias"). The initialisers fill the variables at construction (the kernel's
+// fans: kernel_size^2 * in_channels in, kernel_size^2 * filters out, as Keras's); a random one
+// without a seed of its own is seeded with the hash of the variable's name, so every replica
+// builds the same values (initializers.h). Invalid initialiser parameters are a programming error
+// (layer.h): the constructor throws std::invalid_argument "<name>: kernel_initializer: <why>";
+// check options read from input first with Initializer::Validate().
 class Conv2D final : public Layer {
  public:
   Conv2D(ComputeContext& context, Conv2DOptions options);

@@ -6,21 +6,28 @@
 #include <vector>
 
 #include "taas/nn/layer.h"
+#include "taas/tensor/initializers.h"
 
 namespace taas::nn {
 
-// Keras's Dense arguments, plus the input width Keras would infer.
+// Keras's Dense arguments, plus the input width Keras would infer. Defaults are Keras's.
 struct DenseOptions {
   std::string name;         // variables "<name>/kernel" and "<name>/bias"
   std::int64_t inputs = 0;  // required: features per example, x is [N, inputs]
   std::int64_t units = 0;   // required: outputs per example, y is [N, units]
   Activation activation = Activation::kNone;
+  // Keras's "glorot_uniform": uniform in +-sqrt(6 / (inputs + units)).
+  Initializer kernel_initializer = initializers::GlorotUniform();
+  Initializer bias_initializer = initializers::Zeros();  // Keras's "zeros"
 };
 
 // x [N, inputs], kernel W [inputs, units] ("<name>/kernel"), bias b [units] ("<name>/bias").
-// Initialisers: the kernel is Glorot-uniform (fan in `inputs`, fan out `units`) seeded with the
-// hash of its variable name, the bias zeros; a model that wants others overwrites kernel().value
-// and bias().value after construction (the Fashion-MNIST models do).
+// The initialisers fill the variables at construction (fans: `inputs` in, `units` out; the bias's
+// both `units`); a random one without a seed of its own is seeded with the hash of the variable's
+// name ("<name>/kernel"), so every replica builds the same values (initializers.h). Invalid
+// initialiser parameters (a stddev <= 0, a NaN) are a programming error (layer.h): the
+// constructor throws std::invalid_argument "<name>: kernel_initializer: <why>"; check options read
+// from input first with Initializer::Validate().
 class Dense final : public Layer {
  public:
   explicit Dense(DenseOptions options);
