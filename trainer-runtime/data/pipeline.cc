@@ -1,41 +1,27 @@
 #include "taas/data/pipeline.h"
 
+#include <string>
 #include <utility>
 
+#include "random.h"
+
 namespace taas::data {
-namespace {
-
-// splitmix64: small, fast and seedable; the sequence only has to be reproducible.
-std::uint64_t NextRandom(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// The data set's vectors must hold what its count, rows and cols say: batches index them by those.
-absl::Status CheckShape(const ImageDataset& d) {
-  std::int64_t pixels = 0;
-  const bool fits = d.count >= 0 && d.rows >= 0 && d.cols >= 0 &&
-                    !__builtin_mul_overflow(d.count, d.rows, &pixels) &&
-                    !__builtin_mul_overflow(pixels, d.cols, &pixels);
-  if (!fits || static_cast<std::uint64_t>(pixels) != d.pixels.size() ||
-      static_cast<std::uint64_t>(d.count) != d.labels.size()) {
-    return absl::InvalidArgumentError(
-        "pipeline: the data set holds " + std::to_string(d.pixels.size()) + " pixel bytes and " +
-        std::to_string(d.labels.size()) + " labels, not count x rows x cols (" +
-        std::to_string(d.count) + " x " + std::to_string(d.rows) + " x " + std::to_string(d.cols) +
-        ") and count");
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(
     std::shared_ptr<const ImageDataset> dataset, PipelineOptions options) {
-  if (dataset == nullptr) return absl::InvalidArgumentError("pipeline: dataset is null");
-  TAAS_RETURN_IF_ERROR(CheckShape(*dataset));
+  absl::StatusOr<DatasetView> view = ViewOf(std::move(dataset));
+  if (!view.ok()) {
+    return absl::InvalidArgumentError("pipeline: " + std::string(view.status().message()));
+  }
+  return Create(*std::move(view), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(DatasetView view,
+                                                           PipelineOptions options) {
+  if (absl::Status status = CheckView(view); !status.ok()) {
+    return absl::InvalidArgumentError("pipeline: " + std::string(status.message()));
+  }
+  const ImageDataset& dataset = *view.dataset;
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError("pipeline: batch_size must be >= 1, got " +
                                       std::to_string(options.batch_size));
@@ -47,31 +33,31 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(
         std::to_string(options.shard_index) + " of num_shards " +
         std::to_string(options.num_shards));
   }
-  if (options.shard_index >= dataset->count) {
+  if (options.shard_index >= view.size()) {
     return absl::InvalidArgumentError("pipeline: shard " + std::to_string(options.shard_index) +
                                       " of " + std::to_string(options.num_shards) +
                                       " has no examples in a data set of " +
-                                      std::to_string(dataset->count));
+                                      std::to_string(view.size()));
   }
-  if (options.example_shape.empty()) options.example_shape = {dataset->rows, dataset->cols, 1};
-  if (NumElements(options.example_shape) != dataset->rows * dataset->cols) {
+  if (options.example_shape.empty()) options.example_shape = {dataset.rows, dataset.cols, 1};
+  if (NumElements(options.example_shape) != dataset.rows * dataset.cols) {
     return absl::InvalidArgumentError("pipeline: example_shape " +
                                       ShapeString(options.example_shape) + " does not hold " +
-                                      std::to_string(dataset->rows * dataset->cols) + " pixels");
+                                      std::to_string(dataset.rows * dataset.cols) + " pixels");
   }
   if (options.prefetch < 0) options.prefetch = 0;
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(dataset), std::move(options)));
+  TAAS_ASSIGN_OR_RETURN(DatasetView shard, Shard(view, options.num_shards, options.shard_index));
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(shard), std::move(options)));
   if (pipeline->options_.prefetch > 0)
     pipeline->thread_ = std::thread([p = pipeline.get()] { p->Run(); });
   return pipeline;
 }
 
-Pipeline::Pipeline(std::shared_ptr<const ImageDataset> dataset, PipelineOptions options)
-    : dataset_(std::move(dataset)), options_(std::move(options)), rng_state_(options_.seed) {
-  for (std::int64_t i = options_.shard_index; i < dataset_->count; i += options_.num_shards) {
-    indices_.push_back(i);
-  }
-}
+Pipeline::Pipeline(DatasetView shard, PipelineOptions options)
+    : dataset_(std::move(shard.dataset)),
+      options_(std::move(options)),
+      indices_(std::move(shard.indices)),
+      rng_state_(options_.seed) {}
 
 Pipeline::~Pipeline() {
   {
@@ -96,7 +82,7 @@ std::int64_t Pipeline::NextIndex() {
   }
   if (buffer_.empty()) return -1;
   std::size_t pick = 0;
-  if (capacity > 1) pick = NextRandom(rng_state_) % buffer_.size();
+  if (capacity > 1) pick = internal::NextRandom(rng_state_) % buffer_.size();
   const std::int64_t index = buffer_[pick];
   if (capacity > 1) {
     buffer_[pick] = buffer_.back();

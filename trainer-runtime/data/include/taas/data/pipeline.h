@@ -1,4 +1,5 @@
-// An input pipeline over an in-memory image data set, in tf.data's order:
+// An input pipeline over an in-memory image data set or a view of one (split.h), in tf.data's
+// order:
 // shard(num_shards, shard_index) -> shuffle(buffer, reshuffled every epoch) -> repeat -> batch,
 // with the batches produced ahead of time on a background thread (prefetch), so a training step
 // takes a ready batch instead of waiting for input.
@@ -18,6 +19,7 @@
 
 #include "taas/base/status.h"
 #include "taas/data/idx.h"
+#include "taas/data/split.h"
 #include "taas/tensor/tensor.h"
 
 namespace taas::data {
@@ -45,9 +47,14 @@ struct Batch {
 class Pipeline {
  public:
   // InvalidArgument naming the option for bad options (batch_size < 1, shard out of range,
-  // a shard with no examples, example_shape of the wrong size).
+  // a shard with no examples, example_shape of the wrong size), or for a data set whose vectors
+  // do not hold what its count, rows and cols say.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(
       std::shared_ptr<const ImageDataset> dataset, PipelineOptions options);
+  // The same over the examples of `view` only (a split's part, split.h), in the view's order
+  // before sharding and shuffling; the view's indices are copied, its examples are not.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(DatasetView view,
+                                                          PipelineOptions options);
   ~Pipeline();  // Stops and joins the background thread.
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -60,14 +67,14 @@ class Pipeline {
   std::int64_t shard_size() const { return static_cast<std::int64_t>(indices_.size()); }
 
  private:
-  Pipeline(std::shared_ptr<const ImageDataset> dataset, PipelineOptions options);
+  Pipeline(DatasetView shard, PipelineOptions options);
   std::optional<Batch> Produce();  // builds the next batch (producer side)
   std::int64_t NextIndex();        // -1 at the end
   void Run();
 
   std::shared_ptr<const ImageDataset> dataset_;
   PipelineOptions options_;
-  std::vector<std::int64_t> indices_;  // this shard's examples in data set order
+  std::vector<std::int64_t> indices_;  // this shard's examples in the view's order
 
   // Producer state (only the producer thread, or the caller when prefetch == 0).
   std::uint64_t rng_state_;
