@@ -1,8 +1,9 @@
 # Web UI (web-ui/, tests/web-ui/): Debian's Chromium for the browser tests (Playwright drives it;
 # no browser is ever downloaded) and the front end's npm packages, installed exactly as
-# web-ui/package-lock.json pins them. A second run does nothing.
+# web-ui/package-lock.json pins them. A second run does nothing. The main job (setup.sh
+# --main-job) needs the packages, to build the UI the launcher serves, but no browser.
 # shellcheck shell=bash
-need_debian_packages chromium
+[ "${TAAS_SETUP_SCOPE:-all}" = main-job ] || need_debian_packages chromium
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   need_debian_packages nodejs npm
 fi
