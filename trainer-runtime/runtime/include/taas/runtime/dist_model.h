@@ -179,9 +179,12 @@ class DistModel {
   // One training iteration: variable values are fresh; write every Variable's gradient.
   virtual StepResult train(Session& session) = 0;
 
-  // Evaluator role: variables hold a checkpoint's values; returns metrics such as
-  // {"accuracy": 0.91, "loss": 0.25}, written as TensorBoard scalars under eval/ ("accuracy" also
-  // feeds taas_eval_accuracy). The default returns nothing.
+  // Evaluator role only: called in a replica of type Evaluator (the TFJob's `Evaluator` replica
+  // spec), never on workers, the chief or PS, so a job without an Evaluator never calls it (to
+  // score on the chief, evaluate in after_train when is_chief, as the Fashion-MNIST models do).
+  // Variables hold a checkpoint's values; returns metrics such as {"accuracy": 0.91,
+  // "loss": 0.25}, written as TensorBoard scalars under eval/ ("accuracy" also feeds
+  // taas_eval_accuracy). The default returns nothing.
   virtual std::map<std::string, double> evaluate(Session& session);
 
   // After training, with the final parameter values pulled (best effort on non-chief workers).
