@@ -10,8 +10,6 @@ namespace {
 
 constexpr char kFieldPayload[] = "taas.tfjob.FieldPath";
 constexpr std::size_t kMaxLabelLength = 63;
-// The longest suffix a replica name adds to the job name: "-evaluator-" plus an index.
-constexpr std::string_view kLongestTypeKey = "evaluator";
 
 bool IsLowerAlpha(char c) { return c >= 'a' && c <= 'z'; }
 bool IsLowerAlnum(char c) { return IsLowerAlpha(c) || (c >= '0' && c <= '9'); }

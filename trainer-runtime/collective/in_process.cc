@@ -112,7 +112,8 @@ class Group final : public InProcessGroup {
     const int root_worker = root / members, root_member = root % members;
     if (root_worker == worker() && root_member != 0) {
       const auto source = meeting->buffers[static_cast<std::size_t>(root_member)];
-      std::memcpy(data.data(), source.data(), data.size());
+      // An empty span's data may be null, which memcpy may not be given even for 0 bytes.
+      if (!data.empty()) std::memcpy(data.data(), source.data(), data.size());
     }
     lock.unlock();
     absl::Status status =
@@ -171,7 +172,7 @@ class Group final : public InProcessGroup {
       const auto source = meeting.buffers[0];
       const auto target = meeting.buffers[static_cast<std::size_t>(member)];
       lock.unlock();
-      std::memcpy(target.data(), source.data(), target.size());
+      if (!target.empty()) std::memcpy(target.data(), source.data(), target.size());
       lock.lock();
     }
     absl::Status status = meeting.status;
