@@ -134,6 +134,23 @@ export function NewJobPage(props: { config: Config }) {
       {help(key, hint)}
     </label>
   );
+  // A choice among fixed values, each [value, text].
+  const selectInput = (key: 'strategy' | 'mode' | 'restartPolicy', label: string, choices: [string, string][], hint?: string) => (
+    <label>
+      {label}
+      <select
+        name={key}
+        value={form[key]}
+        aria-invalid={invalid(key)}
+        onChange={(e) => set(key, (e.target as HTMLSelectElement).value as never)}
+      >
+        {choices.map(([value, text]) => (
+          <option value={value}>{text}</option>
+        ))}
+      </select>
+      {help(key, hint)}
+    </label>
+  );
   const textInput = (key: 'name' | 'image' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory', label: string, hint?: string) => (
     <label>
       {label}
@@ -217,24 +234,17 @@ export function NewJobPage(props: { config: Config }) {
           </fieldset>
           <fieldset>
             <legend>Replicas</legend>
-            <label>
-              Strategy
-              <select
-                name="strategy"
-                value={form.strategy}
-                aria-invalid={invalid('strategy')}
-                onChange={(e) => set('strategy', (e.target as HTMLSelectElement).value as JobForm['strategy'])}
-              >
-                <option value="parameter_server">Parameter servers</option>
-                <option value="collective">All-reduce (no parameter servers)</option>
-              </select>
-              {help(
-                'strategy',
-                allReduce
-                  ? 'every worker holds the whole model; gradients are averaged across workers each step'
-                  : 'variables live on the parameter servers; workers pull values and push gradients',
-              )}
-            </label>
+            {selectInput(
+              'strategy',
+              'Strategy',
+              [
+                ['parameter_server', 'Parameter servers'],
+                ['collective', 'All-reduce (no parameter servers)'],
+              ],
+              allReduce
+                ? 'every worker holds the whole model; gradients are averaged across workers each step'
+                : 'variables live on the parameter servers; workers pull values and push gradients',
+            )}
             <div class="grid">
               {!allReduce && numberInput('psReplicas', 'Parameter servers')}
               {numberInput('workerReplicas', 'Workers')}
@@ -307,36 +317,17 @@ export function NewJobPage(props: { config: Config }) {
           <fieldset>
             <legend>Training and failures</legend>
             <div class="grid">
-              {!allReduce && (
-                <label>
-                  Mode
-                  <select
-                    name="mode"
-                    value={form.mode}
-                    aria-invalid={invalid('mode')}
-                    onChange={(e) => set('mode', (e.target as HTMLSelectElement).value as 'sync' | 'async')}
-                  >
-                    <option value="sync">Synchronous (averaged updates)</option>
-                    <option value="async">Asynchronous</option>
-                  </select>
-                  {help('mode')}
-                </label>
+              {!allReduce &&
+                selectInput('mode', 'Mode', [
+                  ['sync', 'Synchronous (averaged updates)'],
+                  ['async', 'Asynchronous'],
+                ])}
+              {selectInput(
+                'restartPolicy',
+                'Restart policy',
+                ['OnFailure', 'ExitCode', 'Never', 'Always'].map((policy): [string, string] => [policy, policy]),
+                'ExitCode restarts only transient failures (exit ≥ 128)',
               )}
-              <label>
-                Restart policy
-                <select
-                  name="restartPolicy"
-                  value={form.restartPolicy}
-                  aria-invalid={invalid('restartPolicy')}
-                  onChange={(e) => set('restartPolicy', (e.target as HTMLSelectElement).value)}
-                >
-                  <option>OnFailure</option>
-                  <option>ExitCode</option>
-                  <option>Never</option>
-                  <option>Always</option>
-                </select>
-                {help('restartPolicy', 'ExitCode restarts only transient failures (exit ≥ 128)')}
-              </label>
               {numberInput('backoffLimit', 'Backoff limit', 'restarts before the job fails')}
             </div>
           </fieldset>
