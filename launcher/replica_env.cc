@@ -42,6 +42,17 @@ absl::StatusOr<std::vector<std::string>> CommandOf(const json_fields::Json& cont
   return argv;
 }
 
+// KEY=VALUE entries, null-terminated like `environ`, by name (entries without '=' skipped).
+std::map<std::string, std::string> EnvironmentOf(char* const* entries) {
+  std::map<std::string, std::string> env;
+  for (char* const* e = entries; e && *e; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int>> FreePorts(int count) {
@@ -171,21 +182,13 @@ std::map<std::string, std::string> LocalComputeDefaults(const tfjob::TFJobSpec& 
       {std::string(contract::kComputeThreadsEnv),
        std::to_string(std::max(1, cpus / std::max(1, computing)))},
       {std::string(contract::kOmpWaitPolicyEnv), std::string(contract::kOmpWaitPolicyPassive)}};
-  for (char* const* e = inherited; e && *e; ++e) {
-    const std::string_view entry(*e);
-    defaults.erase(std::string(entry.substr(0, entry.find('='))));
-  }
+  for (const auto& [name, value] : EnvironmentOf(inherited)) defaults.erase(name);
   return defaults;
 }
 
 std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,
                                             char* const* inherited) {
-  std::map<std::string, std::string> env;
-  for (char* const* e = inherited; e && *e; ++e) {
-    std::string entry(*e);
-    auto eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
+  std::map<std::string, std::string> env = EnvironmentOf(inherited);
   env.erase(std::string(contract::kTfConfigEnv));
   for (const auto& [k, v] : replica_env) env[k] = v;
   std::vector<std::string> out;
