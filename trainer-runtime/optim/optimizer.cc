@@ -1,15 +1,95 @@
 #include "taas/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 namespace taas::optim {
 
+LearningRateSchedule LearningRateSchedule::Constant(float rate) {
+  LearningRateSchedule s;
+  s.initial = rate;
+  return s;
+}
+
+LearningRateSchedule LearningRateSchedule::ExponentialDecay(float initial, std::int64_t decay_steps,
+                                                            float decay_rate, bool staircase) {
+  LearningRateSchedule s;
+  s.initial = initial;
+  s.decay_steps = decay_steps;
+  s.decay_rate = decay_rate;
+  s.staircase = staircase;
+  return s;
+}
+
+LearningRateSchedule LearningRateSchedule::PiecewiseConstantDecay(
+    std::vector<std::int64_t> boundaries, std::vector<float> values) {
+  LearningRateSchedule s;
+  s.kind = Kind::kPiecewiseConstant;
+  s.boundaries = std::move(boundaries);
+  s.values = std::move(values);
+  return s;
+}
+
+LearningRateSchedule LearningRateSchedule::PolynomialDecay(float initial, std::int64_t decay_steps,
+                                                           float end_learning_rate, float power,
+                                                           bool cycle) {
+  LearningRateSchedule s;
+  s.kind = Kind::kPolynomial;
+  s.initial = initial;
+  s.decay_steps = decay_steps;
+  s.end_learning_rate = end_learning_rate;
+  s.power = power;
+  s.cycle = cycle;
+  return s;
+}
+
+LearningRateSchedule LearningRateSchedule::InverseTimeDecay(float initial, std::int64_t decay_steps,
+                                                            float decay_rate, bool staircase) {
+  LearningRateSchedule s;
+  s.kind = Kind::kInverseTime;
+  s.initial = initial;
+  s.decay_steps = decay_steps;
+  s.decay_rate = decay_rate;
+  s.staircase = staircase;
+  return s;
+}
+
 float LearningRateSchedule::At(std::int64_t step) const {
-  if (decay_steps <= 0) return initial;
-  double exponent = static_cast<double>(step) / static_cast<double>(decay_steps);
-  if (staircase) exponent = std::floor(exponent);
-  return static_cast<float>(initial * std::pow(static_cast<double>(decay_rate), exponent));
+  const auto x = static_cast<double>(step);
+  switch (kind) {
+    case Kind::kExponential: {
+      if (decay_steps <= 0) return initial;
+      double exponent = x / static_cast<double>(decay_steps);
+      if (staircase) exponent = std::floor(exponent);
+      return static_cast<float>(initial * std::pow(static_cast<double>(decay_rate), exponent));
+    }
+    case Kind::kPiecewiseConstant: {
+      // TF's rule: a step equal to a boundary still takes the value before it.
+      const auto after = std::lower_bound(boundaries.begin(), boundaries.end(), step);
+      const auto i = static_cast<std::size_t>(after - boundaries.begin());
+      return i < values.size() ? values[i] : 0.0f;
+    }
+    case Kind::kPolynomial: {
+      if (decay_steps <= 0) return initial;
+      double steps = static_cast<double>(decay_steps);
+      double s = x;
+      if (cycle) {
+        steps *= step == 0 ? 1.0 : std::ceil(x / steps);
+      } else {
+        s = std::min(s, steps);
+      }
+      const double end = end_learning_rate;
+      return static_cast<float>((initial - end) * std::pow(1.0 - s / steps, power) + end);
+    }
+    case Kind::kInverseTime: {
+      if (decay_steps <= 0) return initial;
+      double quotient = x / static_cast<double>(decay_steps);
+      if (staircase) quotient = std::floor(quotient);
+      return static_cast<float>(initial / (1.0 + decay_rate * quotient));
+    }
+  }
+  return initial;
 }
 
 namespace {
@@ -104,21 +184,80 @@ absl::Status Invalid(const std::string& field, const std::string& message) {
   return absl::InvalidArgumentError("optimizer config: " + field + " " + message);
 }
 
+// A rate the optimizer may multiply a gradient by.
+bool IsRate(float rate) { return rate >= 0.0f && std::isfinite(rate); }
+
 }  // namespace
 
+absl::Status LearningRateSchedule::Validate() const {
+  const auto need_rate = [](const std::string& field, float value) {
+    return IsRate(value)
+               ? absl::OkStatus()
+               : Invalid(field, "must be a finite number >= 0, got " + std::to_string(value));
+  };
+  const auto need_positive_steps = [this](const std::string& kind_name) {
+    return decay_steps > 0
+               ? absl::OkStatus()
+               : Invalid("learning_rate.decay_steps",
+                         "must be > 0 for " + kind_name + ", got " + std::to_string(decay_steps));
+  };
+  switch (kind) {
+    case Kind::kExponential:
+      TAAS_RETURN_IF_ERROR(need_rate("learning_rate.initial", initial));
+      if (!(decay_rate > 0.0f) || !std::isfinite(decay_rate)) {
+        return Invalid("learning_rate.decay_rate",
+                       "must be a finite number > 0, got " + std::to_string(decay_rate));
+      }
+      if (decay_steps < 0) {
+        return Invalid("learning_rate.decay_steps",
+                       "must be >= 0, got " + std::to_string(decay_steps));
+      }
+      return absl::OkStatus();
+    case Kind::kPiecewiseConstant:
+      if (values.size() != boundaries.size() + 1) {
+        return Invalid("learning_rate.values",
+                       "must hold one more value than learning_rate.boundaries (" +
+                           std::to_string(boundaries.size()) + " boundaries), got " +
+                           std::to_string(values.size()));
+      }
+      for (std::size_t i = 1; i < boundaries.size(); ++i) {
+        if (boundaries[i] <= boundaries[i - 1]) {
+          return Invalid("learning_rate.boundaries[" + std::to_string(i) + "]",
+                         "must be greater than the boundary before it (" +
+                             std::to_string(boundaries[i - 1]) + "), got " +
+                             std::to_string(boundaries[i]));
+        }
+      }
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        TAAS_RETURN_IF_ERROR(
+            need_rate("learning_rate.values[" + std::to_string(i) + "]", values[i]));
+      }
+      return absl::OkStatus();
+    case Kind::kPolynomial:
+      TAAS_RETURN_IF_ERROR(need_rate("learning_rate.initial", initial));
+      TAAS_RETURN_IF_ERROR(need_rate("learning_rate.end_learning_rate", end_learning_rate));
+      TAAS_RETURN_IF_ERROR(need_positive_steps("polynomial decay"));
+      if (!(power > 0.0f) || !std::isfinite(power)) {
+        return Invalid("learning_rate.power",
+                       "must be a finite number > 0, got " + std::to_string(power));
+      }
+      return absl::OkStatus();
+    case Kind::kInverseTime:
+      TAAS_RETURN_IF_ERROR(need_rate("learning_rate.initial", initial));
+      TAAS_RETURN_IF_ERROR(need_positive_steps("inverse time decay"));
+      if (!IsRate(decay_rate)) {
+        return Invalid("learning_rate.decay_rate",
+                       "must be a finite number >= 0, got " + std::to_string(decay_rate));
+      }
+      return absl::OkStatus();
+  }
+  return Invalid("learning_rate.kind",
+                 "must be exponential, piecewise constant, polynomial or inverse time, got " +
+                     std::to_string(static_cast<int>(kind)));
+}
+
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerConfig& config) {
-  const LearningRateSchedule& lr = config.learning_rate;
-  if (!(lr.initial >= 0.0f) || !std::isfinite(lr.initial)) {
-    return Invalid("learning_rate.initial",
-                   "must be a finite number >= 0, got " + std::to_string(lr.initial));
-  }
-  if (!(lr.decay_rate > 0.0f)) {
-    return Invalid("learning_rate.decay_rate", "must be > 0, got " + std::to_string(lr.decay_rate));
-  }
-  if (lr.decay_steps < 0) {
-    return Invalid("learning_rate.decay_steps",
-                   "must be >= 0, got " + std::to_string(lr.decay_steps));
-  }
+  TAAS_RETURN_IF_ERROR(config.learning_rate.Validate());
   if (config.name == "sgd") return std::unique_ptr<Optimizer>(new SgdOptimizer(config));
   if (config.name == "momentum") {
     if (!(config.momentum >= 0.0f)) {

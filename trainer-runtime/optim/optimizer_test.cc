@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "taas/optim/moving_average.h"
@@ -25,6 +26,91 @@ TEST_CASE("exponential decay follows tf.train.exponential_decay") {
   CHECK(lr.At(19) == doctest::Approx(0.05));
   CHECK(lr.At(20) == doctest::Approx(0.025));
   CHECK(LearningRateSchedule{0.3f, 0.5f, 0, false}.At(1000) == doctest::Approx(0.3));
+}
+
+TEST_CASE("the default schedule is a constant 0.01, as before the schedule kinds") {
+  const LearningRateSchedule lr;
+  CHECK(lr.kind == LearningRateSchedule::Kind::kExponential);
+  CHECK(lr.At(0) == 0.01f);
+  CHECK(lr.At(123456) == 0.01f);
+  CHECK(LearningRateSchedule::Constant(0.3f).At(99) == 0.3f);
+  // The factory builds exactly what the four fields did.
+  const auto factory = LearningRateSchedule::ExponentialDecay(0.1f, 10, 0.5f, true);
+  const LearningRateSchedule fields{0.1f, 0.5f, 10, true};
+  for (std::int64_t step : {0, 9, 10, 25, 1000}) CHECK(factory.At(step) == fields.At(step));
+}
+
+TEST_CASE("piecewise constant decay follows tf.compat.v1.train.piecewise_constant") {
+  // TF's documented example: 1.0 for the first 100001 steps, 0.5 for the next 10000, then 0.1.
+  const auto lr =
+      LearningRateSchedule::PiecewiseConstantDecay({100000, 110000}, {1.0f, 0.5f, 0.1f});
+  REQUIRE(lr.Validate().ok());
+  CHECK(lr.At(0) == 1.0f);
+  CHECK(lr.At(100000) == 1.0f);  // step <= boundary keeps the value before it
+  CHECK(lr.At(100001) == 0.5f);
+  CHECK(lr.At(110000) == 0.5f);
+  CHECK(lr.At(110001) == 0.1f);
+  CHECK(lr.At(std::int64_t{1} << 40) == 0.1f);
+  const auto one = LearningRateSchedule::PiecewiseConstantDecay({}, {0.2f});
+  REQUIRE(one.Validate().ok());
+  CHECK(one.At(5) == 0.2f);
+}
+
+TEST_CASE("polynomial decay follows tf.keras.optimizers.schedules.PolynomialDecay") {
+  const auto lr = LearningRateSchedule::PolynomialDecay(0.1f, 10000, 0.01f, 0.5f);
+  REQUIRE(lr.Validate().ok());
+  CHECK(lr.At(0) == doctest::Approx(0.1));
+  CHECK(lr.At(5000) == doctest::Approx(0.09 * std::sqrt(0.5) + 0.01));
+  CHECK(lr.At(10000) == doctest::Approx(0.01));
+  CHECK(lr.At(20000) == doctest::Approx(0.01));  // held at the end
+  const auto linear = LearningRateSchedule::PolynomialDecay(1.0f, 100);
+  CHECK(linear.At(25) == doctest::Approx(0.75 * (1.0 - 0.0001) + 0.0001));
+  // cycle: decay_steps stretches to the next multiple of itself above the step.
+  auto cycled = lr;
+  cycled.cycle = true;
+  CHECK(cycled.At(0) == doctest::Approx(0.1));
+  CHECK(cycled.At(15000) == doctest::Approx(0.09 * std::sqrt(0.25) + 0.01));
+  CHECK(cycled.At(20000) == doctest::Approx(0.01));
+}
+
+TEST_CASE("inverse time decay follows tf.keras.optimizers.schedules.InverseTimeDecay") {
+  const auto lr = LearningRateSchedule::InverseTimeDecay(0.1f, 1, 0.5f);
+  REQUIRE(lr.Validate().ok());
+  CHECK(lr.At(0) == doctest::Approx(0.1));
+  CHECK(lr.At(2) == doctest::Approx(0.05));
+  const auto stairs = LearningRateSchedule::InverseTimeDecay(0.1f, 10, 0.5f, true);
+  CHECK(stairs.At(9) == doctest::Approx(0.1));
+  CHECK(stairs.At(15) == doctest::Approx(0.1 / 1.5));
+}
+
+TEST_CASE("every schedule field is checked, naming it") {
+  const auto message = [](const LearningRateSchedule& lr) {
+    auto made = CreateOptimizer({.name = "sgd", .learning_rate = lr});
+    REQUIRE_FALSE(made.ok());
+    CHECK(made.status().code() == absl::StatusCode::kInvalidArgument);
+    return std::string(made.status().message());
+  };
+  CHECK(message(LearningRateSchedule::PiecewiseConstantDecay({10, 20}, {1.0f, 0.5f}))
+            .find("learning_rate.values must hold one more value") != std::string::npos);
+  CHECK(message(LearningRateSchedule::PiecewiseConstantDecay({10, 10}, {1.0f, 0.5f, 0.1f}))
+            .find("learning_rate.boundaries[1]") != std::string::npos);
+  CHECK(message(LearningRateSchedule::PiecewiseConstantDecay({10}, {1.0f, -0.5f}))
+            .find("learning_rate.values[1]") != std::string::npos);
+  CHECK(message(LearningRateSchedule::PiecewiseConstantDecay({10}, {1.0f, NAN}))
+            .find("learning_rate.values[1]") != std::string::npos);
+  CHECK(message(LearningRateSchedule::PolynomialDecay(0.1f, 0)).find("learning_rate.decay_steps") !=
+        std::string::npos);
+  CHECK(message(LearningRateSchedule::PolynomialDecay(0.1f, 10, 0.0f, 0.0f))
+            .find("learning_rate.power") != std::string::npos);
+  CHECK(message(LearningRateSchedule::PolynomialDecay(0.1f, 10, -1.0f))
+            .find("learning_rate.end_learning_rate") != std::string::npos);
+  CHECK(message(LearningRateSchedule::InverseTimeDecay(0.1f, 0, 0.5f))
+            .find("learning_rate.decay_steps") != std::string::npos);
+  CHECK(message(LearningRateSchedule::InverseTimeDecay(INFINITY, 10, 0.5f))
+            .find("learning_rate.initial") != std::string::npos);
+  LearningRateSchedule unknown;
+  unknown.kind = static_cast<LearningRateSchedule::Kind>(7);
+  CHECK(message(unknown).find("learning_rate.kind") != std::string::npos);
 }
 
 TEST_CASE("sgd steps against the gradient with the scheduled rate") {

@@ -149,7 +149,6 @@ TEST_CASE("every call needs the job token, and control calls the chief's") {
   CHECK(chief.Snapshot(0, 5).ok());
 }
 
-
 TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {
   Cluster cluster(2);
   PsClient client = OneLane(cluster.addresses);
@@ -179,6 +178,35 @@ TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") 
   auto snap = client.Snapshot(1, 10);
   REQUIRE(snap.ok());
   CHECK(snap->first == 1);
+}
+
+TEST_CASE("the learning-rate schedule travels to the PS: a piecewise rate applies by step") {
+  Cluster cluster(1);
+  PsClient client = OneLane(cluster.addresses);
+  RequireReachable(client);
+  auto placement = PlaceVariables({{"w", 1}}, 1, 4000);
+  TrainingSpec spec;
+  spec.optimizer.name = "sgd";
+  // Steps 0 and 1 at rate 1, then 0.25: TF's rule keeps the old value at the boundary itself.
+  spec.optimizer.learning_rate =
+      optim::LearningRateSchedule::PiecewiseConstantDecay({1}, {1.0f, 0.25f});
+  REQUIRE(client.Initialize(0, spec, 0, {{"w", {0.0f}, {}}}, 10).ok());
+  std::vector<float> w(1), g(1, 1.0f);
+  std::vector<ParamBuffers> params = {{w, g}};
+  const std::vector<float> expected = {-1.0f, -2.0f, -2.25f};
+  for (float want : expected) {
+    auto pulled = client.Pull(placement, params, 10);
+    REQUIRE(pulled.ok());
+    REQUIRE(client.Push(placement, params, pulled->ps_steps, 0, 10).ok());
+    REQUIRE(client.Pull(placement, params, 10).ok());
+    CHECK(w[0] == want);
+  }
+  // A schedule the optimizer refuses is refused by the PS, naming the field.
+  TrainingSpec bad = spec;
+  bad.optimizer.learning_rate.values = {1.0f};
+  absl::Status refused = client.Initialize(0, bad, 0, {{"w", {0.0f}, {}}}, 10);
+  CHECK_FALSE(refused.ok());
+  CHECK(std::string(refused.message()).find("learning_rate.values") != std::string::npos);
 }
 
 TEST_CASE("pulls in small pieces, several in flight, land every element in place") {

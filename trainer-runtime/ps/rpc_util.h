@@ -49,6 +49,14 @@ inline absl::StatusOr<std::vector<float>> FloatVector(const std::string& bytes,
   return out;
 }
 
+// The schedule kinds cross the wire by number.
+using ScheduleKind = optim::LearningRateSchedule::Kind;
+static_assert(static_cast<int>(ScheduleKind::kExponential) == rpc::OptimizerSpec::EXPONENTIAL);
+static_assert(static_cast<int>(ScheduleKind::kPiecewiseConstant) ==
+              rpc::OptimizerSpec::PIECEWISE_CONSTANT);
+static_assert(static_cast<int>(ScheduleKind::kPolynomial) == rpc::OptimizerSpec::POLYNOMIAL);
+static_assert(static_cast<int>(ScheduleKind::kInverseTime) == rpc::OptimizerSpec::INVERSE_TIME);
+
 inline void ToProto(const optim::OptimizerConfig& c, rpc::OptimizerSpec* out) {
   out->set_name(c.name);
   out->set_learning_rate(c.learning_rate.initial);
@@ -60,6 +68,13 @@ inline void ToProto(const optim::OptimizerConfig& c, rpc::OptimizerSpec* out) {
   out->set_beta1(c.beta1);
   out->set_beta2(c.beta2);
   out->set_epsilon(c.epsilon);
+  const optim::LearningRateSchedule& lr = c.learning_rate;
+  out->set_schedule(static_cast<rpc::OptimizerSpec::Schedule>(lr.kind));
+  out->mutable_boundaries()->Add(lr.boundaries.begin(), lr.boundaries.end());
+  out->mutable_values()->Add(lr.values.begin(), lr.values.end());
+  out->set_end_learning_rate(lr.end_learning_rate);
+  out->set_power(lr.power);
+  out->set_cycle(lr.cycle);
 }
 
 inline optim::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
@@ -74,6 +89,14 @@ inline optim::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
   c.beta1 = p.beta1();
   c.beta2 = p.beta2();
   c.epsilon = p.epsilon();
+  // The enums share their numbers (static_asserts above); an unknown one stays out of range for
+  // CreateOptimizer to refuse.
+  c.learning_rate.kind = static_cast<optim::LearningRateSchedule::Kind>(p.schedule());
+  c.learning_rate.boundaries.assign(p.boundaries().begin(), p.boundaries().end());
+  c.learning_rate.values.assign(p.values().begin(), p.values().end());
+  c.learning_rate.end_learning_rate = p.end_learning_rate();
+  c.learning_rate.power = p.power();
+  c.learning_rate.cycle = p.cycle();
   return c;
 }
 

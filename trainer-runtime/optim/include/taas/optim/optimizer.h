@@ -9,20 +9,56 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "taas/base/status.h"
 
 namespace taas::optim {
 
-// TF's `tf.train.exponential_decay`: lr * decay_rate ^ (step / decay_steps), with integer
-// division when `staircase`. decay_steps == 0 means a constant rate.
+// The learning rate at a global step: TensorFlow's decays, with Keras's argument names
+// (tf.keras.optimizers.schedules). The default is a constant 0.01. `kind` picks the formula; each
+// uses only the fields listed beside it (CreateOptimizer checks them, naming the field):
+//   kExponential      ExponentialDecay: initial * decay_rate ^ (step / decay_steps), the exponent
+//                     floored when `staircase`; decay_steps == 0 means a constant rate.
+//   kPiecewiseConstant  PiecewiseConstantDecay(boundaries, values): values[0] while
+//                     step <= boundaries[0], values[i] while boundaries[i-1] < step <=
+//                     boundaries[i], values.back() after the last boundary. values.size() ==
+//                     boundaries.size() + 1, boundaries strictly increasing; `initial` unused.
+//   kPolynomial       PolynomialDecay: (initial - end_learning_rate) * (1 - s / decay_steps) ^
+//                     power + end_learning_rate with s = min(step, decay_steps), or with `cycle`
+//                     decay_steps stretched to the next multiple above step; decay_steps > 0.
+//   kInverseTime      InverseTimeDecay: initial / (1 + decay_rate * step / decay_steps), the
+//                     quotient floored when `staircase`; decay_steps > 0.
+// The schedule travels with the OptimizerConfig to every parameter server (ps.proto).
 struct LearningRateSchedule {
+  enum class Kind { kExponential, kPiecewiseConstant, kPolynomial, kInverseTime };
+
   float initial = 0.01f;
   float decay_rate = 1.0f;
   std::int64_t decay_steps = 0;
   bool staircase = false;
+  Kind kind = Kind::kExponential;
+  std::vector<std::int64_t> boundaries = {};  // kPiecewiseConstant
+  std::vector<float> values = {};             // kPiecewiseConstant
+  float end_learning_rate = 0.0001f;          // kPolynomial
+  float power = 1.0f;                         // kPolynomial
+  bool cycle = false;                         // kPolynomial
 
+  static LearningRateSchedule Constant(float rate);
+  static LearningRateSchedule ExponentialDecay(float initial, std::int64_t decay_steps,
+                                               float decay_rate, bool staircase = false);
+  static LearningRateSchedule PiecewiseConstantDecay(std::vector<std::int64_t> boundaries,
+                                                     std::vector<float> values);
+  static LearningRateSchedule PolynomialDecay(float initial, std::int64_t decay_steps,
+                                              float end_learning_rate = 0.0001f, float power = 1.0f,
+                                              bool cycle = false);
+  static LearningRateSchedule InverseTimeDecay(float initial, std::int64_t decay_steps,
+                                               float decay_rate, bool staircase = false);
+
+  // The rate at `step` (>= 0); meaningful only for a schedule CreateOptimizer accepts.
   float At(std::int64_t step) const;
+  // OK, or InvalidArgument naming the first bad field ("learning_rate.values").
+  absl::Status Validate() const;
 };
 
 struct OptimizerConfig {
