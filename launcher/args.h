@@ -24,7 +24,12 @@ struct Options {
   std::string model_dir;
   // Extra environment for every replica (`--env KEY=VALUE`), after the manifest's.
   std::map<std::string, std::string> env;
+  // How often the progress view prints a line (0: never). On a terminal a bar is redrawn every
+  // second instead.
   double progress_secs = 10;
+  // Every replica's output on the console too, each line behind its replica's name (it always
+  // goes to <model dir>/logs/<replica>.log).
+  bool verbose = false;
 
   // The web UI for this job (taas::ui_server over LocalJobSource), on 127.0.0.1.
   bool ui = true;
@@ -47,7 +52,7 @@ struct Options {
 std::string Usage();
 
 // Parses `run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR] [--env K=V]...
-// [--progress-secs S]
+// [--progress-secs S] [--verbose]
 // [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path);

@@ -1,6 +1,8 @@
 #include "launcher.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "binary_locator.h"
 #include "job_loop.h"
 #include "job_secret_files.h"
@@ -20,7 +23,9 @@
 #include "local_job_state.h"
 #include "manifest.h"
 #include "processes.h"
+#include "progress_view.h"
 #include "replica_env.h"
+#include "replica_logs.h"
 #include "taas/base/cpus.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
@@ -39,23 +44,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::atomic<int> g_signal{0};  // Set by the SIGINT/SIGTERM handler; read by the main loop.
+std::atomic<int> g_signal{0};
+// How often the progress bar is redrawn on a terminal.
+constexpr double kBarRedrawSecs = 1;  // Set by the SIGINT/SIGTERM handler; read by the main loop.
 
 void OnSignal(int sig) { g_signal = sig; }
 
-// Output of every replica goes through here, one whole line at a time.
+// The console: the launcher's own lines, replica lines with --verbose, and on a terminal the
+// progress bar as the last line, redrawn in place (every other line clears it and draws it again
+// below itself). One whole line at a time, from any thread.
 class Console {
  public:
   void Line(const std::string& prefix, const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
-    std::fprintf(stdout, "%s%s\n", prefix.c_str(), line.c_str());
+    std::fprintf(stdout, "%s%s%s\n", bar_.empty() ? "" : kClearLine, prefix.c_str(), line.c_str());
+    if (!bar_.empty()) std::fputs(bar_.c_str(), stdout);
     std::fflush(stdout);
   }
   void Say(const std::string& line) { Line("[taas] ", line); }
+  // Draws `bar` in place of the previous one; an empty bar takes it away.
+  void Bar(const std::string& bar) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::fputs(kClearLine, stdout);
+    std::fputs(bar.c_str(), stdout);
+    std::fflush(stdout);
+    bar_ = bar;
+  }
 
  private:
+  static constexpr const char* kClearLine = "\r\033[K";  // to the line's start, then erase it
   std::mutex mu_;
+  std::string bar_;
 };
+
+// Whether the progress view draws a bar: stdout is a terminal that understands moving the cursor.
+bool BarOnConsole() {
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDOUT_FILENO) == 1 && term != nullptr && std::string_view(term) != "dumb";
+}
+
+int ConsoleColumns() {
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
+}
 
 // The samples of the replica's Prometheus endpoint on 127.0.0.1:port (none when it does not answer
 // within a second).
@@ -72,6 +104,19 @@ std::string Now() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&t));
   return buf;
+}
+
+// The global step at which the job's training ends, when the chief's (or worker 0's) environment
+// says: the progress view's 100%.
+std::optional<std::int64_t> MaxStepsOf(const tfjob::TFJobSpec& spec,
+                                       const std::vector<ReplicaLaunch>& launches) {
+  for (const ReplicaLaunch& launch : launches) {
+    if (!tfjob::IsMasterRole(spec, launch.type, launch.index)) continue;
+    auto it = launch.env.find(std::string(contract::kMaxStepsEnv));
+    std::int64_t steps = 0;
+    if (it != launch.env.end() && absl::SimpleAtoi(it->second, &steps) && steps > 0) return steps;
+  }
+  return std::nullopt;
 }
 
 // Where this run looks for the executables that commands under /opt/taas/bin name.
@@ -100,7 +145,12 @@ class JobRunner final : private LoopReporter {
 
  private:
   absl::Status Prepare();
+  // The progress view: a line every --progress-secs, or a bar redrawn every second on a terminal.
+  bool ProgressDue() const;
   void Progress();
+  // A replica's last lines on the console when it failed (without --verbose they are only in its
+  // log file and the UI).
+  void ShowTail(const Replica& replica);
   // The web UI: started once the replicas are prepared, fed by Publish/Event/the output readers.
   void StartUi();
   void StopUi();
@@ -119,6 +169,10 @@ class JobRunner final : private LoopReporter {
   std::deque<Replica> replicas_;  // the job loop's, read by Publish, Progress and StartUi
   std::string model_dir_;
   std::unique_ptr<JobSecretFiles> secrets_;  // Removed with the runner: at the end of the run.
+  std::unique_ptr<ReplicaLogFiles> logs_;
+  std::atomic<bool> log_error_said_{false};
+  const bool bar_ = options_.progress_secs > 0 && !options_.verbose && BarOnConsole();
+  std::optional<ProgressView> view_;  // made once the replicas (and so max steps) are known
   Clock::time_point last_progress_ = Clock::now();
   // Declared in this order so the server stops before what it reads is destroyed.
   LocalJobState state_;
@@ -157,15 +211,35 @@ void JobRunner::Event(bool warning, std::string reason, std::string message,
                       const Replica* replica) {
   state_.AddEvent({SystemNow(), warning, std::move(reason), std::move(message),
                    replica ? "Pod" : "TFJob", replica ? replica->name : job_.metadata.name});
+  if (warning && replica != nullptr && !options_.verbose) ShowTail(*replica);
+}
+
+void JobRunner::ShowTail(const Replica& replica) {
+  // Enough for the runtime's one error line and what led to it.
+  constexpr int kTailLines = 10;
+  auto tail = state_.LogTail(replica.name, kTailLines);
+  if (!tail.ok() || tail->empty()) return;
+  console_.Say("the last lines of " + replica.name +
+               " (all of them: " + logs_->PathOf(replica.name) + "):");
+  for (std::string_view rest = *tail; !rest.empty();) {
+    const std::size_t end = rest.find('\n');
+    console_.Line("[" + replica.name + "] ", std::string(rest.substr(0, end)));
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+  }
 }
 
 void JobRunner::ReplicaNote(const Replica& replica, std::string_view line) {
-  state_.AppendLog(replica.name, line);
+  ReplicaOutput(replica.name, line);
 }
 
 void JobRunner::ReplicaOutput(const std::string& replica, std::string_view line) {
   state_.AppendLog(replica, line);
-  console_.Line("[" + replica + "] ", std::string(line));
+  if (absl::Status kept = logs_->Append(replica, line);
+      !kept.ok() && !log_error_said_.exchange(true)) {
+    console_.Say("warning: " + std::string(kept.message()) +
+                 " (the web UI still shows the replicas' latest output)");
+  }
+  if (options_.verbose) console_.Line("[" + replica + "] ", std::string(line));
 }
 
 void JobRunner::StartUi() {
@@ -218,6 +292,7 @@ void JobRunner::StopUi() {
 }
 
 int JobRunner::Finish(int code) {
+  if (bar_) console_.Bar("");
   Publish();
   if (ui_ && options_.keep_ui && code != 130) {
     console_.Say("the UI keeps serving " + ui_url_ + " until Ctrl-C");
@@ -255,8 +330,12 @@ absl::Status JobRunner::Prepare() {
                                      [this](const std::string& line) { Say(line); }));
   fs::create_directories(model_dir_, ec);
   if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
+  TAAS_ASSIGN_OR_RETURN(logs_, ReplicaLogFiles::Create((fs::path(model_dir_) / "logs").string()));
   job_.metadata.creation_timestamp = SystemNow();
   console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
+  console_.Say("each replica's output: " + logs_->dir() + "/<replica>.log" +
+               (options_.verbose ? "" : " (--verbose shows it here too)"));
+  view_.emplace(MaxStepsOf(job_.spec, launches));
   const Clock::time_point now = Clock::now();
   for (ReplicaLaunch& launch : launches) {
     replicas_.push_back(PendingReplica(std::move(launch), now));
@@ -264,25 +343,50 @@ absl::Status JobRunner::Prepare() {
   return absl::OkStatus();
 }
 
+bool JobRunner::ProgressDue() const {
+  if (options_.progress_secs <= 0) return false;
+  const double interval = bar_ ? kBarRedrawSecs : options_.progress_secs;
+  return std::chrono::duration<double>(Clock::now() - last_progress_).count() >= interval;
+}
+
 void JobRunner::Progress() {
-  std::string line = "job " + job_.metadata.name + ":";
-  for (const auto& [type, rs] : job_.status.replica_statuses) {
-    line += " " + std::string(tfjob::ReplicaTypeKey(type)) +
-            " active=" + std::to_string(rs.active) + " succeeded=" + std::to_string(rs.succeeded) +
-            " failed=" + std::to_string(rs.failed) + ";";
-  }
-  // The chief's (or worker 0's) view of the global step.
+  ProgressSample sample;
+  sample.at = Clock::now();
+  double examples_per_sec = 0;
+  bool any_rate = false;
   for (const Replica& r : replicas_) {
-    if (!tfjob::IsMasterRole(job_.spec, r.type, r.index) || r.pid <= 0) continue;
+    ++sample.replicas_total;
+    if (r.pid <= 0) continue;
+    ++sample.replicas_running;
+    if (r.type == tfjob::ReplicaType::kPS) continue;
     const auto metrics = ScrapeMetrics(r.metrics_port);
-    if (auto step = metrics.find(std::string(contract::kGlobalStepMetric)); step != metrics.end()) {
-      line += " global_step=" + std::to_string(static_cast<std::int64_t>(step->second));
+    const auto metric = [&metrics](std::string_view name) -> std::optional<double> {
+      auto it = metrics.find(std::string(name));
+      return it == metrics.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    if (r.type == tfjob::ReplicaType::kEvaluator) {
+      sample.eval_accuracy = metric(contract::kEvalAccuracyMetric);
+      continue;
     }
-    if (auto loss = metrics.find(std::string(contract::kLossMetric)); loss != metrics.end()) {
-      line += " loss=" + std::to_string(loss->second);
+    // Every training replica's rate adds to the job's; the chief's (or worker 0's) view of the
+    // global step and loss is the job's.
+    if (auto rate = metric(contract::kExamplesPerSecondMetric)) {
+      examples_per_sec += *rate;
+      any_rate = true;
     }
+    if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
+    if (auto step = metric(contract::kGlobalStepMetric)) {
+      sample.global_step = static_cast<std::int64_t>(*step);
+    }
+    sample.loss = metric(contract::kLossMetric);
   }
-  console_.Say(line);
+  if (any_rate) sample.examples_per_sec = examples_per_sec;
+  view_->Add(sample);
+  if (bar_) {
+    console_.Bar(view_->Bar(ConsoleColumns()));
+  } else {
+    console_.Say(view_->Line());
+  }
 }
 
 int JobRunner::Run() {
@@ -310,9 +414,7 @@ int JobRunner::Run() {
     }
     Publish();
     if (tfjob::IsFinished(job_.status)) break;
-    if (options_.progress_secs > 0 &&
-        std::chrono::duration<double>(Clock::now() - last_progress_).count() >=
-            options_.progress_secs) {
+    if (ProgressDue()) {
       Progress();
       last_progress_ = Clock::now();
     }
@@ -320,6 +422,7 @@ int JobRunner::Run() {
   }
   const bool succeeded = tfjob::IsSucceeded(job_.status);
   loop_.StopAll(succeeded ? "the job succeeded" : "the job failed");
+  if (bar_) console_.Bar("");
   const auto* cond = tfjob::FindCondition(
       job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
   console_.Say("job " + job_.metadata.name + (succeeded ? " succeeded" : " failed") +

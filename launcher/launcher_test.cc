@@ -27,6 +27,8 @@ TEST_CASE("run arguments: job file, options, errors") {
   CHECK(o->env.at("A") == "1");
   CHECK(o->env.at("B") == "x=y");
   CHECK(o->progress_secs == doctest::Approx(3));
+  CHECK_FALSE(o->verbose);
+  CHECK(ParseArgs({"run", "job.yaml", "--verbose"}, "taas")->verbose);
   CHECK_FALSE(ParseArgs({"start", "job.yaml"}, "taas").ok());
   CHECK_FALSE(ParseArgs({"run"}, "taas").ok());
   CHECK(std::string(ParseArgs({"run", "j", "--bogus"}, "taas").status().message())

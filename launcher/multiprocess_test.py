@@ -52,14 +52,16 @@ def job_yaml(name, types, args):
 
 
 class Launch:
-    """Runs `taas run` in the background, collecting its output lines."""
+    """Runs `taas run` in the background, collecting its output lines (with every replica's lines
+    on the console, --verbose, unless `verbose` is false)."""
 
-    def __init__(self, tmp, name, types, env, args=(), flags=()):
+    def __init__(self, tmp, name, types, env, args=(), flags=(), verbose=True, progress_secs=0):
         self.model_dir = os.path.join(tmp, name + "-model")
         path = os.path.join(tmp, name + ".yaml")
         with open(path, "w") as f:
             f.write(job_yaml(name, types, list(args)))
-        cmd = [TAAS, "run", path, "--model-dir", self.model_dir, "--progress-secs", "0"]
+        cmd = [TAAS, "run", path, "--model-dir", self.model_dir,
+               "--progress-secs", str(progress_secs)] + (["--verbose"] if verbose else [])
         base = {"TF_SAVE_CHECKPOINTS_SECS": "0", "TAAS_SAVE_CHECKPOINTS_STEPS": "50",
                 "TF_SAVE_SUMMARIES_STEPS": "20", "TAAS_LOG_STEPS": "5",
                 "TAAS_WAIT_TIMEOUT_SECS": "60", "TAAS_EVAL_INTERVAL_SECS": "0.2"}
@@ -433,6 +435,34 @@ def scenario_bad_manifest(tmp):
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out
     assert f"using {bins}/renamed-model for /opt/taas/bin/renamed-model" in out.stdout, out
+
+
+def scenario_console(tmp):
+    """Without --verbose the console holds the launcher's own lines and a progress line per
+    interval; each replica's output is in <model dir>/logs/<replica>.log, and a replica that fails
+    shows its last lines there too."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)], {"TF_MAX_STEPS": "20000"},
+                 verbose=False, progress_secs=0.3)
+    code = run.finish()
+    lines = run.snapshot()
+    assert code == 0, run.dump()
+    logs = os.path.join(run.model_dir, "logs")
+    assert f"[taas] each replica's output: {logs}/<replica>.log (--verbose shows it here too)" \
+        in lines, run.dump()
+    assert not [l for l in lines if l.startswith("[linear-")], run.dump()
+    assert any(re.match(r"^\[taas\] step \d+/20000 \(\d+%\)  (about \S+ left  )?loss \S+  \d+ examples/s", l)
+               for l in lines), run.dump()
+    for replica in ("linear-ps-0", "linear-worker-0", "linear-worker-1"):
+        with open(os.path.join(logs, replica + ".log")) as f:
+            text = f.read()
+        assert "msg=training" in text or replica == "linear-ps-0", (replica, text[-2000:])
+        assert text.endswith("\n") and "msg=starting" in text, (replica, text[-2000:])
+
+    broken = Launch(tmp, "broken", [("Worker", 1)], {"TAAS_STRATEGY": "bogus"}, verbose=False)
+    assert broken.finish() == 1, broken.dump()
+    broken.wait_for(r"^\[taas\] the last lines of broken-worker-0 \(all of them: "
+                    + re.escape(os.path.join(broken.model_dir, "logs", "broken-worker-0.log")))
+    broken.wait_for(r"^\[broken-worker-0\] .*TAAS_STRATEGY")
 
 
 # --- All-reduce training (no PS) ----------------------------------------------------------------

@@ -44,7 +44,7 @@ run() {
   local env=(--env TF_MAX_STEPS="$steps" --env TAAS_LOG_STEPS=50 --env TF_SAVE_CHECKPOINTS_SECS=0
              --env TF_SAVE_SUMMARIES_STEPS=0 --env TAAS_COMPUTE_THREADS=1)
   for kv in "$@"; do env+=(--env "$kv"); done
-  "$TAAS_BUILD/launcher/taas" run "$WORK/$name.yaml" --build-dir "$TAAS_BUILD" --no-ui \
+  "$TAAS_BUILD/launcher/taas" run "$WORK/$name.yaml" --build-dir "$TAAS_BUILD" --no-ui --verbose \
     --progress-secs 0 --model-dir "$WORK/$name-model" "${env[@]}" >"$WORK/$name.log" 2>&1 ||
     { tail -n 30 "$WORK/$name.log"; die "the $name job failed"; }
 }

@@ -179,7 +179,7 @@ class CheckpointWatch:
 
 class LocalRun:
     STARTED_RE = re.compile(r"^\[taas\] started (\S+) pid=(\d+)")
-    STEP_RE = re.compile(r"global_step=(\d+)")
+    STEP_RE = re.compile(r"^\[taas\] step (\d+)")
     MODEL_DIR_RE = re.compile(r"^\[taas\] job \S+: model dir (\S+)")
 
     def __init__(self, args, deadline):
@@ -231,8 +231,8 @@ class LocalRun:
                         if "(restart" in line:
                             state["restarted"] = True
                     continue
-                m = self.STEP_RE.search(line)
-                if m and line.startswith("[taas] job "):
+                m = self.STEP_RE.match(line)
+                if m:
                     step = int(m.group(1))
                     with lock:
                         if state["restarted"] and checkpoints.newest >= 0 \

@@ -35,7 +35,7 @@ for mode in $MODES; do
   [ "$mode" = sync ] && sync=true
   log "$mode: $STEPS global steps, 2 workers, 1 PS, 1 evaluator"
   "$TAAS_BUILD/launcher/taas" run "$TAAS_ROOT/examples/fashion-mnist-cnn/job.yaml" \
-    --build-dir "$TAAS_BUILD" --model-dir "$WORK/$mode" --env TF_MAX_STEPS="$STEPS" \
+    --build-dir "$TAAS_BUILD" --verbose --model-dir "$WORK/$mode" --env TF_MAX_STEPS="$STEPS" \
     --env TF_SYNC="$sync" --env TAAS_LOG_STEPS="$LOG_STEPS" >"$WORK/$mode.log" 2>&1 ||
     { tail -n 30 "$WORK/$mode.log"; die "the $mode job failed"; }
   python3 - "$mode" "$WORK/$mode.log" <<'PY'

@@ -10,7 +10,7 @@ launcher="$1" build_dir="$2" job="$3" steps="$4" min_accuracy="$5"
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-example-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-if ! "$launcher" run "$job" --build-dir "$build_dir" --model-dir "$work/model" \
+if ! "$launcher" run "$job" --build-dir "$build_dir" --verbose --model-dir "$work/model" \
     --env TF_MAX_STEPS="$steps" --env TAAS_SAVE_CHECKPOINTS_STEPS=$((steps / 2)) \
     --env TAAS_EVAL_INTERVAL_SECS=0.2 >"$work/log" 2>&1; then
   tail -n 40 "$work/log"

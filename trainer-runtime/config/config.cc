@@ -122,7 +122,8 @@ auto IntInRange(std::int64_t min, std::int64_t max) {
 
 std::vector<Setting> Settings() {
   std::vector<Setting> s;
-  s.push_back({"max_steps", "TF_MAX_STEPS", "stop when the global step reaches this (10000)",
+  s.push_back({"max_steps", std::string(contract::kMaxStepsEnv),
+               "stop when the global step reaches this (10000)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  TAAS_ASSIGN_OR_RETURN(c.info.max_steps, ParseInt(w, v, 1));
                  return absl::OkStatus();

@@ -11,6 +11,9 @@ namespace taas::contract {
 inline constexpr std::string_view kTfConfigEnv = "TF_CONFIG";
 // The shared model dir: checkpoints and TensorBoard summaries.
 inline constexpr std::string_view kModelDirEnv = "TF_LOGDIR";
+// The global step at which training stops; the local launcher reads it too, for its estimate of
+// the time left.
+inline constexpr std::string_view kMaxStepsEnv = "TF_MAX_STEPS";
 // Synchronous (true) or asynchronous parameter-server training.
 inline constexpr std::string_view kSyncEnv = "TF_SYNC";
 // The TFJob's name, for the replicas' log lines.
