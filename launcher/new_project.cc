@@ -1,0 +1,284 @@
+#include "new_project.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "taas/tfjob/tfjob.h"
+#include "taas/tfjob/validation.h"
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A template file is source text: anything larger is not the template.
+constexpr std::uintmax_t kMaxTemplateFileBytes = 1 << 20;
+constexpr const char* kSourceTemplate = "examples/custom-model";
+constexpr const char* kInstalledTemplate = "../share/taas/template";
+constexpr std::string_view kSourceDirKey = "taas_SOURCE_DIR:STATIC=";
+
+// C++20's keywords and alternative tokens: NAME with '_' for '-' becomes a namespace.
+const std::set<std::string_view>& CppKeywords() {
+  static const std::set<std::string_view> keywords = {
+      "alignas",       "alignof",     "and",
+      "and_eq",        "asm",         "auto",
+      "bitand",        "bitor",       "bool",
+      "break",         "case",        "catch",
+      "char",          "char8_t",     "char16_t",
+      "char32_t",      "class",       "compl",
+      "concept",       "const",       "consteval",
+      "constexpr",     "constinit",   "const_cast",
+      "continue",      "co_await",    "co_return",
+      "co_yield",      "decltype",    "default",
+      "delete",        "do",          "double",
+      "dynamic_cast",  "else",        "enum",
+      "explicit",      "export",      "extern",
+      "false",         "float",       "for",
+      "friend",        "goto",        "if",
+      "inline",        "int",         "long",
+      "mutable",       "namespace",   "new",
+      "noexcept",      "not",         "not_eq",
+      "nullptr",       "operator",    "or",
+      "or_eq",         "private",     "protected",
+      "public",        "register",    "reinterpret_cast",
+      "requires",      "return",      "short",
+      "signed",        "sizeof",      "static",
+      "static_assert", "static_cast", "struct",
+      "switch",        "template",    "this",
+      "thread_local",  "throw",       "true",
+      "try",           "typedef",     "typeid",
+      "typename",      "union",       "unsigned",
+      "using",         "virtual",     "void",
+      "volatile",      "wchar_t",     "while",
+      "xor",           "xor_eq"};
+  return keywords;
+}
+
+std::string NamespaceOf(const std::string& name) { return absl::StrReplaceAll(name, {{"-", "_"}}); }
+
+bool IsTemplate(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "CMakeLists.txt", ec) &&
+         fs::is_regular_file(dir / "job.yaml", ec);
+}
+
+// The source folder of the build tree holding `dir` (its nearest CMakeCache.txt above); "".
+std::string SourceDirOfBuildTree(fs::path dir) {
+  std::error_code ec;
+  while (!dir.empty()) {
+    const fs::path cache = dir / "CMakeCache.txt";
+    if (fs::is_regular_file(cache, ec)) {
+      std::ifstream in(cache);
+      for (std::string line; std::getline(in, line);) {
+        if (line.starts_with(kSourceDirKey)) return line.substr(kSourceDirKey.size());
+      }
+      return "";
+    }
+    if (!dir.has_relative_path()) return "";  // the root
+    dir = dir.parent_path();
+  }
+  return "";
+}
+
+// The launcher's own folder: /proc/self/exe, else argv[0] resolved; "" when neither resolves.
+std::string LauncherDir(const std::string& self_path) {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) self = fs::canonical(self_path, ec);
+  return ec ? "" : self.parent_path().string();
+}
+
+absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::string& name) {
+  const std::vector<std::pair<std::string, std::string>> renames = {
+      {kTemplateName, name}, {kTemplateNamespace, NamespaceOf(name)}};
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return absl::InternalError("cannot create " + to.string() + ": " + ec.message());
+  for (auto it = fs::recursive_directory_iterator(from, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path source = it->path();
+    const fs::path relative = fs::relative(source, from, ec);
+    if (ec) break;
+    const fs::path target = to / absl::StrReplaceAll(relative.string(), renames);
+    const fs::file_status status = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_directory(status)) {
+      if (source.filename() == "build") {  // a build of the template in place: not the template
+        it.disable_recursion_pending();
+        continue;
+      }
+      fs::create_directories(target, ec);
+      if (ec) return absl::InternalError("cannot create " + target.string() + ": " + ec.message());
+      continue;
+    }
+    if (!fs::is_regular_file(status)) {
+      return absl::FailedPreconditionError("template " + from.string() + ": " + source.string() +
+                                           " is not a regular file or folder");
+    }
+    const std::uintmax_t size = fs::file_size(source, ec);
+    if (ec || size > kMaxTemplateFileBytes) {
+      return absl::FailedPreconditionError("template " + from.string() + ": " + source.string() +
+                                           " is not a readable file of at most 1 MiB");
+    }
+    std::ifstream in(source, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) return absl::InternalError("cannot read " + source.string());
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    out << absl::StrReplaceAll(text, renames);
+    out.close();
+    if (!out) return absl::InternalError("cannot write " + target.string());
+    fs::permissions(target, fs::status(source, ec).permissions(), ec);
+    if (ec) return absl::InternalError("cannot set the permissions of " + target.string());
+  }
+  if (ec) return absl::InternalError("cannot read template " + from.string() + ": " + ec.message());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProjectName(const std::string& name) {
+  const auto bad = [&](const std::string& rule) {
+    return absl::InvalidArgumentError("project name \"" + name + "\" " + rule);
+  };
+  // The TFJob's own rule, with the longest replica name the template's job has (evaluator-0).
+  tfjob::TFJob job;
+  job.metadata.name = name;
+  job.spec.replica_specs[tfjob::ReplicaType::kEvaluator].replicas = 1;
+  for (const tfjob::FieldError& error : tfjob::Validate(job)) {
+    if (error.field == "metadata.name") {
+      return bad(error.message + " (it names the job, the binary and the CMake project)");
+    }
+  }
+  if (name.find("--") != std::string::npos) {
+    return bad("must not hold \"--\" (its C++ namespace would be a reserved identifier)");
+  }
+  if (CppKeywords().contains(NamespaceOf(name))) {
+    return bad("must not be a C++ keyword (with '_' for '-', it names the model's namespace)");
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> TemplatePlaces(const std::string& launcher_dir) {
+  std::vector<std::string> places;
+  if (launcher_dir.empty()) return places;
+  places.push_back((fs::path(launcher_dir) / kInstalledTemplate).lexically_normal().string());
+  if (const std::string source = SourceDirOfBuildTree(launcher_dir); !source.empty()) {
+    places.push_back((fs::path(source) / kSourceTemplate).string());
+  }
+  return places;
+}
+
+absl::StatusOr<std::string> FindTemplate(const std::vector<std::string>& places) {
+  for (const std::string& place : places) {
+    if (IsTemplate(place)) return place;
+  }
+  return absl::NotFoundError(
+      "no project template (a folder with CMakeLists.txt and job.yaml) in " +
+      (places.empty() ? std::string("any folder: the launcher cannot find its own folder")
+                      : absl::StrJoin(places, "; ")) +
+      ". Install the SDK (cmake --install BUILD --prefix PREFIX) and run PREFIX/bin/taas");
+}
+
+absl::Status CreateProject(const std::string& template_dir, const std::string& name,
+                           const std::string& dir) {
+  TAAS_RETURN_IF_ERROR(ValidateProjectName(name));
+  if (!IsTemplate(template_dir)) {
+    return absl::NotFoundError("no project template (CMakeLists.txt and job.yaml) in " +
+                               template_dir);
+  }
+  std::error_code ec;
+  const fs::path target(dir);
+  // A project inside the template would be copied into itself.
+  const fs::path inside =
+      fs::weakly_canonical(target, ec).lexically_relative(fs::weakly_canonical(template_dir, ec));
+  if (!ec && !inside.empty() && *inside.begin() != "..") {
+    return absl::InvalidArgumentError(dir + " is inside the template " + template_dir +
+                                      ": choose a folder outside it");
+  }
+  const bool existed = fs::exists(fs::symlink_status(target, ec));
+  if (existed) {
+    if (!fs::is_directory(target, ec)) {
+      return absl::AlreadyExistsError(dir + " exists and is not a folder: choose another folder");
+    }
+    if (!fs::is_empty(target, ec) || ec) {
+      return absl::AlreadyExistsError(dir +
+                                      " is not empty: choose a new folder (taas new NAME "
+                                      "DIR) or remove it");
+    }
+  }
+  absl::Status copied = CopyTree(template_dir, target, name);
+  if (!copied.ok()) {
+    // Leave nothing half made: the folder as it was before (absent, or empty).
+    if (existed) {
+      for (const auto& entry : fs::directory_iterator(target, ec)) fs::remove_all(entry.path(), ec);
+    } else {
+      fs::remove_all(target, ec);
+    }
+  }
+  return copied;
+}
+
+std::string NewUsage() {
+  return "usage: taas new NAME [DIR]\n"
+         "  Creates a model project NAME in DIR (default ./NAME) from the SDK's template: a\n"
+         "  CMakeLists.txt using find_package(taas), a model, its unit test, a job.yaml and a\n"
+         "  Dockerfile. NAME names the job, the binary and the CMake project: lower-case letters,\n"
+         "  digits and '-', starting with a letter.";
+}
+
+int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
+  std::vector<std::string> positional;
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s\n", NewUsage().c_str());
+      return 0;
+    }
+    if (arg.starts_with("-")) {
+      std::fprintf(stderr, "taas new: unknown option %s\n%s\n", arg.c_str(), NewUsage().c_str());
+      return 2;
+    }
+    positional.push_back(arg);
+  }
+  if (positional.empty() || positional.size() > 2) {
+    std::fprintf(stderr, "taas new: %s\n%s\n",
+                 positional.empty() ? "no project name" : "too many arguments", NewUsage().c_str());
+    return 2;
+  }
+  const std::string& name = positional[0];
+  const std::string dir = positional.size() > 1 ? positional[1] : name;
+  if (absl::Status valid = ValidateProjectName(name); !valid.ok()) {
+    std::fprintf(stderr, "taas new: %s\n", std::string(valid.message()).c_str());
+    return 2;
+  }
+  const std::string launcher_dir = LauncherDir(self_path);
+  auto template_dir = FindTemplate(TemplatePlaces(launcher_dir));
+  absl::Status created = template_dir.status();
+  if (created.ok()) created = CreateProject(*template_dir, name, dir);
+  if (!created.ok()) {
+    std::fprintf(stderr, "taas new: %s\n", std::string(created.message()).c_str());
+    return 1;
+  }
+  // The SDK's prefix is the launcher's parent folder when the template is the installed one.
+  const bool installed = *template_dir == TemplatePlaces(launcher_dir).front();
+  const std::string prefix =
+      installed ? fs::path(launcher_dir).parent_path().string() : "PREFIX-OF-THE-INSTALLED-SDK";
+  std::printf(
+      "created %s (%s) from %s\n"
+      "next:\n"
+      "  cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=%s\n"
+      "  cmake --build %s/build && ctest --test-dir %s/build\n"
+      "  taas run %s/job.yaml\n",
+      dir.c_str(), name.c_str(), template_dir->c_str(), dir.c_str(), dir.c_str(), prefix.c_str(),
+      dir.c_str(), dir.c_str(), dir.c_str());
+  return 0;
+}
+
+}  // namespace taas::launcher

@@ -1,0 +1,46 @@
+// `taas new NAME [DIR]`: a new model project in DIR (default ./NAME), copied from the template
+// (examples/custom-model in the source tree, <prefix>/share/taas/template once installed) with
+// the template's name replaced by NAME, ready to build against the installed SDK.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "taas/base/status.h"
+
+namespace taas::launcher {
+
+// What the template calls itself: its CMake project, binary, job and image ("custom-model") and
+// its C++ namespace ("custom_model"). `taas new` replaces both, in file contents and file names.
+inline constexpr const char* kTemplateName = "custom-model";
+inline constexpr const char* kTemplateNamespace = "custom_model";
+
+// OK when NAME can name the job (a TFJob name: a DNS-1035 label short enough for the replicas'
+// service names), the binary and the C++ namespace (NAME with '-' as '_': no C++ keyword, no
+// "--"); else InvalidArgument naming the rule NAME breaks.
+absl::Status ValidateProjectName(const std::string& name);
+
+// Where the template may be, in the order looked at: <launcher_dir>/../share/taas/template (an
+// installed SDK), then examples/custom-model of the source tree whose build tree holds the
+// launcher (its CMakeCache.txt names the source folder).
+std::vector<std::string> TemplatePlaces(const std::string& launcher_dir);
+
+// The first of `places` holding a template (a CMakeLists.txt and a job.yaml); NotFound naming
+// every place looked at.
+absl::StatusOr<std::string> FindTemplate(const std::vector<std::string>& places);
+
+// Copies `template_dir` into `dir` with the names replaced (kTemplateName -> name,
+// kTemplateNamespace -> name with '_' for '-'). Regular files and folders only (a `build`
+// folder in the template is skipped); `dir` must not exist or be an empty folder
+// (AlreadyExists otherwise). On failure nothing of `dir` that this call created is left.
+absl::Status CreateProject(const std::string& template_dir, const std::string& name,
+                           const std::string& dir);
+
+// What `taas new --help` prints.
+std::string NewUsage();
+
+// `taas new ARGS...` (the arguments after `new`); `self_path` is argv[0], a fallback for finding
+// the launcher's own folder. Returns the process exit code: 0 done, 2 bad arguments, 1 failure.
+int RunNew(const std::vector<std::string>& args, const std::string& self_path);
+
+}  // namespace taas::launcher
