@@ -173,6 +173,29 @@ std::vector<Setting> Settings() {
   s.push_back(Make("eval_interval_secs", "TAAS_EVAL_INTERVAL_SECS",
                    "evaluator's poll period for new checkpoints (5)", ParseSeconds,
                    &RuntimeConfig::eval_interval_secs));
+  s.push_back({"eval_on_chief", "TAAS_EVAL_ON_CHIEF",
+               "evaluate() on the chief: off, end (once training ends) or N (every N global "
+               "steps and at the end) (off)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v == "off" || v == "false") {
+                   c.eval_on_chief = false;
+                   c.eval_on_chief_steps = 0;
+                   return absl::OkStatus();
+                 }
+                 if (v == "end" || v == "true") {
+                   c.eval_on_chief = true;
+                   c.eval_on_chief_steps = 0;
+                   return absl::OkStatus();
+                 }
+                 auto steps = ParseInt(w, v, 1);
+                 if (!steps.ok()) {
+                   return Invalid(
+                       w, "must be off, end or a number of global steps >= 1, got \"" + v + "\"");
+                 }
+                 c.eval_on_chief = true;
+                 c.eval_on_chief_steps = *steps;
+                 return absl::OkStatus();
+               }});
   s.push_back(Make("evaluator_nice", "TAAS_EVALUATOR_NICE",
                    "CPU priority (nice) of the evaluator, e.g. 10 to put it below training on "
                    "shared cores (0: as started)",

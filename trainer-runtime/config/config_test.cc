@@ -148,6 +148,28 @@ TEST_CASE("bad settings name the flag or variable") {
             .find("TF_REPLICAS_TO_AGGREGATE: 9 exceeds") == 0);
 }
 
+TEST_CASE("evaluating on the chief: off by default, at the end, or every N steps too") {
+  auto off = ParseConfig({}, {});
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->eval_on_chief);
+  CHECK(off->eval_on_chief_steps == 0);
+  auto end = ParseConfig({}, {{"TAAS_EVAL_ON_CHIEF", "end"}});
+  REQUIRE(end.ok());
+  CHECK(end->eval_on_chief);
+  CHECK(end->eval_on_chief_steps == 0);
+  auto every = ParseConfig({"--eval_on_chief=500"}, {{"TAAS_EVAL_ON_CHIEF", "end"}});
+  REQUIRE(every.ok());
+  CHECK(every->eval_on_chief);
+  CHECK(every->eval_on_chief_steps == 500);
+  auto flag_off = ParseConfig({"--eval_on_chief=off"}, {{"TAAS_EVAL_ON_CHIEF", "100"}});
+  REQUIRE(flag_off.ok());
+  CHECK_FALSE(flag_off->eval_on_chief);
+  for (const char* bad : {"0", "-3", "sometimes", "", " 5"}) {
+    CHECK(ErrorOf({}, {{"TAAS_EVAL_ON_CHIEF", bad}})
+              .find("TAAS_EVAL_ON_CHIEF: must be off, end or a number of global steps >= 1") == 0);
+  }
+}
+
 TEST_CASE("malformed or inconsistent TF_CONFIG names the field") {
   CHECK(ErrorOf({}, {{"TF_CONFIG", "{not json"}}).find("TF_CONFIG: is not valid JSON") == 0);
   CHECK(ErrorOf({}, {{"TF_CONFIG", R"({"task":{"type":"worker"}})"}}).find("TF_CONFIG.cluster:") ==

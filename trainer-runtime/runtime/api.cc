@@ -36,6 +36,10 @@ const TrainerInfo& Session::info() const { return *state_->info; }
 std::int64_t Session::global_step() const { return state_->global_step; }
 std::int64_t Session::local_step() const { return state_->local_step; }
 float Session::learning_rate() const { return state_->learning_rate; }
+const std::vector<Variable*>& Session::variables() const {
+  static const std::vector<Variable*> kNone;
+  return state_->variables ? *state_->variables : kNone;
+}
 const Logger& Session::logger() const { return *state_->logger; }
 
 std::map<std::string, double> DistModel::evaluate(Session&) { return {}; }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "exit_code.h"
+#include "taas/contract/metric_names.h"
 
 namespace taas::runtime {
 
@@ -98,6 +99,19 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
   return entries;
 }
 
+absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
+                              const std::vector<Variable*>& variables) {
+  for (auto* v : variables) {
+    const auto* entry = c.Find(v->name);
+    if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
+      return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
+                                        (entry ? "another size for " : "no variable ") + v->name);
+    }
+    std::copy(entry->values.begin(), entry->values.end(), v->value.data());
+  }
+  return absl::OkStatus();
+}
+
 ChiefSchedule::ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables,
                              const optim::Optimizer& optimizer, SaveCheckpoint save)
     : ctx_(ctx), variables_(variables), optimizer_(optimizer), save_(std::move(save)) {}
@@ -166,6 +180,69 @@ void ChiefSchedule::AfterStep(std::int64_t global_step, const StepResult& result
       last_checkpoint_time_ = Clock::now();
     }
   }
+}
+
+std::string PublishEvaluation(Context& ctx, std::unique_ptr<summary::EventWriter>& events,
+                              const std::string& dir, std::int64_t global_step,
+                              const std::map<std::string, double>& metrics) {
+  summary::Scalars scalars;
+  std::string line;
+  for (const auto& [name, value] : metrics) {
+    scalars.emplace_back(name, static_cast<float>(value));
+    line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
+    if (name == "accuracy") ctx.gauges->Set(contract::kEvalAccuracyMetric, value);
+  }
+  if (scalars.empty()) return line;
+  if (!events) {
+    auto writer = summary::EventWriter::Create(dir);
+    if (!writer.ok()) {
+      ctx.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
+      return line;
+    }
+    events = std::move(*writer);
+  }
+  absl::Status w = events->WriteSummary(global_step, scalars);
+  if (!w.ok()) ctx.logger.Warning("cannot write summaries", {{"error", w.ToString()}});
+  return line;
+}
+
+ChiefEvaluation::ChiefEvaluation(Context& ctx, DistModel& model, Session& session,
+                                 Session::State& state)
+    : ctx_(ctx), model_(model), session_(session), state_(state) {}
+
+void ChiefEvaluation::Start(std::int64_t global_step) {
+  const std::int64_t every = ctx_.config->eval_on_chief_steps;
+  if (every > 0) next_step_ = (global_step / every + 1) * every;
+}
+
+absl::Status ChiefEvaluation::AfterStep(std::int64_t global_step) {
+  const std::int64_t every = ctx_.config->eval_on_chief_steps;
+  if (every <= 0 || global_step < next_step_) return absl::OkStatus();
+  next_step_ = (global_step / every + 1) * every;
+  return Evaluate(global_step);
+}
+
+absl::Status ChiefEvaluation::AtEnd(std::int64_t global_step) {
+  if (!ctx_.config->eval_on_chief || global_step == last_step_) return absl::OkStatus();
+  return Evaluate(global_step);
+}
+
+absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
+  state_.global_step = global_step;
+  const auto start = std::chrono::steady_clock::now();
+  std::map<std::string, double> metrics;
+  TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
+    metrics = model_.evaluate(session_);
+    return absl::OkStatus();
+  }));
+  last_step_ = global_step;
+  const std::string line = PublishEvaluation(
+      ctx_, events_, (std::filesystem::path(ctx_.config->info.model_dir) / kChiefEvalDir).string(),
+      global_step, metrics);
+  ctx_.logger.Info(
+      "evaluated on the chief",
+      {{"global_step", global_step}, {"metrics", line}, {"secs", SecondsSince(start)}});
+  return absl::OkStatus();
 }
 
 bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger) {

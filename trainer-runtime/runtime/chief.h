@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,6 +39,11 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
 // as TrainingState holds them.
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
                                                  TrainingState state);
+
+// Copies a checkpoint's values into the model's variables (the evaluator, a local model);
+// InvalidArgument naming the first variable it lacks or holds at another size.
+absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
+                              const std::vector<Variable*>& variables);
 
 // The chief's summaries and checkpoints, on the schedule the configuration sets.
 class ChiefSchedule {
@@ -75,6 +81,45 @@ class ChiefSchedule {
   std::int64_t window_examples_ = 0;
   double window_loss_ = 0;
   std::int64_t window_count_ = 0;
+};
+
+// An evaluation's metrics, published: TensorBoard scalars at `global_step` in `events` (opened
+// in `dir` on first use), `accuracy` into taas_eval_accuracy. Returns them as "name=value ..."
+// for the log line.
+std::string PublishEvaluation(Context& ctx, std::unique_ptr<summary::EventWriter>& events,
+                              const std::string& dir, std::int64_t global_step,
+                              const std::map<std::string, double>& metrics);
+
+// The subdirectory of the model dir where the chief's own evaluations go: beside, never inside,
+// an Evaluator replica's eval/, so the two writers' event files never mix in one TensorBoard run.
+inline constexpr const char* kChiefEvalDir = "eval_chief";
+
+// evaluate() on the chief (TAAS_EVAL_ON_CHIEF): every eval_on_chief_steps global steps and once
+// training ends, with the variables as the chief holds them after the step (under PS, the values
+// its last push brought back). Each is logged ("evaluated on the chief") and published under
+// <model dir>/eval_chief. A failure is the model's (evaluate() returned nothing useful or threw).
+class ChiefEvaluation {
+ public:
+  ChiefEvaluation(Context& ctx, DistModel& model, Session& session, Session::State& state);
+
+  // Training starts (or resumes) at `global_step`: the next periodic evaluation is after it.
+  void Start(std::int64_t global_step);
+  // After each step: evaluates when a multiple of eval_on_chief_steps was reached.
+  absl::Status AfterStep(std::int64_t global_step);
+  // Once training ended (after the final checkpoint, before after_train); nothing when the
+  // setting is off or this step was just evaluated.
+  absl::Status AtEnd(std::int64_t global_step);
+
+ private:
+  absl::Status Evaluate(std::int64_t global_step);
+
+  Context& ctx_;
+  DistModel& model_;
+  Session& session_;
+  Session::State& state_;
+  std::unique_ptr<summary::EventWriter> events_;
+  std::int64_t next_step_ = 0;
+  std::int64_t last_step_ = -1;
 };
 
 // Whether the done marker says a previous run of this job reached max_steps: a replica started

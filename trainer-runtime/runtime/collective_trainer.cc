@@ -95,6 +95,7 @@ class CollectiveTrainer {
   std::unique_ptr<Collective> ring_;                   // across workers; null for one worker
   std::unique_ptr<collective::InProcessGroup> group_;  // the worker's replicas
   std::unique_ptr<ChiefSchedule> schedule_;            // the chief's first replica's
+  std::unique_ptr<ChiefEvaluation> evaluation_;        // the chief's first replica's
 };
 
 int CollectiveTrainer::Run() {
@@ -135,6 +136,7 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
     replica->built = std::move(*built);
     replica->session_state.info = &replica->info;
     replica->session_state.logger = &ctx_.logger;
+    replica->session_state.variables = &replica->built->state.variables;
     replicas_.push_back(std::move(replica));
   }
   // Every replica must hold the same variables, or the buckets would mix them.
@@ -230,6 +232,8 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
       StepResult result = record.result;
       result.loss = record.control[kLoss];
       schedule_->AfterStep(step, result, record.times.examples);
+      absl::Status evaluated = evaluation_->AfterStep(step);
+      if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
     }
     if (cfg_.check_variables_steps > 0 && step % cfg_.check_variables_steps == 0) {
       if (auto failure = CheckVariablesAgree(replica)) return failure;
@@ -264,6 +268,9 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
                                                   return SaveCheckpoint(replica, global_step);
                                                 });
     schedule_->Start(step, state->from_checkpoint ? step : -1);
+    evaluation_ = std::make_unique<ChiefEvaluation>(ctx_, *replica.built->model, replica.session,
+                                                    replica.session_state);
+    evaluation_->Start(step);
   }
   // Everything in flight at once, then waited for: the step, every variable, every slot.
   std::vector<collective::Handle> handles;
@@ -407,6 +414,8 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
       if (!saved.ok()) return Failure{FailureSource::kData, "final checkpoint failed", saved};
     }
     MarkTrainingDone(info_, step);
+    absl::Status evaluated = evaluation_->AtEnd(step);
+    if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
   }
   if (!Reports(replica)) return std::nullopt;
   absl::Status after = CallModel("after_train()", [&] {

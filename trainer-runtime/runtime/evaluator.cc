@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "chief.h"
 #include "exit_code.h"
 #include "internal.h"
 #include "taas/checkpoint/checkpoint.h"
@@ -20,20 +21,6 @@ namespace taas::runtime {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Copies a checkpoint's values into the model's variables; InvalidArgument naming the first
-// variable it lacks or holds at another size.
-absl::Status Restore(const checkpoint::Checkpoint& c, const std::vector<Variable*>& variables) {
-  for (auto* v : variables) {
-    const auto* entry = c.Find(v->name);
-    if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
-      return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
-                                        (entry ? "another size for " : "no variable ") + v->name);
-    }
-    std::copy(entry->values.begin(), entry->values.end(), v->value.data());
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -60,6 +47,7 @@ int RunEvaluator(Context& ctx) {
   Session::State state;
   state.info = &info;
   state.logger = &ctx.logger;
+  state.variables = &built.state.variables;
   Session session(&state);
   std::unique_ptr<summary::EventWriter> events;
 
@@ -82,7 +70,7 @@ int RunEvaluator(Context& ctx) {
       }
       if (ckpt.ok() && ckpt->has_value() && (*ckpt)->global_step > evaluated) {
         const auto& c = **ckpt;
-        if (absl::Status s = Restore(c, built.state.variables); !s.ok()) {
+        if (absl::Status s = RestoreVariables(c, built.state.variables); !s.ok()) {
           return Exit(ctx.logger, ctx.global_step, FailureSource::kData,
                       "cannot evaluate a checkpoint", s);
         }
@@ -97,25 +85,9 @@ int RunEvaluator(Context& ctx) {
         });
         if (!s.ok())
           return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed", s);
-        summary::Scalars scalars;
-        std::string line;
-        for (const auto& [name, value] : results) {
-          scalars.emplace_back(name, static_cast<float>(value));
-          line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
-          if (name == "accuracy") ctx.gauges->Set(contract::kEvalAccuracyMetric, value);
-        }
         ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(c.global_step));
-        if (!scalars.empty()) {
-          if (!events) {
-            auto writer =
-                summary::EventWriter::Create((fs::path(info.model_dir) / "eval").string());
-            if (writer.ok()) events = std::move(*writer);
-          }
-          if (events) {
-            absl::Status w = events->WriteSummary(c.global_step, scalars);
-            if (!w.ok()) ctx.logger.Warning("cannot write summaries", {{"error", w.ToString()}});
-          }
-        }
+        const std::string line = PublishEvaluation(
+            ctx, events, (fs::path(info.model_dir) / "eval").string(), c.global_step, results);
         ctx.logger.Info("evaluated checkpoint", {{"checkpoint", c.path},
                                                  {"global_step", c.global_step},
                                                  {"metrics", line},

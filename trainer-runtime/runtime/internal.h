@@ -33,6 +33,7 @@ struct Session::State {
   std::int64_t global_step = 0;
   std::int64_t local_step = 0;
   float learning_rate = 0.0f;
+  const std::vector<Variable*>* variables = nullptr;  // the model's registered variables
 };
 
 namespace runtime {

@@ -82,9 +82,11 @@ class Trainer {
         patience_(ctx.logger, cfg_.wait_timeout_secs),
         session_(&session_state_),
         schedule_(ctx, vars_, *optimizer_,
-                  [this](std::int64_t step) { return SaveCheckpoint(step); }) {
+                  [this](std::int64_t step) { return SaveCheckpoint(step); }),
+        evaluation_(ctx, *built.model, session_, session_state_) {
     session_state_.info = &info_;
     session_state_.logger = &ctx_.logger;
+    session_state_.variables = &vars_;
   }
 
   int Run();
@@ -167,8 +169,9 @@ class Trainer {
   std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
   ProgressWindow window_;
 
-  // Chief only: summaries and checkpoints.
+  // Chief only: summaries, checkpoints and evaluate() when TAAS_EVAL_ON_CHIEF asks.
   ChiefSchedule schedule_;
+  ChiefEvaluation evaluation_;
 };
 
 absl::Status Trainer::InitializeOrRestore(bool first_time) {
@@ -281,6 +284,10 @@ int Trainer::Run() {
     refreshed = std::move(step.pushed.pulled);
 
     const std::int64_t global_step = Record(step);
+    if (info_.is_chief) {
+      absl::Status evaluated = evaluation_.AfterStep(global_step);
+      if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
+    }
     if (step.pushed.done || global_step >= info_.max_steps) break;
     if (step.result.stop) {
       chief_stop = info_.is_chief;
@@ -326,6 +333,7 @@ std::optional<int> Trainer::Prepare() {
   }
   patience_.Reset();
   schedule_.Start(last_global_step_, schedule_.last_checkpoint_step());
+  evaluation_.Start(last_global_step_);
   return std::nullopt;
 }
 
@@ -483,6 +491,8 @@ int Trainer::Finish(bool chief_stop) {
     if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
   MarkTrainingDone(info_, pulled->global_step);
+  absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);
+  if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
   absl::Status after = CallModel("after_train()", [&] {
     built_.model->after_train(session_, true);
     return absl::OkStatus();

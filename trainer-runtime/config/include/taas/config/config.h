@@ -39,6 +39,10 @@ struct RuntimeConfig {
   std::int64_t log_steps = 10;
   double wait_timeout_secs = 600;  // Longest any wait for a peer may last.
   double eval_interval_secs = 5;   // Evaluator's poll period for new checkpoints.
+  // evaluate() on the chief (TAAS_EVAL_ON_CHIEF): once training ends when set, and also every
+  // eval_on_chief_steps global steps when that is > 0.
+  bool eval_on_chief = false;
+  std::int64_t eval_on_chief_steps = 0;
   // The evaluator's nice value (0: as started). Where it shares cores with training (a local
   // run), a higher one leaves training the CPU; the evaluator then scores what it gets to.
   int evaluator_nice = 0;

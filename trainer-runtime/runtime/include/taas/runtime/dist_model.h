@@ -142,6 +142,9 @@ class Session {
   std::int64_t local_step() const;
   // The optimizer's learning rate at global_step().
   float learning_rate() const;
+  // The variables build_model registered, in registration order, holding the values this call
+  // sees (an init fn may set them: a warm start, taas/runtime/warm_start.h).
+  const std::vector<Variable*>& variables() const;
   const Logger& logger() const;
 
  private:
@@ -179,12 +182,15 @@ class DistModel {
   // One training iteration: variable values are fresh; write every Variable's gradient.
   virtual StepResult train(Session& session) = 0;
 
-  // Evaluator role only: called in a replica of type Evaluator (the TFJob's `Evaluator` replica
-  // spec), never on workers, the chief or PS, so a job without an Evaluator never calls it (to
-  // score on the chief, evaluate in after_train when is_chief, as the Fashion-MNIST models do).
-  // Variables hold a checkpoint's values; returns metrics such as {"accuracy": 0.91,
-  // "loss": 0.25}, written as TensorBoard scalars under eval/ ("accuracy" also feeds
-  // taas_eval_accuracy). The default returns nothing.
+  // Scores the variables as they are; returns metrics such as {"accuracy": 0.91, "loss": 0.25},
+  // written as TensorBoard scalars ("accuracy" also feeds taas_eval_accuracy). The default
+  // returns nothing. Called in two places:
+  //  - an Evaluator replica (the TFJob's `Evaluator` replica spec), with each new checkpoint's
+  //    values; its scalars go under <model dir>/eval/;
+  //  - the chief, when TAAS_EVAL_ON_CHIEF (--eval_on_chief) is `end` (once training ends, after
+  //    the final checkpoint, before after_train) or N (also every N global steps, between two
+  //    train() calls); its scalars go under <model dir>/eval_chief/.
+  // Never on other workers or PS; with neither an Evaluator nor the setting it is never called.
   virtual std::map<std::string, double> evaluate(Session& session);
 
   // After training, with the final parameter values pulled (best effort on non-chief workers).

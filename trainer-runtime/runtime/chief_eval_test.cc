@@ -1,0 +1,132 @@
+// evaluate() on the chief (TAAS_EVAL_ON_CHIEF) under both strategies: RunMain in this process,
+// without TF_CONFIG (parameter servers: one in-process PS on loopback; collective: one worker).
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+
+#include "taas/runtime/dist_model.h"
+
+namespace taas {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One variable, loss (w - 3)^2; evaluate() records the steps it was called at.
+struct Recorded {
+  std::mutex mu;
+  std::vector<std::int64_t> eval_steps;
+  std::vector<float> eval_w;
+  bool after_train_saw_eval = false;
+};
+
+struct Quadratic : DistModel {
+  Recorded* recorded = nullptr;
+  bool throws = false;
+  Variable w{"w", Tensor({1}), Tensor({1})};
+
+  absl::Status build_model(ModelBuilder& builder) override {
+    builder.AddVariable(&w);
+    optim::OptimizerConfig sgd;
+    sgd.learning_rate.initial = 0.1f;
+    builder.SetOptimizer(sgd);
+    return absl::OkStatus();
+  }
+  StepResult train(Session&) override {
+    const float d = w.value.data()[0] - 3.0f;
+    w.gradient.data()[0] = 2 * d;
+    StepResult result;
+    result.loss = d * d;
+    return result;
+  }
+  std::map<std::string, double> evaluate(Session& session) override {
+    if (throws) throw std::runtime_error("evaluation data missing");
+    std::lock_guard lock(recorded->mu);
+    recorded->eval_steps.push_back(session.global_step());
+    recorded->eval_w.push_back(w.value.data()[0]);
+    return {{"accuracy", 0.5}, {"distance", std::abs(w.value.data()[0] - 3.0)}};
+  }
+  void after_train(Session&, bool is_chief) override {
+    std::lock_guard lock(recorded->mu);
+    if (is_chief) recorded->after_train_saw_eval = !recorded->eval_steps.empty();
+  }
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "taas-chief-eval-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+int Run(const std::vector<std::string>& flags, Recorded& recorded, bool throws = false) {
+  std::vector<std::string> args = {"chief_eval_test"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return RunMain(static_cast<int>(argv.size()), argv.data(), [&recorded, throws] {
+    auto model = std::make_unique<Quadratic>();
+    model->recorded = &recorded;
+    model->throws = throws;
+    return std::unique_ptr<DistModel>(std::move(model));
+  });
+}
+
+bool HasEventFile(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().find("events.out.tfevents") == 0) return true;
+  }
+  return false;
+}
+
+TEST_CASE("the chief evaluates every N steps and at the end, under both strategies") {
+  for (const std::string strategy : {"parameter_server", "collective"}) {
+    CAPTURE(strategy);
+    TempDir dir;
+    Recorded recorded;
+    REQUIRE(Run({"--strategy=" + strategy, "--max_steps=12", "--model_dir=" + dir.path,
+                 "--save_checkpoints_secs=0", "--eval_on_chief=5", "--metrics_port=0"},
+                recorded) == 0);
+    CHECK(recorded.eval_steps == std::vector<std::int64_t>{5, 10, 12});
+    // The final evaluation sees the final values, and after_train comes after it.
+    CHECK(recorded.eval_w.back() > recorded.eval_w.front());
+    CHECK(recorded.after_train_saw_eval);
+    CHECK(HasEventFile(fs::path(dir.path) / "eval_chief"));
+    CHECK_FALSE(fs::exists(fs::path(dir.path) / "eval"));  // an Evaluator replica's, untouched
+  }
+}
+
+TEST_CASE("at the end only, or not at all by default") {
+  TempDir end_dir;
+  Recorded at_end;
+  REQUIRE(Run({"--max_steps=7", "--model_dir=" + end_dir.path, "--eval_on_chief=end",
+               "--metrics_port=0"},
+              at_end) == 0);
+  CHECK(at_end.eval_steps == std::vector<std::int64_t>{7});
+
+  TempDir off_dir;
+  Recorded off;
+  REQUIRE(Run({"--max_steps=7", "--model_dir=" + off_dir.path, "--metrics_port=0"}, off) == 0);
+  CHECK(off.eval_steps.empty());
+  CHECK_FALSE(fs::exists(fs::path(off_dir.path) / "eval_chief"));
+}
+
+TEST_CASE("an evaluate() that throws on the chief is the model's failure (exit 3)") {
+  for (const std::string strategy : {"parameter_server", "collective"}) {
+    CAPTURE(strategy);
+    TempDir dir;
+    Recorded recorded;
+    CHECK(Run({"--strategy=" + strategy, "--max_steps=3", "--model_dir=" + dir.path,
+               "--eval_on_chief=end", "--metrics_port=0"},
+              recorded, /*throws=*/true) == kExitModelError);
+  }
+}
+
+}  // namespace
+}  // namespace taas

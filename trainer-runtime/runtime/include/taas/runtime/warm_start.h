@@ -1,0 +1,51 @@
+// Warm start: initialise chosen variables of a new job from another job's checkpoint, as
+// TensorFlow's tf.estimator.WarmStartSettings does. Hand the result to the runtime from
+// get_init_fn:
+//
+//   taas::InitFn get_init_fn() override {
+//     return taas::WarmStart({.ckpt_to_initialize_from = "/models/pretrained",
+//                             .vars_to_warm_start = {"conv.*"},
+//                             .var_name_to_prev_var_name = {{"logits/kernel", "dense/kernel"}}});
+//   }
+//
+// The chief runs an init fn only when the job has no checkpoint of its own (a restart resumes
+// from the job's checkpoint instead), after the initialisers, before the values reach the
+// parameter servers or the other replicas. Variables not warm-started keep their initial values;
+// optimizer slots are never warm-started (TF's default): they start at zero.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "taas/runtime/dist_model.h"
+
+namespace taas {
+
+struct WarmStartSettings {
+  // A model dir (its newest checkpoint that verifies) or one checkpoint's prefix
+  // ("<dir>/model.ckpt-2000", the name without .index/.data).
+  std::string ckpt_to_initialize_from;
+  // Regular expressions (ECMAScript) over the model's variable names; a variable is warm-started
+  // when one matches from the start of its name, as TF's re.match does ("dense" also matches
+  // "dense_1/kernel"; write "dense/.*" or "dense/kernel$" to be exact). Default: every variable.
+  std::vector<std::string> vars_to_warm_start = {".*"};
+  // The checkpoint's name for a model variable whose name changed: {model name, name in the
+  // checkpoint}. Every key must be a warm-started variable (TF's rule: an unused rename is an
+  // error, usually a typo).
+  std::map<std::string, std::string> var_name_to_prev_var_name = {};
+};
+
+// Copies the matching variables' values from the checkpoint into `variables`. Every failure
+// names the checkpoint: one that cannot be read or holds none (NotFound, DataLoss), a bad
+// regular expression, an unused rename, a matched variable the checkpoint lacks or holds with
+// another element count (InvalidArgument naming the variable, its shape and both counts:
+// checkpoints store no shapes). Nothing is copied unless every matched variable can be.
+// Returns how many variables were warm-started.
+absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
+                                       const std::vector<Variable*>& variables);
+
+// An InitFn that runs WarmStartVariables on the session's variables and logs what it copied.
+InitFn WarmStart(WarmStartSettings settings);
+
+}  // namespace taas

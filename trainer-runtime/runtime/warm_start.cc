@@ -1,0 +1,112 @@
+#include "taas/runtime/warm_start.h"
+
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include "taas/checkpoint/checkpoint.h"
+
+namespace taas {
+namespace {
+
+// The checkpoint `from` names: a model dir's newest that verifies, or one prefix.
+absl::StatusOr<checkpoint::Checkpoint> Open(const std::string& from) {
+  if (from.empty()) {
+    return absl::InvalidArgumentError(
+        "warm start: ckpt_to_initialize_from is empty: name a model dir or a checkpoint prefix");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(from, ec)) {
+    std::vector<std::string> skipped;
+    TAAS_ASSIGN_OR_RETURN(std::optional<checkpoint::Checkpoint> latest,
+                          checkpoint::LoadLatest(from, &skipped));
+    if (!latest) {
+      return absl::NotFoundError("warm start: model dir " + from +
+                                 " holds no checkpoint (no `checkpoint` file listing one)");
+    }
+    return std::move(*latest);
+  }
+  if (!std::filesystem::exists(from + ".index", ec)) {
+    return absl::NotFoundError("warm start: " + from +
+                               " is neither a model dir nor a checkpoint prefix (no " + from +
+                               ".index)");
+  }
+  return checkpoint::Load(from);
+}
+
+}  // namespace
+
+absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
+                                       const std::vector<Variable*>& variables) {
+  std::vector<std::regex> patterns;
+  for (const std::string& pattern : settings.vars_to_warm_start) {
+    try {
+      patterns.emplace_back(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError("warm start: vars_to_warm_start: \"" + pattern +
+                                        "\" is not a regular expression: " + e.what());
+    }
+  }
+  std::vector<Variable*> chosen;
+  for (Variable* v : variables) {
+    for (const std::regex& pattern : patterns) {
+      if (std::regex_search(v->name, pattern, std::regex_constants::match_continuous)) {
+        chosen.push_back(v);
+        break;
+      }
+    }
+  }
+  std::set<std::string> chosen_names;
+  for (const Variable* v : chosen) chosen_names.insert(v->name);
+  for (const auto& [name, prev] : settings.var_name_to_prev_var_name) {
+    if (!chosen_names.contains(name)) {
+      return absl::InvalidArgumentError(
+          "warm start: var_name_to_prev_var_name renames " + name + " (to " + prev +
+          "), which is not a warm-started variable of the model (not registered, or matched by "
+          "no pattern of vars_to_warm_start)");
+    }
+  }
+  TAAS_ASSIGN_OR_RETURN(checkpoint::Checkpoint ckpt, Open(settings.ckpt_to_initialize_from));
+  // Every variable is checked before any is written: a failed warm start leaves the initial
+  // values whole.
+  std::vector<const checkpoint::Entry*> entries;
+  for (const Variable* v : chosen) {
+    const auto renamed = settings.var_name_to_prev_var_name.find(v->name);
+    const std::string& prev =
+        renamed == settings.var_name_to_prev_var_name.end() ? v->name : renamed->second;
+    const std::string as = prev == v->name ? "" : " (as " + prev + ")";
+    const checkpoint::Entry* entry = ckpt.Find(prev);
+    if (!entry) {
+      return absl::InvalidArgumentError("warm start: checkpoint " + ckpt.path +
+                                        " has no variable " + prev + " for the model's " + v->name +
+                                        " (leave it out of vars_to_warm_start, or rename it in "
+                                        "var_name_to_prev_var_name)");
+    }
+    if (static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
+      return absl::InvalidArgumentError(
+          "warm start: " + v->name + as + " does not fit: the model's has shape " +
+          ShapeString(v->value.shape()) + " (" + std::to_string(v->value.size()) +
+          " elements), checkpoint " + ckpt.path + " holds " + std::to_string(entry->values.size()) +
+          " elements (checkpoints store no shapes)");
+    }
+    entries.push_back(entry);
+  }
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    std::copy(entries[i]->values.begin(), entries[i]->values.end(), chosen[i]->value.data());
+  }
+  return static_cast<int>(chosen.size());
+}
+
+InitFn WarmStart(WarmStartSettings settings) {
+  return [settings = std::move(settings)](Session& session) -> absl::Status {
+    TAAS_ASSIGN_OR_RETURN(int copied, WarmStartVariables(settings, session.variables()));
+    session.logger().Info("warm start: variables copied from a checkpoint",
+                          {{"from", settings.ckpt_to_initialize_from},
+                           {"variables", copied},
+                           {"of", static_cast<std::int64_t>(session.variables().size())}});
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace taas
