@@ -68,6 +68,8 @@ INCLUDE_RULES = [
     ("trainer-runtime/summary/", ["trainer-runtime/nn/", "oneDNN"], "core"),
     ("trainer-runtime/config/", ["trainer-runtime/nn/", "oneDNN"], "core"),
     ("trainer-runtime/metrics/", ["trainer-runtime/nn/", "oneDNN"], "core"),
+    ("trainer-runtime/testing/", ["trainer-runtime/nn/", "oneDNN"],
+     "core: a model's tests use these whatever its engine"),
     ("trainer-runtime/collective/", ["trainer-runtime/nn/", "oneDNN", "trainer-runtime/ps/"],
      "core: collectives move host floats; they share nothing with the parameter servers' wire"),
     ("trainer-runtime/", ["CUDA"], "CUDA stays behind the GPU device (issue 17)"),
