@@ -121,8 +121,10 @@ ModelFactory FixedBatch(const std::string& name, const Shape& example_shape) {
 }
 
 TEST_CASE("taas::testing on both networks: gradients, a few steps, a checkpoint round trip") {
-  for (const auto& [name, shape] : {std::pair<std::string, Shape>{"mlp", {784}},
-                                    std::pair<std::string, Shape>{"cnn", {28, 28, 1}}}) {
+  const std::pair<std::string, Shape> networks[] = {{"mlp", {784}}, {"cnn", {28, 28, 1}}};
+  for (const auto& network : networks) {
+    const std::string& name = network.first;
+    const Shape& shape = network.second;
     CAPTURE(name);
     // Finite differences need a loss that is smooth around each checked value. The MLP's is at
     // this batch (a weight moves 4 of its 2000 ReLU inputs); the CNN's is not: moving a conv bias
