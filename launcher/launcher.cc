@@ -11,6 +11,7 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,6 +30,7 @@
 #include "taas/base/cpus.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
+#include "taas/contract/model_dir.h"
 #include "taas/contract/ports.h"
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
@@ -148,6 +150,8 @@ class JobRunner final : private LoopReporter {
   // The progress view: a line every --progress-secs, or a bar redrawn every second on a terminal.
   bool ProgressDue() const;
   void Progress();
+  // The view once every replica stopped: the final step the chief recorded, when it did.
+  void FinalProgress();
   // A replica's last lines on the console when it failed (without --verbose they are only in its
   // log file and the UI).
   void ShowTail(const Replica& replica);
@@ -389,6 +393,16 @@ void JobRunner::Progress() {
   }
 }
 
+void JobRunner::FinalProgress() {
+  ProgressSample sample;
+  sample.at = Clock::now();
+  sample.replicas_total = static_cast<int>(replicas_.size());
+  std::ifstream done(fs::path(model_dir_) / contract::kTrainingDoneFile);
+  if (std::int64_t step = 0; done >> step) sample.global_step = step;
+  view_->Add(sample);
+  console_.Say(view_->Line());
+}
+
 int JobRunner::Run() {
   if (absl::Status s = Prepare(); !s.ok()) {
     console_.Say("error: " + std::string(s.message()));
@@ -423,6 +437,7 @@ int JobRunner::Run() {
   const bool succeeded = tfjob::IsSucceeded(job_.status);
   loop_.StopAll(succeeded ? "the job succeeded" : "the job failed");
   if (bar_) console_.Bar("");
+  if (options_.progress_secs > 0) FinalProgress();
   const auto* cond = tfjob::FindCondition(
       job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
   console_.Say("job " + job_.metadata.name + (succeeded ? " succeeded" : " failed") +

@@ -228,7 +228,9 @@ absl::StatusOr<ui_server::ClusterPage> LocalJobSource::Cluster(
     node.in_use.gpu += asked.gpu;
     ++node.pods;
   }
-  return ui_server::ClusterPage{{node}, {}};
+  ui_server::ClusterPage page;  // no pending replicas here: every replica runs or waits to restart
+  page.nodes = {node};
+  return page;
 }
 
 }  // namespace taas::launcher

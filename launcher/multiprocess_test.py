@@ -452,6 +452,10 @@ def scenario_console(tmp):
     assert not [l for l in lines if l.startswith("[linear-")], run.dump()
     assert any(re.match(r"^\[taas\] step \d+/20000 \(\d+%\)  (about \S+ left  )?loss \S+  \d+ examples/s", l)
                for l in lines), run.dump()
+    # The last line of the view holds the final step the chief recorded.
+    final = [l for l in lines if l.startswith("[taas] step ")][-1]
+    assert re.match(r"^\[taas\] step 20000/20000 \(100%\)  loss .*  0/3 replicas running$", final), \
+        run.dump()
     for replica in ("linear-ps-0", "linear-worker-0", "linear-worker-1"):
         with open(os.path.join(logs, replica + ".log")) as f:
             text = f.read()

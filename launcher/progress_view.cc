@@ -56,7 +56,7 @@ std::optional<double> ProgressView::Fraction() const {
 }
 
 std::optional<std::chrono::seconds> ProgressView::TimeLeft() const {
-  if (!max_steps_ || steps_.size() < 2) return std::nullopt;
+  if (!max_steps_ || steps_.size() < 2 || steps_.back().second >= *max_steps_) return std::nullopt;
   const auto& [first_at, first_step] = steps_.front();
   const auto& [last_at, last_step] = steps_.back();
   const double secs = std::chrono::duration<double>(last_at - first_at).count();

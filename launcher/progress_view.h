@@ -39,7 +39,7 @@ class ProgressView {
   void Add(const ProgressSample& sample);
 
   // The time until the global step reaches max_steps at the step rate of the last kRateWindow;
-  // empty without max_steps or before the step has moved.
+  // empty without max_steps, before the step has moved, and once it reached max_steps.
   std::optional<std::chrono::seconds> TimeLeft() const;
 
   // The newest sample as one line, what matters most first (a bar cuts the end off): "step

@@ -88,7 +88,8 @@ TEST_CASE("progress view: the bar fills with the share done and fits the termina
   CHECK(view.Bar(0).rfind("[##########----------] step 500/1000 (50%)", 0) == 0);
   CHECK(view.Bar(30).size() == 30);
   view.Add(At(1, 5000));  // past max steps (an old checkpoint's max): full, not beyond
-  CHECK(view.Bar(0).rfind("[####################] step 5000/1000 (100%)", 0) == 0);
+  CHECK(view.Bar(0).rfind("[####################] step 5000/1000 (100%)  4/4", 0) == 0);
+  CHECK_FALSE(view.TimeLeft());  // done: nothing left to estimate
 }
 
 }  // namespace

@@ -254,7 +254,7 @@ bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger) {
 }
 
 void MarkTrainingDone(const TrainerInfo& info, std::int64_t global_step) {
-  std::ofstream marker(std::filesystem::path(info.model_dir) / kDoneMarker);
+  std::ofstream marker(std::filesystem::path(info.model_dir) / contract::kTrainingDoneFile);
   marker << global_step << "\n";
 }
 

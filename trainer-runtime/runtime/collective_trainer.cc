@@ -252,7 +252,8 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
   if (IsChief(replica)) {
     std::error_code ec;
     std::filesystem::create_directories(info_.model_dir, ec);
-    std::filesystem::remove(std::filesystem::path(info_.model_dir) / kDoneMarker, ec);
+    std::filesystem::remove(std::filesystem::path(info_.model_dir) / contract::kTrainingDoneFile,
+                            ec);
     auto state = LoadTrainingState(ctx_, *replica.built, replica.session, replica.session_state,
                                    optimizer_->slot_count(), /*first_time=*/true, 0);
     if (!state.ok()) {

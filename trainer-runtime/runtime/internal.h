@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "taas/config/config.h"
+#include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
 #include "taas/runtime/dist_model.h"
 
@@ -75,13 +76,10 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The name of the marker the chief leaves in the model dir once training is over; it holds the
-// final global step, and tells the evaluator to finish.
-inline constexpr const char* kDoneMarker = "TRAINING_DONE";
-
-// The final global step the done marker in `model_dir` holds, if there is one.
+// The final global step the chief's done marker (contract::kTrainingDoneFile) in `model_dir`
+// holds, if there is one.
 inline std::optional<std::int64_t> DoneStep(const std::string& model_dir) {
-  std::ifstream in(std::filesystem::path(model_dir) / kDoneMarker);
+  std::ifstream in(std::filesystem::path(model_dir) / contract::kTrainingDoneFile);
   std::int64_t step;
   if (in >> step) return step;
   return std::nullopt;

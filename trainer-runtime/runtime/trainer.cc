@@ -320,7 +320,7 @@ std::optional<int> Trainer::Prepare() {
   if (!info_.is_chief) return std::nullopt;
   std::error_code ec;
   fs::create_directories(info_.model_dir, ec);
-  fs::remove(fs::path(info_.model_dir) / kDoneMarker, ec);
+  fs::remove(fs::path(info_.model_dir) / contract::kTrainingDoneFile, ec);
   while (true) {
     absl::Status s = InitializeOrRestore(/*first_time=*/true);
     if (s.ok()) break;
