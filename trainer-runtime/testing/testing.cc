@@ -239,6 +239,12 @@ absl::StatusOr<RunStepsResult> RunSteps(const ModelFactory& factory, std::int64_
     return absl::InternalError("RunSteps: the trainer exited with code " + std::to_string(code) +
                                (captured ? ": " + ErrorLines(captured.get()) : ""));
   }
+  if (recording.models > 0 && recording.variables.empty()) {
+    // The trainer found TRAINING_DONE at or past `steps` in the model dir and ran nothing.
+    return absl::FailedPreconditionError("RunSteps: " + model_dir +
+                                         " holds a run already finished at or past step " +
+                                         std::to_string(steps) + ": nothing ran");
+  }
   RunStepsResult result;
   result.losses = std::move(recording.losses);
   result.variables = std::move(recording.variables);

@@ -183,6 +183,10 @@ TEST_CASE("RunSteps: checkpoints into a model dir, and a warm start from it") {
   REQUIRE_MESSAGE(trained.ok(), trained.status().ToString());
   CHECK(checkpoint::LatestStep(dir.path) == std::optional<std::int64_t>(12));
   CHECK(checkpoint::ListCheckpoints(dir.path).size() == 3);  // 5, 10 and the final 12
+  // The same dir again: that run is over, and RunSteps says so instead of returning nothing.
+  auto again = RunSteps(Plain(), 12, options);
+  REQUIRE_FALSE(again.ok());
+  CHECK(std::string(again.status().message()).find("already finished") != std::string::npos);
 
   // A new job (other names) warm-started from it: with a learning rate of 0 its one step keeps
   // the copied values.

@@ -165,7 +165,8 @@ struct StepResult {
 
 // Runs on the chief after variables are initialised and before other replicas start, only when no
 // checkpoint of this job exists (a checkpoint always wins). It may set Variable values (warm
-// start); the runtime pushes them afterwards.
+// start; taas::WarmStart in taas/runtime/warm_start.h makes one from another job's checkpoint, as
+// TensorFlow's WarmStartSettings); the runtime pushes them afterwards.
 using InitFn = std::function<absl::Status(Session&)>;
 
 class DistModel {

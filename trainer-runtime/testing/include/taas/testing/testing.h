@@ -85,7 +85,8 @@ absl::StatusOr<GradientCheck> CheckGradients(const ModelFactory& factory,
 // and no sockets are involved).
 struct RunStepsOptions {
   // Checkpoints and summaries go here; empty: a temporary dir, removed afterwards. A dir that
-  // already holds a checkpoint resumes from it, as a job would.
+  // already holds a checkpoint resumes from it, as a job would; one whose run already reached
+  // `steps` (TRAINING_DONE) is FailedPrecondition.
   std::string model_dir = {};
   // Global steps between checkpoints (0: only the final one).
   std::int64_t save_checkpoints_steps = 0;
