@@ -199,10 +199,19 @@ class DefaultValues(unittest.TestCase, RbacChecks):
         self.assertTrue(rules_grant(role["rules"], "kubeflow.org", "tfjobs", "create"))
         self.assertTrue(rules_grant(role["rules"], "", "pods/log", "get"))
         self.assertFalse(rules_grant(role["rules"], "", "pods", "create"))
+        # Why a job waits: its Kueue Workload and its PodGroup (read only).
+        self.assertTrue(rules_grant(role["rules"], "kueue.x-k8s.io", "workloads", "list"))
+        self.assertTrue(rules_grant(role["rules"], "kueue.x-k8s.io", "localqueues", "list"))
+        self.assertTrue(rules_grant(role["rules"], "scheduling.x-k8s.io", "podgroups", "get"))
+        self.assertTrue(rules_grant(role["rules"], "scheduling.volcano.sh", "podgroups", "get"))
+        self.assertFalse(rules_grant(role["rules"], "scheduling.x-k8s.io", "podgroups", "create"))
+        self.assertFalse(rules_grant(role["rules"], "kueue.x-k8s.io", "workloads", "update"))
         cluster = one(self.docs, "ClusterRole", "taas-system-t-taas-ui")
         self.assertTrue(rules_grant(cluster["rules"], "", "nodes", "list"))
         self.assertTrue(rules_grant(cluster["rules"], "", "pods", "list"))
         self.assertFalse(rules_grant(cluster["rules"], "", "pods", "get"))
+        self.assertTrue(rules_grant(cluster["rules"], "kueue.x-k8s.io", "clusterqueues", "list"))
+        self.assertFalse(rules_grant(cluster["rules"], "kueue.x-k8s.io", "clusterqueues", "update"))
 
     def test_rbac_minimal(self):
         self.assert_minimal(self.docs)

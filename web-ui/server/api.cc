@@ -429,7 +429,8 @@ HttpResponse Api::GetJob(const Route& route) const {
   return JsonResponse(200, {{"job", JobRow(tfjob, std::move(detail->record.replicas), now_())},
                             {"tfjob", tfjob},
                             {"conditions", conditions ? *conditions : json::array()},
-                            {"events", events}});
+                            {"events", events},
+                            {"waiting", detail->waiting}});
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {

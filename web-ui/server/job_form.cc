@@ -204,7 +204,7 @@ json Container(const JobForm& form, const std::string& cpu, const std::string& m
        {{"name", contract::kMetricsPortName}, {"containerPort", contract::kDefaultMetricsPort}}});
   json resources = {{"requests", {{"cpu", cpu}, {"memory", memory}}},
                     {"limits", {{"cpu", cpu}, {"memory", memory}}}};
-  if (gpus > 0) resources["limits"]["nvidia.com/gpu"] = gpus;
+  if (gpus > 0) resources["limits"][std::string(kGpuResource)] = gpus;
   container["resources"] = resources;
   return container;
 }

@@ -17,8 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kGpuResource = "nvidia.com/gpu";
-
 // The replica types in the order a job's rows and pods are shown.
 constexpr std::array<std::string_view, 5> kTypeOrder = {"Chief", "Master", "PS", "Worker",
                                                         "Evaluator"};
@@ -28,15 +26,6 @@ int TypeRank(std::string_view type) {
     if (AsciiLower(kTypeOrder[i]) == AsciiLower(type)) return static_cast<int>(i);
   }
   return static_cast<int>(kTypeOrder.size());
-}
-
-// A quantity held as a JSON string or number; 0 for anything else, negative or not finite, and
-// at most 1e18 (so sums and roundings stay finite and defined).
-double QuantityOf(const json& value) {
-  double q = 0;
-  if (value.is_number()) q = value.get<double>();
-  if (value.is_string()) q = ParseQuantity(value.get<std::string>()).value_or(0);
-  return std::isfinite(q) && q > 0 ? std::min(q, 1e18) : 0;
 }
 
 json ToJson(const Resources& r) {
@@ -158,6 +147,35 @@ std::string ProblemOf(const json& p) {
   return line;
 }
 
+json QueuesJson(const QueuesPage& queues) {
+  std::map<std::string, json> local_by_cluster_queue;
+  json local_queues = json::array();
+  for (const LocalQueueUsage& q : queues.local_queues) {
+    local_by_cluster_queue[q.cluster_queue].push_back(q.namespace_name + "/" + q.name);
+    local_queues.push_back({{"namespace", q.namespace_name},
+                            {"name", q.name},
+                            {"clusterQueue", q.cluster_queue},
+                            {"pendingWorkloads", q.pending},
+                            {"admittedWorkloads", q.admitted}});
+  }
+  json cluster_queues = json::array();
+  for (const ClusterQueueUsage& q : queues.cluster_queues) {
+    const json& locals = local_by_cluster_queue[q.name];
+    cluster_queues.push_back({{"name", q.name},
+                              {"gpuQuota", std::llround(q.gpu_quota)},
+                              {"gpuReserved", std::llround(q.gpu_reserved)},
+                              {"gpuInUse", std::llround(q.gpu_in_use)},
+                              {"pendingWorkloads", q.pending},
+                              {"reservingWorkloads", q.reserving},
+                              {"admittedWorkloads", q.admitted},
+                              {"localQueues", locals.is_null() ? json::array() : locals}});
+  }
+  std::sort(cluster_queues.begin(), cluster_queues.end(),
+            [](const json& a, const json& b) { return a["name"] < b["name"]; });
+  return {
+      {"clusterQueues", cluster_queues}, {"localQueues", local_queues}, {"error", queues.error}};
+}
+
 }  // namespace
 
 std::optional<double> ParseQuantity(std::string_view text) {
@@ -196,6 +214,13 @@ std::optional<std::int64_t> ParseTimestamp(std::string_view text) {
   auto time = tfjob::ParseRfc3339(text);
   if (!time.ok()) return std::nullopt;
   return time->time_since_epoch().count();
+}
+
+double QuantityOf(const json& value) {
+  double q = 0;
+  if (value.is_number()) q = value.get<double>();
+  if (value.is_string()) q = ParseQuantity(value.get<std::string>()).value_or(0);
+  return std::isfinite(q) && q > 0 ? std::min(q, 1e18) : 0;
 }
 
 Resources ResourcesOf(const json& list) {
@@ -288,20 +313,64 @@ ClusterLimits LimitsOf(const std::vector<NodeUsage>& nodes) {
   return limits;
 }
 
+std::string TaintText(const Taint& taint) {
+  return taint.key + (taint.value.empty() ? "" : "=" + taint.value) + ":" + taint.effect;
+}
+
+GpuSlots ClassifyGpuSlots(const NodeUsage& node) {
+  // A cordoned node takes no new pod, whatever it tolerates: that is the stronger statement.
+  if (node.unschedulable) return {GpuAccess::kCordoned, "cordoned: no new pods"};
+  if (node.taints.empty()) return {GpuAccess::kOpen, ""};
+  std::string note = "usable only by pods that tolerate ";
+  for (std::size_t i = 0; i < node.taints.size(); ++i) {
+    note += (i ? ", " : "") + TaintText(node.taints[i]);
+  }
+  return {GpuAccess::kTainted, note};
+}
+
+std::string_view GpuAccessName(GpuAccess access) {
+  switch (access) {
+    case GpuAccess::kTainted:
+      return "tainted";
+    case GpuAccess::kCordoned:
+      return "cordoned";
+    case GpuAccess::kOpen:
+      break;
+  }
+  return "open";
+}
+
 json ClusterPageJson(const ClusterPage& page) {
   json nodes = json::array();
   Resources total_capacity, total_allocatable, total_in_use;
+  // GPUs allocatable and in use by who may take them (GpuAccess).
+  std::map<std::string_view, std::pair<double, double>> slots = {
+      {"open", {0, 0}}, {"tainted", {0, 0}}, {"cordoned", {0, 0}}};
   for (const NodeUsage& node : page.nodes) {
     Add(total_capacity, node.capacity);
     Add(total_allocatable, node.allocatable);
     Add(total_in_use, node.in_use);
+    const GpuSlots gpu_slots = ClassifyGpuSlots(node);
+    auto& [allocatable, in_use] = slots[GpuAccessName(gpu_slots.access)];
+    allocatable += node.allocatable.gpu;
+    in_use += node.in_use.gpu;
+    json taints = json::array();
+    for (const Taint& taint : node.taints) taints.push_back(TaintText(taint));
     nodes.push_back({{"name", node.name},
                      {"ready", node.ready},
                      {"unschedulable", node.unschedulable},
+                     {"taints", taints},
+                     {"gpuAccess", GpuAccessName(gpu_slots.access)},
+                     {"gpuNote", gpu_slots.note},
                      {"capacity", ToJson(node.capacity)},
                      {"allocatable", ToJson(node.allocatable)},
                      {"inUse", ToJson(node.in_use)},
                      {"pods", node.pods}});
+  }
+  json gpu_slots = json::object();
+  for (const auto& [access, counts] : slots) {
+    gpu_slots[std::string(access)] = {{"allocatable", std::llround(counts.first)},
+                                      {"inUse", std::llround(counts.second)}};
   }
   std::sort(nodes.begin(), nodes.end(),
             [](const json& a, const json& b) { return a["name"] < b["name"]; });
@@ -318,9 +387,11 @@ json ClusterPageJson(const ClusterPage& page) {
            {{"capacity", ToJson(total_capacity)},
             {"allocatable", ToJson(total_allocatable)},
             {"inUse", ToJson(total_in_use)},
-            {"nodes", nodes.size()}}},
+            {"nodes", nodes.size()},
+            {"gpuSlots", gpu_slots}}},
           {"nodes", nodes},
-          {"pending", pending}};
+          {"pending", pending},
+          {"queues", page.queues ? QueuesJson(*page.queues) : json(nullptr)}};
 }
 
 }  // namespace taas::ui_server

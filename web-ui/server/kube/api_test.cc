@@ -639,6 +639,162 @@ TEST_CASE(
   CHECK(variants > 400);
 }
 
+// Kueue's and the gang schedulers' objects, as the API server would serve them.
+const char kClusterQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues";
+const char kLocalQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/localqueues";
+const char kWorkloadsPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads";
+const char kPodGroupPath[] =
+    "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/mnist";
+const char kVolcanoPodGroupPath[] =
+    "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/mnist";
+
+json ClusterQueue() {
+  return json::parse(R"({"metadata": {"name": "team-a-cq"},
+    "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+      {"name": "default", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]},
+    "status": {"pendingWorkloads": 1, "reservingWorkloads": 1, "admittedWorkloads": 1,
+      "flavorsReservation": [{"name": "default", "resources": [{"name": "nvidia.com/gpu", "total": "8"}]}],
+      "flavorsUsage": [{"name": "default", "resources": [{"name": "nvidia.com/gpu", "total": "8"}]}]}})");
+}
+
+json LocalQueue() {
+  return json::parse(R"({"metadata": {"name": "team-a", "namespace": "default"},
+    "spec": {"clusterQueue": "team-a-cq"}, "status": {"pendingWorkloads": 1, "admittedWorkloads": 1}})");
+}
+
+json Workload() {
+  return json::parse(R"({"metadata": {"name": "tfjob-mnist-1", "namespace": "default",
+      "ownerReferences": [{"kind": "TFJob", "name": "mnist", "apiVersion": "kubeflow.org/v1"}]},
+    "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+      "message": "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor default, 4 more needed"}]}})");
+}
+
+json QueuedJob() {
+  json job = MnistJob();
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  job["spec"]["runPolicy"] = {{"suspend", true}};
+  return job;
+}
+
+TEST_CASE("the job detail says why the job waits; the cluster page shows Kueue's queues") {
+  ApiOptions options;
+  options.cluster_max_age = std::chrono::milliseconds(0);
+  Fixture f(false, options);
+  // Running and Pending replicas, no PodGroup: the scheduler's message, summarised.
+  json detail = Body(f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist"));
+  CHECK(detail["waiting"]["reason"] == "unschedulable");
+  CHECK(detail["waiting"]["message"] == "0/2 nodes are available");
+
+  // A PodGroup of minMember 2 with 1 placed (Volcano's when scheduler-plugins' is absent).
+  f.kube.objects[kVolcanoPodGroupPath] = {{"spec", {{"minMember", 2}}},
+                                          {"status", {{"phase", "Pending"}}}};
+  detail = Body(f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist"));
+  CHECK(detail["waiting"]["message"] == "gang incomplete: 1 of minMember 2 pods placed");
+
+  // Queued in Kueue, with the Workload's condition.
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = QueuedJob();
+  f.kube.objects[kWorkloadsPath] = {{"items", {Workload()}}};
+  detail = Body(f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist"));
+  CHECK(detail["waiting"]["message"] == "queued in LocalQueue team-a (Kueue)");
+  CHECK(detail["waiting"]["detail"] ==
+        "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
+        "in flavor default, 4 more needed");
+  // Without Kueue's API the Workload is left out quietly.
+  f.kube.objects.erase(kWorkloadsPath);
+  detail = Body(f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist"));
+  CHECK(detail["waiting"]["reason"] == "queued");
+  CHECK(detail["waiting"]["detail"] == "");
+
+  // No Kueue: no queues section, no error.
+  HttpResponse r = f.Call("GET", "/api/v1/cluster");
+  REQUIRE(r.status == 200);
+  CHECK(Body(r)["queues"].is_null());
+  f.kube.objects[kClusterQueuesPath] = {{"items", {ClusterQueue()}}};
+  f.kube.objects[kLocalQueuesPath] = {{"items", {LocalQueue()}}};
+  f.kube.objects["/apis/kueue.x-k8s.io/v1beta1/namespaces/team-b/localqueues"] = {
+      {"items", json::array()}};
+  r = f.Call("GET", "/api/v1/cluster");
+  REQUIRE(r.status == 200);
+  const json queues = Body(r)["queues"];
+  REQUIRE(queues["clusterQueues"].size() == 1);
+  CHECK(queues["clusterQueues"][0]["gpuQuota"] == 8);
+  CHECK(queues["clusterQueues"][0]["gpuInUse"] == 8);
+  CHECK(queues["clusterQueues"][0]["pendingWorkloads"] == 1);
+  CHECK(queues["clusterQueues"][0]["localQueues"] == json{"default/team-a"});
+  CHECK(queues["error"] == "");
+  // LocalQueues that cannot be listed are named, the rest still shown.
+  f.kube.objects.erase("/apis/kueue.x-k8s.io/v1beta1/namespaces/team-b/localqueues");
+  const json partial = Body(f.Call("GET", "/api/v1/cluster"))["queues"];
+  CHECK(partial["clusterQueues"].size() == 1);
+  CHECK(partial["error"].get<std::string>().find("LocalQueues in team-b") != std::string::npos);
+}
+
+TEST_CASE("taints, queues, Workloads and PodGroups of every wrong type answer, never throw") {
+  ApiOptions options;
+  options.cluster_max_age = std::chrono::milliseconds(0);
+  Fixture f(false, options);
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = QueuedJob();
+  f.kube.objects["/apis/kueue.x-k8s.io/v1beta1/namespaces/team-b/localqueues"] = {
+      {"items", json::array()}};
+  auto answers = [&] {
+    CHECK(f.Call("GET", "/api/v1/cluster").status == 200);
+    CHECK(f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist").status == 200);
+  };
+  int variants = 0;
+  json node = Node("taas-node-0");
+  node["spec"] = {{"unschedulable", true},
+                  {"taints", {{{"key", "gpu"}, {"value", "a100"}, {"effect", "NoSchedule"}}}}};
+  for (const json& wrong : WrongTypeVariants(node)) {
+    f.kube.objects["/api/v1/nodes"] = {{"items", {wrong, Node("taas-node-1")}}};
+    answers();
+    CHECK_NOTHROW(ui_server::ClusterPageJson({NodesOf({{"items", {wrong}}}), {}, std::nullopt}));
+    ++variants;
+  }
+  f.kube.objects[kLocalQueuesPath] = {{"items", {LocalQueue()}}};
+  for (const json& wrong : WrongTypeVariants(ClusterQueue())) {
+    f.kube.objects[kClusterQueuesPath] = {{"items", {wrong}}};
+    answers();
+    f.kube.objects[kClusterQueuesPath] = wrong;
+    answers();
+    ++variants;
+  }
+  f.kube.objects[kClusterQueuesPath] = {{"items", {ClusterQueue()}}};
+  for (const json& wrong : WrongTypeVariants(LocalQueue())) {
+    f.kube.objects[kLocalQueuesPath] = {{"items", {wrong}}};
+    answers();
+    ++variants;
+  }
+  for (const json& wrong : WrongTypeVariants(Workload())) {
+    f.kube.objects[kWorkloadsPath] = {{"items", {wrong}}};
+    answers();
+    CHECK_NOTHROW(WaitingOf(QueuedJob(), {}, {{"items", {wrong}}}, nullptr));
+    ++variants;
+  }
+  for (const json& wrong : WrongTypeVariants(QueuedJob())) {
+    CHECK_NOTHROW(WaitingOf(wrong, {}, {{"items", {Workload()}}}, nullptr));
+    ++variants;
+  }
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = MnistJob();
+  const json pod_group = {
+      {"spec", {{"minMember", 2}}},
+      {"status",
+       {{"phase", "Pending"},
+        {"conditions", {{{"type", "Unschedulable"}, {"status", "True"}, {"message", "m"}}}}}}};
+  const json pending = PodView(WorkerPod(1, "Pending"));
+  for (const json& wrong : WrongTypeVariants(pod_group)) {
+    f.kube.objects[kPodGroupPath] = wrong;
+    answers();
+    CHECK_NOTHROW(WaitingOf(MnistJob(), {pending}, nullptr, wrong));
+    ++variants;
+  }
+  for (const json& wrong : WrongTypeVariants(pending)) {
+    CHECK_NOTHROW(WaitingOf(MnistJob(), {wrong}, nullptr, pod_group));
+    ++variants;
+  }
+  MESSAGE(variants << " objects with a field of the wrong type");
+  CHECK(variants > 500);
+}
+
 // Sends `bytes` on a fresh connection (after `pause`, the rest of `later`) and returns all the
 // server answers until it closes the connection or `wait` passes.
 std::string RawExchange(int port, const std::string& bytes, std::chrono::milliseconds wait,

@@ -1,8 +1,10 @@
 #include "taas/ui_kube/kube_job_source.h"
 
+#include <algorithm>
 #include <map>
 
 #include "taas/base/json_fields.h"
+#include "taas/tfjob/labels.h"
 #include "taas/tfjob/tfjob.h"
 #include "taas/ui_kube/views.h"
 #include "taas/ui_server/job_form.h"
@@ -26,6 +28,11 @@ std::string NameOf(const json& object) {
 }
 
 std::string PodsPath(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/pods"; }
+
+// A path of Kueue's API: `rest` is "/clusterqueues" or "/namespaces/{ns}/{resource}".
+std::string KueuePath(const std::string& rest) {
+  return "/apis/" + std::string(tfjob::kKueueApi) + rest;
+}
 
 // The container whose log is shown: `tensorflow` (the TFJob's), else the pod's first.
 std::string LogContainer(const json& pod) {
@@ -76,7 +83,39 @@ absl::StatusOr<ui_server::JobDetail> KubeJobSource::GetJob(const std::string& ns
   }
   TAAS_ASSIGN_OR_RETURN(const json events, kube_->Get("/api/v1/namespaces/" + ns + "/events"));
   detail.events = EventsView(events, name, pod_names);
+  detail.waiting = Waiting(ns, name, detail.record);
   return detail;
+}
+
+json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
+                            const ui_server::JobRecord& record) {
+  const json& tfjob = record.tfjob;
+  // The queue's and the gang scheduler's objects are read only when they can tell something (a
+  // queued job, a replica without a node), and only where their API is served: any error (the
+  // API or the object absent, no permission) leaves them out.
+  const json* metadata = jf::Object(tfjob, "metadata");
+  const json* labels = metadata ? jf::Object(*metadata, "labels") : nullptr;
+  json workloads = nullptr;
+  if (labels && !jf::StringOr(*labels, tfjob::kLabelKueueQueueName, "").empty()) {
+    auto listed = kube_->Get(KueuePath("/namespaces/" + ns + "/workloads"));
+    if (listed.ok()) workloads = *std::move(listed);
+  }
+  json pod_group = nullptr;
+  const bool unplaced =
+      std::any_of(record.replicas.begin(), record.replicas.end(), [](const json& r) {
+        return jf::StringOr(r, "node", "").empty() && jf::StringOr(r, "phase", "") == "Pending";
+      });
+  if (unplaced) {
+    for (const std::string& api : {std::string(tfjob::kSchedulerPluginsGroup) + "/v1alpha1",
+                                   std::string(tfjob::kVolcanoApi)}) {
+      auto group = kube_->Get("/apis/" + api + "/namespaces/" + ns + "/podgroups/" + name);
+      if (group.ok()) {
+        pod_group = *std::move(group);
+        break;
+      }
+    }
+  }
+  return WaitingOf(tfjob, record.replicas, workloads, pod_group);
 }
 
 absl::StatusOr<json> KubeJobSource::CreateJob(const std::string& ns, const json& tfjob,
@@ -137,7 +176,34 @@ absl::StatusOr<std::vector<ui_server::NodeUsage>> KubeJobSource::Nodes() {
 absl::StatusOr<ui_server::ClusterPage> KubeJobSource::Cluster(
     const std::vector<std::string>& namespaces) {
   TAAS_ASSIGN_OR_RETURN(const ClusterObjects objects, kube_->ListClusterObjects(namespaces));
-  return ClusterPageOf(objects.nodes, objects.active_pods, objects.job_pods, objects.events);
+  ui_server::ClusterPage page =
+      ClusterPageOf(objects.nodes, objects.active_pods, objects.job_pods, objects.events);
+  page.queues = Queues(namespaces);
+  return page;
+}
+
+std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
+    const std::vector<std::string>& namespaces) {
+  // A handful of objects, read at most once per cluster-page period: plain lists, no informers.
+  auto cluster_queues = kube_->Get(KueuePath("/clusterqueues"));
+  if (absl::IsNotFound(cluster_queues.status())) return std::nullopt;  // Kueue is not installed
+  ui_server::QueuesPage page;
+  if (!cluster_queues.ok()) {
+    page.error = "cannot list Kueue's ClusterQueues: " + cluster_queues.status().ToString();
+    return page;
+  }
+  json local_queues = {{"items", json::array()}};
+  for (const std::string& ns : namespaces) {
+    auto listed = kube_->Get(KueuePath("/namespaces/" + ns + "/localqueues"));
+    if (!listed.ok()) {
+      page.error = "cannot list Kueue's LocalQueues in " + ns + ": " + listed.status().ToString();
+      continue;
+    }
+    for (const json& q : ItemsOf(*listed)) local_queues["items"].push_back(q);
+  }
+  ui_server::QueuesPage read = QueuesOf(*cluster_queues, local_queues);
+  read.error = std::move(page.error);
+  return read;
 }
 
 }  // namespace taas::ui_kube

@@ -91,6 +91,103 @@ bool NodeCordoned(const json& node) {
   return unschedulable.is_boolean() && unschedulable.get<bool>();
 }
 
+// The NoSchedule and NoExecute taints of a node, at most kMaxTaints (a node has a handful).
+std::vector<ui_server::Taint> TaintsOf(const json& node) {
+  constexpr std::size_t kMaxTaints = 32;
+  std::vector<ui_server::Taint> taints;
+  const json& list = json_fields::MemberOrNull(json_fields::MemberOrNull(node, "spec"), "taints");
+  if (!list.is_array()) return taints;
+  for (const json& t : list) {
+    ui_server::Taint taint{json_fields::StringOr(t, "key"), json_fields::StringOr(t, "value"),
+                           json_fields::StringOr(t, "effect")};
+    if (taint.key.empty() || (taint.effect != "NoSchedule" && taint.effect != "NoExecute")) {
+      continue;
+    }
+    if (taints.size() == kMaxTaints) break;
+    taints.push_back(std::move(taint));
+  }
+  return taints;
+}
+
+// A count in an object's field (pendingWorkloads...), 0 when absent, of another type or negative.
+std::int64_t CountField(const json& object, std::string_view key) {
+  return std::clamp<std::int64_t>(json_fields::Int(object, key).value_or(0), 0, 1000000000);
+}
+
+// The nvidia.com/gpu quantity over every flavor of a Kueue flavors list
+// ([{name, resources: [{name, <field>}]}]).
+double GpuOverFlavors(const json& flavors, std::string_view field) {
+  double total = 0;
+  if (!flavors.is_array()) return 0;
+  for (const json& flavor : flavors) {
+    const json& resources = json_fields::MemberOrNull(flavor, "resources");
+    if (!resources.is_array()) continue;
+    for (const json& r : resources) {
+      if (json_fields::StringOr(r, "name") == ui_server::kGpuResource) {
+        total += ui_server::QuantityOf(json_fields::MemberOrNull(r, field));
+      }
+    }
+  }
+  return std::min(total, 1e18);
+}
+
+// The Workload that Kueue made for the TFJob (owned by it), or null.
+const json& WorkloadOf(const json& workloads, std::string_view job) {
+  static const json kNull;  // NOLINT: immutable.
+  for (const json& w : Items(workloads)) {
+    const json& owners =
+        json_fields::MemberOrNull(json_fields::MemberOrNull(w, "metadata"), "ownerReferences");
+    if (!owners.is_array()) continue;
+    for (const json& owner : owners) {
+      if (json_fields::StringOr(owner, "kind") == tfjob::kKind &&
+          json_fields::StringOr(owner, "name") == job) {
+        return w;
+      }
+    }
+  }
+  return kNull;
+}
+
+// The message of the first condition of `types` that is not True ("" when none says more).
+std::string PendingConditionMessage(const json& object,
+                                    std::initializer_list<std::string_view> types) {
+  const json& conditions =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(object, "status"), "conditions");
+  if (!conditions.is_array()) return "";
+  for (std::string_view type : types) {
+    for (const json& c : conditions) {
+      if (json_fields::StringOr(c, "type") == type &&
+          json_fields::StringOr(c, "status") != "True") {
+        return json_fields::StringOr(c, "message");
+      }
+    }
+  }
+  return "";
+}
+
+// Whether a PodGroup says its gang is not (yet) scheduled: Volcano's Unschedulable condition, or
+// a phase before Scheduled/Running in either scheduler's vocabulary.
+bool GangNotScheduled(const json& pod_group, std::string* message) {
+  const json& status = json_fields::MemberOrNull(pod_group, "status");
+  const json& conditions = json_fields::MemberOrNull(status, "conditions");
+  if (conditions.is_array()) {
+    for (const json& c : conditions) {
+      if (json_fields::StringOr(c, "type") == "Unschedulable" &&
+          json_fields::StringOr(c, "status") == "True") {
+        *message = json_fields::StringOr(c, "message");
+        return true;
+      }
+    }
+  }
+  const std::string phase = json_fields::StringOr(status, "phase");
+  return phase.empty() || phase == "Pending" || phase == "Inqueue" || phase == "PreScheduling" ||
+         phase == "Scheduling" || phase == "Unknown";
+}
+
+bool SaysInsufficientGpus(std::string_view message) {
+  return message.find("Insufficient " + std::string(ui_server::kGpuResource)) != std::string::npos;
+}
+
 // A pod's replica type and index: from its labels, else from its `{job}-{type}-{index}` name.
 std::pair<std::string, std::string> ReplicaOfPod(const json& pod) {
   std::string type = Label(pod, {tfjob::kLabelReplicaType, tfjob::kLegacyLabelReplicaType,
@@ -266,6 +363,7 @@ std::vector<NodeUsage> NodesOf(const json& node_list) {
     usage.name = json_fields::StringOr(json_fields::MemberOrNull(node, "metadata"), "name");
     usage.ready = NodeReady(node);
     usage.unschedulable = NodeCordoned(node);
+    usage.taints = TaintsOf(node);
     usage.capacity = ResourcesOf(
         json_fields::MemberOrNull(json_fields::MemberOrNull(node, "status"), "capacity"));
     usage.allocatable = ResourcesOf(
@@ -336,6 +434,106 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
     page.pending.push_back({json_fields::StringOr(metadata, "namespace"), job,
                             json_fields::StringOr(metadata, "name"),
                             std::llround(PodRequests(pod).gpu), reason, message});
+  }
+  return page;
+}
+
+json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json& workloads,
+               const json& pod_group) {
+  const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
+  const json& status = json_fields::MemberOrNull(tfjob, "status");
+  const json& conditions = json_fields::MemberOrNull(status, "conditions");
+  if (conditions.is_array()) {
+    for (const json& c : conditions) {
+      const std::string type = json_fields::StringOr(c, "type");
+      if ((type == "Succeeded" || type == "Failed") &&
+          json_fields::StringOr(c, "status") == "True") {
+        return nullptr;
+      }
+    }
+  }
+  auto waiting = [](std::string_view reason, std::string message, std::string detail) {
+    return json{{"reason", reason}, {"message", std::move(message)}, {"detail", std::move(detail)}};
+  };
+  const json& run_policy =
+      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "runPolicy");
+  if (json_fields::Bool(run_policy, "suspend").value_or(false)) {
+    const std::string queue = Label(tfjob, {tfjob::kLabelKueueQueueName});
+    if (queue.empty()) return waiting("suspended", "suspended (spec.runPolicy.suspend)", "");
+    const json& workload = WorkloadOf(workloads, json_fields::StringOr(metadata, "name"));
+    return waiting("queued", "queued in LocalQueue " + queue + " (Kueue)",
+                   PendingConditionMessage(workload, {"QuotaReserved", "Admitted"}));
+  }
+
+  // Replicas not yet on a node, and the scheduler's word on them.
+  int placed = 0;
+  int unplaced = 0;
+  std::string scheduler_message;
+  for (const json& r : replicas) {
+    if (!r.is_object()) continue;
+    if (!json_fields::StringOr(r, "node").empty()) {
+      ++placed;
+      continue;
+    }
+    if (json_fields::StringOr(r, "phase") != "Pending") continue;
+    ++unplaced;
+    if (json_fields::StringOr(r, "reason") == "Unschedulable") {
+      const std::string message = json_fields::StringOr(r, "message");
+      // The GPU shortage is the message worth showing when replicas differ.
+      if (scheduler_message.empty() || SaysInsufficientGpus(message)) scheduler_message = message;
+    }
+  }
+  if (unplaced == 0) return nullptr;
+
+  const std::int64_t min_member =
+      json_fields::Int(json_fields::MemberOrNull(pod_group, "spec"), "minMember").value_or(0);
+  std::string gang_message;
+  if (min_member > 0 && placed < min_member && GangNotScheduled(pod_group, &gang_message)) {
+    std::string detail = gang_message.empty() ? scheduler_message : gang_message;
+    std::string message = "gang incomplete: " + std::to_string(placed) + " of minMember " +
+                          std::to_string(std::min<std::int64_t>(min_member, 1000000000)) +
+                          " pods placed";
+    if (SaysInsufficientGpus(detail)) message += " (insufficient GPUs)";
+    return waiting("gangIncomplete", std::move(message), std::move(detail));
+  }
+  if (scheduler_message.empty()) return nullptr;
+  if (SaysInsufficientGpus(scheduler_message)) {
+    return waiting("insufficientGpus", "insufficient GPUs", scheduler_message);
+  }
+  return waiting("unschedulable", scheduler_message, scheduler_message);
+}
+
+ui_server::QueuesPage QueuesOf(const json& cluster_queues, const json& local_queues) {
+  ui_server::QueuesPage page;
+  for (const json& q : Items(cluster_queues)) {
+    ui_server::ClusterQueueUsage usage;
+    usage.name = json_fields::StringOr(json_fields::MemberOrNull(q, "metadata"), "name");
+    const json& groups =
+        json_fields::MemberOrNull(json_fields::MemberOrNull(q, "spec"), "resourceGroups");
+    if (groups.is_array()) {
+      for (const json& group : groups) {
+        usage.gpu_quota =
+            std::min(usage.gpu_quota + GpuOverFlavors(json_fields::MemberOrNull(group, "flavors"),
+                                                      "nominalQuota"),
+                     1e18);
+      }
+    }
+    const json& status = json_fields::MemberOrNull(q, "status");
+    usage.gpu_reserved =
+        GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsReservation"), "total");
+    usage.gpu_in_use = GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsUsage"), "total");
+    usage.pending = CountField(status, "pendingWorkloads");
+    usage.reserving = CountField(status, "reservingWorkloads");
+    usage.admitted = CountField(status, "admittedWorkloads");
+    page.cluster_queues.push_back(std::move(usage));
+  }
+  for (const json& q : Items(local_queues)) {
+    const json& metadata = json_fields::MemberOrNull(q, "metadata");
+    const json& status = json_fields::MemberOrNull(q, "status");
+    page.local_queues.push_back(
+        {json_fields::StringOr(metadata, "namespace"), json_fields::StringOr(metadata, "name"),
+         json_fields::StringOr(json_fields::MemberOrNull(q, "spec"), "clusterQueue"),
+         CountField(status, "pendingWorkloads"), CountField(status, "admittedWorkloads")});
   }
   return page;
 }

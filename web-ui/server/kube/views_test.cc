@@ -212,5 +212,147 @@ TEST_CASE("the cluster view sums requests per node and lists pending pods with t
   CHECK(limits.max_node_cpu == 32);
 }
 
+TEST_CASE("a node's taints: NoSchedule and NoExecute kept, the rest skipped") {
+  const json nodes = {{"items",
+                       {{{"metadata", {{"name", "n"}}},
+                         {"spec",
+                          {{"unschedulable", false},
+                           {"taints",
+                            {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}},
+                             {{"key", "team"}, {"value", "vision"}, {"effect", "NoExecute"}},
+                             {{"key", "soft"}, {"effect", "PreferNoSchedule"}},
+                             {{"effect", "NoSchedule"}},
+                             "not a taint",
+                             {{"key", 7}, {"effect", "NoSchedule"}}}}}}}}}};
+  const std::vector<ui_server::NodeUsage> usage = NodesOf(nodes);
+  REQUIRE(usage.size() == 1);
+  REQUIRE(usage[0].taints.size() == 2);
+  CHECK(ui_server::TaintText(usage[0].taints[0]) == "nvidia.com/gpu:NoSchedule");
+  CHECK(ui_server::TaintText(usage[0].taints[1]) == "team=vision:NoExecute");
+  CHECK_FALSE(usage[0].unschedulable);
+  CHECK(ui_server::ClassifyGpuSlots(usage[0]).access == ui_server::GpuAccess::kTainted);
+
+  json cordoned = nodes;
+  cordoned["items"][0]["spec"]["unschedulable"] = true;
+  CHECK(NodesOf(cordoned)[0].unschedulable);
+  cordoned["items"][0]["spec"]["unschedulable"] = "true";  // not a boolean: not cordoned
+  CHECK_FALSE(NodesOf(cordoned)[0].unschedulable);
+  cordoned["items"][0]["spec"]["taints"] = "NoSchedule";
+  CHECK(NodesOf(cordoned)[0].taints.empty());
+}
+
+json Pending(const std::string& name, const std::string& message) {
+  json pod = Pod(name, "worker", name.back() - '0', "Pending");
+  pod["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                  {"status", "False"},
+                                  {"reason", "Unschedulable"},
+                                  {"message", message}}};
+  return PodView(pod);
+}
+
+TEST_CASE("why a job waits: queued in Kueue, suspended, gang incomplete, insufficient GPUs") {
+  constexpr char kNoGpu[] = "0/100 nodes are available: 100 Insufficient nvidia.com/gpu.";
+  json job = Job();
+  job["status"]["conditions"] = {{{"type", "Created"}, {"status", "True"}}};
+
+  // Running replicas: no reason.
+  CHECK(WaitingOf(job, {PodView(Pod("mnist-worker-0", "worker", 0, "Running"))}, nullptr, nullptr)
+            .is_null());
+  // The operator has made no pod yet: nothing says why.
+  CHECK(WaitingOf(job, {}, nullptr, nullptr).is_null());
+
+  // The scheduler cannot place a replica.
+  json waiting = WaitingOf(job, {Pending("mnist-worker-0", kNoGpu)}, nullptr, nullptr);
+  CHECK(waiting["reason"] == "insufficientGpus");
+  CHECK(waiting["message"] == "insufficient GPUs");
+  CHECK(waiting["detail"] == kNoGpu);
+  waiting =
+      WaitingOf(job, {Pending("mnist-worker-0", "0/2 nodes: untolerated taint")}, nullptr, nullptr);
+  CHECK(waiting["reason"] == "unschedulable");
+  CHECK(waiting["message"] == "0/2 nodes: untolerated taint");
+
+  // A gang: 1 of minMember 4 placed, the PodGroup not scheduled.
+  json placed = PodView(Pod("mnist-worker-0", "worker", 0, "Running"));
+  json scheduler_plugins = {{"spec", {{"minMember", 4}}}, {"status", {{"phase", "Pending"}}}};
+  waiting = WaitingOf(job, {placed, Pending("mnist-worker-1", kNoGpu)}, nullptr, scheduler_plugins);
+  CHECK(waiting["reason"] == "gangIncomplete");
+  CHECK(waiting["message"] == "gang incomplete: 1 of minMember 4 pods placed (insufficient GPUs)");
+  json volcano = {{"spec", {{"minMember", 2}}},
+                  {"status",
+                   {{"phase", "Inqueue"},
+                    {"conditions",
+                     {{{"type", "Unschedulable"},
+                       {"status", "True"},
+                       {"message", "1/2 tasks in gang unschedulable"}}}}}}};
+  waiting = WaitingOf(job, {placed, Pending("mnist-worker-1", "")}, nullptr, volcano);
+  CHECK(waiting["message"] == "gang incomplete: 1 of minMember 2 pods placed");
+  CHECK(waiting["detail"] == "1/2 tasks in gang unschedulable");
+  // A scheduled gang whose last pod waits for the kubelet is not incomplete.
+  scheduler_plugins["status"]["phase"] = "Scheduled";
+  CHECK(WaitingOf(job, {placed, Pending("mnist-worker-1", kNoGpu)}, nullptr,
+                  scheduler_plugins)["reason"] == "insufficientGpus");
+
+  // Suspended, then queued by Kueue.
+  job["spec"]["runPolicy"] = {{"suspend", true}};
+  waiting = WaitingOf(job, {}, nullptr, nullptr);
+  CHECK(waiting["reason"] == "suspended");
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  waiting = WaitingOf(job, {}, nullptr, nullptr);
+  CHECK(waiting["reason"] == "queued");
+  CHECK(waiting["message"] == "queued in LocalQueue team-a (Kueue)");
+  CHECK(waiting["detail"] == "");
+  const json workloads = {
+      {"items",
+       {{{"metadata", {{"ownerReferences", {{{"kind", "TFJob"}, {"name", "other"}}}}}},
+         {"status",
+          {{"conditions", {{{"type", "QuotaReserved"}, {"status", "False"}, {"message", "no"}}}}}}},
+        {{"metadata", {{"ownerReferences", {{{"kind", "TFJob"}, {"name", "mnist"}}}}}},
+         {"status",
+          {{"conditions",
+            {{{"type", "QuotaReserved"},
+              {"status", "False"},
+              {"message",
+               "couldn't assign flavors to pod set worker: insufficient unused quota for "
+               "nvidia.com/gpu in flavor default, 8 more needed"}}}}}}}}}};
+  waiting = WaitingOf(job, {}, workloads, nullptr);
+  CHECK(waiting["detail"] ==
+        "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
+        "in flavor default, 8 more needed");
+
+  // Finished: nothing to wait for.
+  job["status"]["conditions"].push_back({{"type", "Failed"}, {"status", "True"}});
+  CHECK(WaitingOf(job, {}, workloads, nullptr).is_null());
+}
+
+TEST_CASE("Kueue's queues: GPU quota over flavors, reservation, usage and workloads") {
+  const json cluster_queues = json::parse(R"({"items": [{
+    "metadata": {"name": "team-a-cq"},
+    "spec": {"resourceGroups": [
+      {"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
+        {"name": "a100", "resources": [{"name": "cpu", "nominalQuota": 64},
+                                       {"name": "nvidia.com/gpu", "nominalQuota": 8}]},
+        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]}]},
+    "status": {"pendingWorkloads": 3, "reservingWorkloads": 2, "admittedWorkloads": 1,
+      "flavorsReservation": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "8"}]}],
+      "flavorsUsage": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "4"}]}]}
+  }]})");
+  const json local_queues = json::parse(R"({"items": [
+    {"metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "team-a-cq"},
+     "status": {"pendingWorkloads": 3, "admittedWorkloads": 1}}]})");
+  const ui_server::QueuesPage page = QueuesOf(cluster_queues, local_queues);
+  REQUIRE(page.cluster_queues.size() == 1);
+  CHECK(page.cluster_queues[0].name == "team-a-cq");
+  CHECK(page.cluster_queues[0].gpu_quota == 12);
+  CHECK(page.cluster_queues[0].gpu_reserved == 8);
+  CHECK(page.cluster_queues[0].gpu_in_use == 4);
+  CHECK(page.cluster_queues[0].pending == 3);
+  CHECK(page.cluster_queues[0].reserving == 2);
+  CHECK(page.cluster_queues[0].admitted == 1);
+  REQUIRE(page.local_queues.size() == 1);
+  CHECK(page.local_queues[0].cluster_queue == "team-a-cq");
+  CHECK(page.local_queues[0].namespace_name == "default");
+  CHECK(page.local_queues[0].pending == 3);
+}
+
 }  // namespace
 }  // namespace taas::ui_kube

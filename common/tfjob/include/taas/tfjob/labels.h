@@ -28,6 +28,16 @@ inline constexpr std::string_view kLegacyLabelTfReplicaType = "tf-replica-type";
 inline constexpr std::string_view kLegacyLabelReplicaIndex = "replica-index";
 inline constexpr std::string_view kLegacyLabelTfReplicaIndex = "tf-replica-index";
 
+// Queues and gang schedulers that hold TFJobs back; the web UI reads their objects to say why a
+// job waits. Kueue: a TFJob labelled with a LocalQueue is created suspended and admitted by Kueue
+// (its Workload, ClusterQueue and LocalQueue objects are in kKueueApi).
+inline constexpr std::string_view kLabelKueueQueueName = "kueue.x-k8s.io/queue-name";
+inline constexpr std::string_view kKueueApi = "kueue.x-k8s.io/v1beta1";
+// PodGroups (named after the job, as Kubeflow names them): scheduler-plugins' coscheduling
+// (group kSchedulerPluginsGroup, version v1alpha1) and Volcano's (kVolcanoApi).
+inline constexpr std::string_view kSchedulerPluginsGroup = "scheduling.x-k8s.io";
+inline constexpr std::string_view kVolcanoApi = "scheduling.volcano.sh/v1beta1";
+
 using Labels = std::map<std::string, std::string>;
 
 // operator-name and job-name: selects every pod and service of one job.

@@ -42,6 +42,10 @@ struct JobDetail {
   // Events about the job or its replicas, oldest first: {type, reason, message, object, count,
   // time}.
   nlohmann::json events = nlohmann::json::array();
+  // Why the job waits, when it does: {reason, message, detail}, reason one of queued, suspended,
+  // gangIncomplete, insufficientGpus, unschedulable; null when it does not wait (or nothing says
+  // why).
+  nlohmann::json waiting = nullptr;
 };
 
 // One replica's output. `tail_lines` >= 1; `limit_bytes` bounds the answer (a followed stream
@@ -62,11 +66,20 @@ struct Resources {
   double gpu = 0;
 };
 
+// A taint that keeps new pods off a node unless they tolerate it (effect NoSchedule or
+// NoExecute; PreferNoSchedule only steers the scheduler and is not kept).
+struct Taint {
+  std::string key;
+  std::string value;  // may be empty
+  std::string effect;
+};
+
 // A machine replicas run on, and what the active replicas and other pods ask of it.
 struct NodeUsage {
   std::string name;
   bool ready = false;
   bool unschedulable = false;  // cordoned
+  std::vector<Taint> taints;
   Resources capacity;
   Resources allocatable;
   Resources in_use;
@@ -83,9 +96,37 @@ struct PendingReplica {
   std::string message;
 };
 
+// A queue of a quota system (Kueue's ClusterQueue): its GPU quota, the GPUs of the workloads it
+// admitted or reserved quota for, and how many workloads wait in it.
+struct ClusterQueueUsage {
+  std::string name;
+  double gpu_quota = 0;     // nominal quota, over every flavor
+  double gpu_reserved = 0;  // held by workloads with reserved quota
+  double gpu_in_use = 0;    // held by admitted workloads
+  std::int64_t pending = 0;
+  std::int64_t reserving = 0;
+  std::int64_t admitted = 0;
+};
+
+// A namespace's queue (Kueue's LocalQueue) and the ClusterQueue it submits to.
+struct LocalQueueUsage {
+  std::string namespace_name;
+  std::string name;
+  std::string cluster_queue;
+  std::int64_t pending = 0;
+  std::int64_t admitted = 0;
+};
+
+struct QueuesPage {
+  std::vector<ClusterQueueUsage> cluster_queues;
+  std::vector<LocalQueueUsage> local_queues;
+  std::string error;  // why the queues could not be read, when the quota system is installed
+};
+
 struct ClusterPage {
   std::vector<NodeUsage> nodes;
   std::vector<PendingReplica> pending;
+  std::optional<QueuesPage> queues;  // unset when no quota system (Kueue) is installed
 };
 
 class JobSource {

@@ -6,12 +6,16 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "taas/ui_server/job_source.h"
 
 namespace taas::ui_server {
+
+// The extended resource GPUs are requested and counted by (NVIDIA's device plugin).
+inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 
 // A Kubernetes resource quantity ("500m", "2", "1.5Gi", "4e3") in base units (cores, bytes);
 // std::nullopt when the text is not a quantity.
@@ -20,6 +24,10 @@ std::optional<double> ParseQuantity(std::string_view text);
 // Seconds since the epoch of an RFC 3339 timestamp ("2026-11-22T00:40:00Z"), read by the TFJob
 // library's parser (tfjob::ParseRfc3339); nullopt if malformed.
 std::optional<std::int64_t> ParseTimestamp(std::string_view text);
+
+// A quantity held as a JSON string ("8", "500m") or number, in base units; 0 for anything else,
+// negative or not finite, and at most 1e18 (so sums and roundings stay finite and defined).
+double QuantityOf(const nlohmann::json& value);
 
 // A resource list ({"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": 1}) in base units; a value
 // that is not a quantity, negative or not finite counts 0, and each is at most 1e18.
@@ -52,9 +60,33 @@ struct ClusterLimits {
 };
 ClusterLimits LimitsOf(const std::vector<NodeUsage>& nodes);
 
-// The cluster page: {totals: {capacity, allocatable, inUse: {cpu, memory, gpu}, nodes}, nodes:
-// [{name, ready, unschedulable, capacity, allocatable, inUse, pods}] by name, pending:
-// [{namespace, job, pod, gpus, reason, message}]}.
+// Who may be placed on a node's GPUs, as the scheduler sees it: any pod (open), only pods that
+// tolerate every one of its NoSchedule/NoExecute taints (tainted), or no new pod (cordoned,
+// whatever its taints).
+enum class GpuAccess { kOpen, kTainted, kCordoned };
+
+struct GpuSlots {
+  GpuAccess access = GpuAccess::kOpen;
+  // Says so in words: "" when open, "usable only by pods that tolerate gpu=a100:NoSchedule" (each
+  // taint, comma-separated), "cordoned: no new pods".
+  std::string note;
+};
+
+// "key=value:Effect", or "key:Effect" for a taint without value.
+std::string TaintText(const Taint& taint);
+
+GpuSlots ClassifyGpuSlots(const NodeUsage& node);
+
+// "open", "tainted" or "cordoned".
+std::string_view GpuAccessName(GpuAccess access);
+
+// The cluster page: {totals: {capacity, allocatable, inUse: {cpu, memory, gpu}, nodes,
+// gpuSlots: {open, tainted, cordoned: {allocatable, inUse}}}, nodes: [{name, ready,
+// unschedulable, taints: ["k=v:Effect"], gpuAccess, gpuNote, capacity, allocatable, inUse, pods}]
+// by name, pending: [{namespace, job, pod, gpus, reason, message}], queues: null or
+// {clusterQueues: [{name, gpuQuota, gpuReserved, gpuInUse, pendingWorkloads, reservingWorkloads,
+// admittedWorkloads, localQueues: ["ns/name"]}], localQueues: [{namespace, name, clusterQueue,
+// pendingWorkloads, admittedWorkloads}], error}}.
 nlohmann::json ClusterPageJson(const ClusterPage& page);
 
 }  // namespace taas::ui_server

@@ -3,6 +3,10 @@
 // in-memory fake in tests). Rows are computed by views.h.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "taas/ui_kube/kube_api.h"
 #include "taas/ui_server/job_source.h"
 
@@ -33,11 +37,19 @@ class KubeJobSource : public ui_server::JobSource {
                           const std::function<bool(std::string_view)>& on_chunk,
                           Cancellation* cancel) override;
   absl::StatusOr<std::vector<ui_server::NodeUsage>> Nodes() override;
-  // From KubeApi::ListClusterObjects (informers in production).
+  // From KubeApi::ListClusterObjects (informers in production), and Kueue's queues when its API
+  // is served.
   absl::StatusOr<ui_server::ClusterPage> Cluster(
       const std::vector<std::string>& namespaces) override;
 
  private:
+  // Why the job waits (views.h WaitingOf), reading its Kueue Workload and its PodGroup when they
+  // can tell.
+  nlohmann::json Waiting(const std::string& namespace_name, const std::string& name,
+                         const ui_server::JobRecord& record);
+  // Kueue's ClusterQueues and the LocalQueues of `namespaces`; nullopt when Kueue's API is not
+  // served.
+  std::optional<ui_server::QueuesPage> Queues(const std::vector<std::string>& namespaces);
   // The pod of `request.replica`, checked to be one of the job's.
   absl::StatusOr<nlohmann::json> ReplicaPod(const std::string& namespace_name,
                                             const std::string& job, const std::string& replica);

@@ -34,6 +34,22 @@ nlohmann::json JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::
 nlohmann::json EventsView(const nlohmann::json& event_list, std::string_view job,
                           const std::vector<std::string>& pod_names);
 
+// Why a job waits ({reason, message, detail}, ui_server::JobDetail::waiting), from what
+// Kubernetes says, first rule that applies:
+// - suspended (spec.runPolicy.suspend) with a Kueue LocalQueue label: queued in that LocalQueue,
+//   with the message of the Workload's QuotaReserved or Admitted condition that is not yet True
+//   (the Workload owned by the TFJob in `workloads`, a Kueue Workload list, may be null);
+// - suspended: suspended;
+// - a replica not yet placed on a node and a PodGroup (`pod_group`, scheduler-plugins' or
+//   Volcano's, may be null) with fewer than minMember pods placed and not scheduled: gang
+//   incomplete;
+// - a replica the scheduler could not place (PodScheduled False, Unschedulable): insufficient
+//   GPUs when the scheduler says `Insufficient nvidia.com/gpu`, else its message.
+// Null for a finished job, when no replica waits for a node, or when nothing says why.
+// `replicas` are PodView rows. Any field of any object may hold any JSON type.
+nlohmann::json WaitingOf(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& replicas,
+                         const nlohmann::json& workloads, const nlohmann::json& pod_group);
+
 // Every node of a node list, with its capacity and allocatable resources (nothing in use).
 std::vector<ui_server::NodeUsage> NodesOf(const nlohmann::json& node_list);
 
@@ -47,6 +63,12 @@ ui_server::ClusterPage ClusterPageOf(const nlohmann::json& node_list,
                                      const nlohmann::json& active_pods,
                                      const std::vector<nlohmann::json>& job_pods,
                                      const nlohmann::json& events);
+// Kueue's queues: ClusterQueues (a clusterqueues list) with their nvidia.com/gpu nominal quota,
+// reservation and usage over every flavor, and workload counts; LocalQueues (a localqueues list)
+// with the ClusterQueue each submits to.
+ui_server::QueuesPage QueuesOf(const nlohmann::json& cluster_queues,
+                               const nlohmann::json& local_queues);
+
 // ui_server::ClusterPageJson of ClusterPageOf.
 nlohmann::json ClusterView(const nlohmann::json& node_list, const nlohmann::json& active_pods,
                            const std::vector<nlohmann::json>& job_pods,
