@@ -76,3 +76,22 @@ test('jobs can be created, cloned and deleted only in a writable cluster UI', ()
   assert.equal(logic.canChangeJobs({ readOnly: true }), false);
   assert.equal(logic.canChangeJobs({ readOnly: false, localRun: true }), false);
 });
+
+test('GPU slots of tainted and cordoned nodes are drawn apart', () => {
+  assert.equal(logic.slotClass(0, 1, 4, 'open'), 'slot used');
+  assert.equal(logic.slotClass(2, 1, 4, 'open'), 'slot');
+  assert.equal(logic.slotClass(5, 1, 4, 'open'), 'slot reserved');
+  assert.equal(logic.slotClass(0, 1, 4, 'tainted'), 'slot used tainted');
+  assert.equal(logic.slotClass(3, 1, 4, 'cordoned'), 'slot cordoned');
+  assert.equal(logic.slotClass(3, 1, 4, undefined), 'slot');
+});
+
+test('the GPUs set apart are counted in words', () => {
+  const none = { open: { allocatable: 16, inUse: 6 }, tainted: { allocatable: 0, inUse: 0 }, cordoned: { allocatable: 0, inUse: 0 } };
+  assert.equal(logic.gpusApartText(none), '');
+  assert.equal(logic.gpusApartText(undefined), '');
+  assert.equal(
+    logic.gpusApartText({ ...none, tainted: { allocatable: 8, inUse: 2 }, cordoned: { allocatable: 1, inUse: 0 } }),
+    "8 GPUs usable only by pods that tolerate the node's taints \u00b7 1 GPU on cordoned nodes (no new pods)",
+  );
+});

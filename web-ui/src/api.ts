@@ -163,11 +163,19 @@ export interface EventRow {
   time: string;
 }
 
+// Why a job waits, from what Kubernetes says (docs/web-ui.md).
+export interface Waiting {
+  reason: 'queued' | 'suspended' | 'gangIncomplete' | 'insufficientGpus' | 'unschedulable';
+  message: string;
+  detail: string;
+}
+
 export interface JobDetail {
   job: JobRow & { pods: PodRow[] };
   tfjob: Record<string, unknown>;
   conditions: Condition[];
   events: EventRow[];
+  waiting?: Waiting | null;
 }
 
 export interface MetricsPoint {
@@ -190,10 +198,16 @@ export interface Resources {
   gpu: number;
 }
 
+// Who may be placed on a node's GPUs: any pod, only pods that tolerate its taints, or none.
+export type GpuAccess = 'open' | 'tainted' | 'cordoned';
+
 export interface NodeRow {
   name: string;
   ready: boolean;
   unschedulable: boolean;
+  taints: string[];
+  gpuAccess: GpuAccess;
+  gpuNote: string;
   capacity: Resources;
   allocatable: Resources;
   inUse: Resources;
@@ -209,10 +223,48 @@ export interface PendingRow {
   message: string;
 }
 
+export interface GpuCount {
+  allocatable: number;
+  inUse: number;
+}
+
+export interface ClusterQueueRow {
+  name: string;
+  gpuQuota: number;
+  gpuReserved: number;
+  gpuInUse: number;
+  pendingWorkloads: number;
+  reservingWorkloads: number;
+  admittedWorkloads: number;
+  localQueues: string[];
+}
+
+export interface LocalQueueRow {
+  namespace: string;
+  name: string;
+  clusterQueue: string;
+  pendingWorkloads: number;
+  admittedWorkloads: number;
+}
+
+// Kueue's queues; null when Kueue is not installed.
+export interface Queues {
+  clusterQueues: ClusterQueueRow[];
+  localQueues: LocalQueueRow[];
+  error: string;
+}
+
 export interface Cluster {
-  totals: { capacity: Resources; allocatable: Resources; inUse: Resources; nodes: number };
+  totals: {
+    capacity: Resources;
+    allocatable: Resources;
+    inUse: Resources;
+    nodes: number;
+    gpuSlots: Record<GpuAccess, GpuCount>;
+  };
   nodes: NodeRow[];
   pending: PendingRow[];
+  queues: Queues | null;
 }
 
 export interface JobForm {

@@ -1,5 +1,5 @@
 // Pure logic of the front end (no DOM, no framework), unit-tested by tests/web-ui/logic_test.mjs.
-import type { Config, JobForm, MetricsPoint } from './api';
+import type { Config, GpuAccess, GpuCount, JobForm, MetricsPoint } from './api';
 
 export type FormKey = keyof JobForm | 'namespace';
 
@@ -46,6 +46,25 @@ export function fieldKey(path: string): FormKey | null {
   ];
   for (const [pattern, key] of rules) if (pattern.test(path)) return key;
   return null;
+}
+
+// The class of a node's GPU slot `index`: used, free, or beyond allocatable (reserved by the
+// node); slots of a tainted or cordoned node say so too, since not every pod may take them.
+export function slotClass(index: number, used: number, allocatable: number, access: GpuAccess | undefined): string {
+  const state = index < used ? 'slot used' : index < allocatable ? 'slot' : 'slot reserved';
+  return access === 'tainted' || access === 'cordoned' ? `${state} ${access}` : state;
+}
+
+// The cluster's GPUs that not every pod may take, in words ('' when there are none):
+// "4 GPUs usable only by pods that tolerate the node's taints · 2 GPUs on cordoned nodes".
+export function gpusApartText(slots: Partial<Record<GpuAccess, GpuCount>> | undefined): string {
+  const parts: string[] = [];
+  const gpus = (n: number) => `${n} GPU${n === 1 ? '' : 's'}`;
+  const tainted = slots?.tainted?.allocatable ?? 0;
+  const cordoned = slots?.cordoned?.allocatable ?? 0;
+  if (tainted > 0) parts.push(`${gpus(tainted)} usable only by pods that tolerate the node's taints`);
+  if (cordoned > 0) parts.push(`${gpus(cordoned)} on cordoned nodes (no new pods)`);
+  return parts.join(' \u00b7 ');
 }
 
 // TensorBoard's smoothing: an exponential moving average, debiased at the start.

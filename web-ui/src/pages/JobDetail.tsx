@@ -40,7 +40,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
     );
   }
   if (!detail.data) return <p aria-busy="true">Loading {props.name}…</p>;
-  const { job, conditions, events } = detail.data;
+  const { job, conditions, events, waiting } = detail.data;
   const points = metrics.data?.points ?? [];
   const latest = metrics.data?.latest;
   const sortedConditions = [...conditions].sort((a, b) =>
@@ -73,6 +73,17 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
         />
       </div>
       {job.severity !== 'ok' && <p class={`reason reason-${job.severity}`} data-testid="job-reason">{job.reason}</p>}
+      {waiting && (
+        <p class="reason reason-waiting" data-testid="job-waiting" data-reason={waiting.reason}>
+          <strong>Waiting: {waiting.message}</strong>
+          {waiting.detail && waiting.detail !== waiting.message && (
+            <>
+              <br />
+              <small>{waiting.detail}</small>
+            </>
+          )}
+        </p>
+      )}
       <div class="stats">
         <Stat label="Replicas ready" value={job.replicasText} testid="stat-replicas" wide />
         <Stat label="GPUs" value={String(job.gpus)} />
