@@ -41,7 +41,8 @@ def known_file(tool):
 def chief_summaries(trainer):
     # Without TF_CONFIG the trainer is its own chief with an in-process PS.
     with tempfile.TemporaryDirectory(prefix="taas-tb-chief-") as logdir:
-        env = dict(os.environ, TF_LOGDIR=logdir, TF_MAX_STEPS="60", TF_SAVE_SUMMARIES_STEPS="20")
+        env = dict(os.environ, TF_LOGDIR=logdir, TF_MAX_STEPS="60", TF_SAVE_SUMMARIES_STEPS="20",
+                   TAAS_EVAL_ON_CHIEF="25")
         env.pop("TF_CONFIG", None)
         subprocess.run([trainer], check=True, env=env, stdout=subprocess.DEVNULL)
         acc = load(logdir)
@@ -52,7 +53,14 @@ def chief_summaries(trainer):
         steps = [e.step for e in acc.Histograms("linear/w")]
         assert len(steps) >= 3 and steps == sorted(steps), steps
         assert all(e.histogram_value.num > 0 for e in acc.Histograms("linear/w"))
-    print("tensorboard read the chief's", len(steps), "histograms of linear/w")
+        # evaluate() on the chief (every 25 steps and at the end) is a run of its own.
+        assert "accuracy" not in scalars, scalars
+        evaluated = load(os.path.join(logdir, "eval_chief"))
+        assert {"loss", "accuracy"} <= set(evaluated.Tags()["scalars"]), evaluated.Tags()
+        eval_steps = [e.step for e in evaluated.Scalars("accuracy")]
+        assert eval_steps == [25, 50, 60], eval_steps
+    print("tensorboard read the chief's", len(steps), "histograms of linear/w and",
+          len(eval_steps), "evaluations on the chief")
 
 
 def main():
