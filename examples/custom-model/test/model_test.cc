@@ -1,0 +1,76 @@
+// Unit tests of the model without the runtime: its arguments, and its network learning a small
+// batch of its own (no data set, no processes).
+#include "model.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace custom_model {
+namespace {
+
+// `n` examples of 784 pixels whose label is which tenth of the image is brightest.
+taas::data::Batch MakeBatch(std::int64_t n) {
+  taas::data::Batch batch;
+  std::vector<float> pixels(static_cast<std::size_t>(n * 784), 0.0f);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto label = static_cast<std::int32_t>(i % 10);
+    for (std::int64_t p = label * 78; p < (label + 1) * 78; ++p) {
+      pixels[static_cast<std::size_t>(i * 784 + p)] = 1.0f;
+    }
+    batch.labels.push_back(label);
+  }
+  batch.images = taas::Tensor({n, 784}, pixels);
+  return batch;
+}
+
+TEST_CASE("the network learns a batch with plain SGD") {
+  Options options;
+  options.hidden = 32;
+  Network network(options);
+  const taas::data::Batch batch = MakeBatch(20);
+  auto first = network.TrainStep(batch);
+  REQUIRE(first.ok());
+  CHECK(first->examples == 20);
+  float loss = first->loss;
+  for (int step = 0; step < 50; ++step) {
+    // What the parameter servers do with the gradients: value -= learning_rate * gradient.
+    for (taas::Variable* variable : network.variables()) {
+      for (std::int64_t k = 0; k < variable->value.size(); ++k) {
+        variable->value.data()[k] -= options.learning_rate * variable->gradient.data()[k];
+      }
+    }
+    auto stats = network.TrainStep(batch);
+    REQUIRE(stats.ok());
+    loss = stats->loss;
+  }
+  CHECK(loss < first->loss / 2);
+  auto evaluated = network.Evaluate(batch);
+  REQUIRE(evaluated.ok());
+  CHECK(evaluated->correct == 20);
+}
+
+TEST_CASE("a batch the network cannot take is an error, not a crash") {
+  Network network(Options{});
+  taas::data::Batch batch = MakeBatch(4);
+  batch.labels[1] = 10;  // outside the 10 classes
+  CHECK_FALSE(network.TrainStep(batch).ok());
+}
+
+TEST_CASE("arguments") {
+  auto options = ParseArgs({"--batch_size=32", "--hidden=64", "--learning_rate=0.05"});
+  REQUIRE(options.ok());
+  CHECK(options->batch_size == 32);
+  CHECK(options->hidden == 64);
+  CHECK(options->learning_rate == doctest::Approx(0.05));
+  for (const char* bad : {"--batch_size=0", "--hidden=x", "--learning_rate=-1",
+                          "--data_dir=", "--epochs=3", "--batch_size"}) {
+    CAPTURE(bad);
+    auto parsed = ParseArgs({bad});
+    CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace custom_model

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The SDK from nothing to a running job, against an installed prefix only:
+#   cmake --install BUILD --prefix P; P/bin/taas new sdk-check; build it (MODE cmake: its
+#   CMakeLists with find_package(taas), then its unit test; MODE pkgconfig: g++ with
+#   `pkg-config --cflags --libs taas`); P/bin/taas run job.yaml for a few steps.
+# No file of the build must name the source tree or the build tree: the project sees only P.
+# Usage: sdk_install_test.sh cmake|pkgconfig BUILD_DIR SOURCE_DIR
+set -euo pipefail
+mode="$1" build="$(cd "$2" && pwd)" source="$(cd "$3" && pwd)"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-sdk-test.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+passes=0
+ok() { echo "ok: $1"; passes=$((passes + 1)); }
+fail() { echo "FAILED: $1"; [ -z "${2:-}" ] || tail -n 40 "$2"; exit 1; }
+timed() { # LABEL COMMAND...: runs COMMAND with its output in $tmp/LABEL.log, prints its seconds
+  local label="$1" start=$SECONDS
+  shift
+  "$@" >"$tmp/$label.log" 2>&1 || fail "$label" "$tmp/$label.log"
+  ok "$label ($((SECONDS - start)) s)"
+}
+
+# What the install copies must be built (a no-op after a full build).
+timed build-sdk-targets cmake --build "$build" --target taas_sdk
+# Installed in one place and used from another, as the Dockerfile's sdk stage does (/out/sdk ->
+# /opt/taas): the package's files must find each other by relative paths.
+timed install cmake --install "$build" --prefix "$tmp/staged"
+prefix="$tmp/prefix"
+mv "$tmp/staged" "$prefix"
+[ -x "$prefix/bin/taas" ] || fail "the launcher is installed in bin/"
+[ -f "$prefix/include/taas/runtime/dist_model.h" ] || fail "the public header is installed"
+[ -f "$prefix/share/taas/template/CMakeLists.txt" ] || fail "the template is installed"
+! grep -rq -- "$source" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" ||
+  fail "the package files name the source tree"
+
+# A user's project: the installed launcher creates it from the installed template.
+mkdir "$tmp/work"
+(cd "$tmp/work" && "$prefix/bin/taas" new sdk-check) >"$tmp/new.log" 2>&1 ||
+  fail "taas new" "$tmp/new.log"
+project="$tmp/work/sdk-check"
+grep -q "from $prefix/share/taas/template" "$tmp/new.log" || fail "taas new used the installed template" "$tmp/new.log"
+grep -q 'project(sdk-check' "$project/CMakeLists.txt" || fail "taas new renamed the project"
+ok "taas new sdk-check"
+
+# Compiler caches and the tree's own settings stay out: this is a user's machine.
+unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD
+case "$mode" in
+  cmake)
+    timed configure cmake -S "$project" -B "$project/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
+    timed build cmake --build "$project/build"
+    timed unit-test ctest --test-dir "$project/build" --output-on-failure
+    # The Dockerfile's sdk stage installs sdk/debian-packages.txt and what they depend on: every
+    # package config this configure found must come from one of them.
+    packages="$(xargs apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+      --no-breaks --no-replaces --no-enhances <"$source/sdk/debian-packages.txt" | grep -v '^ ' |
+      sed 's/:.*//')"
+    while IFS= read -r dir; do
+      config="$(find "$dir" -maxdepth 1 -iname '*config.cmake' | head -n 1)"
+      [ -n "$config" ] || continue
+      owner="$(dpkg -S "$config" 2>/dev/null | sed 's/:.*//')" || true
+      [ -n "$owner" ] || fail "no Debian package owns $config"
+      grep -qx "$owner" <<<"$packages" ||
+        fail "$owner (for $config) is not in sdk/debian-packages.txt or their dependencies"
+    done < <(sed -n 's/^[A-Za-z0-9_-]*_DIR:PATH=\(\/.*\)/\1/p' "$project/build/CMakeCache.txt" |
+      grep -v "^$prefix")
+    ok "sdk/debian-packages.txt provides every package the SDK's config finds"
+    binary="$project/build/sdk-check"
+    run_args=()  # the launcher finds build/sdk-check beside the manifest, as for a user
+    ;;
+  pkgconfig)
+    export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+    flags="$(pkg-config --cflags --libs taas)" || fail "pkg-config --cflags --libs taas"
+    mkdir -p "$project/out"
+    # shellcheck disable=SC2086 # pkg-config's words
+    timed compile g++ -O2 -I"$project/src" "$project/src/model.cc" "$project/src/main.cc" \
+      -o "$project/out/sdk-check" $flags
+    binary="$project/out/sdk-check"
+    run_args=(--bin-dir "$project/out")
+    ;;
+  *) fail "mode must be cmake or pkgconfig, got $mode" ;;
+esac
+[ -x "$binary" ] || fail "no binary at $binary"
+if grep -rlI -e "$source" -e "$build" "$project" --exclude-dir=Testing >"$tmp/leaks" 2>/dev/null; then
+  fail "files of the project name the source or build tree" "$tmp/leaks"
+fi
+if strings "$binary" | grep -q -e "$source/" -e "$build/"; then
+  fail "the binary names the source or build tree"
+fi
+ok "nothing of the project names $source or $build"
+
+# Its job, briefly: 1 PS, 2 workers, 1 evaluator scoring a checkpoint.
+model="$tmp/model"
+timed job "$prefix/bin/taas" run "$project/job.yaml" "${run_args[@]}" --no-ui --model-dir "$model" \
+  --env TF_MAX_STEPS=40 --env TAAS_SAVE_CHECKPOINTS_STEPS=20 --env TAAS_EVAL_INTERVAL_SECS=0.2
+grep -q "using $binary for /opt/taas/bin/sdk-check" "$tmp/job.log" ||
+  fail "the job ran the project's binary" "$tmp/job.log"
+[ -f "$model/model.ckpt-40.index" ] || fail "the chief wrote the final checkpoint" "$tmp/job.log"
+ok "the job trained 40 steps"
+
+# The shared library (TAAS_SDK_SHARED, on by default): the same model linked with taas::shared
+# loads libtaas.so from the prefix and trains alone (no TF_CONFIG) for a few steps.
+if [ "$mode" = cmake ] && [ -e "$prefix/lib/libtaas.so" ]; then
+  mkdir "$tmp/shared"
+  cat >"$tmp/shared/CMakeLists.txt" <<EOF_CMAKE
+cmake_minimum_required(VERSION 3.25)
+project(sdk-check-shared LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(taas 0.1 CONFIG REQUIRED)
+add_executable(sdk-check-shared "$project/src/main.cc" "$project/src/model.cc")
+target_include_directories(sdk-check-shared PRIVATE "$project/src")
+target_link_libraries(sdk-check-shared PRIVATE taas::shared)
+EOF_CMAKE
+  timed configure-shared cmake -S "$tmp/shared" -B "$tmp/shared/build" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$prefix"
+  timed build-shared cmake --build "$tmp/shared/build"
+  ldd "$tmp/shared/build/sdk-check-shared" | grep -q "libtaas.so.* => $prefix/lib/" ||
+    fail "the shared build loads libtaas.so from the prefix"
+  ! ldd "$tmp/shared/build/sdk-check-shared" | grep -q 'not found' || fail "every library resolves"
+  timed run-shared env -u TF_CONFIG TF_MAX_STEPS=5 TF_LOGDIR="$tmp/shared-model" \
+    "$tmp/shared/build/sdk-check-shared"
+  [ -f "$tmp/shared-model/model.ckpt-5.index" ] || fail "the shared build trained 5 steps" "$tmp/run-shared.log"
+fi
+echo "$passes passed, 0 failed"
