@@ -1,14 +1,18 @@
-# taas images, built from Debian bookworm in three stages (docs/install.md):
+# taas images, built from Debian bookworm (docs/install.md):
 #
 #   builder   the repository's own setup script and CMake build, as in the README
 #   operator  taas-operator, taas-ui and the web UI assets            (--target operator)
 #   trainer   runtime shared libraries + example trainers in /opt/taas/bin (--target trainer)
+#   sdk       compiler, the -dev packages and the installed taas SDK in /opt/taas, to build a
+#             model FROM (--target sdk; examples/custom-model/Dockerfile builds FROM sdk and
+#             runs FROM trainer)
 #
 #   docker build --target operator -t taas/operator:0.1.0 .
 #   docker build --target trainer  -t taas/trainer:0.1.0 .
+#   docker build --target sdk      -t taas/sdk:0.1.0 .
 #   buildah bud --layers --target trainer -t taas/trainer:0.1.0 .   # daemonless, same file
 #
-# Runtime images hold no compiler, no headers and no package manager caches, and run as the
+# Runtime images (operator, trainer) hold no compiler, no headers and no package manager caches, and run as the
 # unprivileged user taas (uid 10001). Their shared libraries are the Debian runtime packages the
 # built binaries link, found by scripts/packaging/runtime-packages.sh in the builder, so the
 # list never goes stale.
@@ -34,6 +38,26 @@ RUN bash -euo pipefail -c 'source scripts/lib/common.sh; source scripts/lib/buil
 # What the runtime stages copy: binaries (stripped), web UI, runtime package list.
 FROM builder AS staging
 RUN scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
+# The SDK (sdk/CMakeLists.txt): headers, libraries, CMake package, pkg-config file, launcher and
+# template. Its files find each other by relative paths, so it moves to /opt/taas as it is.
+RUN cmake --install "$TAAS_BUILD" --prefix /out/sdk
+
+# ---------------------------------------------------------------------------------------------
+# What a model is built FROM: compiler, CMake, Ninja, pkg-config, the -dev packages the SDK's
+# package config finds (sdk/debian-packages.txt) and the SDK in /opt/taas, found without options
+# (CMAKE_PREFIX_PATH, PKG_CONFIG_PATH). Run the result FROM trainer (examples/custom-model).
+FROM ${BASE_IMAGE} AS sdk
+LABEL org.opencontainers.image.title="taas sdk" \
+      org.opencontainers.image.description="taas SDK: build a model with find_package(taas) or pkg-config; run it FROM the trainer image"
+COPY --from=builder /src/taas/sdk/debian-packages.txt /tmp/sdk-packages.txt
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      $(cat /tmp/sdk-packages.txt) \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/sdk-packages.txt
+COPY --from=staging /out/sdk/ /opt/taas/
+ENV PATH=/opt/taas/bin:$PATH \
+    CMAKE_PREFIX_PATH=/opt/taas \
+    PKG_CONFIG_PATH=/opt/taas/lib/pkgconfig
 
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime-base
