@@ -101,11 +101,7 @@ json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
     if (listed.ok()) workloads = *std::move(listed);
   }
   json pod_group = nullptr;
-  const bool unplaced =
-      std::any_of(record.replicas.begin(), record.replicas.end(), [](const json& r) {
-        return jf::StringOr(r, "node", "").empty() && jf::StringOr(r, "phase", "") == "Pending";
-      });
-  if (unplaced) {
+  if (std::any_of(record.replicas.begin(), record.replicas.end(), ReplicaUnplaced)) {
     for (const std::string& api : {std::string(tfjob::kSchedulerPluginsGroup) + "/v1alpha1",
                                    std::string(tfjob::kVolcanoApi)}) {
       auto group = kube_->Get("/apis/" + api + "/namespaces/" + ns + "/podgroups/" + name);

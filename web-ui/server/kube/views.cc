@@ -131,16 +131,21 @@ double GpuOverFlavors(const json& flavors, std::string_view field) {
   return std::min(total, 1e18);
 }
 
-// The Workload that Kueue made for the TFJob (owned by it), or null.
-const json& WorkloadOf(const json& workloads, std::string_view job) {
+// The Workload that Kueue made for the TFJob (owned by it: kind, name and, when both are known,
+// uid, so that a Workload left from an earlier job of the same name is not taken), or null.
+const json& WorkloadOf(const json& workloads, const json& tfjob_metadata) {
   static const json kNull;  // NOLINT: immutable.
+  const std::string job = json_fields::StringOr(tfjob_metadata, "name");
+  const std::string uid = json_fields::StringOr(tfjob_metadata, "uid");
   for (const json& w : Items(workloads)) {
     const json& owners =
         json_fields::MemberOrNull(json_fields::MemberOrNull(w, "metadata"), "ownerReferences");
     if (!owners.is_array()) continue;
     for (const json& owner : owners) {
+      const std::string owner_uid = json_fields::StringOr(owner, "uid");
       if (json_fields::StringOr(owner, "kind") == tfjob::kKind &&
-          json_fields::StringOr(owner, "name") == job) {
+          json_fields::StringOr(owner, "name") == job &&
+          (uid.empty() || owner_uid.empty() || owner_uid == uid)) {
         return w;
       }
     }
@@ -438,6 +443,11 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
   return page;
 }
 
+bool ReplicaUnplaced(const json& replica) {
+  return json_fields::StringOr(replica, "node").empty() &&
+         json_fields::StringOr(replica, "phase") == "Pending";
+}
+
 json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json& workloads,
                const json& pod_group) {
   const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
@@ -460,7 +470,7 @@ json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json&
   if (json_fields::Bool(run_policy, "suspend").value_or(false)) {
     const std::string queue = Label(tfjob, {tfjob::kLabelKueueQueueName});
     if (queue.empty()) return waiting("suspended", "suspended (spec.runPolicy.suspend)", "");
-    const json& workload = WorkloadOf(workloads, json_fields::StringOr(metadata, "name"));
+    const json& workload = WorkloadOf(workloads, metadata);
     return waiting("queued", "queued in LocalQueue " + queue + " (Kueue)",
                    PendingConditionMessage(workload, {"QuotaReserved", "Admitted"}));
   }
@@ -470,12 +480,8 @@ json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json&
   int unplaced = 0;
   std::string scheduler_message;
   for (const json& r : replicas) {
-    if (!r.is_object()) continue;
-    if (!json_fields::StringOr(r, "node").empty()) {
-      ++placed;
-      continue;
-    }
-    if (json_fields::StringOr(r, "phase") != "Pending") continue;
+    if (!json_fields::StringOr(r, "node").empty()) ++placed;
+    if (!ReplicaUnplaced(r)) continue;
     ++unplaced;
     if (json_fields::StringOr(r, "reason") == "Unschedulable") {
       const std::string message = json_fields::StringOr(r, "message");

@@ -319,6 +319,14 @@ TEST_CASE("why a job waits: queued in Kueue, suspended, gang incomplete, insuffi
         "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
         "in flavor default, 8 more needed");
 
+  // A Workload left by an earlier TFJob of the same name (another uid) says nothing of this one.
+  json stale = workloads;
+  stale["items"][1]["metadata"]["ownerReferences"][0]["uid"] = "uid-of-an-earlier-job";
+  job["metadata"]["uid"] = "uid-now";
+  CHECK(WaitingOf(job, {}, stale, nullptr)["detail"] == "");
+  stale["items"][1]["metadata"]["ownerReferences"][0]["uid"] = "uid-now";
+  CHECK(WaitingOf(job, {}, stale, nullptr)["detail"] != "");
+
   // Finished: nothing to wait for.
   job["status"]["conditions"].push_back({{"type", "Failed"}, {"status", "True"}});
   CHECK(WaitingOf(job, {}, workloads, nullptr).is_null());

@@ -34,11 +34,15 @@ nlohmann::json JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::
 nlohmann::json EventsView(const nlohmann::json& event_list, std::string_view job,
                           const std::vector<std::string>& pod_names);
 
+// Whether a replica row (PodView) waits for a node: Pending and not yet bound.
+bool ReplicaUnplaced(const nlohmann::json& replica);
+
 // Why a job waits ({reason, message, detail}, ui_server::JobDetail::waiting), from what
 // Kubernetes says, first rule that applies:
 // - suspended (spec.runPolicy.suspend) with a Kueue LocalQueue label: queued in that LocalQueue,
 //   with the message of the Workload's QuotaReserved or Admitted condition that is not yet True
-//   (the Workload owned by the TFJob in `workloads`, a Kueue Workload list, may be null);
+//   (the Workload owned by the TFJob, by name and uid, in `workloads`, a Kueue Workload list,
+//   may be null);
 // - suspended: suspended;
 // - a replica not yet placed on a node and a PodGroup (`pod_group`, scheduler-plugins' or
 //   Volcano's, may be null) with fewer than minMember pods placed and not scheduled: gang
