@@ -97,7 +97,7 @@ absl::Status LocalModel::RestoreCheckpoint(const std::string& model_dir) {
 int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log) {
   using runtime::FailureSource;
   runtime::Context ctx;
-  ctx.logger = Logger(log).With({{"role", "local"}});
+  ctx.logger = Logger(log != nullptr ? log : stdout).With({{"role", "local"}});
   try {
     std::vector<std::string> args = {"--strategy=collective"};
     args.insert(args.end(), flags.begin(), flags.end());

@@ -159,6 +159,20 @@ TEST_CASE("RunSteps: the loss falls, and two runs are bit for bit the same") {
   CHECK(second->variables == first->variables);
 }
 
+TEST_CASE("RunSteps: several model replicas in the one worker, the first one recorded") {
+  RunStepsOptions options;
+  options.flags = {"--replicas_per_worker=2"};
+  auto two = RunSteps(Plain(), 5, options);
+  REQUIRE_MESSAGE(two.ok(), two.status().ToString());
+  CHECK(two->losses.size() == 5);
+  // Both replicas train on the same batch here, so their mean gradient is one replica's.
+  auto one = RunSteps(Plain(), 5);
+  REQUIRE(one.ok());
+  CHECK(two->variables == one->variables);
+  options.flags = {"--strategy=parameter_server"};
+  CHECK(RunSteps(Plain(), 5, options).status().code() == absl::StatusCode::kInternal);
+}
+
 TEST_CASE("RunSteps: one step applies the model's optimizer to train()'s gradients") {
   auto local = LocalModel::Build(Plain());
   REQUIRE(local.ok());

@@ -63,7 +63,8 @@ class LocalModel {
 // worker, one replica unless `flags` ask for more (--replicas_per_worker), the chief's start
 // state, checkpoints, summaries, TRAINING_DONE and after_train as in a job. `flags` are RunMain's
 // settings ("--max_steps=5", "--model_dir=DIR", then "--" and the model's arguments); the process
-// environment is not read. Log lines go to `log`. Returns the exit code RunMain would.
+// environment is not read. Log lines go to `log` (null: stdout). Returns the exit code RunMain
+// would.
 int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log);
 
 }  // namespace taas
