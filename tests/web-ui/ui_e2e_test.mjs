@@ -7,13 +7,13 @@
 //
 // Usage: node ui_e2e_test.mjs --ui BIN --operator BIN --crd FILE --cluster SCRIPT --assets DIR
 //                             --web-ui DIR --artifacts DIR
-import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
+import { ControlPlane } from './control_plane.mjs';
 import { assert, launchChromium, parseArgs, Run, sleep, waitFor, waitText } from './harness.mjs';
 
 const args = parseArgs(process.argv, ['ui', 'operator', 'crd', 'cluster', 'assets', 'web-ui', 'artifacts']);
@@ -21,48 +21,22 @@ const args = parseArgs(process.argv, ['ui', 'operator', 'crd', 'cluster', 'asset
 const name = `webui-${process.pid}-${randomBytes(2).toString('hex')}`;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'taas-webui-e2e-'));
 fs.mkdirSync(args.artifacts, { recursive: true });
-const env = { ...process.env };
-const children = [];
+const cp = new ControlPlane(args.cluster, name, tmp);
 const e2e = new Run('web-ui e2e');
 const log = (...m) => e2e.log(...m);
 const check = (title, fn) => e2e.check(title, fn);
 
-function run(cmd, argv, options = {}) {
-  const p = spawnSync(cmd, argv, { env, encoding: 'utf8', ...options });
-  if (p.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (${p.status}): ${p.stderr}`);
-  return p.stdout;
-}
-
-const kubectl = (...a) => run('kubectl', a);
-const kubectlJson = (...a) => JSON.parse(kubectl(...a, '-o', 'json'));
-
-function start(cmd, argv, logName) {
-  const out = fs.openSync(path.join(tmp, logName), 'w');
-  const child = spawn(cmd, argv, { env, stdio: ['ignore', out, out] });
-  children.push(child);
-  return child;
-}
-
-async function cleanup() {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  await sleep(500);
-  spawnSync(args.cluster, ['down', '--name', name], { stdio: 'inherit' });
-}
+const run = (cmd, argv, options) => cp.run(cmd, argv, options);
+const kubectlJson = (...a) => cp.kubectlJson(...a);
 
 let browser;
 try {
   // ---- control plane, CRD, operator, UI server ----
   log(`starting control plane ${name}`);
-  run(args.cluster, ['up', '--name', name, '--nodes', '2', '--gpus-per-node', '8'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  for (const line of run(args.cluster, ['env', '--name', name]).split('\n')) {
-    const m = /^export (\w+)=(.*)$/.exec(line.trim());
-    if (m) env[m[1]] = m[2].replace(/^['"]|['"]$/g, '').replace('$PATH', process.env.PATH);
-  }
-  kubectl('apply', '-f', args.crd);
-  kubectl('wait', '--for=condition=Established', '--timeout=120s', 'crd/tfjobs.kubeflow.org');
-  await waitFor('the default service account', () => kubectlJson('-n', 'default', 'get', 'serviceaccount', 'default'));
+  cp.up(2, 8);
+  await cp.installTfJobCrd(args.crd);
 
-  start(args.operator, ['--kubeconfig', env.KUBECONFIG, '--health-port', '0', '--health-address', '127.0.0.1', '--lease-namespace', 'default'], 'operator.log');
+  cp.start(args.operator, ['--kubeconfig', cp.env.KUBECONFIG, '--health-port', '0', '--health-address', '127.0.0.1', '--lease-namespace', 'default'], 'operator.log');
 
   // kwok's simulated pods run no trainer, so worker 0's Prometheus endpoint is played by this
   // server (the text a trainer exposes, improving at each scrape); taas-ui is pointed at it with
@@ -81,17 +55,12 @@ try {
   });
   await new Promise((r) => trainer.listen(0, '127.0.0.1', r));
   const trainerAddress = `127.0.0.1:${trainer.address().port}`;
-  children.push({ exitCode: null, kill: () => trainer.close() });
+  cp.children.push({ exitCode: null, kill: () => trainer.close() });
 
   const token = randomBytes(24).toString('hex');
   const tokenFile = path.join(tmp, 'token');
   fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
-  const ui = start(args.ui, ['--kubeconfig', env.KUBECONFIG, '--namespaces', 'default,team-b', '--token-file', tokenFile, '--listen', '127.0.0.1:0', '--assets', args.assets, '--scrape-interval', '1', '--metrics-target', `default/ui-e2e-worker-0=${trainerAddress}`], 'ui.log');
-  const base = await waitFor('taas-ui to serve', () => {
-    if (ui.exitCode !== null) throw new Error(`taas-ui exited: ${fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8')}`);
-    const m = /serving (http:\/\/[\d.]+:\d+)\//.exec(fs.readFileSync(path.join(tmp, 'ui.log'), 'utf8'));
-    return m?.[1];
-  }, 30000);
+  const base = await cp.startUi(args.ui, ['--namespaces', 'default,team-b', '--token-file', tokenFile, '--assets', args.assets, '--scrape-interval', '1', '--metrics-target', `default/ui-e2e-worker-0=${trainerAddress}`]);
   log(`taas-ui at ${base}`);
 
   const call = (method, p, { auth = token, body } = {}) =>
@@ -312,12 +281,9 @@ try {
   });
 } catch (e) {
   e2e.fail('setup', e);
-  for (const f of ['operator.log', 'ui.log']) {
-    const p = path.join(tmp, f);
-    if (fs.existsSync(p)) log(`--- ${f} (tail)\n${fs.readFileSync(p, 'utf8').split('\n').slice(-40).join('\n')}`);
-  }
+  log(cp.logTails(['operator.log', 'ui.log']));
 } finally {
   if (browser) await browser.close();
-  await cleanup();
+  await cp.down();
 }
 e2e.finish();
