@@ -39,6 +39,10 @@ mkdir "$tmp/work"
 project="$tmp/work/sdk-check"
 grep -q "from $prefix/share/taas/template" "$tmp/new.log" || fail "taas new used the installed template" "$tmp/new.log"
 grep -q 'project(sdk-check' "$project/CMakeLists.txt" || fail "taas new renamed the project"
+# The project's Dockerfile copies what its CMake build makes to where its job.yaml runs it.
+grep -q 'build/sdk-check /opt/taas/bin/sdk-check$' "$project/Dockerfile" &&
+  grep -q 'command: \["/opt/taas/bin/sdk-check"\]' "$project/job.yaml" ||
+  fail "the project's Dockerfile and job.yaml name the binary"
 ok "taas new sdk-check"
 
 # Compiler caches and the tree's own settings stay out: this is a user's machine.
