@@ -55,7 +55,7 @@ case "$mode" in
     # The Dockerfile's sdk stage installs sdk/debian-packages.txt and what they depend on: every
     # package config this configure found must come from one of them.
     packages="$(xargs apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-      --no-breaks --no-replaces --no-enhances <"$source/sdk/debian-packages.txt" | grep -v '^ ' |
+      --no-breaks --no-replaces --no-enhances <"$prefix/share/taas/debian-packages.txt" | grep -v '^ ' |
       sed 's/:.*//')"
     while IFS= read -r dir; do
       config="$(find "$dir" -maxdepth 1 -iname '*config.cmake' | head -n 1)"
