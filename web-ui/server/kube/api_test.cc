@@ -41,6 +41,7 @@ class FakeKube : public KubeApi {
   absl::StatusOr<json> Get(const std::string& path) override {
     std::lock_guard<std::mutex> lock(mu);
     gets.push_back(path);
+    if (auto failure = failures.find(path); failure != failures.end()) return failure->second;
     auto it = objects.find(path);
     if (it == objects.end()) return NotFound(path);
     return it->second;
@@ -101,6 +102,7 @@ class FakeKube : public KubeApi {
 
   std::mutex mu;
   std::map<std::string, json> objects;
+  std::map<std::string, absl::Status> failures;  // answered instead of the object, by path
   absl::Status post_error;
   std::vector<std::string> gets;
   std::vector<std::pair<std::string, json>> posts;
@@ -640,6 +642,7 @@ TEST_CASE(
 }
 
 // Kueue's and the gang schedulers' objects, as the API server would serve them.
+const char kKueueDiscoveryPath[] = "/apis/kueue.x-k8s.io/v1beta1";
 const char kClusterQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues";
 const char kLocalQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/localqueues";
 const char kWorkloadsPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads";
@@ -709,6 +712,14 @@ TEST_CASE("the job detail says why the job waits; the cluster page shows Kueue's
   HttpResponse r = f.Call("GET", "/api/v1/cluster");
   REQUIRE(r.status == 200);
   CHECK(Body(r)["queues"].is_null());
+  // Kueue installed (its API in discovery) but its ClusterQueues forbidden to the UI: said so.
+  f.kube.objects[kKueueDiscoveryPath] = {{"kind", "APIResourceList"}};
+  f.kube.failures[kClusterQueuesPath] = absl::PermissionDeniedError("clusterqueues is forbidden");
+  r = f.Call("GET", "/api/v1/cluster");
+  REQUIRE(r.status == 200);
+  CHECK(Body(r)["queues"]["error"].get<std::string>().find("clusterqueues is forbidden") !=
+        std::string::npos);
+  f.kube.failures.clear();
   f.kube.objects[kClusterQueuesPath] = {{"items", {ClusterQueue()}}};
   f.kube.objects[kLocalQueuesPath] = {{"items", {LocalQueue()}}};
   f.kube.objects["/apis/kueue.x-k8s.io/v1beta1/namespaces/team-b/localqueues"] = {
@@ -734,6 +745,7 @@ TEST_CASE("taints, queues, Workloads and PodGroups of every wrong type answer, n
   options.cluster_max_age = std::chrono::milliseconds(0);
   Fixture f(false, options);
   f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = QueuedJob();
+  f.kube.objects[kKueueDiscoveryPath] = {{"kind", "APIResourceList"}};
   f.kube.objects["/apis/kueue.x-k8s.io/v1beta1/namespaces/team-b/localqueues"] = {
       {"items", json::array()}};
   auto answers = [&] {

@@ -180,10 +180,18 @@ absl::StatusOr<ui_server::ClusterPage> KubeJobSource::Cluster(
 
 std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
     const std::vector<std::string>& namespaces) {
+  // Whether Kueue is installed, from discovery (which every authenticated user may read): a
+  // list refused for want of permission would not tell an absent API from a forbidden one.
+  auto served = kube_->Get(KueuePath(""));
+  if (absl::IsNotFound(served.status())) return std::nullopt;  // Kueue is not installed
+  ui_server::QueuesPage page;
+  if (!served.ok()) {
+    page.error = "cannot tell whether Kueue is installed: " + served.status().ToString();
+    return page;
+  }
   // A handful of objects, read at most once per cluster-page period: plain lists, no informers.
   auto cluster_queues = kube_->Get(KueuePath("/clusterqueues"));
-  if (absl::IsNotFound(cluster_queues.status())) return std::nullopt;  // Kueue is not installed
-  ui_server::QueuesPage page;
+  if (absl::IsNotFound(cluster_queues.status())) return std::nullopt;  // no ClusterQueue resource
   if (!cluster_queues.ok()) {
     page.error = "cannot list Kueue's ClusterQueues: " + cluster_queues.status().ToString();
     return page;
