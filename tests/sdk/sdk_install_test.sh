@@ -101,10 +101,13 @@ grep -q "using $binary for /opt/taas/bin/sdk-check" "$tmp/job.log" ||
 ok "the job trained 40 steps"
 
 # The shared library (TAAS_SDK_SHARED, on by default): the same model linked with taas::shared
-# loads libtaas.so from the prefix and trains alone (no TF_CONFIG) for a few steps.
-if [ "$mode" = cmake ] && [ -e "$prefix/lib/libtaas.so" ]; then
-  mkdir "$tmp/shared"
-  cat >"$tmp/shared/CMakeLists.txt" <<EOF_CMAKE
+# (CMake) or taas-shared (pkg-config) loads libtaas.so from the prefix and trains alone (no
+# TF_CONFIG) for a few steps.
+if [ -e "$prefix/lib/libtaas.so" ]; then
+  shared="$tmp/shared/build/sdk-check-shared"
+  mkdir -p "$tmp/shared/build"
+  if [ "$mode" = cmake ]; then
+    cat >"$tmp/shared/CMakeLists.txt" <<EOF_CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(sdk-check-shared LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 20)
@@ -113,14 +116,19 @@ add_executable(sdk-check-shared "$project/src/main.cc" "$project/src/model.cc")
 target_include_directories(sdk-check-shared PRIVATE "$project/src")
 target_link_libraries(sdk-check-shared PRIVATE taas::shared)
 EOF_CMAKE
-  timed configure-shared cmake -S "$tmp/shared" -B "$tmp/shared/build" -G Ninja \
-    -DCMAKE_PREFIX_PATH="$prefix"
-  timed build-shared cmake --build "$tmp/shared/build"
-  ldd "$tmp/shared/build/sdk-check-shared" | grep -q "libtaas.so.* => $prefix/lib/" ||
+    timed configure-shared cmake -S "$tmp/shared" -B "$tmp/shared/build" -G Ninja \
+      -DCMAKE_PREFIX_PATH="$prefix"
+    timed build-shared cmake --build "$tmp/shared/build"
+  else
+    flags="$(pkg-config --cflags --libs taas-shared)" || fail "pkg-config --cflags --libs taas-shared"
+    # shellcheck disable=SC2086 # pkg-config's words
+    timed compile-shared g++ -O2 -I"$project/src" "$project/src/model.cc" "$project/src/main.cc" \
+      -o "$shared" $flags -Wl,-rpath,"$prefix/lib"
+  fi
+  ldd "$shared" | grep -q "libtaas.so.* => $prefix/lib/" ||
     fail "the shared build loads libtaas.so from the prefix"
-  ! ldd "$tmp/shared/build/sdk-check-shared" | grep -q 'not found' || fail "every library resolves"
-  timed run-shared env -u TF_CONFIG TF_MAX_STEPS=5 TF_LOGDIR="$tmp/shared-model" \
-    "$tmp/shared/build/sdk-check-shared"
+  ! ldd "$shared" | grep -q 'not found' || fail "every library resolves"
+  timed run-shared env -u TF_CONFIG TF_MAX_STEPS=5 TF_LOGDIR="$tmp/shared-model" "$shared"
   [ -f "$tmp/shared-model/model.ckpt-5.index" ] || fail "the shared build trained 5 steps" "$tmp/run-shared.log"
 fi
 echo "$passes passed, 0 failed"
