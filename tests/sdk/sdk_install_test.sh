@@ -29,6 +29,10 @@ mv "$tmp/staged" "$prefix"
 [ -x "$prefix/bin/taas" ] || fail "the launcher is installed in bin/"
 [ -f "$prefix/include/taas/runtime/dist_model.h" ] || fail "the public header is installed"
 [ -f "$prefix/share/taas/template/CMakeLists.txt" ] || fail "the template is installed"
+while read -r header; do
+  [ -f "$prefix/include/$header" ] || fail "$header, included by an installed header, is not installed"
+done < <(sed -n 's/^#include "\(taas\/.*\)"/\1/p' "$prefix"/include/taas/*/*.h | sort -u)
+ok "every taas header an installed header includes is installed"
 ! grep -rq -- "$source" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" ||
   fail "the package files name the source tree"
 
