@@ -185,6 +185,15 @@ cannot "${ui[@]}" get secrets/t-taas-ui-token -n taas-system
 cannot "${ui[@]}" list secrets -n default
 cannot "${ui[@]}" delete nodes
 cannot "${ui[@]}" update tfjobs.kubeflow.org --subresource=status -n default
+# Why a job waits and the queues: Kueue's and the gang schedulers' objects, read only.
+sar_check true "${ui[@]}" default list kueue.x-k8s.io workloads
+sar_check true "${ui[@]}" default list kueue.x-k8s.io localqueues
+sar_check true "${ui[@]}" "" list kueue.x-k8s.io clusterqueues
+sar_check false "${ui[@]}" "" update kueue.x-k8s.io clusterqueues
+sar_check false "${ui[@]}" team-b list kueue.x-k8s.io workloads
+sar_check true "${ui[@]}" default get scheduling.x-k8s.io podgroups
+sar_check true "${ui[@]}" default get scheduling.volcano.sh podgroups
+sar_check false "${ui[@]}" default create scheduling.x-k8s.io podgroups
 scoped=(taas-team n-taas-operator)
 can "${scoped[@]}" create pods -n team-a
 sar_check true "${scoped[@]}" team-a create scheduling.x-k8s.io podgroups
