@@ -152,7 +152,7 @@ try {
     create({
       apiVersion: 'kueue.x-k8s.io/v1beta1',
       kind: 'Workload',
-      metadata: { name: 'tfjob-queued-1a2b3', namespace: 'default', ownerReferences: [owner] },
+      metadata: { name: 'tfjob-queued-1a2b3', namespace: 'default', ownerReferences: [owner], labels: { 'kueue.x-k8s.io/job-uid': queued.metadata.uid } },
       spec: {
         queueName: 'team-a',
         podSets: [{ name: 'worker', count: 1, template: queued.spec.tfReplicaSpecs.Worker.template }],

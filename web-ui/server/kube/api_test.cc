@@ -645,7 +645,12 @@ TEST_CASE(
 const char kKueueDiscoveryPath[] = "/apis/kueue.x-k8s.io/v1beta1";
 const char kClusterQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues";
 const char kLocalQueuesPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/localqueues";
-const char kWorkloadsPath[] = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads";
+constexpr char kQueuedJobUid[] = "0b5c1d2e-aaaa-4bbb-8ccc-123456789abc";
+// Only the job's own Workload, by the label Kueue puts on it.
+const std::string kWorkloadsPath = std::string(
+                                       "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads"
+                                       "?labelSelector=kueue.x-k8s.io/job-uid%3D") +
+                                   kQueuedJobUid;
 const char kPodGroupPath[] =
     "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/mnist";
 const char kVolcanoPodGroupPath[] =
@@ -675,6 +680,7 @@ json Workload() {
 json QueuedJob() {
   json job = MnistJob();
   job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  job["metadata"]["uid"] = kQueuedJobUid;
   job["spec"]["runPolicy"] = {{"suspend", true}};
   return job;
 }

@@ -97,7 +97,16 @@ json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
   const json* labels = metadata ? jf::Object(*metadata, "labels") : nullptr;
   json workloads = nullptr;
   if (labels && !jf::StringOr(*labels, tfjob::kLabelKueueQueueName, "").empty()) {
-    auto listed = kube_->Get(KueuePath("/namespaces/" + ns + "/workloads"));
+    // Only the job's own Workload (Kueue labels it with the job's uid), not the namespace's
+    // every Workload on each poll of the page; a uid that is not one cannot be a query.
+    const std::string uid = jf::StringOr(*metadata, "uid", "");
+    std::string path = KueuePath("/namespaces/" + ns + "/workloads");
+    if (!uid.empty() && uid.size() <= 64 &&
+        uid.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) {
+      // '/' and '.' may stand in a query as they are; '=' is escaped as in a field selector.
+      path += "?labelSelector=" + std::string(tfjob::kLabelKueueJobUid) + "%3D" + uid;
+    }
+    auto listed = kube_->Get(path);
     if (listed.ok()) workloads = *std::move(listed);
   }
   json pod_group = nullptr;

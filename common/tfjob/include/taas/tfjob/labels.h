@@ -32,6 +32,8 @@ inline constexpr std::string_view kLegacyLabelTfReplicaIndex = "tf-replica-index
 // job waits. Kueue: a TFJob labelled with a LocalQueue is created suspended and admitted by Kueue
 // (its Workload, ClusterQueue and LocalQueue objects are in kKueueApi).
 inline constexpr std::string_view kLabelKueueQueueName = "kueue.x-k8s.io/queue-name";
+// Kueue's label on the Workload it made for a job: the job's uid.
+inline constexpr std::string_view kLabelKueueJobUid = "kueue.x-k8s.io/job-uid";
 inline constexpr std::string_view kKueueApi = "kueue.x-k8s.io/v1beta1";
 // PodGroups (named after the job, as Kubeflow names them): scheduler-plugins' coscheduling
 // (group kSchedulerPluginsGroup, version v1alpha1) and Volcano's (kVolcanoApi).
