@@ -19,8 +19,7 @@ timed() { # LABEL COMMAND...: runs COMMAND with its output in $tmp/LABEL.log, pr
   ok "$label ($((SECONDS - start)) s)"
 }
 
-# What the install copies must be built (a no-op after a full build).
-timed build-sdk-targets cmake --build "$build" --target taas_sdk
+# What the install copies is built (ctest's sdk_build, before this test).
 # Installed in one place and used from another, as the Dockerfile's sdk stage does (/out/sdk ->
 # /opt/taas): the package's files must find each other by relative paths.
 timed install cmake --install "$build" --prefix "$tmp/staged"
@@ -102,7 +101,9 @@ timed job "$prefix/bin/taas" run "$project/job.yaml" "${run_args[@]}" --no-ui --
 grep -q "using $binary for /opt/taas/bin/sdk-check" "$tmp/job.log" ||
   fail "the job ran the project's binary" "$tmp/job.log"
 [ -f "$model/model.ckpt-40.index" ] || fail "the chief wrote the final checkpoint" "$tmp/job.log"
-ok "the job trained 40 steps"
+grep -q 'msg="evaluated on the chief" .*metrics="accuracy=' "$model/logs/sdk-check-worker-0.log" ||
+  fail "the chief scored the model (job.yaml: TAAS_EVAL_ON_CHIEF)" "$model/logs/sdk-check-worker-0.log"
+ok "the job trained 40 steps and the chief scored the model"
 
 # The shared library (TAAS_SDK_SHARED, on by default): the same model linked with taas::shared
 # (CMake) or taas-shared (pkg-config) loads libtaas.so from the prefix and trains alone (no

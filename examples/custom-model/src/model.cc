@@ -32,6 +32,14 @@ absl::StatusOr<std::int64_t> IntArg(const std::string& arg, const std::string& v
   return out;
 }
 
+// A split of the data set ("train" or "test"), its labels checked against the classes.
+absl::StatusOr<std::shared_ptr<const taas::data::ImageDataset>> LoadSplit(
+    const std::string& dir, const std::string& split) {
+  TAAS_ASSIGN_OR_RETURN(auto dataset, taas::data::LoadMnistSplit(dir, split));
+  TAAS_RETURN_IF_ERROR(taas::data::CheckLabels(dataset, kClasses));
+  return std::make_shared<const taas::data::ImageDataset>(std::move(dataset));
+}
+
 }  // namespace
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
@@ -112,13 +120,10 @@ absl::Status Model::build_model(taas::ModelBuilder& builder) {
   builder.SetBatchSize(options_.batch_size);
 
   if (info.role == taas::Role::kEvaluator) {
-    TAAS_ASSIGN_OR_RETURN(auto test, taas::data::LoadMnistSplit(options_.data_dir, "test"));
-    TAAS_RETURN_IF_ERROR(taas::data::CheckLabels(test, kClasses));
-    test_ = std::make_shared<const taas::data::ImageDataset>(std::move(test));
+    TAAS_ASSIGN_OR_RETURN(test_, LoadSplit(options_.data_dir, "test"));
     return absl::OkStatus();
   }
-  TAAS_ASSIGN_OR_RETURN(auto train, taas::data::LoadMnistSplit(options_.data_dir, "train"));
-  TAAS_RETURN_IF_ERROR(taas::data::CheckLabels(train, kClasses));
+  TAAS_ASSIGN_OR_RETURN(auto train, LoadSplit(options_.data_dir, "train"));
   // Each model replica of the job reads its own shard of the training set.
   taas::data::PipelineOptions pipeline;
   pipeline.batch_size = options_.batch_size;
@@ -128,9 +133,7 @@ absl::Status Model::build_model(taas::ModelBuilder& builder) {
   pipeline.shard_index = info.replica_id_in_sync();
   pipeline.num_shards = std::max(1, info.num_replicas_in_sync());
   pipeline.example_shape = {kPixels};
-  TAAS_ASSIGN_OR_RETURN(
-      train_, taas::data::Pipeline::Create(
-                  std::make_shared<const taas::data::ImageDataset>(std::move(train)), pipeline));
+  TAAS_ASSIGN_OR_RETURN(train_, taas::data::Pipeline::Create(std::move(train), pipeline));
   return absl::OkStatus();
 }
 
@@ -150,6 +153,15 @@ taas::StepResult Model::train(taas::Session&) {
 }
 
 std::map<std::string, double> Model::evaluate(taas::Session& session) {
+  if (test_ == nullptr) {  // on the chief (TAAS_EVAL_ON_CHIEF): the test set on first use
+    auto test = LoadSplit(options_.data_dir, "test");
+    if (!test.ok()) {
+      session.logger().Error("evaluation failed",
+                             {{"error", std::string(test.status().message())}});
+      return {};
+    }
+    test_ = *std::move(test);
+  }
   taas::data::PipelineOptions pipeline;
   pipeline.batch_size = 1000;
   pipeline.example_shape = {kPixels};

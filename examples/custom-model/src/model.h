@@ -58,7 +58,8 @@ class Model final : public taas::DistModel {
  public:
   absl::Status build_model(taas::ModelBuilder& builder) override;
   taas::StepResult train(taas::Session& session) override;
-  // On the Evaluator replica: accuracy and loss on the test set for each checkpoint.
+  // Accuracy and loss on the test set: on the Evaluator replica for each checkpoint, and on the
+  // chief when TAAS_EVAL_ON_CHIEF asks (job.yaml: once training ends).
   std::map<std::string, double> evaluate(taas::Session& session) override;
 
  private:
