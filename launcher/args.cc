@@ -12,7 +12,8 @@ namespace fs = std::filesystem;
 std::string Usage() {
   return "usage: taas run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR]\n"
          "                [--env KEY=VALUE]... [--progress-secs S] [--verbose]\n"
-         "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]";
+         "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]\n"
+         "       taas new NAME [DIR]   (a model project from the SDK's template; taas new --help)";
 }
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
