@@ -89,7 +89,9 @@ esac
 if grep -rlI -e "$source" -e "$build" "$project" --exclude-dir=Testing >"$tmp/leaks" 2>/dev/null; then
   fail "files of the project name the source or build tree" "$tmp/leaks"
 fi
-if strings "$binary" | grep -q -e "$source/" -e "$build/"; then
+# Whole outputs are read before grep -q looks at them: under pipefail a grep that stops at its
+# first match kills its writer with SIGPIPE and the pipeline reads as failed.
+if grep -q -e "$source/" -e "$build/" <<<"$(strings "$binary")"; then
   fail "the binary names the source or build tree"
 fi
 ok "nothing of the project names $source or $build"
@@ -130,9 +132,10 @@ EOF_CMAKE
     timed compile-shared g++ -O2 -I"$project/src" "$project/src/model.cc" "$project/src/main.cc" \
       -o "$shared" $flags -Wl,-rpath,"$prefix/lib"
   fi
-  ldd "$shared" | grep -q "libtaas.so.* => $prefix/lib/" ||
-    fail "the shared build loads libtaas.so from the prefix"
-  ! ldd "$shared" | grep -q 'not found' || fail "every library resolves"
+  libraries="$(ldd "$shared")"
+  grep -q "libtaas.so.* => $prefix/lib/" <<<"$libraries" ||
+    fail "the shared build loads libtaas.so from the prefix: $libraries"
+  ! grep -q 'not found' <<<"$libraries" || fail "every library resolves: $libraries"
   timed run-shared env -u TF_CONFIG TF_MAX_STEPS=5 TF_LOGDIR="$tmp/shared-model" "$shared"
   [ -f "$tmp/shared-model/model.ckpt-5.index" ] || fail "the shared build trained 5 steps" "$tmp/run-shared.log"
 fi
