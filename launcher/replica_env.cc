@@ -9,7 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <random>
 
+#include "absl/strings/numbers.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/tfjob/tf_config.h"
@@ -55,26 +58,49 @@ std::map<std::string, std::string> EnvironmentOf(char* const* entries) {
 
 }  // namespace
 
+int EphemeralPortsStart(std::string_view ip_local_port_range) {
+  int first = 0;
+  const std::string_view digits =
+      ip_local_port_range.substr(0, ip_local_port_range.find_first_not_of("0123456789"));
+  if (digits.empty() || digits.size() > 5 ||
+      !absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &first) ||
+      first < kLowestChosenPort + 1024 || first > 65535) {
+    return kDefaultEphemeralPortsStart;
+  }
+  return first;
+}
+
 absl::StatusOr<std::vector<int>> FreePorts(int count) {
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::string range_text(32, '\0');
+  range_file.read(range_text.data(), static_cast<std::streamsize>(range_text.size()));
+  range_text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, range_file.gcount())));
+  const int end = EphemeralPortsStart(range_text);
+  const int span = end - kLowestChosenPort;
+  // Tried from a random place, so that launchers started together rarely try the same ports.
+  const int offset = static_cast<int>(std::random_device{}() % static_cast<unsigned>(span));
   std::vector<int> fds, ports;
-  for (int i = 0; i < count; ++i) {
+  for (int tried = 0; tried < span && static_cast<int>(ports.size()) < count; ++tried) {
+    const int port = kLowestChosenPort + (offset + tried) % span;
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = 0;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      for (int f : fds) ::close(f);
-      if (fd >= 0) ::close(fd);
-      return absl::UnavailableError(std::string("cannot reserve a loopback port: ") +
-                                    std::strerror(errno));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ::close(fd);
+      continue;
     }
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     fds.push_back(fd);
-    ports.push_back(ntohs(addr.sin_port));
+    ports.push_back(port);
   }
   for (int f : fds) ::close(f);  // Held until all are chosen, so no port is handed out twice.
+  if (static_cast<int>(ports.size()) < count) {
+    return absl::UnavailableError("cannot reserve " + std::to_string(count) +
+                                  " loopback ports from " + std::to_string(kLowestChosenPort) +
+                                  " to " + std::to_string(end - 1) + ": too few are free");
+  }
   return ports;
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "binary_locator.h"
@@ -48,7 +49,20 @@ struct ReplicaSettings {
 std::map<std::string, std::string> LocalComputeDefaults(const tfjob::TFJobSpec& spec, int cpus,
                                                         char* const* inherited);
 
-// `count` distinct free TCP ports on 127.0.0.1 (free when chosen; nothing holds them after).
+// Replicas' ports are chosen from kLowestChosenPort up to the start of the kernel's ephemeral
+// range (ip_local_port_range), never inside it: the kernel gives ports of that range to every
+// outgoing connection on the machine, and one that took a chosen port between the choice and the
+// replica's listen made that replica fail on every restart (the launcher keeps its ports).
+inline constexpr int kLowestChosenPort = 10000;
+inline constexpr int kDefaultEphemeralPortsStart = 32768;  // Linux's default range: 32768-60999
+
+// The first port of the ephemeral range from the text of /proc/sys/net/ipv4/ip_local_port_range
+// ("32768\t60999"); kDefaultEphemeralPortsStart when the text says nothing usable or leaves fewer
+// than 1024 ports above kLowestChosenPort.
+int EphemeralPortsStart(std::string_view ip_local_port_range);
+
+// `count` distinct TCP ports on 127.0.0.1 free when chosen (nothing holds them after), below the
+// ephemeral range.
 absl::StatusOr<std::vector<int>> FreePorts(int count);
 
 // Every replica of `job`, in tfjob::kStatusOrder then by index, the i-th taking ports[2i] and

@@ -179,5 +179,25 @@ TEST_CASE(
         std::vector<std::string>{"TF_CONFIG={}"});
 }
 
+TEST_CASE("free ports: below the kernel's ephemeral range, distinct, bindable") {
+  CHECK(EphemeralPortsStart("32768\t60999\n") == 32768);
+  CHECK(EphemeralPortsStart("40000 60999") == 40000);
+  for (const char* bad : {"", "\t", "abc", "-1 5", "10500 60000", "99999 100000", "123456789"}) {
+    CHECK(EphemeralPortsStart(bad) == kDefaultEphemeralPortsStart);
+  }
+  auto ports = FreePorts(8);
+  REQUIRE(ports.ok());
+  REQUIRE(ports->size() == 8);
+  std::set<int> distinct(ports->begin(), ports->end());
+  CHECK(distinct.size() == 8);
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::string range_text;
+  std::getline(range_file, range_text);
+  for (int port : *ports) {
+    CHECK(port >= kLowestChosenPort);
+    CHECK(port < EphemeralPortsStart(range_text));
+  }
+}
+
 }  // namespace
 }  // namespace taas::launcher
