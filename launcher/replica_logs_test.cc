@@ -78,5 +78,29 @@ TEST_CASE("replica logs: names that would leave the folder, folders that cannot 
   CHECK(std::string(under_file.status().message()).find("cannot create the log folder") == 0);
 }
 
+TEST_CASE("replica logs: a full file moves to .1 and a new one starts, so the disk cannot fill") {
+  TempDir tmp;
+  auto logs = ReplicaLogFiles::Create(tmp.path.string(), /*rotate_bytes=*/10);
+  REQUIRE(logs.ok());
+  const std::string path = (*logs)->PathOf("w");
+  CHECK((*logs)->Append("w", "12345").ok());  // 6 bytes
+  CHECK((*logs)->Append("w", "6789").ok());   // 11: full
+  CHECK(Read(path) == "12345\n6789\n");
+  CHECK((*logs)->Append("w", "next").ok());
+  CHECK(Read(path + ".1") == "12345\n6789\n");
+  CHECK(Read(path) == "next\n");
+  for (int i = 0; i < 3; ++i) CHECK((*logs)->Append("w", "abcdefghij").ok());
+  CHECK(Read(path + ".1") == "abcdefghij\n");  // one older file kept, the oldest gone
+  CHECK(Read(path) == "abcdefghij\n");
+
+  // A rerun on the same model dir finds a full file and rotates it before appending.
+  logs->reset();
+  auto again = ReplicaLogFiles::Create(tmp.path.string(), 10);
+  REQUIRE(again.ok());
+  CHECK((*again)->Append("w", "rerun").ok());
+  CHECK(Read(path + ".1") == "abcdefghij\n");
+  CHECK(Read(path) == "rerun\n");
+}
+
 }  // namespace
 }  // namespace taas::launcher
