@@ -92,11 +92,13 @@ int ConsoleColumns() {
 }
 
 // The samples of the replica's Prometheus endpoint on 127.0.0.1:port (none when it does not answer
-// within a second).
+// in time). The progress view scrapes every training replica from the job loop's thread, once a
+// second on a terminal: a replica that stopped answering may delay the loop by this much each.
+constexpr std::chrono::milliseconds kScrapeTimeout{250};
 std::map<std::string, double> ScrapeMetrics(int port) {
-  auto text = http::Get(
-      "127.0.0.1:" + std::to_string(port), "/metrics",
-      {.timeout = std::chrono::seconds(1), .max_body_bytes = contract::kMaxMetricsPageBytes});
+  auto text =
+      http::Get("127.0.0.1:" + std::to_string(port), "/metrics",
+                {.timeout = kScrapeTimeout, .max_body_bytes = contract::kMaxMetricsPageBytes});
   if (!text.ok()) return {};
   return ui_server::ParsePrometheusText(*text);
 }
