@@ -11,8 +11,15 @@ taas_configure() {
   export CCACHE_DIR="${CCACHE_DIR:-$TAAS_CACHE/ccache}"
   export CCACHE_BASEDIR="$TAAS_ROOT" CCACHE_NOHASHDIR=1
   local launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" "$@" >/dev/null
+  command -v ccache >/dev/null &&
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # The CUDA build when the setup installed the CUDA wheels (scripts/setup.d/45-cuda.sh), which
+  # scripts/test.sh's setup does and the main job's does not; the caller's arguments come last and
+  # may turn it off (the sanitizer trees do).
+  local cuda=()
+  [ -f "$TAAS_CUDA_DIR/.taas-wheels" ] &&
+    cuda=(-DTAAS_WITH_CUDA=ON "-DTAAS_CUDA_ROOT=$TAAS_CUDA_DIR/nvidia")
+  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" "${cuda[@]}" "$@" >/dev/null
 }
 
 # Builds the given targets (all when none are given): `taas_build`, `taas_build fashion_mnist_bench`.

@@ -4,6 +4,10 @@
 TAAS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TAAS_CACHE="${TAAS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taas}"
 export TAAS_ROOT TAAS_CACHE
+# The CUDA toolkit pieces scripts/setup.d/45-cuda.sh installs from PyPI wheels (nvcc's release
+# names the folder); scripts/lib/build.sh configures the CUDA build when it is there.
+TAAS_CUDA_VERSION=13.5.37
+TAAS_CUDA_DIR="$TAAS_CACHE/cuda-$TAAS_CUDA_VERSION"
 
 log() { printf '[taas] %s\n' "$*" >&2; }
 die() { printf '[taas] error: %s\n' "$*" >&2; exit 1; }

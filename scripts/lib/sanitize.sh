@@ -22,7 +22,9 @@ need_command clang++ "run scripts/setup.sh (scripts/setup.d/15-sanitizers.sh ins
 
 # Line tables are enough for file:line in reports and keep the trees small; assertions stay on
 # (no NDEBUG). Warnings are the gcc build's job: clang's differ, so they are not errors here.
-clang_args=(-DCMAKE_CXX_COMPILER=clang++ -DTAAS_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# No CUDA: the sanitizers instrument host code, and the main build compiles the CUDA sources.
+clang_args=(-DCMAKE_CXX_COMPILER=clang++ -DTAAS_WERROR=OFF -DTAAS_WITH_CUDA=OFF
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only")
 
 # A report stops the test with a stack (the code is built with -fno-sanitize-recover); leaks are
