@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <string>
 
+#include "taas/base/status.h"
+
 namespace taas {
 
 enum class DeviceType { kCpu, kCuda };
@@ -35,6 +37,15 @@ class DeviceMemory {
   // memory's device type, the other the same or the host.
   virtual void Copy(void* to, Device to_device, const void* from, Device from_device,
                     std::size_t bytes) = 0;
+
+  // For the runtime's device choice, so that it reaches a device only through this seam:
+  // how many devices of this type the process may use (CUDA: those CUDA_VISIBLE_DEVICES leaves
+  // visible); 0 when none is, or no driver.
+  virtual int DeviceCount() { return 0; }
+  // Readies `device` for tensors and checks it can run the engine's code, once, at start-up;
+  // returns what the startup line says of it ("NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)"), or a
+  // permanent (kFailedPrecondition) error naming the device and the fix.
+  virtual absl::StatusOr<std::string> Prepare(Device device) { return DeviceName(device); }
 };
 
 // The memory of devices of `type`: the host's for kCpu, always; for another type the one its
