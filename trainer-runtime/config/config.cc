@@ -232,6 +232,18 @@ std::vector<Setting> Settings() {
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  TAAS_ASSIGN_OR_RETURN(std::int64_t n, IntInRange(1, kMaxReplicasPerWorker)(w, v));
                  c.info.replicas_per_worker = static_cast<int>(n);
+                 c.replicas_per_worker_set = true;
+                 return absl::OkStatus();
+               }});
+  s.push_back({"device", std::string(contract::kDeviceEnv),
+               "cpu or cuda; default: the CUDA devices visible to the process (one model replica "
+               "per GPU under all-reduce) when there are any, else cpu",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v != "cpu" && v != "cuda") {
+                   return Invalid(w, "must be cpu or cuda, got \"" + v + "\"");
+                 }
+                 c.device_setting = v;
+                 c.device_source = w;
                  return absl::OkStatus();
                }});
   s.push_back(Make("compute_threads", std::string(contract::kComputeThreadsEnv),
@@ -549,6 +561,53 @@ std::string StrategyName(Strategy strategy) {
                                                        : contract::kParameterServerStrategy);
 }
 
+absl::StatusOr<DeviceChoice> ChooseDevices(const RuntimeConfig& config, int cuda_devices) {
+  const TrainerInfo& info = config.info;
+  const bool collective_trainer =
+      info.strategy == Strategy::kCollective && info.role != Role::kEvaluator;
+  const int replicas = collective_trainer ? info.replicas_per_worker : 1;
+  const std::string visible =
+      std::string(contract::kCudaVisibleDevicesEnv) + "=" + config.cuda_visible_devices;
+  DeviceChoice choice;
+  if (info.role == Role::kPs) {
+    choice.devices = {Device::Cpu()};
+    choice.chosen_by = "parameter server";
+    return choice;
+  }
+  const std::string setting = config.device_source + "=" + config.device_setting;
+  if (config.device_setting == "cpu" || (config.device_setting.empty() && cuda_devices <= 0)) {
+    choice.devices.assign(static_cast<std::size_t>(replicas), Device::Cpu());
+    choice.chosen_by = !config.device_setting.empty() ? setting
+                       : cuda_devices < 0             ? "built without CUDA"
+                                                      : "no CUDA device visible (" + visible + ")";
+    return choice;
+  }
+  if (cuda_devices <= 0) {
+    return absl::FailedPreconditionError(
+        setting + ": no CUDA device is visible to this process (" + visible + ")" +
+        (cuda_devices < 0 ? ", and this trainer was built without CUDA (TAAS_WITH_CUDA)" : "") +
+        ": give the replica GPUs (resources.limits nvidia.com/gpu in its TFJob replica spec) or "
+        "set " +
+        std::string(contract::kDeviceEnv) + "=cpu");
+  }
+  int gpus = 1;
+  if (collective_trainer) {
+    gpus = config.replicas_per_worker_set ? info.replicas_per_worker : cuda_devices;
+    if (gpus > cuda_devices) {
+      return absl::FailedPreconditionError(
+          "TAAS_REPLICAS_PER_WORKER: " + std::to_string(gpus) + " model replicas, but " +
+          std::to_string(cuda_devices) + " CUDA device(s) are visible (" + visible +
+          "): one replica per GPU; lower it, or give the replica more GPUs");
+    }
+  }
+  for (int g = 0; g < gpus; ++g) choice.devices.push_back(Device{DeviceType::kCuda, g});
+  choice.chosen_by =
+      (config.device_setting.empty() ? std::string("visible CUDA devices") : setting) + " (" +
+      visible + ", " + std::to_string(cuda_devices) + " visible" +
+      (gpus < cuda_devices ? ", " + std::to_string(gpus) + " used" : "") + ")";
+  return choice;
+}
+
 ComputeThreadsChoice ChooseComputeThreads(const RuntimeConfig& config, const AvailableCpus& cpus) {
   if (config.compute_threads > 0) {
     return {config.compute_threads, std::string(contract::kComputeThreadsEnv)};
@@ -578,6 +637,10 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   for (const auto& s : settings) {
     auto it = env.find(s.env);
     if (it != env.end()) TAAS_RETURN_IF_ERROR(s.apply(s.env, it->second, c));
+  }
+  if (auto it = env.find(std::string(contract::kCudaVisibleDevicesEnv)); it != env.end()) {
+    // Only for messages; a hostile value cannot make them unbounded.
+    c.cuda_visible_devices = "\"" + it->second.substr(0, 128) + "\"";
   }
   std::string replicas_source =
       env.count("TF_REPLICAS_TO_AGGREGATE") ? "TF_REPLICAS_TO_AGGREGATE" : "";
@@ -652,7 +715,8 @@ absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv) {
     if (eq == std::string::npos) continue;
     std::string key = entry.substr(0, eq);
     if (key == contract::kTfConfigEnv || key == "KUBERNETES_SERVICE_HOST" ||
-        key.rfind("TF_", 0) == 0 || key.rfind("TAAS_", 0) == 0) {
+        key == contract::kCudaVisibleDevicesEnv || key.rfind("TF_", 0) == 0 ||
+        key.rfind("TAAS_", 0) == 0) {
       env[key] = entry.substr(eq + 1);
     }
   }

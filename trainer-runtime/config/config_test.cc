@@ -366,3 +366,83 @@ TEST_CASE("TF_CONFIG is bounded: its size, its addresses, ports and the task ind
 
 }  // namespace
 }  // namespace taas::config
+
+namespace taas::config {
+namespace {
+
+// The devices of a process's replicas, as "cpu,cuda:0,...", or the error.
+std::string DevicesOf(const Env& env, int cuda_devices) {
+  auto c = ParseConfig({}, env);
+  REQUIRE(c.ok());
+  auto choice = ChooseDevices(*c, cuda_devices);
+  if (!choice.ok()) return std::string(choice.status().message());
+  std::string out;
+  for (const Device& d : choice->devices) out += (out.empty() ? "" : ",") + DeviceName(d);
+  return out;
+}
+
+TEST_CASE("devices: the visible GPUs by default, one model replica per GPU under all-reduce") {
+  const Env collective = {{"TF_CONFIG", kWorkersOnly}, {"CUDA_VISIBLE_DEVICES", "2,3"}};
+  CHECK(DevicesOf(collective, 2) == "cuda:0,cuda:1");
+  auto c = ParseConfig({}, collective);
+  REQUIRE(c.ok());
+  auto choice = ChooseDevices(*c, 2);
+  REQUIRE(choice.ok());
+  CHECK(choice->chosen_by == "visible CUDA devices (CUDA_VISIBLE_DEVICES=\"2,3\", 2 visible)");
+  // An explicit replica count may use fewer GPUs, never more than are visible.
+  Env fewer = collective;
+  fewer["TAAS_REPLICAS_PER_WORKER"] = "1";
+  CHECK(DevicesOf(fewer, 2) == "cuda:0");
+  fewer["TAAS_REPLICAS_PER_WORKER"] = "3";
+  CHECK(DevicesOf(fewer, 2).find("TAAS_REPLICAS_PER_WORKER: 3 model replicas, but 2 CUDA") == 0);
+  // Parameter-server training and the evaluator: one replica, on the first GPU.
+  CHECK(DevicesOf({{"TF_CONFIG", kCluster}}, 4) == "cuda:0");
+  CHECK(DevicesOf({{"TF_CONFIG", R"({"cluster":{"worker":["a:1"],"evaluator":["b:2"]},)"
+                                 R"("task":{"type":"evaluator","index":0}})"}},
+                  2) == "cuda:0");
+  // Parameter servers stay on the host whatever is visible or asked.
+  CHECK(DevicesOf({{"TF_CONFIG", R"({"cluster":{"ps":["a:1"],"worker":["b:2"]},)"
+                                 R"("task":{"type":"ps","index":0}})"},
+                   {"TAAS_DEVICE", "cuda"}},
+                  0) == "cpu");
+}
+
+TEST_CASE("devices: the CPU without a GPU or when asked, as many replicas as configured") {
+  CHECK(DevicesOf({{"TF_CONFIG", kWorkersOnly}}, 0) == "cpu");
+  CHECK(DevicesOf({{"TF_CONFIG", kWorkersOnly}}, -1) == "cpu");
+  CHECK(DevicesOf({{"TF_CONFIG", kWorkersOnly}, {"TAAS_REPLICAS_PER_WORKER", "2"}}, 0) ==
+        "cpu,cpu");
+  CHECK(DevicesOf({{"TF_CONFIG", kWorkersOnly}, {"TAAS_DEVICE", "cpu"}}, 8) == "cpu");
+  auto c = ParseConfig({"--device=cpu"}, {{"TF_CONFIG", kWorkersOnly}});
+  REQUIRE(c.ok());
+  CHECK(ChooseDevices(*c, 8)->chosen_by == "--device=cpu");
+  c = ParseConfig({}, {{"TF_CONFIG", kWorkersOnly}, {"CUDA_VISIBLE_DEVICES", ""}});
+  REQUIRE(c.ok());
+  CHECK(ChooseDevices(*c, 0)->chosen_by == "no CUDA device visible (CUDA_VISIBLE_DEVICES=\"\")");
+  CHECK(ChooseDevices(*c, -1)->chosen_by == "built without CUDA");
+}
+
+TEST_CASE("devices: cuda asked where none is visible is a permanent error naming the fix") {
+  auto c = ParseConfig({}, {{"TF_CONFIG", kWorkersOnly}, {"TAAS_DEVICE", "cuda"}});
+  REQUIRE(c.ok());
+  auto choice = ChooseDevices(*c, 0);
+  REQUIRE_FALSE(choice.ok());
+  CHECK(choice.status().code() == absl::StatusCode::kFailedPrecondition);
+  const std::string message(choice.status().message());
+  CHECK(message.find("TAAS_DEVICE=cuda: no CUDA device is visible to this process "
+                     "(CUDA_VISIBLE_DEVICES=unset)") == 0);
+  CHECK(message.find("nvidia.com/gpu") != std::string::npos);
+  CHECK(message.find("TAAS_DEVICE=cpu") != std::string::npos);
+  CHECK(std::string(ChooseDevices(*c, -1).status().message()).find("built without CUDA") !=
+        std::string::npos);
+  // A word that is not a device is the setting's error, at parse time.
+  CHECK(ErrorOf({}, {{"TAAS_DEVICE", "gpu"}}) == "TAAS_DEVICE: must be cpu or cuda, got \"gpu\"");
+  CHECK(ErrorOf({"--device=tpu"}, {}) == "--device: must be cpu or cuda, got \"tpu\"");
+  // A hostile CUDA_VISIBLE_DEVICES cannot make the messages unbounded.
+  c = ParseConfig({}, {{"CUDA_VISIBLE_DEVICES", std::string(100000, '7')}});
+  REQUIRE(c.ok());
+  CHECK(c->cuda_visible_devices.size() == 130);
+}
+
+}  // namespace
+}  // namespace taas::config

@@ -28,6 +28,12 @@ inline constexpr std::string_view kCollectiveStrategy = "collective";
 // Threads of a replica's compute (0 or unset: the runtime chooses from the CPUs it may use); the
 // local launcher gives each replica its share of the machine's cores through it.
 inline constexpr std::string_view kComputeThreadsEnv = "TAAS_COMPUTE_THREADS";
+// Where a replica computes: "cpu" or "cuda"; unset: the CUDA devices visible to the process when
+// there are any (one model replica per GPU under all-reduce), else the CPU.
+inline constexpr std::string_view kDeviceEnv = "TAAS_DEVICE";
+// The GPUs a process may use, as NVIDIA's device plugin sets it in a pod asking for
+// nvidia.com/gpu (CUDA itself applies it; the runtime names it in messages).
+inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
 // OpenMP's wait policy, read once when the library loads: PASSIVE makes idle compute threads
 // sleep instead of spinning on cores that other replicas share. The local launcher sets it for
 // every replica that does not set it itself (in a pod the runtime sizes its threads to the pod's

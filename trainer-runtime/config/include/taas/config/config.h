@@ -54,6 +54,15 @@ struct RuntimeConfig {
   // Threads of each model replica's compute (taas::SetHostComputeThreads); 0: chosen at start-up
   // from the CPUs the process may use.
   int compute_threads = 0;
+  // TAAS_DEVICE / --device: "cpu", "cuda" or "" (the GPUs when any is visible), and which of the
+  // two set it; the choice itself is ChooseDevices', at start-up.
+  std::string device_setting;
+  std::string device_source;
+  // CUDA_VISIBLE_DEVICES as the process got it, for messages; "unset" when it was not set.
+  std::string cuda_visible_devices = "unset";
+  // Whether TAAS_REPLICAS_PER_WORKER / --replicas_per_worker was given (else, on GPUs, one model
+  // replica per visible GPU).
+  bool replicas_per_worker_set = false;
 
   // Collective training (info.strategy). The strategy as TAAS_STRATEGY / --strategy named it, and
   // which of the two did ("" when inferred from TF_CONFIG: no `ps` means collective).
@@ -96,6 +105,22 @@ struct ComputeThreadsChoice {
   std::string chosen_by;
 };
 ComputeThreadsChoice ChooseComputeThreads(const RuntimeConfig& config, const AvailableCpus& cpus);
+
+// Where this process's model replicas compute, one device each, in replica order, and why (for
+// the startup line). `cuda_devices`: the CUDA devices the process sees (what the registered CUDA
+// memory counts; CUDA_VISIBLE_DEVICES applied), -1 when this binary has no CUDA device at all.
+//  - a parameter server: the host (it holds host tensors);
+//  - TAAS_DEVICE=cpu, or unset without a visible CUDA device: the host, for every replica;
+//  - TAAS_DEVICE=cuda, or unset with CUDA devices visible: under all-reduce one model replica per
+//    GPU (cuda:0..N-1; an explicit TAAS_REPLICAS_PER_WORKER may use fewer, never more), else (a
+//    parameter-server worker, the evaluator) one replica on cuda:0;
+//  - TAAS_DEVICE=cuda without a visible CUDA device: kFailedPrecondition (permanent) naming
+//    CUDA_VISIBLE_DEVICES and the fix.
+struct DeviceChoice {
+  std::vector<Device> devices;  // one per model replica of this process
+  std::string chosen_by;
+};
+absl::StatusOr<DeviceChoice> ChooseDevices(const RuntimeConfig& config, int cuda_devices);
 
 // Reads argv and the process environment, then ParseConfig and ReadSecrets.
 absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv);
