@@ -3,12 +3,16 @@
 #   builder   the repository's own setup script and CMake build, as in the README
 #   operator  taas-operator, taas-ui and the web UI assets            (--target operator)
 #   trainer   runtime shared libraries + example trainers in /opt/taas/bin (--target trainer)
+#   trainer-cuda  the same trainers built with CUDA, and the CUDA libraries they load (cuDNN,
+#             cuBLAS, NCCL, the CUDA runtime, NVRTC) in /opt/taas/cuda/lib: nothing else of
+#             the toolkit; the driver comes from the node (--target trainer-cuda)
 #   sdk       compiler, the -dev packages and the installed taas SDK in /opt/taas, to build a
 #             model FROM (--target sdk; examples/custom-model/Dockerfile builds FROM sdk and
 #             runs FROM trainer)
 #
 #   docker build --target operator -t taas/operator:0.1.0 .
 #   docker build --target trainer  -t taas/trainer:0.1.0 .
+#   docker build --target trainer-cuda -t taas/trainer-cuda:0.1.0 .
 #   docker build --target sdk      -t taas/sdk:0.1.0 .
 #   buildah bud --layers --target trainer -t taas/trainer:0.1.0 .   # daemonless, same file
 #
@@ -27,8 +31,9 @@ WORKDIR /src/taas
 # The whole tree first: setup fragments may read component files (e.g. web-ui/package.json).
 COPY . .
 # The README's setup script, less the fragments that only tests need (the test control plane,
-# Python tools, Helm): they are removed from this copy of the tree before it runs.
-ARG TAAS_SETUP_SKIP="30-kubernetes 40-python 60-packaging"
+# Python tools, Helm) and the CUDA wheels (builder-cuda's): they are removed from this copy of the
+# tree before it runs.
+ARG TAAS_SETUP_SKIP="30-kubernetes 40-python 45-cuda 60-packaging"
 RUN for fragment in $TAAS_SETUP_SKIP; do rm -f "scripts/setup.d/$fragment.sh"; done \
  && scripts/setup.sh
 # (bash explicitly: the OCI image format has no SHELL instruction.)
@@ -41,6 +46,17 @@ RUN scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
 # The SDK (sdk/CMakeLists.txt): headers, libraries, CMake package, pkg-config file, launcher and
 # template. Its files find each other by relative paths, so it moves to /opt/taas as it is.
 RUN cmake --install "$TAAS_BUILD" --prefix /out/sdk
+
+# ---------------------------------------------------------------------------------------------
+# The CUDA build: the builder plus the CUDA wheels (scripts/setup.d/45-cuda.sh, installed with the
+# Python venv of 40-python), the tree built again with TAAS_WITH_CUDA in its own folder (ccache
+# keeps the C++ of the first build), staged with the NVIDIA libraries the trainers load.
+FROM builder AS builder-cuda
+COPY scripts/setup.d/40-python.sh scripts/setup.d/45-cuda.sh scripts/setup.d/
+RUN scripts/setup.sh
+ENV TAAS_BUILD=/src/taas/build-cuda
+RUN bash -euo pipefail -c 'source scripts/lib/common.sh; source scripts/lib/build.sh; taas_build \
+ && TAAS_CUDA_LIB_ROOT="$TAAS_CUDA_DIR/nvidia" scripts/packaging/stage-install.sh "$TAAS_BUILD" /out'
 
 # ---------------------------------------------------------------------------------------------
 # What a model is built FROM: compiler, CMake, Ninja, pkg-config, the -dev packages the SDK's
@@ -90,6 +106,30 @@ USER 10001:10001
 # Trainers serve gRPC on the TF_CONFIG port (2222 under the operator) and metrics on 9090.
 EXPOSE 2222 9090
 # Without TF_CONFIG a trainer runs alone: a single-process Fashion-MNIST training.
+CMD ["/opt/taas/bin/fashion-mnist-cnn"]
+
+# ---------------------------------------------------------------------------------------------
+# The trainers on GPUs: a TFJob asks for nvidia.com/gpu (examples/fashion-mnist-cnn/job-gpu.yaml);
+# the NVIDIA device plugin sets CUDA_VISIBLE_DEVICES and the container toolkit mounts the
+# driver's libcuda for the capabilities named here; the runtime puts one model replica on each
+# visible GPU (docs/trainer-runtime.md, "GPUs").
+FROM runtime-base AS trainer-cuda
+LABEL org.opencontainers.image.title="taas trainer (CUDA)" \
+      org.opencontainers.image.description="taas trainer runtime and the example trainers built with CUDA, with the cuDNN, cuBLAS, NCCL and CUDA runtime libraries they load; the NVIDIA driver comes from the node"
+USER root
+COPY --from=builder-cuda /out/trainer/runtime-packages.txt /tmp/runtime-packages.txt
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      $(cat /tmp/runtime-packages.txt) dataset-fashion-mnist \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt
+# The CUDA build's own libraries replace the plain build's of the same names.
+COPY --from=builder-cuda /out/lib/ /opt/taas/lib/
+COPY --from=builder-cuda /out/cuda/lib/ /opt/taas/cuda/lib/
+COPY --from=builder-cuda /out/trainer/bin/ /opt/taas/bin/
+ENV LD_LIBRARY_PATH=/opt/taas/lib:/opt/taas/cuda/lib \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+USER 10001:10001
+EXPOSE 2222 9090
 CMD ["/opt/taas/bin/fashion-mnist-cnn"]
 
 # ---------------------------------------------------------------------------------------------

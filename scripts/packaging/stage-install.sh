@@ -7,9 +7,14 @@
 #   OUT/trainer/bin/                    the example trainers and the launcher  (stripped)
 #   OUT/trainer/runtime-packages.txt    Debian runtime packages those binaries load
 #   OUT/lib/                            shared libraries from the build tree, if any
+#   OUT/cuda/lib/                       a CUDA build's NVIDIA libraries (TAAS_CUDA_LIB_ROOT below)
 # Fails naming the binary when a required one was not built.
 #   scripts/packaging/stage-install.sh BUILD_DIR OUT
-# Environment (for tests): TAAS_WEB_UI_SRC (default <repo>/web-ui; the assets are its dist/),
+# Environment: TAAS_CUDA_LIB_ROOT, the toolkit folder a CUDA build took its libraries from (the
+# wheels' nvidia/ folder): the libraries the trainers load from there are copied to OUT/cuda/lib,
+# with those they open at run time without linking them (cuDNN's sub-libraries, NVRTC), for the
+# trainer-cuda image; unset, such a library fails the staging as any unknown one does.
+# For tests: TAAS_WEB_UI_SRC (default <repo>/web-ui; the assets are its dist/),
 # TAAS_OPERATOR_BINARIES, TAAS_TRAINER_BINARIES (space-separated names).
 set -euo pipefail
 
@@ -25,6 +30,8 @@ operator_binaries=(${TAAS_OPERATOR_BINARIES:-taas-operator taas-ui})
 trainer_binaries=(${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp taas})
 web_src="${TAAS_WEB_UI_SRC:-$root/web-ui}"
 web_dist="$web_src/dist"
+cuda_root=""
+[ -n "${TAAS_CUDA_LIB_ROOT:-}" ] && cuda_root="$(readlink -f "$TAAS_CUDA_LIB_ROOT")"
 
 say() { printf 'stage-install: %s\n' "$*" >&2; }
 fail() {
@@ -70,9 +77,30 @@ for image in operator trainer; do
   while read -r lib; do
     case "$lib" in
       "$build"/*) cp -L "$lib" "$out/lib/" ;;
-      *) fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build" ;;
+      *)
+        [ -n "$cuda_root" ] && [[ "$(readlink -f "$lib")" == "$cuda_root"/* ]] ||
+          fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build"
+        mkdir -p "$out/cuda/lib"
+        cp -L "$lib" "$out/cuda/lib/"
+        ;;
     esac
   done < <(sed -n 's/^file://p' "$out/needs.txt")
   rm "$out/needs.txt"
   say "$image runtime packages: $(tr '\n' ' ' <"$out/$image/runtime-packages.txt")"
 done
+# What the NVIDIA libraries open by name at run time: cuDNN 9's libcudnn.so.9 is a front that
+# loads its graph, ops, engine and heuristic libraries; cuDNN's runtime-compiled engines and
+# cuBLAS load NVRTC and its builtins.
+if [ -n "$cuda_root" ]; then
+  [ -d "$out/cuda/lib" ] || fail "TAAS_CUDA_LIB_ROOT=$TAAS_CUDA_LIB_ROOT, but no staged trainer \
+loads a library from there: was the build configured with TAAS_WITH_CUDA=ON?"
+  opened=()
+  [ -f "$out/cuda/lib/libcudnn.so.9" ] && opened+=('libcudnn_*.so.9')
+  opened+=('libnvrtc.so.*' 'libnvrtc-builtins.so.*')
+  for pattern in "${opened[@]}"; do
+    while read -r lib; do
+      cp -L "$lib" "$out/cuda/lib/"
+    done < <(find "$cuda_root" -name "$pattern" \( -type f -o -type l \))
+  done
+  say "CUDA libraries: $(ls "$out/cuda/lib" | tr '\n' ' ')"
+fi

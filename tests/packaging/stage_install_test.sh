@@ -75,6 +75,27 @@ if command -v npm >/dev/null; then
   check "web UI built when dist/ is missing" env TAAS_WEB_UI_SRC="$web2" "$stage" "$build" "$tmp/out5"
   check "built web UI staged" grep -q built "$tmp/out5/operator/share/web-ui/index.html"
 fi
+# A CUDA build: a trainer linking a library of the toolkit (as the wheels lay it out), which opens
+# a sub-library by name at run time, as cuDNN 9 does.
+cuda="$tmp/cuda/nvidia"
+mkdir -p "$cuda/cudnn/lib" "$cuda/cu13/lib"
+printf 'int cudnn_answer() { return 42; }\n' >"$tmp/cudnn.cc"
+g++ -shared -fPIC -Wl,-soname,libcudnn.so.9 -o "$cuda/cudnn/lib/libcudnn.so.9" "$tmp/cudnn.cc"
+cp "$cuda/cudnn/lib/libcudnn.so.9" "$cuda/cudnn/lib/libcudnn_ops.so.9"
+cp "$cuda/cudnn/lib/libcudnn.so.9" "$cuda/cu13/lib/libnvrtc.so.13"
+printf 'int cudnn_answer();\nint main() { return cudnn_answer() == 42 ? 0 : 1; }\n' >"$tmp/gpu.cc"
+g++ -o "$build/examples/a/trainer-gpu" "$tmp/gpu.cc" "$cuda/cudnn/lib/libcudnn.so.9" \
+  -Wl,-rpath,"$cuda/cudnn/lib"
+msg="$(TAAS_TRAINER_BINARIES="trainer-gpu" "$stage" "$build" "$tmp/out6" 2>&1 || true)"
+check "a CUDA library without TAAS_CUDA_LIB_ROOT is refused, named" \
+  grep -q "libcudnn.so.9 is loaded by a staged binary but belongs to no Debian package" <<<"$msg"
+check "stage-install of a CUDA build succeeds" env TAAS_TRAINER_BINARIES="trainer-gpu" \
+  TAAS_CUDA_LIB_ROOT="$cuda" "$stage" "$build" "$tmp/out7"
+check "the linked CUDA library and those opened at run time are staged" \
+  test -f "$tmp/out7/cuda/lib/libcudnn.so.9" -a -f "$tmp/out7/cuda/lib/libcudnn_ops.so.9" \
+  -a -f "$tmp/out7/cuda/lib/libnvrtc.so.13"
+check "no CUDA library in the plain library folder" test ! -e "$tmp/out7/lib/libcudnn.so.9"
+
 msg="$("$root/scripts/packaging/runtime-packages.sh" /etc/hostname 2>&1 || true)"
 check "non-ELF refused" grep -q "not an ELF binary" <<<"$msg"
 
