@@ -20,16 +20,20 @@ import argparse
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import traceback
 import urllib.request
 
-# The e2e suite's control-plane and kubectl helpers, shared rather than copied.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "operator"))
+# The e2e suite's control-plane and kubectl helpers and the webhook certificates, shared rather
+# than copied.
+_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(_TESTS, "operator"))
+sys.path.insert(0, os.path.join(_TESTS, "lib"))
 import operator_e2e_test as e2e  # noqa: E402
+import webhook_certs  # noqa: E402
+from webhook_certs import free_port, run  # noqa: E402
 from operator_e2e_test import (TestFailure, check, condition, env_var, events,  # noqa: E402
                                has_condition, job_pods, job_status, live_pods, log, pod,
                                pods_running, tfjob, wait_for)
@@ -62,19 +66,6 @@ IMPROVED_VALIDATION = "invalid specs Kubeflow's webhook lets through"
 TAAS_ONLY = {"managed_by": "runPolicy.managedBy is Kubeflow 1.9; the peer is v1.8.1"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        raise TestFailure(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
-    return p.stdout
-
-
 # ---------------------------------------------------------------------------------------------
 # the two operators
 
@@ -101,27 +92,8 @@ class Kubeflow:
         """A CA and a serving certificate the cert rotator accepts as its own (CA named
         training-operator-ca, server certificate for training-operator.kubeflow.svc) that is also
         valid for 127.0.0.1, where the API server calls the webhook."""
-        os.makedirs(d, exist_ok=True)
-        ca_key, ca_crt = os.path.join(d, "ca.key"), os.path.join(d, "ca.crt")
-        key, csr, crt = (os.path.join(d, f) for f in ("tls.key", "tls.csr", "tls.crt"))
-        ext = os.path.join(d, "ext.cnf")
-        # -traditional: the rotator parses PKCS#1 keys only.
-        run(["openssl", "genrsa", "-traditional", "-out", ca_key, "2048"])
-        run(["openssl", "req", "-x509", "-new", "-key", ca_key, "-days", "3650", "-out", ca_crt,
-             "-subj", "/O=training-operator/CN=training-operator-ca",
-             "-addext", "subjectAltName=DNS:training-operator-ca",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment"])
-        run(["openssl", "genrsa", "-traditional", "-out", key, "2048"])
-        run(["openssl", "req", "-new", "-key", key, "-out", csr, "-subj", f"/CN={PEER_SERVICE_DNS}"])
-        with open(ext, "w") as f:
-            f.write(f"subjectAltName=DNS:{PEER_SERVICE_DNS},IP:127.0.0.1\n"
-                    "extendedKeyUsage=serverAuth\n"
-                    "keyUsage=critical,digitalSignature,keyEncipherment\n")
-        run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key,
-             "-CAcreateserial", "-days", "3650", "-extfile", ext, "-out", crt])
-        return {n: open(os.path.join(d, n), "rb").read()
-                for n in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
+        return webhook_certs.make_certs(d, "training-operator", "training-operator-ca",
+                                        PEER_SERVICE_DNS)
 
     def install(self):
         env = self.env
