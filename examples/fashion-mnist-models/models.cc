@@ -15,8 +15,9 @@ absl::StatusOr<BatchStats> Model::TrainStep(const data::Batch& batch) {
   TAAS_RETURN_IF_ERROR(network_.Backward(loss_.Backward()));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
   if (l2_scale_ > 0.0f) {
-    stats.loss += nn::L2Loss(regularized_, l2_scale_);
-    nn::AddL2Gradients(regularized_, l2_scale_);
+    TAAS_ASSIGN_OR_RETURN(const float l2, nn::L2Loss(regularized_, l2_scale_));
+    stats.loss += l2;
+    TAAS_RETURN_IF_ERROR(nn::AddL2Gradients(regularized_, l2_scale_));
   }
   return stats;
 }
@@ -25,7 +26,10 @@ absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
   TAAS_ASSIGN_OR_RETURN(const Tensor* logits, network_.Forward(batch.images, false));
   TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(*logits, batch.labels));
   BatchStats stats{result.loss, result.correct, batch.images.shape()[0]};
-  if (l2_scale_ > 0.0f) stats.loss += nn::L2Loss(regularized_, l2_scale_);
+  if (l2_scale_ > 0.0f) {
+    TAAS_ASSIGN_OR_RETURN(const float l2, nn::L2Loss(regularized_, l2_scale_));
+    stats.loss += l2;
+  }
   return stats;
 }
 

@@ -34,6 +34,12 @@ void ChunkedConvPool::CopyChunk(const Tensor& from, std::int64_t begin, std::int
 absl::StatusOr<const Tensor*> ChunkedConvPool::Forward(const Tensor& input, bool training) {
   // A Forward that fails half way leaves chunks of the last batch and of this one: no Backward.
   input_ = nullptr;
+  if (!input.device().is_cpu()) {
+    // Chunking keeps a chunk's convolution output in the host's cache; a device has no use for it.
+    return absl::FailedPreconditionError(
+        name() + ": runs on the host only, the input is on " + DeviceName(input.device()) +
+        ": use Conv2D and MaxPool2D as two layers (the Fashion-MNIST CNN's conv1_chunk = 0)");
+  }
   if (input.shape().size() != 4 || input.shape()[0] <= 0) {
     return internal::InputShapeError(name(), "[N >= 1, H, W, C]", input.shape());
   }

@@ -81,20 +81,33 @@ bool Conv2D::SkipReluMask() {
   return true;
 }
 
-absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
-  auto it = plans_.find(input_shape);
-  if (it != plans_.end() && it->second->has_bwd_data == input_gradient_) return it->second.get();
-
-  const std::int64_t n = input_shape[0], h = input_shape[1], w = input_shape[2];
-  std::int64_t pad_t, pad_b, pad_l, pad_r;
-  const std::int64_t oh = OutputSize(h, kernel_size_, strides_, padding_, &pad_t, &pad_b);
-  const std::int64_t ow = OutputSize(w, kernel_size_, strides_, padding_, &pad_l, &pad_r);
-  if (oh <= 0 || ow <= 0) {
+absl::StatusOr<ConvGeometry> Conv2D::GeometryFor(const Shape& input_shape) const {
+  ConvGeometry g{.n = input_shape[0],
+                 .h = input_shape[1],
+                 .w = input_shape[2],
+                 .c = in_channels_,
+                 .filters = filters_,
+                 .kernel_size = kernel_size_,
+                 .strides = strides_};
+  g.out_h = OutputSize(g.h, kernel_size_, strides_, padding_, &g.pad_top, &g.pad_bottom);
+  g.out_w = OutputSize(g.w, kernel_size_, strides_, padding_, &g.pad_left, &g.pad_right);
+  if (g.out_h <= 0 || g.out_w <= 0) {
     const std::string k = std::to_string(kernel_size_);
     return internal::InputShapeError(
         name(), "[N, H >= " + k + ", W >= " + k + ", " + std::to_string(in_channels_) + "]",
         input_shape);
   }
+  return g;
+}
+
+absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
+  auto it = plans_.find(input_shape);
+  if (it != plans_.end() && it->second->has_bwd_data == input_gradient_) return it->second.get();
+
+  TAAS_ASSIGN_OR_RETURN(const ConvGeometry g, GeometryFor(input_shape));
+  const std::int64_t n = g.n, h = g.h, w = g.w, oh = g.out_h, ow = g.out_w;
+  const std::int64_t pad_t = g.pad_top, pad_b = g.pad_bottom, pad_l = g.pad_left,
+                     pad_r = g.pad_right;
   return internal::CallDnnl(name(), [&]() -> absl::StatusOr<Plan*> {
     auto plan = std::make_unique<Plan>();
     plan->output_shape = {n, oh, ow, filters_};
@@ -193,6 +206,9 @@ absl::StatusOr<const Tensor*> Conv2D::Rebind(const Tensor& input) {
 }
 
 absl::StatusOr<const Tensor*> Conv2D::Forward(const Tensor& input, bool) {
+  input_ = nullptr;
+  TAAS_RETURN_IF_ERROR(internal::CheckVariablesOn(name(), input.device(), {&kernel_, &bias_}));
+  if (!input.device().is_cpu()) return ForwardOnDevice(input);
   TAAS_RETURN_IF_ERROR(Rebind(input).status());
   return internal::CallDnnl(name(), [&]() -> absl::StatusOr<const Tensor*> {
     auto& stream = context_.stream();
@@ -210,6 +226,7 @@ absl::StatusOr<const Tensor*> Conv2D::Forward(const Tensor& input, bool) {
 
 absl::StatusOr<const Tensor*> Conv2D::Backward(const Tensor& grad_output) {
   TAAS_RETURN_IF_ERROR(internal::CheckGradient(name(), input_ != nullptr, grad_output, output_));
+  if (!grad_output.device().is_cpu()) return BackwardOnDevice(grad_output);
   if (plan_->has_bwd_data != input_gradient_) {
     TAAS_ASSIGN_OR_RETURN(plan_, PlanFor(input_->shape()));
   }
@@ -244,6 +261,42 @@ absl::StatusOr<const Tensor*> Conv2D::Backward(const Tensor& grad_output) {
     stream.wait();
     return &input_grad_;
   });
+}
+
+absl::StatusOr<const Tensor*> Conv2D::ForwardOnDevice(const Tensor& input) {
+  const Device device = input.device();
+  TAAS_RETURN_IF_ERROR(CheckInput(input));
+  TAAS_ASSIGN_OR_RETURN(geometry_, GeometryFor(input.shape()));
+  TAAS_RETURN_IF_ERROR(internal::OnDevice(name(), device, [&](DeviceKernels& kernels) {
+    internal::Ensure(output_, {geometry_.n, geometry_.out_h, geometry_.out_w, filters_}, device);
+    return kernels.ConvForward(device_state_, geometry_, input, kernel_.value, bias_.value,
+                               activation_ == Activation::kRelu, output_);
+  }));
+  input_ = &input;
+  return &output_;
+}
+
+absl::StatusOr<const Tensor*> Conv2D::BackwardOnDevice(const Tensor& grad_output) {
+  const Device device = grad_output.device();
+  return internal::OnDevice(
+      name(), device, [&](DeviceKernels& kernels) -> absl::StatusOr<const Tensor*> {
+        const Tensor* dy = &grad_output;
+        if (activation_ == Activation::kRelu && !skip_relu_mask_) {
+          internal::Ensure(masked_grad_, grad_output.shape(), device);
+          TAAS_RETURN_IF_ERROR(kernels.ReluMask(output_, grad_output, masked_grad_));
+          dy = &masked_grad_;
+        }
+        Tensor* dx = nullptr;
+        if (input_gradient_) {
+          internal::Ensure(input_grad_, input_->shape(), device);
+          dx = &input_grad_;
+        } else {
+          input_grad_ = Tensor();
+        }
+        TAAS_RETURN_IF_ERROR(kernels.ConvBackward(device_state_, geometry_, *input_, kernel_.value,
+                                                  *dy, kernel_.gradient, bias_.gradient, dx));
+        return &input_grad_;
+      });
 }
 
 }  // namespace taas::nn

@@ -28,6 +28,18 @@ absl::StatusOr<const Tensor*> Dense::Forward(const Tensor& input, bool) {
     return internal::InputShapeError(name(), "[N, " + std::to_string(in_) + "]", input.shape());
   }
   const std::int64_t n = input.shape()[0];
+  const Device device = input.device();
+  input_ = nullptr;
+  TAAS_RETURN_IF_ERROR(internal::CheckVariablesOn(name(), device, {&kernel_, &bias_}));
+  if (!device.is_cpu()) {
+    TAAS_RETURN_IF_ERROR(internal::OnDevice(name(), device, [&](DeviceKernels& kernels) {
+      Ensure(output_, {n, out_}, device);
+      return kernels.DenseForward(input, kernel_.value, bias_.value,
+                                  activation_ == Activation::kRelu, output_);
+    }));
+    input_ = &input;
+    return &output_;
+  }
   input_ = &input;
   Ensure(output_, {n, out_});
   float* y = output_.data();
@@ -51,6 +63,7 @@ bool Dense::SkipReluMask() {
 
 absl::StatusOr<const Tensor*> Dense::Backward(const Tensor& grad_output) {
   TAAS_RETURN_IF_ERROR(internal::CheckGradient(name(), input_ != nullptr, grad_output, output_));
+  if (!grad_output.device().is_cpu()) return BackwardOnDevice(grad_output);
   const std::int64_t n = grad_output.shape()[0];
   const Tensor* dy = &grad_output;
   if (activation_ == Activation::kRelu && !skip_relu_mask_) {
@@ -74,6 +87,29 @@ absl::StatusOr<const Tensor*> Dense::Backward(const Tensor& grad_output) {
   dnnl::sgemm('N', 'T', n, in_, out_, 1.0f, dy->data(), out_, kernel_.value.data(), out_, 0.0f,
               input_grad_.data(), in_);
   return &input_grad_;
+}
+
+absl::StatusOr<const Tensor*> Dense::BackwardOnDevice(const Tensor& grad_output) {
+  const Device device = grad_output.device();
+  return internal::OnDevice(
+      name(), device, [&](DeviceKernels& kernels) -> absl::StatusOr<const Tensor*> {
+        const Tensor* dy = &grad_output;
+        if (activation_ == Activation::kRelu && !skip_relu_mask_) {
+          Ensure(masked_grad_, grad_output.shape(), device);
+          TAAS_RETURN_IF_ERROR(kernels.ReluMask(output_, grad_output, masked_grad_));
+          dy = &masked_grad_;
+        }
+        Tensor* dx = nullptr;
+        if (input_gradient_) {
+          Ensure(input_grad_, input_->shape(), device);
+          dx = &input_grad_;
+        } else {
+          input_grad_ = Tensor();
+        }
+        TAAS_RETURN_IF_ERROR(kernels.DenseBackward(*input_, kernel_.value, *dy, kernel_.gradient,
+                                                   bias_.gradient, dx));
+        return &input_grad_;
+      });
 }
 
 }  // namespace taas::nn

@@ -13,8 +13,8 @@ void InitializeVariable(const std::string& layer, const char* field, const Initi
   initializer.Fill(variable.value, std::hash<std::string>{}(variable.name));
 }
 
-void Ensure(Tensor& tensor, const Shape& shape) {
-  if (tensor.shape() != shape) tensor = Tensor(shape);
+void Ensure(Tensor& tensor, const Shape& shape, Device device) {
+  if (tensor.shape() != shape || tensor.device() != device) tensor = Tensor(shape, device);
 }
 
 void ReluMask(const Tensor& output, const Tensor& grad, Tensor& out) {
@@ -37,12 +37,43 @@ absl::Status CheckGradient(const std::string& layer, bool forward_ran, const Ten
   if (!forward_ran) {
     return absl::FailedPreconditionError(layer + ": Backward without a successful Forward");
   }
+  if (grad_output.device() != output.device()) {
+    return absl::FailedPreconditionError(layer + ": the gradient is on " +
+                                         DeviceName(grad_output.device()) + ", the output on " +
+                                         DeviceName(output.device()));
+  }
   if (grad_output.shape() != output.shape()) {
     return absl::InvalidArgumentError(layer + ": expected a gradient of the output's shape " +
                                       ShapeString(output.shape()) + ", got " +
                                       ShapeString(grad_output.shape()));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckVariablesOn(const std::string& layer, Device device,
+                              std::initializer_list<const Variable*> variables) {
+  for (const Variable* variable : variables) {
+    for (const Tensor* tensor : {&variable->value, &variable->gradient}) {
+      if (tensor->device() == device) continue;
+      return absl::FailedPreconditionError(
+          layer + ": " + variable->name + (tensor == &variable->value ? "" : " (its gradient)") +
+          " is on " + DeviceName(tensor->device()) + " but the input is on " + DeviceName(device) +
+          ": place the model's variables on the device of its input");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoKernels(const std::string& layer, Device device) {
+  return absl::FailedPreconditionError(
+      layer + ": the input is on " + DeviceName(device) +
+      " but no kernels are registered for that device type: build with TAAS_WITH_CUDA and "
+      "link the CUDA engine (taas::nn_cuda)");
+}
+
+absl::Status NameLayer(const std::string& layer, Device device, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      layer + ": " + DeviceName(device) + ": " + std::string(status.message()));
 }
 
 }  // namespace taas::nn::internal

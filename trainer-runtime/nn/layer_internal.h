@@ -1,11 +1,16 @@
 // What the layers share and a model never sees: buffer reuse, the ReLU mask, the shape errors of
-// the layer contract (layer.h) and the one place oneDNN's exceptions become a Status.
+// the layer contract (layer.h), the one place oneDNN's exceptions become a Status, and the way to
+// another device's kernels (device_kernels.h).
 #pragma once
 
+#include <initializer_list>
+#include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <utility>
 
 #include "taas/base/status.h"
+#include "taas/nn/device_kernels.h"
 #include "taas/tensor/initializers.h"
 #include "taas/tensor/tensor.h"
 #include "taas/tensor/variable.h"
@@ -20,8 +25,9 @@ namespace taas::nn::internal {
 void InitializeVariable(const std::string& layer, const char* field, const Initializer& initializer,
                         Variable& variable);
 
-// Makes `tensor` have `shape`, reallocating only when the shape changes.
-void Ensure(Tensor& tensor, const Shape& shape);
+// Makes `tensor` have `shape` on `device`, reallocating only when either changes. On a device
+// other than the host it throws std::bad_alloc when the device is full: call it inside OnDevice.
+void Ensure(Tensor& tensor, const Shape& shape, Device device = Device::Cpu());
 
 // grad * (output > 0) into `out`.
 void ReluMask(const Tensor& output, const Tensor& grad, Tensor& out);
@@ -32,7 +38,8 @@ absl::Status InputShapeError(const std::string& layer, const std::string& expect
                              const Shape& actual);
 
 // The checks every Backward starts with: FailedPrecondition unless the last Forward succeeded
-// (`forward_ran`), InvalidArgument unless `grad_output` has the shape of `output`.
+// (`forward_ran`) or when `grad_output` is not on the device of `output`, InvalidArgument unless
+// it has the shape of `output`.
 absl::Status CheckGradient(const std::string& layer, bool forward_ran, const Tensor& grad_output,
                            const Tensor& output);
 
@@ -46,6 +53,42 @@ auto CallDnnl(const std::string& layer, Body&& body) -> decltype(body()) {
     return body();
   } catch (const dnnl::error& error) {
     return absl::InternalError(layer + ": oneDNN: " + error.what());
+  }
+}
+
+// FailedPrecondition naming the layer and the variable unless every value and gradient of
+// `variables` is on `device`, the input's: a layer never computes across devices.
+absl::Status CheckVariablesOn(const std::string& layer, Device device,
+                              std::initializer_list<const Variable*> variables);
+
+// FailedPrecondition naming the layer and `device` when no engine registered kernels for it (a
+// build without CUDA).
+absl::Status NoKernels(const std::string& layer, Device device);
+
+// "<layer>: <device>: <message>", same code: a device kernel's error as the layer returns it.
+absl::Status NameLayer(const std::string& layer, Device device, const absl::Status& status);
+
+inline const absl::Status& StatusOf(const absl::Status& status) { return status; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& result) {
+  return result.status();
+}
+
+// Runs `body` with the kernels registered for `device` (not the host): device kernel calls and
+// Ensure on `device`, returning a Status or a StatusOr. Returns its result with the layer's name
+// on an error, NoKernels when there are none, or ResourceExhausted naming the layer when the
+// device's memory is full (the allocator's std::bad_alloc ends here).
+template <typename Body>
+auto OnDevice(const std::string& layer, Device device, Body&& body)
+    -> decltype(body(std::declval<DeviceKernels&>())) {
+  DeviceKernels* kernels = KernelsFor(device.type);
+  if (kernels == nullptr) return NoKernels(layer, device);
+  try {
+    auto result = body(*kernels);
+    if (!result.ok()) return NameLayer(layer, device, StatusOf(result));
+    return result;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(layer + ": " + DeviceName(device) + " is out of memory");
   }
 }
 

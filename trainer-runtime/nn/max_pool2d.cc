@@ -40,18 +40,30 @@ std::string MaxPool2D::ImplementationInfo() const {
          ", bwd: " + plan_->bwd_pd.impl_info_str();
 }
 
-absl::StatusOr<MaxPool2D::Plan*> MaxPool2D::PlanFor(const Shape& input_shape) {
-  auto it = plans_.find(input_shape);
-  if (it != plans_.end()) return it->second.get();
+absl::StatusOr<PoolGeometry> MaxPool2D::GeometryFor(const Shape& input_shape) const {
   if (input_shape.size() != 4) {
     return internal::InputShapeError(name(), "[N, H, W, C]", input_shape);
   }
-  const std::int64_t n = input_shape[0], h = input_shape[1], w = input_shape[2], c = input_shape[3];
-  if (h < pool_size_ || w < pool_size_) {
+  PoolGeometry g{.n = input_shape[0],
+                 .h = input_shape[1],
+                 .w = input_shape[2],
+                 .c = input_shape[3],
+                 .window = pool_size_,
+                 .strides = strides_};
+  if (g.h < pool_size_ || g.w < pool_size_) {
     const std::string p = std::to_string(pool_size_);
     return internal::InputShapeError(name(), "[N, H >= " + p + ", W >= " + p + ", C]", input_shape);
   }
-  const std::int64_t oh = (h - pool_size_) / strides_ + 1, ow = (w - pool_size_) / strides_ + 1;
+  g.out_h = (g.h - pool_size_) / strides_ + 1;
+  g.out_w = (g.w - pool_size_) / strides_ + 1;
+  return g;
+}
+
+absl::StatusOr<MaxPool2D::Plan*> MaxPool2D::PlanFor(const Shape& input_shape) {
+  auto it = plans_.find(input_shape);
+  if (it != plans_.end()) return it->second.get();
+  TAAS_ASSIGN_OR_RETURN(const PoolGeometry g, GeometryFor(input_shape));
+  const std::int64_t n = g.n, h = g.h, w = g.w, c = g.c, oh = g.out_h, ow = g.out_w;
   return internal::CallDnnl(name(), [&]() -> absl::StatusOr<Plan*> {
     auto plan = std::make_unique<Plan>();
     plan->output_shape = {n, oh, ow, c};
@@ -89,6 +101,7 @@ absl::StatusOr<const Tensor*> MaxPool2D::Rebind(const Tensor& input) {
 }
 
 absl::StatusOr<const Tensor*> MaxPool2D::Forward(const Tensor& input, bool) {
+  if (!input.device().is_cpu()) return ForwardOnDevice(input);
   TAAS_RETURN_IF_ERROR(Rebind(input).status());
   return internal::CallDnnl(name(), [&]() -> absl::StatusOr<const Tensor*> {
     auto& stream = context_.stream();
@@ -108,6 +121,7 @@ absl::StatusOr<const Tensor*> MaxPool2D::Backward(const Tensor& grad_output) {
     input_grad_ = Tensor();
     return &input_grad_;
   }
+  if (!grad_output.device().is_cpu()) return BackwardOnDevice(grad_output);
   internal::Ensure(input_grad_, input_->shape());
   const Tensor* dy = &grad_output;
   if (relu_input_) {
@@ -124,6 +138,35 @@ absl::StatusOr<const Tensor*> MaxPool2D::Backward(const Tensor& grad_output) {
     stream.wait();
     return &input_grad_;
   });
+}
+
+absl::StatusOr<const Tensor*> MaxPool2D::ForwardOnDevice(const Tensor& input) {
+  const Device device = input.device();
+  input_ = nullptr;
+  TAAS_ASSIGN_OR_RETURN(geometry_, GeometryFor(input.shape()));
+  TAAS_RETURN_IF_ERROR(internal::OnDevice(name(), device, [&](DeviceKernels& kernels) {
+    internal::Ensure(output_, {geometry_.n, geometry_.out_h, geometry_.out_w, geometry_.c}, device);
+    return kernels.MaxPoolForward(device_state_, geometry_, input, output_);
+  }));
+  input_ = &input;
+  return &output_;
+}
+
+absl::StatusOr<const Tensor*> MaxPool2D::BackwardOnDevice(const Tensor& grad_output) {
+  const Device device = grad_output.device();
+  return internal::OnDevice(
+      name(), device, [&](DeviceKernels& kernels) -> absl::StatusOr<const Tensor*> {
+        const Tensor* dy = &grad_output;
+        if (relu_input_) {
+          internal::Ensure(masked_grad_, grad_output.shape(), device);
+          TAAS_RETURN_IF_ERROR(kernels.ReluMask(output_, grad_output, masked_grad_));
+          dy = &masked_grad_;
+        }
+        internal::Ensure(input_grad_, input_->shape(), device);
+        TAAS_RETURN_IF_ERROR(
+            kernels.MaxPoolBackward(device_state_, geometry_, *input_, output_, *dy, input_grad_));
+        return &input_grad_;
+      });
 }
 
 }  // namespace taas::nn

@@ -23,6 +23,17 @@ absl::StatusOr<SoftmaxCrossEntropy::Result> SoftmaxCrossEntropy::Forward(
                                         " is outside [0, " + std::to_string(classes) + ")");
     }
   }
+  if (!logits.device().is_cpu()) {
+    return internal::OnDevice(
+        "softmax_cross_entropy", logits.device(),
+        [&](DeviceKernels& kernels) -> absl::StatusOr<Result> {
+          internal::Ensure(grad_, logits.shape(), logits.device());
+          TAAS_ASSIGN_OR_RETURN(const auto sums,
+                                kernels.SoftmaxCrossEntropy(logits, labels, grad_));
+          return Result{n > 0 ? static_cast<float>(sums.loss / static_cast<double>(n)) : 0.0f,
+                        sums.correct};
+        });
+  }
   internal::Ensure(grad_, logits.shape());
   Result result;
   double total = 0.0;

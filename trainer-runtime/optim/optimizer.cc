@@ -1,8 +1,12 @@
 #include "taas/optim/optimizer.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <string>
+
+#include "taas/optim/device_rules.h"
 
 namespace taas::optim {
 
@@ -109,6 +113,12 @@ class SgdOptimizer final : public Optimizer {
     for (std::size_t i = 0; i < n; ++i) v[i] -= lr * g[i];
   }
 
+ protected:
+  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                             std::span<Tensor* const>, std::int64_t step) const override {
+    return rules.Sgd(LearningRate(step), var, grad);
+  }
+
  private:
   OptimizerConfig config_;
 };
@@ -142,6 +152,13 @@ class MomentumOptimizer final : public Optimizer {
     }
   }
 
+ protected:
+  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                             std::span<Tensor* const> slots, std::int64_t step) const override {
+    return rules.Momentum(LearningRate(step), config_.momentum, config_.use_nesterov, var, grad,
+                          *slots[0]);
+  }
+
  private:
   OptimizerConfig config_;
 };
@@ -156,11 +173,7 @@ class AdamOptimizer final : public Optimizer {
 
   void Apply(std::span<float> var, std::span<const float> grad,
              std::span<const std::span<float>> slots, std::int64_t step) const override {
-    const double t = static_cast<double>(step + 1);
-    const double b1 = config_.beta1;
-    const double b2 = config_.beta2;
-    const float lr_t = static_cast<float>(LearningRate(step) * std::sqrt(1.0 - std::pow(b2, t)) /
-                                          (1.0 - std::pow(b1, t)));
+    const float lr_t = CorrectedRate(step);
     const float beta1 = config_.beta1;
     const float beta2 = config_.beta2;
     const float eps = config_.epsilon;
@@ -176,7 +189,23 @@ class AdamOptimizer final : public Optimizer {
     }
   }
 
+ protected:
+  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                             std::span<Tensor* const> slots, std::int64_t step) const override {
+    return rules.Adam(CorrectedRate(step), config_.beta1, config_.beta2, config_.epsilon, var, grad,
+                      *slots[0], *slots[1]);
+  }
+
  private:
+  // The learning rate with the bias correction of step + 1, in double as TF computes it.
+  float CorrectedRate(std::int64_t step) const {
+    const double t = static_cast<double>(step + 1);
+    const double b1 = config_.beta1;
+    const double b2 = config_.beta2;
+    return static_cast<float>(LearningRate(step) * std::sqrt(1.0 - std::pow(b2, t)) /
+                              (1.0 - std::pow(b1, t)));
+  }
+
   OptimizerConfig config_;
 };
 
@@ -254,6 +283,60 @@ absl::Status LearningRateSchedule::Validate() const {
   return Invalid("learning_rate.kind",
                  "must be exponential, piecewise constant, polynomial or inverse time, got " +
                      std::to_string(static_cast<int>(kind)));
+}
+
+namespace {
+
+// One slot, as the core's device memory has: the only device type besides the host is kCuda.
+std::atomic<DeviceUpdateRules*> cuda_rules{nullptr};
+
+}  // namespace
+
+DeviceUpdateRules* UpdateRulesFor(DeviceType type) {
+  return type == DeviceType::kCuda ? cuda_rules.load() : nullptr;
+}
+
+DeviceUpdateRules* RegisterDeviceUpdateRules(DeviceType type, DeviceUpdateRules* rules) {
+  return type == DeviceType::kCuda ? cuda_rules.exchange(rules) : nullptr;
+}
+
+absl::Status Optimizer::ApplyTensors(const std::string& name, Tensor& var, const Tensor& grad,
+                                     std::span<Tensor* const> slots, std::int64_t step) const {
+  const Device device = var.device();
+  const auto mismatch = [&](const std::string& what, const Tensor& tensor) {
+    return absl::InvalidArgumentError(name + ": " + what + " is " + ShapeString(tensor.shape()) +
+                                      " on " + DeviceName(tensor.device()) + ", the variable " +
+                                      ShapeString(var.shape()) + " on " + DeviceName(device));
+  };
+  if (grad.shape() != var.shape() || grad.device() != device) return mismatch("the gradient", grad);
+  if (static_cast<int>(slots.size()) != slot_count()) {
+    return absl::InvalidArgumentError(name + ": the optimizer keeps " +
+                                      std::to_string(slot_count()) + " slots per variable, got " +
+                                      std::to_string(slots.size()));
+  }
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i]->shape() != var.shape() || slots[i]->device() != device) {
+      return mismatch("slot " + std::to_string(i), *slots[i]);
+    }
+  }
+  if (device.is_cpu()) {
+    std::array<std::span<float>, 2> spans;
+    for (std::size_t i = 0; i < slots.size(); ++i) spans[i] = slots[i]->values();
+    Apply(var.values(), grad.values(), std::span(spans.data(), slots.size()), step);
+    return absl::OkStatus();
+  }
+  DeviceUpdateRules* rules = UpdateRulesFor(device.type);
+  if (rules == nullptr) {
+    return absl::FailedPreconditionError(
+        name + ": the variable is on " + DeviceName(device) +
+        " but no update rules are registered for that device type: build with TAAS_WITH_CUDA and "
+        "link the CUDA engine (taas::nn_cuda)");
+  }
+  if (absl::Status status = ApplyOnDevice(*rules, var, grad, slots, step); !status.ok()) {
+    return absl::Status(status.code(),
+                        name + ": " + DeviceName(device) + ": " + std::string(status.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerConfig& config) {

@@ -3,8 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
+#include "taas/optim/device_rules.h"
 #include "taas/optim/moving_average.h"
 
 namespace taas::optim {
@@ -217,6 +221,96 @@ TEST_CASE("bad configs name the field") {
   bad = CreateOptimizer({.name = "sgd", .learning_rate = {0.1f, 0.0f, 10, false}});
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("decay_rate") != std::string::npos);
+}
+
+TEST_CASE("ApplyTensors on host tensors is Apply, and refuses tensors that do not match") {
+  auto adam = Make({.name = "adam", .learning_rate = {0.1f, 1.0f, 0, false}});
+  Tensor var({2}, std::vector<float>{1.0f, -1.0f});
+  const Tensor grad({2}, std::vector<float>{0.5f, 0.25f});
+  Tensor m({2}), v({2});
+  std::vector<Tensor*> slots = {&m, &v};
+  REQUIRE(adam->ApplyTensors("w", var, grad, slots, 0).ok());
+  std::vector<float> expected = {1.0f, -1.0f}, em = {0, 0}, ev = {0, 0};
+  std::vector<std::span<float>> spans = {em, ev};
+  adam->Apply(expected, grad.values(), spans, 0);
+  CHECK(var.values()[0] == expected[0]);
+  CHECK(var.values()[1] == expected[1]);
+  CHECK(m.values()[1] == em[1]);
+
+  CHECK(adam->ApplyTensors("w", var, Tensor({3}), slots, 0).message() ==
+        "w: the gradient is [3] on cpu, the variable [2] on cpu");
+  std::vector<Tensor*> one = {&m};
+  CHECK(adam->ApplyTensors("w", var, grad, one, 0).message() ==
+        "w: the optimizer keeps 2 slots per variable, got 1");
+  Tensor short_slot({1});
+  std::vector<Tensor*> bad = {&m, &short_slot};
+  CHECK(adam->ApplyTensors("w", var, grad, bad, 0).code() == absl::StatusCode::kInvalidArgument);
+}
+
+// Host memory posing as cuda:0's, and rules that record what they were given.
+class TestMemory final : public DeviceMemory {
+ public:
+  void* Allocate(Device, std::size_t bytes) override { return std::calloc(1, bytes); }
+  void Free(Device, void* memory) override { std::free(memory); }
+  void Copy(void* to, Device, const void* from, Device, std::size_t bytes) override {
+    std::memcpy(to, from, bytes);
+  }
+};
+class RecordingRules final : public DeviceUpdateRules {
+ public:
+  absl::Status Sgd(float rate, Tensor&, const Tensor&) override {
+    lr = rate;
+    return absl::OkStatus();
+  }
+  absl::Status Momentum(float rate, float mu, bool nesterov, Tensor&, const Tensor&,
+                        Tensor&) override {
+    lr = rate;
+    momentum = mu;
+    use_nesterov = nesterov;
+    return absl::InternalError("momentum_update kernel: invalid device function");
+  }
+  absl::Status Adam(float lr_t, float, float, float, Tensor&, const Tensor&, Tensor&,
+                    Tensor&) override {
+    lr = lr_t;
+    return absl::OkStatus();
+  }
+  float lr = 0.0f, momentum = 0.0f;
+  bool use_nesterov = false;
+};
+
+TEST_CASE("ApplyTensors runs a device's registered rules with the host's learning rate") {
+  TestMemory memory;
+  DeviceMemory* previous_memory = RegisterDeviceMemory(DeviceType::kCuda, &memory);
+  {
+    constexpr Device cuda{DeviceType::kCuda, 0};
+    Tensor var({4}, cuda), grad({4}, cuda), m({4}, cuda), v({4}, cuda);
+    auto sgd = Make({.name = "sgd", .learning_rate = {0.1f, 0.5f, 10, true}});
+    CHECK(sgd->ApplyTensors("dense/kernel", var, grad, {}, 25).message() ==
+          "dense/kernel: the variable is on cuda:0 but no update rules are registered for that "
+          "device type: build with TAAS_WITH_CUDA and link the CUDA engine (taas::nn_cuda)");
+    CHECK(sgd->ApplyTensors("w", var, Tensor({4}), {}, 0).message() ==
+          "w: the gradient is [4] on cpu, the variable [4] on cuda:0");
+
+    RecordingRules rules;
+    DeviceUpdateRules* previous_rules = RegisterDeviceUpdateRules(DeviceType::kCuda, &rules);
+    REQUIRE(sgd->ApplyTensors("w", var, grad, {}, 25).ok());
+    CHECK(rules.lr == doctest::Approx(0.025));  // 0.1 * 0.5^floor(25 / 10)
+    auto momentum =
+        Make({.name = "momentum", .learning_rate = {}, .momentum = 0.8f, .use_nesterov = true});
+    std::vector<Tensor*> accum = {&m};
+    const absl::Status failed = momentum->ApplyTensors("w", var, grad, accum, 0);
+    CHECK(failed.code() == absl::StatusCode::kInternal);
+    CHECK(failed.message() == "w: cuda:0: momentum_update kernel: invalid device function");
+    CHECK(rules.momentum == doctest::Approx(0.8));
+    CHECK(rules.use_nesterov);
+    auto adam = Make({.name = "adam", .learning_rate = {0.1f, 1.0f, 0, false}});
+    std::vector<Tensor*> moments = {&m, &v};
+    REQUIRE(adam->ApplyTensors("w", var, grad, moments, 1).ok());
+    // lr * sqrt(1 - 0.999^2) / (1 - 0.9^2)
+    CHECK(rules.lr == doctest::Approx(0.1 * std::sqrt(1 - 0.999 * 0.999) / (1 - 0.81)));
+    RegisterDeviceUpdateRules(DeviceType::kCuda, previous_rules);
+  }
+  RegisterDeviceMemory(DeviceType::kCuda, previous_memory);
 }
 
 TEST_CASE("moving average warms up with num_updates like TF") {

@@ -1,4 +1,5 @@
-// 2-D convolution on oneDNN, input [N, H, W, C] (NHWC).
+// 2-D convolution, input [N, H, W, C] (NHWC): on oneDNN on the host, on the registered device
+// kernels (device_kernels.h) for an input on another device.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "taas/nn/compute.h"
+#include "taas/nn/device_kernels.h"
 #include "taas/nn/layer.h"
 #include "taas/tensor/initializers.h"
 
@@ -49,8 +51,8 @@ class Conv2D final : public Layer {
   bool SkipReluMask() override;
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
-  // Prepares Backward for `input` as if Forward(input) had run, without computing: the returned
-  // output has the right shape but stale contents. For callers that restore state
+  // Prepares Backward for `input` (on the host) as if Forward(input) had run, without computing:
+  // the returned output has the right shape but stale contents. For callers that restore state
   // (ChunkedConvPool).
   absl::StatusOr<const Tensor*> Rebind(const Tensor& input);
   // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
@@ -63,6 +65,11 @@ class Conv2D final : public Layer {
   absl::StatusOr<Plan*> PlanFor(const Shape& input_shape);
   // Forward's shape check.
   absl::Status CheckInput(const Tensor& input) const;
+  // The output size and padding for `input_shape` (checked by CheckInput); InvalidArgument for an
+  // input the kernel does not fit in.
+  absl::StatusOr<ConvGeometry> GeometryFor(const Shape& input_shape) const;
+  absl::StatusOr<const Tensor*> ForwardOnDevice(const Tensor& input);
+  absl::StatusOr<const Tensor*> BackwardOnDevice(const Tensor& grad_output);
 
   ComputeContext& context_;
   std::int64_t in_channels_, filters_, kernel_size_, strides_;
@@ -72,6 +79,8 @@ class Conv2D final : public Layer {
   Variable kernel_, bias_;
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   Plan* plan_ = nullptr;
+  ConvGeometry geometry_;                      // of the last Forward on a device
+  std::unique_ptr<DeviceState> device_state_;  // the device kernels' own
   const Tensor* input_ = nullptr;
   Tensor output_, masked_grad_, input_grad_;
 };

@@ -1,4 +1,5 @@
-// A fully connected layer: y = activation(x W + b). Matrix products run on oneDNN's sgemm.
+// A fully connected layer: y = activation(x W + b). Matrix products run on oneDNN's sgemm on the
+// host, on the registered device kernels (device_kernels.h) for an input on another device.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,8 @@ class Dense final : public Layer {
   Variable& bias() { return bias_; }
 
  private:
+  absl::StatusOr<const Tensor*> BackwardOnDevice(const Tensor& grad_output);
+
   std::int64_t in_, out_;
   Activation activation_;
   bool skip_relu_mask_ = false;

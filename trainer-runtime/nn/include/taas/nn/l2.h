@@ -3,13 +3,15 @@
 
 #include <vector>
 
+#include "taas/base/status.h"
 #include "taas/tensor/variable.h"
 
 namespace taas::nn {
 
-// scale * sum(w^2) / 2 over `variables`.
-float L2Loss(const std::vector<Variable*>& variables, float scale);
+// scale * sum(w^2) / 2 over `variables`, accumulated in double. Variables on another device than
+// the host run on its registered kernels (device_kernels.h); their errors name the variable.
+absl::StatusOr<float> L2Loss(const std::vector<Variable*>& variables, float scale);
 // Adds scale * w to each variable's gradient: call after the backward pass.
-void AddL2Gradients(const std::vector<Variable*>& variables, float scale);
+absl::Status AddL2Gradients(const std::vector<Variable*>& variables, float scale);
 
 }  // namespace taas::nn

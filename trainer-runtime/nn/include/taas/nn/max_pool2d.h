@@ -1,4 +1,5 @@
-// Max pooling on oneDNN, input [N, H, W, C] (NHWC), no padding (Keras "valid").
+// Max pooling, input [N, H, W, C] (NHWC), no padding (Keras "valid"): on oneDNN on the host, on
+// the registered device kernels (device_kernels.h) for an input on another device.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "taas/nn/compute.h"
+#include "taas/nn/device_kernels.h"
 #include "taas/nn/layer.h"
 
 namespace taas::nn {
@@ -30,8 +32,8 @@ class MaxPool2D final : public Layer {
   // zeroes the gradient of windows whose maximum is 0, which is exactly the ReLU's mask at the
   // positions the gradient flows to, on a tensor pool_size^2 times smaller.
   void set_relu_input(bool enabled) { relu_input_ = enabled; }
-  // The argmax workspace of the last Forward, which Backward reads: a caller that interleaves
-  // several batches saves and restores it (ChunkedConvPool).
+  // The argmax workspace of the last Forward on the host, which Backward reads: a caller that
+  // interleaves several batches saves and restores it (ChunkedConvPool).
   std::span<std::uint8_t> Workspace();
   // As Conv2D::Rebind; the workspace must be restored separately.
   absl::StatusOr<const Tensor*> Rebind(const Tensor& input);
@@ -43,12 +45,19 @@ class MaxPool2D final : public Layer {
   // The primitives for `input_shape`, created on first use; InvalidArgument for an input that is
   // not [N, H, W, C] or smaller than a window.
   absl::StatusOr<Plan*> PlanFor(const Shape& input_shape);
+  // The output size for `input_shape`; InvalidArgument for an input that is not [N, H, W, C] or
+  // smaller than a window.
+  absl::StatusOr<PoolGeometry> GeometryFor(const Shape& input_shape) const;
+  absl::StatusOr<const Tensor*> ForwardOnDevice(const Tensor& input);
+  absl::StatusOr<const Tensor*> BackwardOnDevice(const Tensor& grad_output);
 
   ComputeContext& context_;
   std::int64_t pool_size_, strides_;
   bool relu_input_ = false;
   std::map<Shape, std::unique_ptr<Plan>> plans_;
   Plan* plan_ = nullptr;
+  PoolGeometry geometry_;                      // of the last Forward on a device
+  std::unique_ptr<DeviceState> device_state_;  // the device kernels' own
   const Tensor* input_ = nullptr;
   Tensor output_, masked_grad_, input_grad_;
 };

@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "taas/base/status.h"
+#include "taas/tensor/tensor.h"
 
 namespace taas::optim {
+
+class DeviceUpdateRules;
 
 // The learning rate at a global step: TensorFlow's decays, with Keras's argument names
 // (tf.keras.optimizers.schedules). The default is a constant 0.01. `kind` picks the formula; each
@@ -85,7 +88,21 @@ class Optimizer {
   virtual void Apply(std::span<float> var, std::span<const float> grad,
                      std::span<const std::span<float>> slots, std::int64_t step) const = 0;
 
+  // Apply on whole tensors of any device: `grad` and the slot_count() `slots` have var's shape and
+  // device (slots zero before the first update). Host tensors go through Apply; another device's
+  // through the update rules its engine registered (device_rules.h), with the learning rate
+  // computed here. InvalidArgument naming `name` (the variable) for a shape, device or slot count
+  // that does not match, FailedPrecondition when no rules are registered for the device; the
+  // rules' own errors prefixed with `name`.
+  absl::Status ApplyTensors(const std::string& name, Tensor& var, const Tensor& grad,
+                            std::span<Tensor* const> slots, std::int64_t step) const;
+
   virtual float LearningRate(std::int64_t step) const = 0;
+
+ protected:
+  // The update of ApplyTensors on a device, the tensors checked.
+  virtual absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                                     std::span<Tensor* const> slots, std::int64_t step) const = 0;
 };
 
 // Builds the optimizer named in `config`; InvalidArgument naming the field for bad settings.
