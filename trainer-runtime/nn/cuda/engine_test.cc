@@ -1,0 +1,236 @@
+// Each layer, the loss, L2 and each update rule on CUDA against the CPU engine (oneDNN), on the
+// same inputs and variables. Tolerances, relative to the largest magnitude of the CPU's result:
+// - 1e-4 for products (Dense, Conv2D and their gradients): cuBLAS, cuDNN and oneDNN add the
+//   same float32 terms in different orders (up to ~5000 terms in a kernel gradient here);
+// - 1e-6 for element-wise results, pooling, the loss and the update rules (one rounding or an
+//   FMA contraction apart; max pooling picks the same element, so it is exact).
+#include "taas/nn/cuda/engine.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "layer_testing.h"
+#include "taas/nn/layers.h"
+#include "taas/optim/optimizer.h"
+
+namespace taas::nn {
+namespace {
+
+constexpr Device kCuda0{DeviceType::kCuda, 0};
+constexpr double kProductTolerance = 1e-4;
+constexpr double kElementTolerance = 1e-6;
+
+using testing::Ok;
+using testing::Random;
+
+// max |cuda - cpu| <= tolerance * max(1, max |cpu|).
+void ExpectClose(const Tensor& cuda, const Tensor& cpu, double tolerance, const std::string& what) {
+  INFO(what);
+  REQUIRE(cuda.device() == kCuda0);
+  REQUIRE(cpu.device().is_cpu());
+  REQUIRE(cuda.shape() == cpu.shape());
+  const Tensor host = cuda.To(Device::Cpu());
+  double scale = 1.0, worst = 0.0;
+  for (float v : cpu.values()) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  for (std::int64_t i = 0; i < cpu.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(host.values()[i]) - cpu.values()[i]));
+  }
+  CHECK_MESSAGE(worst <= tolerance * scale,
+                what << ": max difference " << worst << " > " << tolerance << " * " << scale);
+}
+
+void MoveTo(Layer& layer, Device device) {
+  for (Variable* variable : layer.variables()) {
+    variable->value = variable->value.To(device);
+    variable->gradient = variable->gradient.To(device);
+  }
+}
+
+// Runs `cpu` and `cuda` (built alike, so with the same variables) forward and backward on the
+// same random input and output gradient and compares every result.
+void CompareLayer(Layer& cpu, Layer& cuda, const Shape& input_shape, double tolerance,
+                  std::uint64_t seed) {
+  MoveTo(cuda, kCuda0);
+  const Tensor x = Random(input_shape, seed);
+  const Tensor x_cuda = x.To(kCuda0);
+  const Tensor& y = Ok(cpu.Forward(x, true));
+  const Tensor& y_cuda = Ok(cuda.Forward(x_cuda, true));
+  ExpectClose(y_cuda, y, tolerance, cpu.name() + " output");
+  const Tensor dy = Random(y.shape(), seed + 1);
+  const Tensor& dx = Ok(cpu.Backward(dy));
+  const Tensor& dx_cuda = Ok(cuda.Backward(dy.To(kCuda0)));
+  ExpectClose(dx_cuda, dx, tolerance, cpu.name() + " input gradient");
+  const auto variables = cpu.variables(), cuda_variables = cuda.variables();
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    ExpectClose(cuda_variables[i]->gradient, variables[i]->gradient, tolerance,
+                variables[i]->name + " gradient");
+  }
+}
+
+TEST_CASE("the CUDA engine is registered by linking it") {
+  CHECK(KernelsFor(DeviceType::kCuda) == &cuda::Kernels());
+  CHECK(optim::UpdateRulesFor(DeviceType::kCuda) == &cuda::UpdateRules());
+}
+
+TEST_CASE("dense on CUDA matches the CPU, with and without ReLU") {
+  for (Activation activation : {Activation::kNone, Activation::kRelu}) {
+    const DenseOptions options{
+        .name = "dense", .inputs = 70, .units = 23, .activation = activation};
+    Dense cpu(options), cuda(options);
+    cpu.bias().value = Random({23}, 7);
+    cuda.bias().value = cpu.bias().value;
+    CompareLayer(cpu, cuda, {33, 70}, kProductTolerance, 1);
+  }
+}
+
+TEST_CASE("conv2d on CUDA matches the CPU: valid, same and strided, kernels in TF's HWIO") {
+  ComputeContext context;
+  struct Case {
+    std::int64_t kernel_size, strides;
+    Padding padding;
+    Shape input;
+  };
+  for (const Case& c :
+       {Case{3, 1, Padding::kValid, {5, 12, 11, 3}}, Case{3, 1, Padding::kSame, {4, 9, 10, 3}},
+        Case{3, 2, Padding::kValid, {3, 13, 11, 3}}, Case{1, 1, Padding::kValid, {2, 5, 5, 3}}}) {
+    const Conv2DOptions options{.name = "conv",
+                                .in_channels = 3,
+                                .filters = 8,
+                                .kernel_size = c.kernel_size,
+                                .strides = c.strides,
+                                .padding = c.padding,
+                                .activation = Activation::kRelu};
+    Conv2D cpu(context, options), cuda(context, options);
+    cpu.bias().value = Random({8}, 3);
+    cuda.bias().value = cpu.bias().value;
+    CompareLayer(cpu, cuda, c.input, kProductTolerance, 11);
+  }
+}
+
+TEST_CASE("conv2d on CUDA refuses TF's asymmetric SAME padding, naming the layer") {
+  ComputeContext context;
+  Conv2D conv(context, Conv2DOptions{.name = "conv1",
+                                     .in_channels = 1,
+                                     .filters = 2,
+                                     .kernel_size = 3,
+                                     .strides = 2,
+                                     .padding = Padding::kSame});
+  MoveTo(conv, kCuda0);
+  auto result = conv.Forward(Tensor({1, 6, 6, 1}, kCuda0), true);  // pads 0 + 1
+  CHECK(result.status().code() == absl::StatusCode::kUnimplemented);
+  CHECK(std::string(result.status().message()).starts_with("conv1: cuda:0: padding 0+1 x 0+1"));
+}
+
+TEST_CASE("max pooling on CUDA picks the CPU's elements") {
+  ComputeContext context;
+  for (const auto& [pool_size, strides] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 2}}) {
+    const MaxPool2DOptions options{.name = "pool", .pool_size = pool_size, .strides = strides};
+    MaxPool2D cpu(context, options), cuda(context, options);
+    CompareLayer(cpu, cuda, {4, 9, 8, 6}, kElementTolerance, 21);
+  }
+}
+
+TEST_CASE("relu and flatten on CUDA match the CPU") {
+  ReLU cpu_relu("relu"), cuda_relu("relu");
+  CompareLayer(cpu_relu, cuda_relu, {7, 5, 3}, kElementTolerance, 31);
+  Flatten cpu_flatten("flatten"), cuda_flatten("flatten");
+  CompareLayer(cpu_flatten, cuda_flatten, {7, 5, 3, 2}, kElementTolerance, 33);
+}
+
+TEST_CASE("dropout on CUDA drops about `rate` of the elements, repeatably, and scales the rest") {
+  const Tensor x = Random({64, 257}, 41).To(kCuda0);
+  Dropout first(DropoutOptions{.name = "dropout", .rate = 0.3f, .seed = 5});
+  Dropout second(DropoutOptions{.name = "dropout", .rate = 0.3f, .seed = 5});
+  const Tensor y = Ok(first.Forward(x, true)).To(Device::Cpu());
+  const Tensor again = Ok(second.Forward(x, true)).To(Device::Cpu());
+  const Tensor host_x = x.To(Device::Cpu());
+  std::int64_t dropped = 0;
+  for (std::int64_t i = 0; i < y.size(); ++i) {
+    CHECK(y.values()[i] == again.values()[i]);
+    if (y.values()[i] == 0.0f) {
+      ++dropped;
+    } else {
+      CHECK(y.values()[i] == doctest::Approx(host_x.values()[i] / 0.7f));
+    }
+  }
+  const double fraction = static_cast<double>(dropped) / static_cast<double>(y.size());
+  CHECK(fraction == doctest::Approx(0.3).epsilon(0.1));  // 16448 draws: 0.3 +- 0.011 at 3 sigma
+  // The gradient goes through the same mask: with dy = x, dx is y.
+  const Tensor dx = Ok(first.Backward(x)).To(Device::Cpu());
+  CHECK(std::equal(dx.values().begin(), dx.values().end(), y.values().begin()));
+  const Tensor identity = Ok(first.Forward(x, false)).To(Device::Cpu());
+  CHECK(std::equal(identity.values().begin(), identity.values().end(), host_x.values().begin()));
+}
+
+TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits and gradient") {
+  const Tensor logits = Random({37, 10}, 51, 4.0f);
+  std::mt19937 rng(52);
+  std::vector<std::int32_t> labels(37);
+  for (auto& label : labels) label = static_cast<std::int32_t>(rng() % 10);
+  SoftmaxCrossEntropy cpu, cuda;
+  auto expected = cpu.Forward(logits, labels);
+  auto actual = cuda.Forward(logits.To(kCuda0), labels);
+  REQUIRE(expected.ok());
+  REQUIRE(actual.ok());
+  CHECK(actual->loss == doctest::Approx(expected->loss).epsilon(kElementTolerance));
+  CHECK(actual->correct == expected->correct);
+  ExpectClose(cuda.Backward(), cpu.Backward(), kElementTolerance, "loss gradient");
+  labels[3] = 10;
+  CHECK(cuda.Forward(logits.To(kCuda0), labels).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("L2 on CUDA matches the CPU") {
+  Variable cpu{"w", Random({301, 7}, 61), Random({301, 7}, 62)};
+  Variable cuda{"w", cpu.value.To(kCuda0), cpu.gradient.To(kCuda0)};
+  auto expected = L2Loss({&cpu}, 0.01f);
+  auto actual = L2Loss({&cuda}, 0.01f);
+  REQUIRE(actual.ok());
+  CHECK(*actual == doctest::Approx(*expected).epsilon(kElementTolerance));
+  REQUIRE(AddL2Gradients({&cpu}, 0.01f).ok());
+  REQUIRE(AddL2Gradients({&cuda}, 0.01f).ok());
+  ExpectClose(cuda.gradient, cpu.gradient, kElementTolerance, "L2 gradient");
+}
+
+TEST_CASE("each update rule on CUDA matches the CPU over a few steps") {
+  const std::vector<optim::OptimizerConfig> configs = {
+      {.name = "sgd",
+       .learning_rate = optim::LearningRateSchedule::ExponentialDecay(0.1f, 2, 0.5f)},
+      {.name = "momentum", .learning_rate = {}, .momentum = 0.9f},
+      {.name = "momentum", .learning_rate = {}, .momentum = 0.9f, .use_nesterov = true},
+      {.name = "adam", .learning_rate = optim::LearningRateSchedule::Constant(0.001f)}};
+  for (const auto& config : configs) {
+    INFO(config.name << (config.use_nesterov ? " (nesterov)" : ""));
+    auto optimizer = optim::CreateOptimizer(config);
+    REQUIRE(optimizer.ok());
+    Tensor var = Random({1031}, 71), var_cuda = var.To(kCuda0);
+    std::vector<Tensor> slots, slots_cuda;
+    for (int i = 0; i < (*optimizer)->slot_count(); ++i) {
+      slots.emplace_back(Shape{1031});
+      slots_cuda.emplace_back(Shape{1031}, kCuda0);
+    }
+    std::vector<Tensor*> slot_pointers, slot_pointers_cuda;
+    for (auto& slot : slots) slot_pointers.push_back(&slot);
+    for (auto& slot : slots_cuda) slot_pointers_cuda.push_back(&slot);
+    for (std::int64_t step = 0; step < 3; ++step) {
+      const Tensor grad = Random({1031}, 72 + static_cast<std::uint64_t>(step));
+      REQUIRE((*optimizer)->ApplyTensors("w", var, grad, slot_pointers, step).ok());
+      REQUIRE((*optimizer)
+                  ->ApplyTensors("w", var_cuda, grad.To(kCuda0), slot_pointers_cuda, step)
+                  .ok());
+    }
+    ExpectClose(var_cuda, var, kElementTolerance, "variable");
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      ExpectClose(slots_cuda[i], slots[i], kElementTolerance, "slot " + std::to_string(i));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace taas::nn
