@@ -5,7 +5,7 @@
 //                 [--lease-name taas-operator] [--identity ID] [--cluster-domain DOMAIN]
 //                 [--stuck-after-seconds 300] [--resync-seconds 300] [--port-file PATH]
 //                 [--api-parallelism 16] [--child-event-delay-ms 250] [--log-level info]
-//                 [--max-replicas-per-job 2048]
+//                 [--max-replicas-per-job 2048] [--gang-scheduler-name NAME|volcano|none]
 //                 [--ui-listen HOST:PORT [--ui-namespaces a,b] [--ui-token-file FILE]
 //                  [--ui-assets DIR] [--ui-allow-anonymous-read]]
 //
@@ -52,6 +52,7 @@ struct Flags {
   std::string lease_name = "taas-operator";
   std::string identity;
   std::string cluster_domain;
+  std::string gang_scheduler_name;  // controller::BuildOptions::gang_scheduler_name
   int stuck_after_seconds = 300;
   int resync_seconds = 300;
   int lease_duration_seconds = 15;
@@ -76,6 +77,7 @@ constexpr char kUsage[] =
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
+    "                     [--gang-scheduler-name NAME|volcano|none]\n"
     "                     [--log-level debug|info|warning|error]\n"
     "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
     "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";
@@ -93,6 +95,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   set.String("lease-name", &flags.lease_name);
   set.String("identity", &flags.identity);
   set.String("cluster-domain", &flags.cluster_domain);
+  set.String("gang-scheduler-name", &flags.gang_scheduler_name);
   set.Int("stuck-after-seconds", 0, 86400 * 365, &flags.stuck_after_seconds);
   set.Int("resync-seconds", 0, 86400 * 365, &flags.resync_seconds);
   // 3 s at least: the renew deadline (2/3) must stay above the retry period (1/7, 1 s at least).
@@ -116,6 +119,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   if (!parsed.positional.empty()) {
     return absl::InvalidArgumentError(parsed.positional.front() + ": unexpected argument");
   }
+  TAAS_RETURN_IF_ERROR(taas::controller::ValidateGangSchedulerName(flags.gang_scheduler_name));
   if (!flags.ui_listen.empty()) {
     TAAS_RETURN_IF_ERROR(
         taas::ui_server::ParseListenAddress("--ui-listen", flags.ui_listen, &flags.ui_http));
@@ -213,6 +217,7 @@ int main(int argc, char** argv) {
   options.namespaces = flags->namespaces;
   options.workers = flags->workers;
   options.build.addressing.cluster_domain = flags->cluster_domain;
+  options.build.gang_scheduler_name = flags->gang_scheduler_name;
   // The UI server runs beside the operator (the chart installs both in one namespace): the jobs'
   // NetworkPolicies admit that namespace to the metrics port.
   options.build.metrics_scraper_namespace = ns_of_config;

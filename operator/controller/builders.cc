@@ -1,7 +1,13 @@
 #include "taas/controller/builders.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
 
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
@@ -23,8 +29,6 @@ namespace {
 
 // The pod volume that holds the job's Secret.
 constexpr std::string_view kJobSecretVolume = "taas-job-secret";
-
-constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
 
 json LabelsJson(const tf::Labels& labels, json base) {
   if (!base.is_object()) base = json::object();
@@ -116,6 +120,130 @@ void AddJobSecret(const tf::TFJob& job, tf::ReplicaType type, int index, json& p
   }
 }
 
+// Exact arithmetic on Kubernetes quantities, for PodGroup minResources: values in nanounits
+// (the API server's finest scale), which an __int128 holds for any quantity up to 1e29 units.
+__extension__ using Nanos = __int128;
+
+constexpr Nanos kNanosPerUnit = 1'000'000'000;
+// Beyond this a sum is not worth exactness (1e20 units: more than any resource a pod may ask).
+constexpr Nanos kMaxNanos = kNanosPerUnit * 100'000'000'000 * 1'000'000'000;
+
+// "500m", "2", "1.5Gi", "4e3" in nanounits, rounded up as the API server rounds below its
+// finest scale; nullopt when the text is not a non-negative quantity or is out of range.
+std::optional<Nanos> ParseNanos(std::string_view text) {
+  if (text.empty() || text.size() > 64) return std::nullopt;
+  std::size_t i = text[0] == '+' ? 1 : 0;
+  Nanos mantissa = 0;
+  int digits = 0;
+  int fraction_digits = 0;
+  bool in_fraction = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.' && !in_fraction) {
+      in_fraction = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    if (++digits > 24) return std::nullopt;
+    mantissa = mantissa * 10 + (c - '0');
+    if (in_fraction) ++fraction_digits;
+  }
+  if (digits == 0) return std::nullopt;
+  const std::string_view suffix = text.substr(i);
+  // value = mantissa * 2^binary * 10^(decimal - fraction_digits) units.
+  int binary = 0;
+  int decimal = 0;
+  static constexpr std::pair<std::string_view, int> kBinary[] = {
+      {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
+  static constexpr std::pair<std::string_view, int> kDecimal[] = {
+      {"n", -9}, {"u", -6}, {"m", -3}, {"", 0},   {"k", 3},
+      {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
+  bool known = false;
+  for (const auto& [name, power] : kBinary) {
+    if (suffix == name) binary = power, known = true;
+  }
+  for (const auto& [name, power] : kDecimal) {
+    if (suffix == name) decimal = power, known = true;
+  }
+  if (!known) {
+    if (suffix.size() < 2 || (suffix[0] != 'e' && suffix[0] != 'E')) return std::nullopt;
+    std::size_t j = 1;
+    const bool negative = suffix[j] == '-';
+    if (suffix[j] == '+' || suffix[j] == '-') ++j;
+    if (j >= suffix.size() || suffix.size() - j > 2) return std::nullopt;
+    for (std::size_t k = j; k < suffix.size(); ++k) {
+      if (suffix[k] < '0' || suffix[k] > '9') return std::nullopt;
+      decimal = decimal * 10 + (suffix[k] - '0');
+    }
+    if (negative) decimal = -decimal;
+  }
+  if (mantissa > (kMaxNanos >> binary)) return std::nullopt;  // mantissa < 1e24 < 2^80
+  Nanos value = mantissa << binary;
+  int scale = decimal - fraction_digits + 9;
+  for (; scale > 0; --scale) {
+    value *= 10;
+    if (value > kMaxNanos) return std::nullopt;
+  }
+  for (; scale < 0; ++scale) value = value / 10 + (value % 10 != 0 ? 1 : 0);
+  return value;
+}
+
+// A JSON quantity (a string, or a number as the API server also takes) in nanounits.
+std::optional<Nanos> QuantityNanos(const json& value) {
+  if (value.is_string()) return ParseNanos(value.get<std::string>());
+  if (value.is_number_unsigned() || value.is_number_integer()) {
+    if (value.is_number_integer() && value.get<std::int64_t>() < 0) return std::nullopt;
+    return ParseNanos(std::to_string(value.get<std::uint64_t>()));
+  }
+  return std::nullopt;  // a fractional JSON number is not exact
+}
+
+std::string DecimalString(Nanos value) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(value % 10)));
+    value /= 10;
+  } while (value != 0);
+  return out;
+}
+
+// Nanounits as the shortest exact quantity: "3", "1500m", "250u", "7n".
+std::string QuantityString(Nanos nanos) {
+  if (nanos % kNanosPerUnit == 0) return DecimalString(nanos / kNanosPerUnit);
+  if (nanos % 1'000'000 == 0) return DecimalString(nanos / 1'000'000) + "m";
+  if (nanos % 1'000 == 0) return DecimalString(nanos / 1'000) + "u";
+  return DecimalString(nanos) + "n";
+}
+
+// Adds a container's resource list (requests or limits) to `sum`, by resource name.
+void AddResources(const json& list, std::map<std::string, Nanos>& sum) {
+  for (const auto& [name, quantity] : list.items()) {
+    const auto nanos = QuantityNanos(quantity);
+    if (!nanos.has_value()) continue;
+    Nanos& total = sum[name];
+    total = std::min(total + *nanos, kMaxNanos);
+  }
+}
+
+// The first integer of schedulingPolicy's `key`, clamped to int32 as Kubeflow's field is.
+std::optional<std::int32_t> PolicyInt(const json& policy, const char* key) {
+  const auto value = policy.find(key);
+  if (value == policy.end() || !value->is_number_integer()) return std::nullopt;
+  return static_cast<std::int32_t>(std::clamp<std::int64_t>(
+      value->get<std::int64_t>(), 0, std::numeric_limits<std::int32_t>::max()));
+}
+
+std::string PolicyString(const json& policy, const char* key) {
+  const auto value = policy.find(key);
+  return value != policy.end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+std::string AsciiLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace
 
 json OwnerReference(const tf::TFJob& job) {
@@ -166,10 +294,19 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
 
   AddJobSecret(job, type, index, pod_spec);
 
-  if (job.spec.run_policy.scheduling_policy.has_value()) {
-    metadata["labels"][std::string(kPodGroupLabel)] = job.metadata.name;
-    if (!pod_spec.contains("schedulerName"))
-      pod_spec["schedulerName"] = options.gang_scheduler_name;
+  // Kubeflow's DecoratePodTemplateSpec: a scheduler named by the template is kept.
+  if (const Gang gang = GangOf(job, options); gang.scheduler != GangScheduler::kNone) {
+    if (gang.scheduler == GangScheduler::kVolcano) {
+      if (!metadata.contains("annotations") || !metadata["annotations"].is_object())
+        metadata["annotations"] = json::object();
+      metadata["annotations"][std::string(tf::kAnnotationVolcanoGroupName)] = job.metadata.name;
+      metadata["annotations"][std::string(tf::kAnnotationVolcanoTaskSpec)] =
+          std::string(tf::ReplicaTypeKey(type));
+    } else {
+      metadata["labels"][std::string(tf::kLabelPodGroup)] = job.metadata.name;
+    }
+    if (jf::StringOr(pod_spec, "schedulerName", "").empty())
+      pod_spec["schedulerName"] = gang.scheduler_name;
   }
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
@@ -211,25 +348,110 @@ json BuildService(const tf::TFJob& job, tf::ReplicaType type, int index,
             {"ports", ports}}}};
 }
 
-json BuildPodGroup(const tf::TFJob& job) {
-  const json policy = job.spec.run_policy.scheduling_policy.value_or(json::object());
-  int min_member = tf::TotalReplicas(job.spec);
-  if (policy.is_object() && policy.contains("minAvailable") && policy["minAvailable"].is_number())
-    min_member = policy["minAvailable"].get<int>();
-  json spec = {{"minMember", min_member}};
-  if (policy.is_object()) {
-    if (policy.contains("minResources")) spec["minResources"] = policy["minResources"];
-    if (policy.contains("scheduleTimeoutSeconds"))
-      spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"];
+absl::Status ValidateGangSchedulerName(std::string_view name) {
+  if (AsciiLower(name) == tf::kVolcanoSchedulerName) return absl::OkStatus();
+  // A DNS-1123 subdomain: what pod validation requires of spec.schedulerName.
+  bool valid = name.size() <= 253;
+  std::size_t label = 0;
+  for (std::size_t i = 0; valid && i < name.size(); ++i) {
+    const char c = name[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    const bool edge = i == label || i + 1 == name.size() || name[i + 1] == '.';
+    if (c == '.') {
+      valid = i != label;
+      label = i + 1;
+    } else if (c == '-') {
+      valid = !edge;
+    } else {
+      valid = alnum;
+    }
   }
-  return {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+  if (!name.empty() && name.back() == '.') valid = false;  // an empty last label
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--gang-scheduler-name: expected a scheduler name (lower-case letters, digits, '-' and '.', "
+      "as a pod's spec.schedulerName), \"volcano\" or \"none\", got \"" +
+      std::string(name.substr(0, 80)) + "\"");
+}
+
+Gang GangOf(const tf::TFJob& job, const BuildOptions& options) {
+  const std::string& name = options.gang_scheduler_name;
+  if (name.empty()) {
+    if (!job.spec.run_policy.scheduling_policy.has_value()) return {};
+    return {GangScheduler::kSchedulerPlugins, std::string(tf::kSchedulerPluginsSchedulerName)};
+  }
+  if (name == "none") return {};
+  // Kubeflow compares "volcano" ignoring case and then names the scheduler "volcano".
+  if (AsciiLower(name) == tf::kVolcanoSchedulerName)
+    return {GangScheduler::kVolcano, std::string(tf::kVolcanoSchedulerName)};
+  return {GangScheduler::kSchedulerPlugins, name};
+}
+
+json PodGroupMinResources(const tf::TFJob& job, int min_member) {
+  std::map<std::string, Nanos> sum;
+  int pods = 0;
+  for (const tf::ReplicaType type : tf::kStatusOrder) {
+    const auto spec = job.spec.replica_specs.find(type);
+    if (spec == job.spec.replica_specs.end()) continue;
+    const json* containers =
+        jf::Array(jf::MemberOrNull(spec->second.pod_template, "spec"), "containers");
+    for (std::int32_t i = 0; i < spec->second.replicas && pods < min_member; ++i, ++pods) {
+      if (containers == nullptr) continue;
+      for (const json& container : *containers) {
+        const json& resources = jf::MemberOrNull(container, "resources");
+        const json& requests = jf::MemberOrNull(resources, "requests");
+        // As Kubeflow's AddResourceList: limits count only where requests are absent.
+        const json& list = requests.is_object() ? requests : jf::MemberOrNull(resources, "limits");
+        if (list.is_object()) AddResources(list, sum);
+      }
+    }
+  }
+  json out = json::object();
+  for (const auto& [name, nanos] : sum) out[name] = QuantityString(nanos);
+  return out;
+}
+
+std::string PodGroupsPath(GangScheduler scheduler, std::string_view ns) {
+  const std::string_view api =
+      scheduler == GangScheduler::kVolcano ? tf::kVolcanoApi : tf::kSchedulerPluginsApi;
+  return "/apis/" + std::string(api) + "/namespaces/" + std::string(ns) + "/podgroups";
+}
+
+json BuildPodGroup(const tf::TFJob& job, const Gang& gang) {
+  const json policy = job.spec.run_policy.scheduling_policy.value_or(json::object());
+  const bool has_policy = policy.is_object();
+  const std::int32_t min_member =
+      (has_policy ? PolicyInt(policy, "minAvailable") : std::nullopt)
+          .value_or(static_cast<std::int32_t>(tf::TotalReplicas(job.spec)));
+  json min_resources =
+      has_policy && policy.contains("minResources") && policy["minResources"].is_object()
+          ? policy["minResources"]
+          : PodGroupMinResources(job, min_member);
+  json spec = {{"minMember", min_member}};
+  std::string_view api = tf::kSchedulerPluginsApi;
+  if (gang.scheduler == GangScheduler::kVolcano) {
+    api = tf::kVolcanoApi;
+    const std::string queue = has_policy ? PolicyString(policy, "queue") : "";
+    spec["queue"] = queue.empty() ? "default" : queue;
+    if (const std::string priority = has_policy ? PolicyString(policy, "priorityClass") : "";
+        !priority.empty())
+      spec["priorityClassName"] = priority;
+    spec["minResources"] = std::move(min_resources);  // a pointer in Volcano's type: always set
+  } else {
+    if (!min_resources.empty()) spec["minResources"] = std::move(min_resources);
+    if (const auto timeout =
+            has_policy ? PolicyInt(policy, "scheduleTimeoutSeconds") : std::nullopt)
+      spec["scheduleTimeoutSeconds"] = *timeout;
+  }
+  json metadata = {{"name", job.metadata.name},
+                   {"namespace", job.metadata.namespace_name},
+                   {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
+                   {"ownerReferences", json::array({OwnerReference(job)})}};
+  if (!job.metadata.annotations.empty()) metadata["annotations"] = job.metadata.annotations;
+  return {{"apiVersion", std::string(api)},
           {"kind", "PodGroup"},
-          {"metadata",
-           {{"name", job.metadata.name},
-            {"namespace", job.metadata.namespace_name},
-            {"labels", LabelsJson(tf::JobLabels(job.metadata.name), json::object())},
-            {"ownerReferences", json::array({OwnerReference(job)})}}},
-          {"spec", spec}};
+          {"metadata", std::move(metadata)},
+          {"spec", std::move(spec)}};
 }
 
 std::string JobSecretName(std::string_view job_name) {

@@ -151,9 +151,13 @@ TEST_CASE("schedulingPolicy adds a PodGroup, the pod-group label and the gang sc
   tf::TFJob job = Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
                        {"Worker", {{"replicas", 4}, {"template", Template()}}}},
                       {{"schedulingPolicy", {{"minAvailable", 3}}}});
-  json pg = taas::controller::BuildPodGroup(job);
+  const taas::controller::Gang gang = taas::controller::GangOf(job, BuildOptions{});
+  REQUIRE(gang.scheduler == taas::controller::GangScheduler::kSchedulerPlugins);
+  CHECK(gang.scheduler_name == "scheduler-plugins-scheduler");
+  json pg = taas::controller::BuildPodGroup(job, gang);
   CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
   CHECK(pg["spec"]["minMember"] == 3);
+  CHECK_FALSE(pg["spec"].contains("minResources"));  // the templates request nothing
   CHECK(pg["metadata"]["ownerReferences"][0]["kind"] == "TFJob");
   json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
   CHECK(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
@@ -161,10 +165,169 @@ TEST_CASE("schedulingPolicy adds a PodGroup, the pod-group label and the gang sc
 
   tf::TFJob all = Job({{"Worker", {{"replicas", 4}, {"template", Template()}}}},
                       {{"schedulingPolicy", json::object()}});
-  CHECK(taas::controller::BuildPodGroup(all)["spec"]["minMember"] == 4);
+  CHECK(taas::controller::BuildPodGroup(all, gang)["spec"]["minMember"] == 4);
   tf::TFJob none = PsWorkers();
+  CHECK(taas::controller::GangOf(none, BuildOptions{}).scheduler ==
+        taas::controller::GangScheduler::kNone);
   json plain = taas::controller::BuildPod(none, tf::ReplicaType::kWorker, 0, BuildOptions{});
   CHECK_FALSE(plain["spec"].contains("schedulerName"));
+  CHECK_FALSE(plain["metadata"]["labels"].contains("scheduling.x-k8s.io/pod-group"));
+}
+
+namespace {
+
+// A template whose `tensorflow` container has these resources.
+json TemplateWith(json resources) {
+  json t = Template();
+  t["spec"]["containers"][0]["resources"] = std::move(resources);
+  return t;
+}
+
+BuildOptions GangNamed(std::string name) {
+  BuildOptions options;
+  options.gang_scheduler_name = std::move(name);
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("--gang-scheduler-name gang schedules every job, as Kubeflow's flag does") {
+  // A job without a schedulingPolicy: Kubeflow makes a PodGroup for every job once the flag is set.
+  tf::TFJob job = Job(
+      {{"PS", {{"replicas", 1}, {"template", TemplateWith({{"requests", {{"cpu", "500m"}}}})}}},
+       {"Worker",
+        {{"replicas", 2},
+         {"template", TemplateWith({{"limits", {{"nvidia.com/gpu", 2}, {"memory", "1.5Gi"}}}})}}}});
+  const BuildOptions options = GangNamed("scheduler-plugins-scheduler");
+  const taas::controller::Gang gang = taas::controller::GangOf(job, options);
+  REQUIRE(gang.scheduler == taas::controller::GangScheduler::kSchedulerPlugins);
+  json pg = taas::controller::BuildPodGroup(job, gang);
+  CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
+  CHECK(pg["metadata"]["name"] == "mnist");
+  CHECK(pg["metadata"]["namespace"] == "team-a");
+  CHECK(pg["spec"]["minMember"] == 3);
+  // Every replica's requests, limits where a container has no requests.
+  CHECK(pg["spec"]["minResources"] ==
+        json{{"cpu", "500m"}, {"memory", "3221225472"}, {"nvidia.com/gpu", "4"}});
+  CHECK_FALSE(pg["spec"].contains("scheduleTimeoutSeconds"));
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, options);
+  CHECK(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
+  CHECK(pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler");
+
+  // Any other name is a scheduler-plugins scheduler under that name.
+  json custom = taas::controller::BuildPod(job, tf::ReplicaType::kPS, 0, GangNamed("my-gang"));
+  CHECK(custom["spec"]["schedulerName"] == "my-gang");
+  CHECK(custom["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
+
+  // "none" is Kubeflow without the flag: no gang, even for a job that asks for one.
+  tf::TFJob asks = Job({{"Worker", {{"replicas", 2}, {"template", Template()}}}},
+                       {{"schedulingPolicy", {{"minAvailable", 2}}}});
+  CHECK(taas::controller::GangOf(asks, GangNamed("none")).scheduler ==
+        taas::controller::GangScheduler::kNone);
+  json plain = taas::controller::BuildPod(asks, tf::ReplicaType::kWorker, 0, GangNamed("none"));
+  CHECK_FALSE(plain["spec"].contains("schedulerName"));
+}
+
+TEST_CASE("minResources: the first minMember pods in Kubeflow's order, quantities added exactly") {
+  json worker = TemplateWith({{"requests", {{"cpu", "0.25"}, {"memory", "512Mi"}}},
+                              {"limits", {{"nvidia.com/gpu", "1"}}}});
+  // A second container adds to its pod; an init container does not count.
+  worker["spec"]["containers"][1]["resources"] = {{"requests", {{"cpu", "750m"}}}};
+  worker["spec"]["initContainers"] = {
+      {{"name", "init"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "8"}}}}}}};
+  tf::TFJob job =
+      Job({{"Chief", {{"replicas", 1}, {"template", TemplateWith({{"requests", {{"cpu", "2"}}}})}}},
+           {"Worker", {{"replicas", 4}, {"template", worker}}}},
+          {{"schedulingPolicy", {{"minAvailable", 3}, {"scheduleTimeoutSeconds", 30}}}});
+  // The chief, then two workers; the workers' GPU limits do not count beside their requests.
+  CHECK(taas::controller::PodGroupMinResources(job, 3) ==
+        json{{"cpu", "4"}, {"memory", "1073741824"}});
+  CHECK(taas::controller::PodGroupMinResources(job, 1) == json{{"cpu", "2"}});
+  CHECK(taas::controller::PodGroupMinResources(job, 0) == json::object());
+  json pg = taas::controller::BuildPodGroup(job, taas::controller::GangOf(job, BuildOptions{}));
+  CHECK(pg["spec"]["minMember"] == 3);
+  CHECK(pg["spec"]["minResources"] == json{{"cpu", "4"}, {"memory", "1073741824"}});
+  CHECK(pg["spec"]["scheduleTimeoutSeconds"] == 30);
+
+  // The policy's minResources wins, verbatim.
+  tf::TFJob given = Job({{"Worker", {{"replicas", 2}, {"template", worker}}}},
+                        {{"schedulingPolicy", {{"minResources", {{"nvidia.com/gpu", "8"}}}}}});
+  CHECK(taas::controller::BuildPodGroup(
+            given, taas::controller::GangOf(given, BuildOptions{}))["spec"]["minResources"] ==
+        json{{"nvidia.com/gpu", "8"}});
+
+  // Sums in every suffix, to the nanounit; what does not parse is left out.
+  json odd = TemplateWith({{"requests",
+                            {{"cpu", "100m"},
+                             {"memory", "1e3"},
+                             {"example.com/a", "250u"},
+                             {"example.com/b", "1n"},
+                             {"example.com/c", "lots"},
+                             {"example.com/d", "1.5k"},
+                             {"example.com/e", "-1"},
+                             {"example.com/f", "999999999999999999999999Ei"},
+                             {"example.com/g", "1.5.3"}}}});
+  tf::TFJob sums = Job({{"Worker", {{"replicas", 3}, {"template", odd}}}});
+  CHECK(taas::controller::PodGroupMinResources(sums, 3) == json{{"cpu", "300m"},
+                                                                {"memory", "3000"},
+                                                                {"example.com/a", "750u"},
+                                                                {"example.com/b", "3n"},
+                                                                {"example.com/d", "4500"}});
+}
+
+TEST_CASE("--gang-scheduler-name=volcano: Volcano's PodGroup and pod annotations, as Kubeflow") {
+  json named = TemplateWith({{"requests", {{"nvidia.com/gpu", "1"}}}});
+  named["spec"]["schedulerName"] = "my-scheduler";
+  tf::TFJob job = Job({{"PS", {{"replicas", 1}, {"template", named}}},
+                       {"Worker", {{"replicas", 2}, {"template", TemplateWith({})}}}},
+                      {{"schedulingPolicy",
+                        {{"minAvailable", 2},
+                         {"queue", "research"},
+                         {"priorityClass", "high"},
+                         {"scheduleTimeoutSeconds", 30}}}});
+  const BuildOptions options = GangNamed("Volcano");  // Kubeflow compares ignoring case
+  const taas::controller::Gang gang = taas::controller::GangOf(job, options);
+  REQUIRE(gang.scheduler == taas::controller::GangScheduler::kVolcano);
+  CHECK(gang.scheduler_name == "volcano");
+  json pg = taas::controller::BuildPodGroup(job, gang);
+  CHECK(pg["apiVersion"] == "scheduling.volcano.sh/v1beta1");
+  CHECK(pg["kind"] == "PodGroup");
+  CHECK(pg["spec"] == json{{"minMember", 2},
+                           {"queue", "research"},
+                           {"priorityClassName", "high"},
+                           {"minResources", {{"nvidia.com/gpu", "1"}}}});
+  CHECK(taas::controller::PodGroupsPath(gang.scheduler, "team-a") ==
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups");
+
+  json worker = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, options);
+  CHECK(worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "mnist");
+  CHECK(worker["metadata"]["annotations"]["volcano.sh/task-spec"] == "worker");
+  CHECK(worker["metadata"]["annotations"]["a"] == "b");  // the template's are kept
+  CHECK_FALSE(worker["metadata"]["labels"].contains("scheduling.x-k8s.io/pod-group"));
+  CHECK(worker["spec"]["schedulerName"] == "volcano");
+  // A scheduler named by the template is kept (Kubeflow warns with an Event).
+  json ps = taas::controller::BuildPod(job, tf::ReplicaType::kPS, 0, options);
+  CHECK(ps["spec"]["schedulerName"] == "my-scheduler");
+  CHECK(ps["metadata"]["annotations"]["volcano.sh/task-spec"] == "ps");
+
+  // Without a policy: every replica, queue "default", no priority class.
+  tf::TFJob bare = Job({{"Worker", {{"replicas", 3}, {"template", Template()}}}});
+  json bare_pg = taas::controller::BuildPodGroup(bare, gang);
+  CHECK(bare_pg["spec"] ==
+        json{{"minMember", 3}, {"queue", "default"}, {"minResources", json::object()}});
+}
+
+TEST_CASE("ValidateGangSchedulerName accepts scheduler names, volcano and none") {
+  for (const char* good :
+       {"", "none", "volcano", "VOLCANO", "scheduler-plugins-scheduler", "a.b-c", "x1"}) {
+    CHECK_MESSAGE(taas::controller::ValidateGangSchedulerName(good).ok(), good);
+  }
+  for (const char* bad : {"Bad", "-x", "x-", "a..b", ".a", "a.", "under_score", "a b"}) {
+    const absl::Status status = taas::controller::ValidateGangSchedulerName(bad);
+    CHECK_MESSAGE(status.code() == absl::StatusCode::kInvalidArgument, bad);
+    CHECK(std::string(status.message()).find("--gang-scheduler-name") == 0);
+  }
+  CHECK_FALSE(taas::controller::ValidateGangSchedulerName(std::string(254, 'a')).ok());
 }
 
 TEST_CASE("ObserveReplica reads type, index, phase, exit code and waiting reasons") {

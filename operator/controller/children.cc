@@ -123,21 +123,20 @@ std::function<absl::Status()> Controller::DeleteServiceTask(const JobContext& ct
 }
 
 // Gang scheduling: the PodGroup exists before the pods are scheduled. Asked for once per job.
-void Controller::EnsurePodGroup(const JobContext& ctx, const tf::TFJob& job) {
+void Controller::EnsurePodGroup(const JobContext& ctx, const tf::TFJob& job, const Gang& gang) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pod_groups_.count(ctx.uid) != 0) return;
   }
-  const std::string groups =
-      "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ctx.ns + "/podgroups";
+  const std::string groups = PodGroupsPath(gang.scheduler, ctx.ns);
   auto existing = client_->Get(groups + "/" + ctx.name);
   bool exists = existing.ok();
   if (!existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
-    auto created = client_->Post(groups, BuildPodGroup(job));
+    auto created = client_->Post(groups, BuildPodGroup(job, gang));
     exists = created.ok() || created.status().code() == absl::StatusCode::kAlreadyExists;
     if (!exists)
-      ctx.log.Warning("cannot create PodGroup (is the scheduler-plugins CRD installed?)",
-                      {{"error", std::string(created.status().message())}});
+      ctx.log.Warning("cannot create PodGroup (is the gang scheduler's PodGroup CRD installed?)",
+                      {{"path", groups}, {"error", std::string(created.status().message())}});
   }
   if (exists) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -362,9 +362,10 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
 absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJob& job,
                              const Observation& seen, tf::Time now, Decision& decision, bool& gone,
                              bool& blocked) {
-  if (job.spec.run_policy.scheduling_policy.has_value() && !tf::IsFinished(job.status) &&
-      !decision.create_pods.empty())
-    EnsurePodGroup(ctx, job);
+  if (!tf::IsFinished(job.status) && !decision.create_pods.empty()) {
+    if (const Gang gang = GangOf(job, options_.build); gang.scheduler != GangScheduler::kNone)
+      EnsurePodGroup(ctx, job, gang);
+  }
   if (decision.ensure_job_access) TAAS_RETURN_IF_ERROR(EnsureJobAccess(ctx, job));
   std::atomic<bool> create_blocked{false};
   std::vector<TaskPool::Task> tasks;

@@ -111,8 +111,8 @@ json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
   }
   json pod_group = nullptr;
   if (std::any_of(record.replicas.begin(), record.replicas.end(), ReplicaUnplaced)) {
-    for (const std::string& api : {std::string(tfjob::kSchedulerPluginsGroup) + "/v1alpha1",
-                                   std::string(tfjob::kVolcanoApi)}) {
+    for (const std::string& api :
+         {std::string(tfjob::kSchedulerPluginsApi), std::string(tfjob::kVolcanoApi)}) {
       auto group = kube_->Get("/apis/" + api + "/namespaces/" + ns + "/podgroups/" + name);
       if (group.ok()) {
         pod_group = *std::move(group);

@@ -36,9 +36,19 @@ inline constexpr std::string_view kLabelKueueQueueName = "kueue.x-k8s.io/queue-n
 inline constexpr std::string_view kLabelKueueJobUid = "kueue.x-k8s.io/job-uid";
 inline constexpr std::string_view kKueueApi = "kueue.x-k8s.io/v1beta1";
 // PodGroups (named after the job, as Kubeflow names them): scheduler-plugins' coscheduling
-// (group kSchedulerPluginsGroup, version v1alpha1) and Volcano's (kVolcanoApi).
-inline constexpr std::string_view kSchedulerPluginsGroup = "scheduling.x-k8s.io";
+// (kSchedulerPluginsApi) and Volcano's (kVolcanoApi). The operator makes them (gang scheduling,
+// taas-operator --gang-scheduler-name); the web UI reads them to say why a job waits.
+inline constexpr std::string_view kSchedulerPluginsApi = "scheduling.x-k8s.io/v1alpha1";
 inline constexpr std::string_view kVolcanoApi = "scheduling.volcano.sh/v1beta1";
+// How a pod names its PodGroup: scheduler-plugins' label, Volcano's annotation (and Volcano's
+// annotation naming the pod's task, the lower-case replica type, as Kubeflow sets it).
+inline constexpr std::string_view kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kAnnotationVolcanoGroupName = "scheduling.k8s.io/group-name";
+inline constexpr std::string_view kAnnotationVolcanoTaskSpec = "volcano.sh/task-spec";
+// The gang schedulers' names as pods' spec.schedulerName: scheduler-plugins' as it installs itself
+// (and taas's default) and Volcano's.
+inline constexpr std::string_view kSchedulerPluginsSchedulerName = "scheduler-plugins-scheduler";
+inline constexpr std::string_view kVolcanoSchedulerName = "volcano";
 
 using Labels = std::map<std::string, std::string>;
 

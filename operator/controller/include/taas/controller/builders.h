@@ -16,14 +16,37 @@
 
 namespace taas::controller {
 
+// Which gang scheduler places a job's pods together, from its PodGroup.
+enum class GangScheduler {
+  kNone,              // no PodGroup
+  kSchedulerPlugins,  // scheduler-plugins' coscheduling: scheduling.x-k8s.io/v1alpha1 PodGroup
+  kVolcano,           // Volcano: scheduling.volcano.sh/v1beta1 PodGroup
+};
+
 struct BuildOptions {
   taas::tfjob::ServiceAddressing addressing;  // port fallback and custom cluster domain
-  // schedulerName given to pods of jobs with a schedulingPolicy (gang scheduling).
-  std::string gang_scheduler_name = "scheduler-plugins-scheduler";
+  // taas-operator --gang-scheduler-name (docs/operator.md, "Gang scheduling"). Empty (the
+  // default): only jobs with a runPolicy.schedulingPolicy are gang scheduled, by scheduler-plugins
+  // under tfjob::kSchedulerPluginsSchedulerName. Otherwise Kubeflow's rule: "none" (Kubeflow
+  // without the flag): no job; "volcano" (any letter case): every job, by Volcano; any other
+  // name: every job, by scheduler-plugins under that scheduler name.
+  std::string gang_scheduler_name;
   // The namespace of the operator and the UI server, whose pods may reach a job's metrics port
   // through the job's NetworkPolicy; empty: no pod outside the job may.
   std::string metrics_scraper_namespace;
 };
+
+// InvalidArgument unless `name` is a valid --gang-scheduler-name: empty, or a scheduler name as
+// the API server accepts it in a pod's spec.schedulerName (a DNS-1123 subdomain).
+absl::Status ValidateGangSchedulerName(std::string_view name);
+
+// How `job` is gang scheduled under `options` (see BuildOptions::gang_scheduler_name) and the
+// schedulerName its pods get when their template names none.
+struct Gang {
+  GangScheduler scheduler = GangScheduler::kNone;
+  std::string scheduler_name;
+};
+Gang GangOf(const taas::tfjob::TFJob& job, const BuildOptions& options);
 
 // The two tokens of a job's Secret (taas/contract/job_secret.h), hex-encoded.
 struct JobTokens {
@@ -36,9 +59,10 @@ nlohmann::json OwnerReference(const taas::tfjob::TFJob& job);
 
 // The pod of replica (type, index): the replica template plus name, namespace, Kubeflow's labels,
 // the owner reference, the pod restartPolicy for the replica's policy (ExitCode -> Never), and
-// TF_CONFIG on the `tensorflow` container when the job has more than one replica. With a
-// schedulingPolicy, also the pod-group label and the gang scheduler's name. `job` must be
-// defaulted (tfjob::SetDefaults).
+// TF_CONFIG on the `tensorflow` container when the job has more than one replica. When the job is
+// gang scheduled (GangOf), also what names its PodGroup, as Kubeflow sets it: scheduler-plugins'
+// pod-group label, or Volcano's group-name and task-spec annotations; and the gang scheduler's
+// name unless the template names a scheduler. `job` must be defaulted (tfjob::SetDefaults).
 nlohmann::json BuildPod(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
                         const BuildOptions& options);
 
@@ -52,9 +76,23 @@ nlohmann::json BuildPod(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType 
 nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
                             const BuildOptions& options);
 
-// The scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) of a job with a
-// schedulingPolicy: minMember = minAvailable or every replica.
-nlohmann::json BuildPodGroup(const taas::tfjob::TFJob& job);
+// The PodGroup of a gang scheduled job (`gang` from GangOf, not kNone), as Kubeflow v1.8 fills
+// it: named after the job, with the job's annotations, owned by it. minMember: schedulingPolicy's
+// minAvailable, else every replica. minResources: schedulingPolicy's, else what the first
+// minMember pods request (PodGroupMinResources). scheduler-plugins' also gets
+// scheduleTimeoutSeconds when the policy sets it; Volcano's the policy's queue ("default" when
+// unset) and priorityClassName.
+nlohmann::json BuildPodGroup(const taas::tfjob::TFJob& job, const Gang& gang);
+
+// Kubeflow's computed minResources: the requests of the first `min_member` pods, replica types in
+// kStatusOrder (Kubeflow sorts them by their PriorityClass's value, and leaves equal ones in map
+// order, so taas's fixed order is one of Kubeflow's), each container's requests or, when it has
+// none, its limits; init containers do not count. Quantities are added exactly (to the
+// nanounit); a quantity that does not parse is left out.
+nlohmann::json PodGroupMinResources(const taas::tfjob::TFJob& job, int min_member);
+
+// The API path of the job's namespace's PodGroups for `scheduler` (not kNone).
+std::string PodGroupsPath(GangScheduler scheduler, std::string_view ns);
 
 // The job's Secret: "<job>" + contract::kJobSecretSuffix in the job's namespace, owned by the
 // TFJob (deleted with it), holding both tokens.

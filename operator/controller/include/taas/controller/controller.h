@@ -112,7 +112,7 @@ class Controller {
   absl::Status FollowUp(const JobContext& ctx, const taas::tfjob::TFJob& job,
                         const Decision& decision, bool blocked, bool acted_ok,
                         taas::tfjob::Time now);
-  void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job, const Gang& gang);
   // The job's Secret (created once, read back when it exists, never regenerated) and its
   // NetworkPolicy, before any of its pods; once per job UID.
   absl::Status EnsureJobAccess(const JobContext& ctx, const taas::tfjob::TFJob& job);
