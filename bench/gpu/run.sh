@@ -122,8 +122,11 @@ train() {
   python3 - "$dir/log" "$((SECONDS - start))" <<'PY'
 import re, shlex, statistics, sys
 rates, accuracy, devices = [], "n/a", ""
-for line in open(sys.argv[1]):
-    fields = dict(f.split("=", 1) for f in shlex.split(line) if "=" in f)
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        fields = dict(f.split("=", 1) for f in shlex.split(line) if "=" in f)
+    except ValueError:  # not a logfmt line (a library's own output)
+        continue
     if fields.get("msg") == "training" and "examples_per_sec" in fields:
         rates.append(float(fields["examples_per_sec"]))
     if fields.get("msg") == "evaluated on the chief":
