@@ -45,6 +45,11 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(DatasetView view,
                                       ShapeString(options.example_shape) + " does not hold " +
                                       std::to_string(dataset.rows * dataset.cols) + " pixels");
   }
+  if (!options.device.is_cpu() && MemoryFor(options.device.type) == nullptr) {
+    return absl::InvalidArgumentError("pipeline: device " + DeviceName(options.device) +
+                                      " has no engine in this binary (TAAS_DEVICE=cpu runs "
+                                      "without)");
+  }
   if (options.prefetch < 0) options.prefetch = 0;
   TAAS_ASSIGN_OR_RETURN(DatasetView shard, Shard(view, options.num_shards, options.shard_index));
   std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(shard), std::move(options)));
@@ -119,16 +124,25 @@ std::optional<Batch> Pipeline::Produce() {
     for (std::int64_t p = 0; p < pixels; ++p) row[p] = static_cast<float>(in[p]) * kScale;
     batch.labels[b] = dataset_->labels[static_cast<std::size_t>(picked[b])];
   }
+  // Here, on the prefetch thread, so the copy overlaps the model's step.
+  if (!options_.device.is_cpu()) batch.images = batch.images.To(options_.device);
   return batch;
 }
 
 void Pipeline::Run() {
   for (;;) {
-    std::optional<Batch> batch = Produce();
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = Produce();
+    } catch (...) {  // a failing device: the consumer rethrows it, then the pipeline is done
+      error = std::current_exception();
+    }
     const bool end = !batch.has_value();
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return stop_ || static_cast<int>(ready_.size()) < options_.prefetch; });
     if (stop_) return;
+    if (error) error_ = error;
     ready_.push_back(std::move(batch));
     cv_.notify_all();
     if (end) return;
@@ -148,6 +162,7 @@ std::optional<Batch> Pipeline::Next() {
   ready_.pop_front();
   cv_.notify_all();
   finished_ = !batch.has_value();
+  if (finished_ && error_) std::rethrow_exception(error_);
   return batch;
 }
 

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
+
+#include "taas/tensor/test_device.h"
 
 namespace taas::data {
 namespace {
@@ -163,6 +166,45 @@ TEST_CASE("a data set whose vectors disagree with its count and shape is rejecte
   overflowing->count = std::int64_t{1} << 40;
   overflowing->rows = std::int64_t{1} << 40;
   CHECK_FALSE(Pipeline::Create(overflowing, PipelineOptions()).ok());
+}
+
+TEST_CASE("on a device, batches arrive there from the prefetch thread, the same batches") {
+  TestDeviceMemory device;  // host memory registered as cuda:0's
+  PipelineOptions options;
+  options.batch_size = 3;
+  options.device = Device{DeviceType::kCuda, 0};
+  for (int prefetch : {0, 2}) {
+    CAPTURE(prefetch);
+    options.prefetch = prefetch;
+    auto pipeline = Make(7, options);
+    auto first = pipeline->Next();
+    REQUIRE(first.has_value());
+    CHECK(first->images.device() == options.device);
+    CHECK(first->labels.size() == 3);  // on the host
+    CHECK(Drain(*pipeline) == std::vector<std::vector<int>>{{3, 4, 5}, {6}});
+  }
+  CHECK(device.copies == 6);
+}
+
+TEST_CASE("a device that fails a copy fails Next with its error, then the pipeline is done") {
+  TestDeviceMemory device;
+  device.copy_error = "cuda:0: copying 48 bytes from the host: CUDA cudaErrorIllegalAddress";
+  PipelineOptions options;
+  options.batch_size = 3;
+  options.device = Device{DeviceType::kCuda, 0};
+  auto pipeline = Make(7, options);
+  CHECK_THROWS_WITH_AS(pipeline->Next(), device.copy_error.c_str(), std::runtime_error);
+  CHECK_FALSE(pipeline->Next().has_value());
+}
+
+TEST_CASE("a device without an engine in this binary is rejected by name") {
+  DeviceMemory* engine = RegisterDeviceMemory(DeviceType::kCuda, nullptr);
+  PipelineOptions options;
+  options.device = Device{DeviceType::kCuda, 1};
+  auto pipeline = Pipeline::Create(Tiny(4), options);
+  RegisterDeviceMemory(DeviceType::kCuda, engine);
+  REQUIRE_FALSE(pipeline.ok());
+  CHECK(pipeline.status().message().find("pipeline: device cuda:1 has no engine") == 0);
 }
 
 }  // namespace

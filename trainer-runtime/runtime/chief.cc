@@ -231,6 +231,7 @@ absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
   state_.global_step = global_step;
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, double> metrics;
+  TAAS_RETURN_IF_ERROR(ValuesToDevice(state_.placement));
   TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
     metrics = model_.evaluate(session_);
     return absl::OkStatus();

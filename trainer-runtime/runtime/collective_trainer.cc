@@ -131,12 +131,16 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
     auto replica = std::make_unique<Replica>();
     replica->info = info_;
     replica->info.replica_in_worker = r;
+    // The device RunMain chose for this replica (the host where nothing chose: a test's driver).
+    const auto index = static_cast<std::size_t>(r);
+    replica->info.device = index < cfg_.devices.size() ? cfg_.devices[index] : Device::Cpu();
     auto built = BuildModel(ctx_, replica->info);
     if (!built.ok()) return Failure{FailureSource::kModel, "build_model failed", built.status()};
     replica->built = std::move(*built);
     replica->session_state.info = &replica->info;
     replica->session_state.logger = &ctx_.logger;
     replica->session_state.variables = &replica->built->state.variables;
+    replica->session_state.placement = replica->built->placement.get();
     replicas_.push_back(std::move(replica));
   }
   // Every replica must hold the same variables, or the buckets would mix them.
@@ -310,11 +314,18 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica,
   state.learning_rate = optimizer_->LearningRate(step);
   const auto start = Clock::now();
   const double cpu_start = ThreadCpuSeconds();
-  absl::Status trained = CallModel("train()", [&] {
-    record.result = replica.built->model->train(replica.session);
-    return absl::OkStatus();
-  });
+  // On a device: this replica's values go there first, the gradients come back for the host's
+  // all-reduce and update.
+  VariablePlacement* placement = replica.built->placement.get();
+  absl::Status trained = ValuesToDevice(placement);
+  if (trained.ok()) {
+    trained = CallModel("train()", [&] {
+      record.result = replica.built->model->train(replica.session);
+      return absl::OkStatus();
+    });
+  }
   if (trained.ok()) trained = record.result.error;
+  if (trained.ok()) trained = GradientsToHost(placement);
   if (!trained.ok()) return Failure{FailureSource::kModel, "train() failed", trained};
   record.times.train_secs = SecondsSince(start);
   record.times.train_cpu_secs = ThreadCpuSeconds() - cpu_start;
@@ -419,10 +430,12 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
     if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
   }
   if (!Reports(replica)) return std::nullopt;
-  absl::Status after = CallModel("after_train()", [&] {
-    replica.built->model->after_train(replica.session, info_.is_chief);
-    return absl::OkStatus();
-  });
+  absl::Status after = ValuesToDevice(replica.built->placement.get());
+  if (after.ok())
+    after = CallModel("after_train()", [&] {
+      replica.built->model->after_train(replica.session, info_.is_chief);
+      return absl::OkStatus();
+    });
   if (!after.ok()) return Failure{FailureSource::kModel, "after_train() failed", after};
   if (info_.is_chief) ctx_.logger.Info("job done", {{"global_step", step}});
   return std::nullopt;

@@ -79,10 +79,12 @@ int RunEvaluator(Context& ctx) {
         ctx.global_step = c.global_step;
         const auto start = std::chrono::steady_clock::now();
         std::map<std::string, double> results;
-        absl::Status s = CallModel("evaluate()", [&] {
-          results = built.model->evaluate(session);
-          return absl::OkStatus();
-        });
+        absl::Status s = ValuesToDevice(built.placement.get());
+        if (s.ok())
+          s = CallModel("evaluate()", [&] {
+            results = built.model->evaluate(session);
+            return absl::OkStatus();
+          });
         if (!s.ok())
           return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed", s);
         ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(c.global_step));

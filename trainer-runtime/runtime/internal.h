@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "placement.h"
 #include "taas/config/config.h"
 #include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
@@ -35,6 +36,9 @@ struct Session::State {
   std::int64_t local_step = 0;
   float learning_rate = 0.0f;
   const std::vector<Variable*>* variables = nullptr;  // the model's registered variables
+  // The replica's variables on its device (nullptr on the host): values go there before the
+  // model runs.
+  runtime::VariablePlacement* placement = nullptr;
 };
 
 namespace runtime {
@@ -68,6 +72,9 @@ struct BuiltModel {
   std::unique_ptr<DistModel> model;
   ModelBuilder::State state;
   std::atomic<std::int64_t> global_step{0};
+  // On a device (info.device is not the host): the model's variables there, and the host mirrors
+  // that state.variables points at (placement.h).
+  std::unique_ptr<VariablePlacement> placement;
 };
 absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info);
 

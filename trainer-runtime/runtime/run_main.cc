@@ -67,6 +67,48 @@ int RunParameterServer(Context& ctx) {
   return kExitOk;
 }
 
+namespace {
+
+// Chooses the device of each model replica (config::ChooseDevices, with the CUDA devices the
+// registered CUDA memory sees, if this binary has one), readies each GPU (its engine's probe:
+// a device this binary has no code for fails here) and sets cfg.devices, info.device and, under
+// all-reduce, info.replicas_per_worker (one per GPU). Returns the devices for the startup line
+// ("cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79 GiB); cuda:1 ..." chosen by what); on a failure logs
+// the one line and leaves cfg.devices empty.
+std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger) {
+  DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
+  auto choice = config::ChooseDevices(cfg, cuda != nullptr ? cuda->DeviceCount() : -1);
+  if (!choice.ok()) {
+    Exit(logger, 0, FailureSource::kConfig, "no device for the model replicas", choice.status());
+    return "";
+  }
+  std::string line;
+  for (const Device& device : choice->devices) {
+    std::string described = DeviceName(device);
+    if (!device.is_cpu()) {
+      auto prepared = MemoryFor(device.type)->Prepare(device);
+      if (!prepared.ok()) {
+        Exit(logger, 0, FailureSource::kConfig, "device cannot be used", prepared.status());
+        return "";
+      }
+      described = *prepared;
+    }
+    // A CPU replica's line is its name alone: several say "cpu" once.
+    if (line.find(described) == std::string::npos || !device.is_cpu()) {
+      line += (line.empty() ? "" : "; ") + described;
+    }
+  }
+  cfg.devices = choice->devices;
+  cfg.info.device = cfg.devices.front();
+  if (cfg.info.strategy == Strategy::kCollective && cfg.info.role != Role::kEvaluator &&
+      cfg.info.role != Role::kPs) {
+    cfg.info.replicas_per_worker = static_cast<int>(cfg.devices.size());
+  }
+  return line + " (" + choice->chosen_by + ")";
+}
+
+}  // namespace
+
 // Everything after the configuration: metrics, then the role's driver.
 int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
   const auto& info = cfg.info;
@@ -90,6 +132,9 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
     }
     metrics_server = std::move(*server);
   }
+  // The devices, before the compute threads (shared among the replicas) and any model.
+  const std::string devices = ChooseAndPrepareDevices(cfg, ctx.logger);
+  if (cfg.devices.empty()) return kExitBadConfig;  // the one line is logged
   // Before the model is built: build_model may override the choice (nn::SetComputeThreads).
   const config::ComputeThreadsChoice threads =
       config::ChooseComputeThreads(cfg, ReadAvailableCpus());
@@ -101,6 +146,7 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
                                {"sync", info.sync},
                                {"replicas_to_aggregate", info.replicas_to_aggregate},
                                {"replicas_per_worker", info.replicas_per_worker},
+                               {"devices", devices},
                                {"workers", info.num_workers},
                                {"ps", info.num_ps},
                                {"chief", info.is_chief},

@@ -87,6 +87,7 @@ class Trainer {
     session_state_.info = &info_;
     session_state_.logger = &ctx_.logger;
     session_state_.variables = &vars_;
+    session_state_.placement = built.placement.get();
   }
 
   int Run();
@@ -386,11 +387,16 @@ Trainer::Outcome Trainer::Train(Step& step) {
   session_state_.learning_rate = optimizer_->LearningRate(step.pulled.global_step);
   step.start = Clock::now();
   const double train_cpu_start = ThreadCpuSeconds();
-  absl::Status trained = CallModel("train()", [&] {
-    step.result = built_.model->train(session_);
-    return absl::OkStatus();
-  });
+  // On a device: the pulled values go there first, the gradients come back for the push.
+  absl::Status trained = ValuesToDevice(built_.placement.get());
+  if (trained.ok()) {
+    trained = CallModel("train()", [&] {
+      step.result = built_.model->train(session_);
+      return absl::OkStatus();
+    });
+  }
   if (trained.ok()) trained = step.result.error;
+  if (trained.ok()) trained = GradientsToHost(built_.placement.get());
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
   step.times.train_secs = SecondsSince(step.start);
@@ -468,10 +474,12 @@ int Trainer::Finish(bool chief_stop) {
     // Best effort: the final values for after_train (the PS may already be gone).
     auto pulled = client_.Pull(placement_, Buffers(), 10);
     if (pulled.ok()) session_state_.global_step = pulled->global_step;
-    absl::Status s = CallModel("after_train()", [&] {
-      built_.model->after_train(session_, false);
-      return absl::OkStatus();
-    });
+    absl::Status s = ValuesToDevice(built_.placement.get());
+    if (s.ok())
+      s = CallModel("after_train()", [&] {
+        built_.model->after_train(session_, false);
+        return absl::OkStatus();
+      });
     if (!s.ok()) return Fail(FailureSource::kModel, "after_train() failed", s);
     return kExitOk;
   }
@@ -493,10 +501,12 @@ int Trainer::Finish(bool chief_stop) {
   MarkTrainingDone(info_, pulled->global_step);
   absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);
   if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
-  absl::Status after = CallModel("after_train()", [&] {
-    built_.model->after_train(session_, true);
-    return absl::OkStatus();
-  });
+  absl::Status after = ValuesToDevice(built_.placement.get());
+  if (after.ok())
+    after = CallModel("after_train()", [&] {
+      built_.model->after_train(session_, true);
+      return absl::OkStatus();
+    });
   if (!after.ok()) return Fail(FailureSource::kModel, "after_train() failed", after);
   for (int p = 0; p < client_.num_ps(); ++p) {
     absl::Status s = client_.Shutdown(p, /*exit=*/true, 10);

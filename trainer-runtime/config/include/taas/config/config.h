@@ -63,6 +63,9 @@ struct RuntimeConfig {
   // Whether TAAS_REPLICAS_PER_WORKER / --replicas_per_worker was given (else, on GPUs, one model
   // replica per visible GPU).
   bool replicas_per_worker_set = false;
+  // The device of each model replica of this process, chosen at start-up (ChooseDevices); empty
+  // until then. info.device is the first.
+  std::vector<Device> devices;
 
   // Collective training (info.strategy). The strategy as TAAS_STRATEGY / --strategy named it, and
   // which of the two did ("" when inferred from TF_CONFIG: no `ps` means collective).

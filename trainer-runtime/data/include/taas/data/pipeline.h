@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,10 @@ struct PipelineOptions {
   // Shape of one example without the batch dimension, e.g. {28, 28, 1} or {784}; its element
   // count must equal rows * cols. Empty means {rows, cols, 1}.
   Shape example_shape;
+  // Where the batches' images go (the model replica's TrainerInfo::device): on a device they are
+  // copied there by the prefetch thread, ahead of use (with prefetch 0, by Next). Labels stay on
+  // the host. A device this binary has no engine for is an InvalidArgument of Create.
+  Device device = Device::Cpu();
 };
 
 struct Batch {
@@ -60,7 +65,8 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // The next batch, blocking until it is ready; nullopt when a non-repeating pipeline is done.
-  // Called from one thread.
+  // Rethrows what copying a batch to options.device threw (a failing device), after which the
+  // pipeline is done. Called from one thread.
   std::optional<Batch> Next();
 
   // Examples in this worker's shard (one epoch).
@@ -86,6 +92,7 @@ class Pipeline {
   std::condition_variable cv_;
   std::deque<std::optional<Batch>> ready_;  // guarded by mu_; nullopt marks the end
   bool stop_ = false;                       // guarded by mu_
+  std::exception_ptr error_;                // guarded by mu_; what Produce threw
   bool finished_ = false;                   // consumer saw the end
   std::thread thread_;
 };

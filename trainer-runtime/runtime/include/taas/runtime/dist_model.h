@@ -85,6 +85,10 @@ struct TrainerInfo {
   // GPU), each an instance of the model with its own slice of the work, and which one this is.
   int replicas_per_worker = 1;
   int replica_in_worker = 0;
+  // Where this model replica computes (TAAS_DEVICE, else a visible GPU, else the CPU; see
+  // docs/trainer-runtime.md "GPUs"): the runtime moves the variables build_model registers there,
+  // and the model puts its batches there (data::PipelineOptions::device).
+  Device device = Device::Cpu();
   std::int64_t max_steps = 0;
   std::string model_dir;          // Checkpoints and chief summaries; the evaluator's under eval/.
   std::vector<std::string> args;  // The model's own arguments (after `--`).
