@@ -129,6 +129,7 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   options.num_shards = std::max(1, info.num_replicas_in_sync());
   options.prefetch = 4;
   options.example_shape = model_->example_shape();
+  options.device = info.device;  // the replica's GPU, if any: batches go there ahead of use
   TAAS_ASSIGN_OR_RETURN(pipeline_,
                         data::Pipeline::Create(
                             std::make_shared<const data::ImageDataset>(std::move(train)), options));

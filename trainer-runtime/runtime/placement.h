@@ -34,6 +34,9 @@ class VariablePlacement {
   absl::Status GradientsToHost();
 
   Device device() const { return device_; }
+  // The model's variables on the device, in registration order: what an all-reduce on the device
+  // (NCCL) and an update rule on the device would use instead of the host mirrors' round trip.
+  const std::vector<Variable*>& device_variables() const { return model_; }
 
  private:
   explicit VariablePlacement(Device device) : device_(device) {}
