@@ -15,7 +15,7 @@
 // whose workspace fits kMaxWorkspaceBytes. Bias gradients are column sums through cublasSgemv with
 // a vector of ones, max pooling is cuDNN's deterministic mode, and the loss and L2 sums are added
 // on the host in a fixed order: the same inputs give the same bits on one device.
-#include "taas/nn/cuda/engine.h"
+#include "taas/nn_cuda/engine.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -4,7 +4,7 @@
 //   same float32 terms in different orders (up to ~5000 terms in a kernel gradient here);
 // - 1e-6 for element-wise results, pooling, the loss and the update rules (one rounding or an
 //   FMA contraction apart; max pooling picks the same element, so it is exact).
-#include "taas/nn/cuda/engine.h"
+#include "taas/nn_cuda/engine.h"
 
 #include <doctest/doctest.h>
 
@@ -17,46 +17,26 @@
 
 #include "layer_testing.h"
 #include "taas/nn/layers.h"
+#include "taas/nn_cuda/testing.h"
 #include "taas/optim/optimizer.h"
 
 namespace taas::nn {
 namespace {
 
-constexpr Device kCuda0{DeviceType::kCuda, 0};
 constexpr double kProductTolerance = 1e-4;
 constexpr double kElementTolerance = 1e-6;
 
+using cuda::testing::ExpectClose;
+using cuda::testing::kCuda0;
+using cuda::testing::MoveTo;
 using testing::Ok;
 using testing::Random;
-
-// max |cuda - cpu| <= tolerance * max(1, max |cpu|).
-void ExpectClose(const Tensor& cuda, const Tensor& cpu, double tolerance, const std::string& what) {
-  INFO(what);
-  REQUIRE(cuda.device() == kCuda0);
-  REQUIRE(cpu.device().is_cpu());
-  REQUIRE(cuda.shape() == cpu.shape());
-  const Tensor host = cuda.To(Device::Cpu());
-  double scale = 1.0, worst = 0.0;
-  for (float v : cpu.values()) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  for (std::int64_t i = 0; i < cpu.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(host.values()[i]) - cpu.values()[i]));
-  }
-  CHECK_MESSAGE(worst <= tolerance * scale,
-                what << ": max difference " << worst << " > " << tolerance << " * " << scale);
-}
-
-void MoveTo(Layer& layer, Device device) {
-  for (Variable* variable : layer.variables()) {
-    variable->value = variable->value.To(device);
-    variable->gradient = variable->gradient.To(device);
-  }
-}
 
 // Runs `cpu` and `cuda` (built alike, so with the same variables) forward and backward on the
 // same random input and output gradient and compares every result.
 void CompareLayer(Layer& cpu, Layer& cuda, const Shape& input_shape, double tolerance,
                   std::uint64_t seed) {
-  MoveTo(cuda, kCuda0);
+  MoveTo(cuda.variables(), kCuda0);
   const Tensor x = Random(input_shape, seed);
   const Tensor x_cuda = x.To(kCuda0);
   const Tensor& y = Ok(cpu.Forward(x, true));
@@ -121,7 +101,7 @@ TEST_CASE("conv2d on CUDA refuses TF's asymmetric SAME padding, naming the layer
                                      .kernel_size = 3,
                                      .strides = 2,
                                      .padding = Padding::kSame});
-  MoveTo(conv, kCuda0);
+  MoveTo(conv.variables(), kCuda0);
   auto result = conv.Forward(Tensor({1, 6, 6, 1}, kCuda0), true);  // pads 0 + 1
   CHECK(result.status().code() == absl::StatusCode::kUnimplemented);
   CHECK(std::string(result.status().message()).starts_with("conv1: cuda:0: padding 0+1 x 0+1"));

@@ -1,6 +1,6 @@
 // Registers the CUDA engine for DeviceType::kCuda before main in every binary that links
 // taas::nn_cuda (linked whole: nothing refers to this file), as taas::cuda registers its memory.
-#include "taas/nn/cuda/engine.h"
+#include "taas/nn_cuda/engine.h"
 
 namespace {
 
