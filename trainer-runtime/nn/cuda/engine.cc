@@ -609,8 +609,10 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
     TAAS_CUBLAS_RETURN_IF_ERROR(cublasCreate(&context->cublas), "cublasCreate");
     TAAS_CUBLAS_RETURN_IF_ERROR(cublasSetStream(context->cublas, context->stream),
                                 "cublasSetStream");
-    // Float32 throughout (no TF32) and no atomics: the results repeat bit for bit.
-    TAAS_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(context->cublas, CUBLAS_PEDANTIC_MATH),
+    // Float32 throughout: the default math uses no TF32 for float GEMMs (only
+    // CUBLAS_TF32_TENSOR_OP_MATH would, and pedantic math would also forgo cuBLAS's fast float
+    // kernels); no atomics, so the results repeat bit for bit.
+    TAAS_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(context->cublas, CUBLAS_DEFAULT_MATH),
                                 "cublasSetMathMode");
     TAAS_CUBLAS_RETURN_IF_ERROR(cublasSetAtomicsMode(context->cublas, CUBLAS_ATOMICS_NOT_ALLOWED),
                                 "cublasSetAtomicsMode");
