@@ -10,10 +10,11 @@ namespace taas::fashion_mnist {
 
 absl::StatusOr<BatchStats> EvaluateDataset(Model& model,
                                            std::shared_ptr<const data::ImageDataset> dataset,
-                                           std::int64_t batch_size) {
+                                           std::int64_t batch_size, Device device) {
   data::PipelineOptions options;
   options.batch_size = batch_size;
   options.example_shape = model.example_shape();
+  options.device = device;  // where the model's variables are
   TAAS_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(std::move(dataset), options));
   BatchStats total;
   double loss_sum = 0.0;

@@ -103,6 +103,12 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
   const std::vector<Variable*> variables = model_->variables();
   builder.AddVariables(variables);
   if (moving_averages_ && model_->MovingAverageDecay() > 0.0f && optimizer.name == "sgd") {
+    // The shadows' gradients are computed on the host, from the variables' values.
+    if (!info.device.is_cpu()) {
+      return absl::FailedPreconditionError(
+          "--moving_averages computes on the host only, but this replica runs on " +
+          DeviceName(info.device) + ": drop the flag or set TAAS_DEVICE=cpu");
+    }
     average_decay_ = model_->MovingAverageDecay();
     for (Variable* variable : variables) {
       shadows_.push_back(
@@ -178,7 +184,7 @@ void FashionMnistTrainer::SwapAverages() {
 std::map<std::string, double> FashionMnistTrainer::evaluate(Session& session) {
   if (test_ == nullptr) return {};
   SwapAverages();
-  auto stats = EvaluateDataset(*model_, test_, batch_size_);
+  auto stats = EvaluateDataset(*model_, test_, batch_size_, session.info().device);
   SwapAverages();
   if (!stats.ok()) {
     session.logger().Error("evaluation failed", {{"error", std::string(stats.status().message())}});

@@ -46,9 +46,11 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
                                                  std::shared_ptr<const data::ImageDataset> test,
                                                  const LocalTrainingOptions& options);
 
-// Accuracy and mean loss of `model` over the whole of `dataset`, in batches of `batch_size`.
+// Accuracy and mean loss of `model` over the whole of `dataset`, in batches of `batch_size` put
+// on `device`, the one the model's variables are on.
 absl::StatusOr<BatchStats> EvaluateDataset(Model& model,
                                            std::shared_ptr<const data::ImageDataset> dataset,
-                                           std::int64_t batch_size = 1000);
+                                           std::int64_t batch_size = 1000,
+                                           Device device = Device::Cpu());
 
 }  // namespace taas::fashion_mnist
