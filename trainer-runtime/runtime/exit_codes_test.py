@@ -121,6 +121,13 @@ def configuration(tmp):
                  "task": {"type": "worker", "index": 0}})}, "TF_CONFIG.cluster.ps[0]")]:
         check(name, FAULTY, [f"--model_dir={model_dir}"] + args, PERMANENT_CONFIG,
               "invalid configuration", error, env)
+    # A GPU asked for where none is visible (this binary has no CUDA device at all): permanent,
+    # naming the setting, CUDA_VISIBLE_DEVICES and the fix.
+    check("device-cuda-none", FAULTY, [f"--model_dir={model_dir}"], PERMANENT_CONFIG,
+          "no device for the model replicas",
+          'TAAS_DEVICE=cuda: no CUDA device is visible to this process '
+          '(CUDA_VISIBLE_DEVICES=\\"\\")',
+          {"TAAS_DEVICE": "cuda", "CUDA_VISIBLE_DEVICES": ""})
 
 
 def checkpoints(tmp):
