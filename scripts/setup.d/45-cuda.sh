@@ -32,5 +32,12 @@ if [ "$(cat "$taas_cuda_stamp" 2>/dev/null)" != "${taas_cuda_wheels[*]}" ]; then
   printf '%s' "${taas_cuda_wheels[*]}" >"$TAAS_CUDA_DIR.partial/.taas-wheels"
   rm -rf "$TAAS_CUDA_DIR"
   mv "$TAAS_CUDA_DIR.partial" "$TAAS_CUDA_DIR"
+  # Another release's folder (a pin changed) is 2.3 GB nothing uses any more.
+  for taas_cuda_old in "$TAAS_CACHE"/cuda-*/; do
+    taas_cuda_old="${taas_cuda_old%/}"
+    if [ "$taas_cuda_old" != "$TAAS_CUDA_DIR" ] && [ -f "$taas_cuda_old/.taas-wheels" ]; then
+      rm -rf "$taas_cuda_old"
+    fi
+  done
   log "CUDA wheels installed in $((SECONDS - taas_cuda_start)) s"
 fi
