@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "progress.h"
 #include "taas/collective/buckets.h"
+#include "taas/collective/device_collective.h"
 #include "taas/collective/in_process.h"
 #include "taas/collective/tcp_ring.h"
 #include "taas/contract/metric_names.h"
@@ -48,6 +49,9 @@ struct Replica {
   Session session{&session_state};
   std::vector<std::vector<std::vector<float>>> slots;  // [variable][slot][element]
   Collective* collective = nullptr;
+  // On a device whose engine registered a collective (NCCL for CUDA): the group `collective`
+  // then points at, formed over the CPU group. Set under CollectiveTrainer::device_mu_.
+  std::unique_ptr<collective::DeviceCollective> device_collective;
 };
 
 // One step of one replica, as the progress line and the chief's summaries see it.
@@ -66,6 +70,9 @@ class CollectiveTrainer {
  private:
   std::optional<Failure> BuildReplicas();
   std::optional<Failure> FormGroup();
+  // Replaces the replica's CPU group by its device's collective when every replica of the job
+  // is on such a device; each replica's thread joins at the same time.
+  std::optional<Failure> JoinDeviceGroup(Replica& replica);
   // A replica's whole life once the group formed: start state, steps, finish.
   std::optional<Failure> RunReplica(Replica& replica);
   // The chief's first replica loads the start state; every replica receives it.
@@ -96,6 +103,8 @@ class CollectiveTrainer {
   std::unique_ptr<collective::InProcessGroup> group_;  // the worker's replicas
   std::unique_ptr<ChiefSchedule> schedule_;            // the chief's first replica's
   std::unique_ptr<ChiefEvaluation> evaluation_;        // the chief's first replica's
+  std::mutex device_mu_;  // guards each replica's device_collective (set on its thread, aborted
+                          // from the failing one's)
 };
 
 int CollectiveTrainer::Run() {
@@ -107,13 +116,22 @@ int CollectiveTrainer::Run() {
     // with a status that only echoes it.
     std::mutex mu;
     auto run = [&](Replica& replica) {
-      std::optional<Failure> ended = RunReplica(replica);
-      if (!ended) return;
-      std::lock_guard lock(mu);
-      if (!failure) {
-        failure = std::move(ended);
-        if (group_) group_->Abort(failure->status);
+      if (std::optional<Failure> ended = RunReplica(replica)) {
+        std::lock_guard lock(mu);
+        if (!failure) {
+          failure = std::move(ended);
+          if (group_) group_->Abort(failure->status);
+          std::lock_guard device_lock(device_mu_);
+          for (auto& r : replicas_) {
+            if (r->device_collective) r->device_collective->Abort(failure->status);
+          }
+        }
       }
+      // A device group is destroyed on its replica's thread, as the others are on theirs: NCCL's
+      // destroy waits for the other ranks of the node.
+      std::unique_ptr<collective::DeviceCollective> device;
+      std::lock_guard device_lock(device_mu_);
+      device = std::move(replica.device_collective);
     };
     std::vector<std::thread> threads;
     for (std::size_t r = 1; r < replicas_.size(); ++r) {
@@ -200,6 +218,10 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
   } else {
     replicas_[0]->collective = ring_.get();
   }
+  std::string devices;
+  for (const auto& replica : replicas_) {
+    devices += (devices.empty() ? "" : ",") + DeviceName(replica->info.device);
+  }
   std::int64_t bytes = 0;
   for (const Variable* v : replicas_[0]->built->state.variables) {
     bytes += static_cast<std::int64_t>(sizeof(float)) * v->value.size();
@@ -207,14 +229,42 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
   ctx_.logger.Info("all-reduce group formed", {{"group", replicas_[0]->collective->Describe()},
                                                {"replicas_in_sync", info_.num_replicas_in_sync()},
                                                {"replicas_per_worker", info_.replicas_per_worker},
-                                               {"devices", "cpu"},
+                                               {"devices", devices},
                                                {"gradient_bytes", bytes},
                                                {"bucket_bytes", cfg_.allreduce_bucket_bytes},
                                                {"secs", SecondsSince(start)}});
   return std::nullopt;
 }
 
+std::optional<Failure> CollectiveTrainer::JoinDeviceGroup(Replica& replica) {
+  const collective::DeviceCollectiveFactory factory =
+      collective::DeviceCollectiveFor(replica.info.device.type);
+  // All replicas or none: one on the host (another worker without GPUs) keeps everyone on the
+  // CPU groups, which every replica can take part in.
+  float on_device = factory != nullptr ? 1.0f : 0.0f;
+  absl::Status agreed =
+      replica.collective->AllReduce(std::span(&on_device, 1), ReduceOp::kSum).Wait();
+  if (!agreed.ok()) {
+    return Failure{FailureSource::kPeer, "cannot agree on the device all-reduce group", agreed};
+  }
+  if (on_device < static_cast<float>(replica.collective->size())) return std::nullopt;
+  auto joined = factory(*replica.collective,
+                        {.device = replica.info.device, .timeout_secs = cfg_.wait_timeout_secs});
+  if (!joined.ok()) {
+    return Failure{FailureSource::kPeer, "cannot form the device all-reduce group",
+                   joined.status()};
+  }
+  std::lock_guard lock(device_mu_);
+  replica.device_collective = std::move(*joined);
+  replica.collective = replica.device_collective.get();
+  if (IsChief(replica)) {
+    ctx_.logger.Info("device all-reduce group formed", {{"group", replica.collective->Describe()}});
+  }
+  return std::nullopt;
+}
+
 std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
+  if (auto failure = JoinDeviceGroup(replica)) return failure;
   if (auto failure = ShareStartState(replica)) return failure;
   std::vector<std::int64_t> sizes;
   for (const Variable* v : replica.built->state.variables) sizes.push_back(v->value.size());
