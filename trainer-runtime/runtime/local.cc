@@ -112,6 +112,13 @@ int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory
           absl::InvalidArgumentError("a local run is one all-reduce worker: --strategy=" +
                                      config::StrategyName(config->info.strategy) + " refused"));
     }
+    // The CPU unless --device=cuda asks for the visible GPUs (one replica each): a local run gives
+    // the same results wherever it runs unless told otherwise.
+    if (config->device_setting.empty()) config->device_setting = "cpu";
+    const std::string devices = runtime::ChooseAndPrepareDevices(*config, ctx.logger);
+    if (config->devices.empty()) return kExitBadConfig;
+    ctx.logger.Info("local run", {{"devices", devices},
+                                  {"replicas_per_worker", config->info.replicas_per_worker}});
     metrics::Gauges gauges;
     ctx.config = &*config;
     ctx.gauges = &gauges;

@@ -67,14 +67,6 @@ int RunParameterServer(Context& ctx) {
   return kExitOk;
 }
 
-namespace {
-
-// Chooses the device of each model replica (config::ChooseDevices, with the CUDA devices the
-// registered CUDA memory sees, if this binary has one), readies each GPU (its engine's probe:
-// a device this binary has no code for fails here) and sets cfg.devices, info.device and, under
-// all-reduce, info.replicas_per_worker (one per GPU). Returns the devices for the startup line
-// ("cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79 GiB); cuda:1 ..." chosen by what); on a failure logs
-// the one line and leaves cfg.devices empty.
 std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger) {
   DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
   auto choice = config::ChooseDevices(cfg, cuda != nullptr ? cuda->DeviceCount() : -1);
@@ -106,8 +98,6 @@ std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& lo
   }
   return line + " (" + choice->chosen_by + ")";
 }
-
-}  // namespace
 
 // Everything after the configuration: metrics, then the role's driver.
 int RunRole(Context& ctx, config::RuntimeConfig& cfg) {

@@ -60,7 +60,8 @@ class LocalModel {
 };
 
 // Runs the all-reduce trainer (as RunMain does for a TF_CONFIG without `ps`) in this process: one
-// worker, one replica unless `flags` ask for more (--replicas_per_worker), the chief's start
+// worker, one replica on the CPU unless `flags` ask for more (--replicas_per_worker) or for the
+// GPUs (--device=cuda: one replica per visible GPU, as in a job), the chief's start
 // state, checkpoints, summaries, TRAINING_DONE and after_train as in a job. `flags` are RunMain's
 // settings ("--max_steps=5", "--model_dir=DIR", then "--" and the model's arguments); the process
 // environment is not read. Log lines go to `log` (null: stdout). Returns the exit code RunMain
