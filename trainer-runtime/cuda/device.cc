@@ -6,6 +6,7 @@
 
 #include "probe.h"
 #include "taas/cuda/status.h"
+#include "taas/cuda/stream.h"
 
 namespace taas::cuda {
 
@@ -29,13 +30,13 @@ absl::StatusOr<std::string> DescribeDevice(int ordinal) {
 
 absl::Status ProbeDevice(int ordinal) {
   const std::string name = "cuda:" + std::to_string(ordinal);
-  TAAS_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal), name + ": selecting it");
+  ScopedDevice device(ordinal);  // the caller's current device is left as it was
+  TAAS_RETURN_IF_ERROR(device.status());
   void* flag = nullptr;
   TAAS_CUDA_RETURN_IF_ERROR(cudaMalloc(&flag, sizeof(int)), name + ": allocating the probe");
-  absl::Status status = CudaStatus(LaunchProbe(static_cast<int*>(flag), nullptr),
-                                   name +
-                                       ": launching the probe "
-                                       "kernel (this binary holds code for sm_80 and sm_90)");
+  absl::Status status = CudaStatus(
+      LaunchProbe(static_cast<int*>(flag), nullptr),
+      name + ": launching the probe kernel (this binary holds code for sm_80 and sm_90)");
   if (status.ok()) status = CudaStatus(cudaDeviceSynchronize(), name + ": running the probe");
   (void)cudaFree(flag);
   return status;
