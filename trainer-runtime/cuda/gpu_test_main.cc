@@ -6,15 +6,18 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
+#include "taas/contract/env.h"
 #include "taas/cuda/device.h"
 #include "taas/cuda/testing.h"
 
 int main(int argc, char** argv) {
   if (taas::cuda::VisibleDeviceCount() == 0) {
-    std::printf(
-        "no CUDA device visible (CUDA_VISIBLE_DEVICES=%s): skipped\n",
-        std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    const std::string name(taas::contract::kCudaVisibleDevicesEnv);
+    const char* visible = std::getenv(name.c_str());
+    std::printf("no CUDA device visible (%s=%s): skipped\n", name.c_str(),
+                visible != nullptr ? visible : "unset");
     return taas::cuda::kSkipExitCode;
   }
   return doctest::Context(argc, argv).run();
