@@ -41,7 +41,10 @@ BIND_AFTER_FREE_S = 120
 # What Coscheduling says when it holds a gang back: the cluster lacks the PodGroup's minResources
 # ("resource gap"), too few of its pods exist yet ("sibling"), a member was rejected and took the
 # gang with it ("PodGroup ... gets rejected"), or a member waiting in Permit was rejected that way
-# ("optimistic rejection in PostFilter") or timed out there ("... at plugin Coscheduling").
+# ("optimistic rejection in PostFilter") or timed out there ("... at plugin Coscheduling"). The
+# Permit case happens when the scheduler sees a pod before its PodGroup (its informer lags the
+# operator's create): PreFilter then checks nothing and the pod waits in Permit, until a sibling
+# fails PreFilter (seen once in 8 runs, when this pattern lacked that message).
 GANG_REASON = r"resource gap|sibling|PodGroup \S+ gets rejected|optimistic rejection|Coscheduling"
 
 
