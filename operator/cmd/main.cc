@@ -5,7 +5,7 @@
 //                 [--lease-name taas-operator] [--identity ID] [--cluster-domain DOMAIN]
 //                 [--stuck-after-seconds 300] [--resync-seconds 300] [--port-file PATH]
 //                 [--api-parallelism 16] [--child-event-delay-ms 250] [--log-level info]
-//                 [--max-replicas-per-job 2048] [--gang-scheduler-name NAME|volcano|none]
+//                 [--max-replicas-per-job 2048] [--gang-scheduler-name none|volcano|NAME]
 //                 [--ui-listen HOST:PORT [--ui-namespaces a,b] [--ui-token-file FILE]
 //                  [--ui-assets DIR] [--ui-allow-anonymous-read]]
 //
@@ -77,7 +77,8 @@ constexpr char kUsage[] =
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
-    "                     [--gang-scheduler-name NAME|volcano|none]\n"
+    "                     [--gang-scheduler-name none|volcano|NAME]  (default none: no gang\n"
+    "                      scheduling, even for a runPolicy.schedulingPolicy, as Kubeflow)\n"
     "                     [--log-level debug|info|warning|error]\n"
     "                     [--ui-listen HOST:PORT] [--ui-namespaces a,b] [--ui-token-file FILE]\n"
     "                     [--ui-assets DIR] [--ui-allow-anonymous-read]\n";

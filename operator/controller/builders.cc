@@ -295,7 +295,7 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
   AddJobSecret(job, type, index, pod_spec);
 
   // Kubeflow's DecoratePodTemplateSpec: a scheduler named by the template is kept.
-  if (const Gang gang = GangOf(job, options); gang.scheduler != GangScheduler::kNone) {
+  if (const Gang gang = GangOf(options); gang.scheduler != GangScheduler::kNone) {
     if (gang.scheduler == GangScheduler::kVolcano) {
       if (!metadata.contains("annotations") || !metadata["annotations"].is_object())
         metadata["annotations"] = json::object();
@@ -374,13 +374,12 @@ absl::Status ValidateGangSchedulerName(std::string_view name) {
       std::string(name.substr(0, 80)) + "\"");
 }
 
-Gang GangOf(const tf::TFJob& job, const BuildOptions& options) {
+Gang GangOf(const BuildOptions& options) {
   const std::string& name = options.gang_scheduler_name;
-  if (name.empty()) {
-    if (!job.spec.run_policy.scheduling_policy.has_value()) return {};
-    return {GangScheduler::kSchedulerPlugins, std::string(tf::kSchedulerPluginsSchedulerName)};
-  }
-  if (name == "none") return {};
+  // Unset is Kubeflow's default: no job is gang scheduled, not even one whose schedulingPolicy
+  // asks for it, so a manifest written for Volcano does not wait forever for a scheduler this
+  // cluster lacks. "none" spells the same explicitly.
+  if (name.empty() || name == "none") return {};
   // Kubeflow compares "volcano" ignoring case and then names the scheduler "volcano".
   if (AsciiLower(name) == tf::kVolcanoSchedulerName)
     return {GangScheduler::kVolcano, std::string(tf::kVolcanoSchedulerName)};

@@ -147,33 +147,6 @@ TEST_CASE("services are headless, select their pod and expose the container's po
   CHECK(ports["metrics"] == 9090);
 }
 
-TEST_CASE("schedulingPolicy adds a PodGroup, the pod-group label and the gang scheduler") {
-  tf::TFJob job = Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
-                       {"Worker", {{"replicas", 4}, {"template", Template()}}}},
-                      {{"schedulingPolicy", {{"minAvailable", 3}}}});
-  const taas::controller::Gang gang = taas::controller::GangOf(job, BuildOptions{});
-  REQUIRE(gang.scheduler == taas::controller::GangScheduler::kSchedulerPlugins);
-  CHECK(gang.scheduler_name == "scheduler-plugins-scheduler");
-  json pg = taas::controller::BuildPodGroup(job, gang);
-  CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
-  CHECK(pg["spec"]["minMember"] == 3);
-  CHECK_FALSE(pg["spec"].contains("minResources"));  // the templates request nothing
-  CHECK(pg["metadata"]["ownerReferences"][0]["kind"] == "TFJob");
-  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, BuildOptions{});
-  CHECK(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
-  CHECK(pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler");
-
-  tf::TFJob all = Job({{"Worker", {{"replicas", 4}, {"template", Template()}}}},
-                      {{"schedulingPolicy", json::object()}});
-  CHECK(taas::controller::BuildPodGroup(all, gang)["spec"]["minMember"] == 4);
-  tf::TFJob none = PsWorkers();
-  CHECK(taas::controller::GangOf(none, BuildOptions{}).scheduler ==
-        taas::controller::GangScheduler::kNone);
-  json plain = taas::controller::BuildPod(none, tf::ReplicaType::kWorker, 0, BuildOptions{});
-  CHECK_FALSE(plain["spec"].contains("schedulerName"));
-  CHECK_FALSE(plain["metadata"]["labels"].contains("scheduling.x-k8s.io/pod-group"));
-}
-
 namespace {
 
 // A template whose `tensorflow` container has these resources.
@@ -191,6 +164,53 @@ BuildOptions GangNamed(std::string name) {
 
 }  // namespace
 
+TEST_CASE("schedulingPolicy shapes the PodGroup, the pod-group label and the gang scheduler") {
+  tf::TFJob job = Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
+                       {"Worker", {{"replicas", 4}, {"template", Template()}}}},
+                      {{"schedulingPolicy", {{"minAvailable", 3}}}});
+  const BuildOptions options = GangNamed("scheduler-plugins-scheduler");
+  const taas::controller::Gang gang = taas::controller::GangOf(options);
+  REQUIRE(gang.scheduler == taas::controller::GangScheduler::kSchedulerPlugins);
+  CHECK(gang.scheduler_name == "scheduler-plugins-scheduler");
+  json pg = taas::controller::BuildPodGroup(job, gang);
+  CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
+  CHECK(pg["spec"]["minMember"] == 3);
+  CHECK_FALSE(pg["spec"].contains("minResources"));  // the templates request nothing
+  CHECK(pg["metadata"]["ownerReferences"][0]["kind"] == "TFJob");
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 0, options);
+  CHECK(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
+  CHECK(pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler");
+
+  tf::TFJob all = Job({{"Worker", {{"replicas", 4}, {"template", Template()}}}},
+                      {{"schedulingPolicy", json::object()}});
+  CHECK(taas::controller::BuildPodGroup(all, gang)["spec"]["minMember"] == 4);
+}
+
+TEST_CASE("without --gang-scheduler-name, as Kubeflow's default, a schedulingPolicy is ignored") {
+  // A manifest written for Volcano: under Kubeflow without the flag its pods get no PodGroup and
+  // the default scheduler; naming a gang scheduler this cluster may lack would leave them Pending.
+  tf::TFJob asks = Job({{"PS", {{"replicas", 1}, {"template", Template()}}},
+                        {"Worker", {{"replicas", 2}, {"template", Template()}}}},
+                       {{"schedulingPolicy", {{"minAvailable", 3}, {"queue", "default"}}}});
+  // Unset and the explicit "none" are the same.
+  for (const BuildOptions& options : {BuildOptions{}, GangNamed("none")}) {
+    CAPTURE(options.gang_scheduler_name);
+    const taas::controller::Gang gang = taas::controller::GangOf(options);
+    CHECK(gang.scheduler == taas::controller::GangScheduler::kNone);
+    CHECK(gang.scheduler_name.empty());
+    for (const tf::ReplicaType type : {tf::ReplicaType::kPS, tf::ReplicaType::kWorker}) {
+      json pod = taas::controller::BuildPod(asks, type, 0, options);
+      CHECK_FALSE(pod["spec"].contains("schedulerName"));
+      CHECK_FALSE(pod["metadata"]["labels"].contains("scheduling.x-k8s.io/pod-group"));
+      CHECK_FALSE(pod["metadata"]
+                      .value("annotations", json::object())
+                      .contains("scheduling.k8s.io/group-name"));
+    }
+    tf::TFJob plain = PsWorkers();
+    CHECK(taas::controller::GangOf(options).scheduler == taas::controller::GangScheduler::kNone);
+  }
+}
+
 TEST_CASE("--gang-scheduler-name gang schedules every job, as Kubeflow's flag does") {
   // A job without a schedulingPolicy: Kubeflow makes a PodGroup for every job once the flag is set.
   tf::TFJob job = Job(
@@ -199,7 +219,7 @@ TEST_CASE("--gang-scheduler-name gang schedules every job, as Kubeflow's flag do
         {{"replicas", 2},
          {"template", TemplateWith({{"limits", {{"nvidia.com/gpu", 2}, {"memory", "1.5Gi"}}}})}}}});
   const BuildOptions options = GangNamed("scheduler-plugins-scheduler");
-  const taas::controller::Gang gang = taas::controller::GangOf(job, options);
+  const taas::controller::Gang gang = taas::controller::GangOf(options);
   REQUIRE(gang.scheduler == taas::controller::GangScheduler::kSchedulerPlugins);
   json pg = taas::controller::BuildPodGroup(job, gang);
   CHECK(pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1");
@@ -218,14 +238,6 @@ TEST_CASE("--gang-scheduler-name gang schedules every job, as Kubeflow's flag do
   json custom = taas::controller::BuildPod(job, tf::ReplicaType::kPS, 0, GangNamed("my-gang"));
   CHECK(custom["spec"]["schedulerName"] == "my-gang");
   CHECK(custom["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "mnist");
-
-  // "none" is Kubeflow without the flag: no gang, even for a job that asks for one.
-  tf::TFJob asks = Job({{"Worker", {{"replicas", 2}, {"template", Template()}}}},
-                       {{"schedulingPolicy", {{"minAvailable", 2}}}});
-  CHECK(taas::controller::GangOf(asks, GangNamed("none")).scheduler ==
-        taas::controller::GangScheduler::kNone);
-  json plain = taas::controller::BuildPod(asks, tf::ReplicaType::kWorker, 0, GangNamed("none"));
-  CHECK_FALSE(plain["spec"].contains("schedulerName"));
 }
 
 TEST_CASE("minResources: the first minMember pods in Kubeflow's order, quantities added exactly") {
@@ -244,7 +256,8 @@ TEST_CASE("minResources: the first minMember pods in Kubeflow's order, quantitie
         json{{"cpu", "4"}, {"memory", "1073741824"}});
   CHECK(taas::controller::PodGroupMinResources(job, 1) == json{{"cpu", "2"}});
   CHECK(taas::controller::PodGroupMinResources(job, 0) == json::object());
-  json pg = taas::controller::BuildPodGroup(job, taas::controller::GangOf(job, BuildOptions{}));
+  json pg = taas::controller::BuildPodGroup(
+      job, taas::controller::GangOf(GangNamed("scheduler-plugins-scheduler")));
   CHECK(pg["spec"]["minMember"] == 3);
   CHECK(pg["spec"]["minResources"] == json{{"cpu", "4"}, {"memory", "1073741824"}});
   CHECK(pg["spec"]["scheduleTimeoutSeconds"] == 30);
@@ -253,7 +266,8 @@ TEST_CASE("minResources: the first minMember pods in Kubeflow's order, quantitie
   tf::TFJob given = Job({{"Worker", {{"replicas", 2}, {"template", worker}}}},
                         {{"schedulingPolicy", {{"minResources", {{"nvidia.com/gpu", "8"}}}}}});
   CHECK(taas::controller::BuildPodGroup(
-            given, taas::controller::GangOf(given, BuildOptions{}))["spec"]["minResources"] ==
+            given, taas::controller::GangOf(
+                       GangNamed("scheduler-plugins-scheduler")))["spec"]["minResources"] ==
         json{{"nvidia.com/gpu", "8"}});
 
   // Sums in every suffix, to the nanounit; what does not parse is left out.
@@ -286,7 +300,7 @@ TEST_CASE("--gang-scheduler-name=volcano: Volcano's PodGroup and pod annotations
                          {"priorityClass", "high"},
                          {"scheduleTimeoutSeconds", 30}}}});
   const BuildOptions options = GangNamed("Volcano");  // Kubeflow compares ignoring case
-  const taas::controller::Gang gang = taas::controller::GangOf(job, options);
+  const taas::controller::Gang gang = taas::controller::GangOf(options);
   REQUIRE(gang.scheduler == taas::controller::GangScheduler::kVolcano);
   CHECK(gang.scheduler_name == "volcano");
   json pg = taas::controller::BuildPodGroup(job, gang);

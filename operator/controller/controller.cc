@@ -363,7 +363,7 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
                              const Observation& seen, tf::Time now, Decision& decision, bool& gone,
                              bool& blocked) {
   if (!tf::IsFinished(job.status) && !decision.create_pods.empty()) {
-    if (const Gang gang = GangOf(job, options_.build); gang.scheduler != GangScheduler::kNone)
+    if (const Gang gang = GangOf(options_.build); gang.scheduler != GangScheduler::kNone)
       EnsurePodGroup(ctx, job, gang);
   }
   if (decision.ensure_job_access) TAAS_RETURN_IF_ERROR(EnsureJobAccess(ctx, job));

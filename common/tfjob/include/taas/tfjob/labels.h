@@ -45,9 +45,7 @@ inline constexpr std::string_view kVolcanoApi = "scheduling.volcano.sh/v1beta1";
 inline constexpr std::string_view kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
 inline constexpr std::string_view kAnnotationVolcanoGroupName = "scheduling.k8s.io/group-name";
 inline constexpr std::string_view kAnnotationVolcanoTaskSpec = "volcano.sh/task-spec";
-// The gang schedulers' names as pods' spec.schedulerName: scheduler-plugins' as it installs itself
-// (and taas's default) and Volcano's.
-inline constexpr std::string_view kSchedulerPluginsSchedulerName = "scheduler-plugins-scheduler";
+// Volcano's name as pods' spec.schedulerName (and as --gang-scheduler-name's value, in any case).
 inline constexpr std::string_view kVolcanoSchedulerName = "volcano";
 
 using Labels = std::map<std::string, std::string>;

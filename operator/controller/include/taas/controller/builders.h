@@ -25,11 +25,10 @@ enum class GangScheduler {
 
 struct BuildOptions {
   taas::tfjob::ServiceAddressing addressing;  // port fallback and custom cluster domain
-  // taas-operator --gang-scheduler-name (docs/operator.md, "Gang scheduling"). Empty (the
-  // default): only jobs with a runPolicy.schedulingPolicy are gang scheduled, by scheduler-plugins
-  // under tfjob::kSchedulerPluginsSchedulerName. Otherwise Kubeflow's rule: "none" (Kubeflow
-  // without the flag): no job; "volcano" (any letter case): every job, by Volcano; any other
-  // name: every job, by scheduler-plugins under that scheduler name.
+  // taas-operator --gang-scheduler-name (docs/operator.md, "Gang scheduling"), Kubeflow's rule:
+  // empty (the default) or "none": no job, even one with a runPolicy.schedulingPolicy (Kubeflow
+  // without the flag); "volcano" (any letter case): every job, by Volcano; any other name: every
+  // job, by scheduler-plugins under that scheduler name.
   std::string gang_scheduler_name;
   // The namespace of the operator and the UI server, whose pods may reach a job's metrics port
   // through the job's NetworkPolicy; empty: no pod outside the job may.
@@ -40,13 +39,14 @@ struct BuildOptions {
 // the API server accepts it in a pod's spec.schedulerName (a DNS-1123 subdomain).
 absl::Status ValidateGangSchedulerName(std::string_view name);
 
-// How `job` is gang scheduled under `options` (see BuildOptions::gang_scheduler_name) and the
-// schedulerName its pods get when their template names none.
+// How jobs are gang scheduled under `options` (see BuildOptions::gang_scheduler_name) and the
+// schedulerName their pods get when their template names none. As in Kubeflow, the flag alone
+// decides: a job's runPolicy.schedulingPolicy shapes its PodGroup, never whether it has one.
 struct Gang {
   GangScheduler scheduler = GangScheduler::kNone;
   std::string scheduler_name;
 };
-Gang GangOf(const taas::tfjob::TFJob& job, const BuildOptions& options);
+Gang GangOf(const BuildOptions& options);
 
 // The two tokens of a job's Secret (taas/contract/job_secret.h), hex-encoded.
 struct JobTokens {
