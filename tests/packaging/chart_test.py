@@ -151,6 +151,9 @@ class DefaultValues(unittest.TestCase, RbacChecks):
         self.assertIn("--identity=$(POD_NAME)", args)
         self.assertIn("--health-port=8081", args)
         self.assertNotIn("--namespaces", args)  # every namespace
+        # No gang scheduling, Kubeflow's default: podGroups is off, and a job's schedulingPolicy
+        # must not send its pods to a gang scheduler the cluster may lack.
+        self.assertFalse([a for a in args if a.startswith("--gang-scheduler-name")])
         one(self.docs, "PodDisruptionBudget", "t-taas-operator", "taas-system")
 
     def test_operator_rbac_is_cluster_wide_and_sufficient(self):
