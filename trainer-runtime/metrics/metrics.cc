@@ -1,9 +1,31 @@
 #include "taas/metrics/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 namespace taas::metrics {
+namespace {
+
+// A label value as the text format writes it: backslash, double quote and newline escaped.
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void Gauges::Describe(std::string_view name, std::string_view help) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -17,6 +39,16 @@ void Gauges::Set(std::string_view name, double value) {
   gauges_[std::string(name)].second = value;
 }
 
+void Gauges::SetInfo(std::string_view name, std::string_view help,
+                     const std::vector<Labels>& sets) {
+  std::vector<Labels> unique;
+  for (const Labels& labels : sets) {
+    if (std::find(unique.begin(), unique.end(), labels) == unique.end()) unique.push_back(labels);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  infos_[std::string(name)] = {std::string(help), std::move(unique)};
+}
+
 std::string Gauges::Render() const {
   std::ostringstream out;
   out.precision(10);
@@ -25,6 +57,18 @@ std::string Gauges::Render() const {
     if (std::isnan(g.second)) continue;  // never set yet
     if (!g.first.empty()) out << "# HELP " << name << " " << g.first << "\n";
     out << "# TYPE " << name << " gauge\n" << name << " " << g.second << "\n";
+  }
+  for (const auto& [name, info] : infos_) {
+    if (!info.first.empty()) out << "# HELP " << name << " " << info.first << "\n";
+    out << "# TYPE " << name << " gauge\n";
+    for (const Labels& labels : info.second) {
+      out << name << "{";
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        out << (i ? "," : "") << labels[i].first << "=\"" << EscapeLabelValue(labels[i].second)
+            << "\"";
+      }
+      out << "} 1\n";
+    }
   }
   return out.str();
 }

@@ -54,6 +54,23 @@ TEST_CASE("serves gauges in Prometheus text format over HTTP") {
   CHECK(Get((*server)->port()).find("taas_eval_accuracy 0.5\n") != std::string::npos);
 }
 
+TEST_CASE("an info metric: one sample of 1 per distinct label set, label values escaped") {
+  Gauges gauges;
+  gauges.SetInfo("taas_replica_device_info", "A model replica's device",
+                 {{{"device", "cuda:0"}, {"name", "NVIDIA \"H100\"\\x\n"}},
+                  {{"device", "cpu"}, {"name", ""}},
+                  {{"device", "cpu"}, {"name", ""}}});
+  const std::string text = gauges.Render();
+  CHECK(text ==
+        "# HELP taas_replica_device_info A model replica's device\n"
+        "# TYPE taas_replica_device_info gauge\n"
+        "taas_replica_device_info{device=\"cuda:0\",name=\"NVIDIA \\\"H100\\\"\\\\x\\n\"} 1\n"
+        "taas_replica_device_info{device=\"cpu\",name=\"\"} 1\n");
+  gauges.SetInfo("taas_replica_device_info", "", {{{"device", "cpu"}}});
+  CHECK(gauges.Render() ==
+        "# TYPE taas_replica_device_info gauge\ntaas_replica_device_info{device=\"cpu\"} 1\n");
+}
+
 TEST_CASE("a client sending its request slowly holds the server for the deadline at most") {
   Gauges gauges;
   gauges.Set("taas_global_step", 7);

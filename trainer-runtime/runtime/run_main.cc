@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "exit_code.h"
 #include "internal.h"
@@ -67,7 +68,9 @@ int RunParameterServer(Context& ctx) {
   return kExitOk;
 }
 
-std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger) {
+// Also fills `reported` with each model replica's {device, name} for the device info metric.
+std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
+                                    std::vector<metrics::Gauges::Labels>* reported) {
   DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
   auto choice = config::ChooseDevices(cfg, cuda != nullptr ? cuda->DeviceCount() : -1);
   if (!choice.ok()) {
@@ -85,6 +88,12 @@ std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& lo
       }
       described = *prepared;
     }
+    // Prepare names the device first ("cuda:0 NVIDIA H100 ..."); the label keeps the rest.
+    const std::string id = DeviceName(device);
+    std::string name = device.is_cpu() ? std::string() : described;
+    if (name.rfind(id + " ", 0) == 0) name.erase(0, id.size() + 1);
+    reported->push_back({{std::string(contract::kDeviceLabel), id},
+                         {std::string(contract::kDeviceNameLabel), std::move(name)}});
     // A CPU replica's line is its name alone: several say "cpu" once.
     if (line.find(described) == std::string::npos || !device.is_cpu()) {
       line += (line.empty() ? "" : "; ") + described;
@@ -123,8 +132,12 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
     metrics_server = std::move(*server);
   }
   // The devices, before the compute threads (shared among the replicas) and any model.
-  const std::string devices = ChooseAndPrepareDevices(cfg, ctx.logger);
+  std::vector<metrics::Gauges::Labels> reported;
+  const std::string devices = ChooseAndPrepareDevices(cfg, ctx.logger, &reported);
   if (cfg.devices.empty()) return kExitBadConfig;  // the one line is logged
+  // What the UI's job page shows per replica (web-ui/server/metrics.h, DeviceBook).
+  gauges.SetInfo(contract::kReplicaDeviceInfoMetric, "Each model replica's device (value 1)",
+                 reported);
   // Before the model is built: build_model may override the choice (nn::SetComputeThreads).
   const config::ComputeThreadsChoice threads =
       config::ChooseComputeThreads(cfg, ReadAvailableCpus());

@@ -11,5 +11,10 @@ inline constexpr std::string_view kLossMetric = "taas_loss";
 inline constexpr std::string_view kExamplesPerSecondMetric = "taas_examples_per_second";
 inline constexpr std::string_view kLearningRateMetric = "taas_learning_rate";
 inline constexpr std::string_view kEvalAccuracyMetric = "taas_eval_accuracy";
+// An info metric: one sample of value 1 per model replica device, labelled device ("cuda:0",
+// "cpu") and name (what the device reports of itself; empty for cpu). The UI's job page shows it.
+inline constexpr std::string_view kReplicaDeviceInfoMetric = "taas_replica_device_info";
+inline constexpr std::string_view kDeviceLabel = "device";
+inline constexpr std::string_view kDeviceNameLabel = "name";
 
 }  // namespace taas::contract

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "taas/base/status.h"
 #include "taas/http/server.h"
@@ -21,12 +22,18 @@ class Gauges {
   // Declares a gauge with its help text; undeclared names are served without HELP.
   void Describe(std::string_view name, std::string_view help);
   void Set(std::string_view name, double value);
-  // The exposition text, gauges in name order.
+  // An info metric (Prometheus's way of stating facts): one sample of value 1 per label set,
+  // e.g. taas_replica_device_info{device="cuda:0",name="NVIDIA H100 80GB HBM3"} 1. Replaces the
+  // metric's earlier sets; a label set equal to an earlier one is served once.
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+  void SetInfo(std::string_view name, std::string_view help, const std::vector<Labels>& sets);
+  // The exposition text: gauges in name order, then info metrics in name order.
   std::string Render() const;
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, double>> gauges_;  // guarded by mu_
+  std::map<std::string, std::pair<std::string, double>> gauges_;              // guarded by mu_
+  std::map<std::string, std::pair<std::string, std::vector<Labels>>> infos_;  // guarded by mu_
 };
 
 class MetricsServer {
