@@ -85,6 +85,14 @@ class Env:
     def apply(self, manifest, check=True):
         return self.kubectl("apply", "-f", "-", input=json.dumps(manifest), check=check)
 
+    def wait_established(self, crd):
+        """Until the CRD serves. Not `kubectl wait --for=condition=established`: right after the
+        apply, before the API server has written any condition, that fails at once (".status.
+        conditions accessor error: <nil>"), as it did once here."""
+        wait_for(f"{crd} established", lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (self.get(crd) or {}).get("status", {}).get("conditions", [])), 120)
+
     def namespace(self, ns):
         self.kubectl("create", "namespace", ns)
         # Pods need the namespace's default service account (made by the controller manager).
@@ -1040,31 +1048,66 @@ PODGROUP_CRD = {
                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
-def scenario_gang(env):
-    """schedulingPolicy: a PodGroup (a minimal scheduler-plugins CRD is installed here) with
-    minMember, owned by the job; the pods name the gang scheduler and their group."""
+GANG_FLAG = "--gang-scheduler-name=scheduler-plugins-scheduler"
+
+
+def scenario_gang(env, op):
+    """schedulingPolicy. Under the group's operator (no --gang-scheduler-name, Kubeflow's default)
+    it is ignored: no PodGroup, no schedulerName, so a manifest written for Volcano runs where no
+    gang scheduler is installed. Under an operator started with GANG_FLAG (watching only the gang
+    namespace): a PodGroup (a minimal scheduler-plugins CRD is installed here) with minMember,
+    owned by the job; the pods name the gang scheduler and their group. Returns the group's
+    operator, restarted with the group's flags."""
+    env.apply(PODGROUP_CRD)
+    env.wait_established("crd/podgroups.scheduling.x-k8s.io")
+    plain_ns = "nogang"
+    env.namespace(plain_ns)
+    env.apply(tfjob("vj", plain_ns, {"PS": 1, "Worker": 2},
+                    run_policy={"schedulingPolicy": {"minAvailable": 3, "queue": "default"}}))
+    wait_for("3 pods without a gang", lambda: len(job_pods(env, plain_ns, "vj")) == 3)
+    for p in job_pods(env, plain_ns, "vj"):
+        name = p["metadata"]["name"]
+        check("scheduling.x-k8s.io/pod-group" not in p["metadata"].get("labels", {}),
+              f"{name}: no pod-group label without {GANG_FLAG}")
+        check(p["spec"].get("schedulerName") in (None, "default-scheduler"),
+              f"{name}: schedulerName {p['spec'].get('schedulerName')} without {GANG_FLAG}")
+    check(not env.get("-n", plain_ns, "podgroups.scheduling.x-k8s.io")["items"],
+          f"no PodGroup without {GANG_FLAG}")
+
+    log(f"an operator with {GANG_FLAG}")
     ns = "gang"
     env.namespace(ns)
-    env.apply(PODGROUP_CRD)
-    env.kubectl("wait", "--for=condition=established", "--timeout=120s",
-                "crd/podgroups.scheduling.x-k8s.io")
-    env.apply(tfjob("gj", ns, {"PS": 1, "Worker": 2},
-                    run_policy={"schedulingPolicy": {"minAvailable": 2}}))
-    group = wait_for("PodGroup", lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "gj"))
-    uid = env.get("-n", ns, "tfjob", "gj")["metadata"]["uid"]
-    check(group["spec"]["minMember"] == 2, f"minMember = minAvailable: {group['spec']}")
-    check(group["metadata"]["ownerReferences"][0]["uid"] == uid, "the PodGroup is owned by the job")
-    wait_for("3 pods", lambda: len(job_pods(env, ns, "gj")) == 3)
-    for p in job_pods(env, ns, "gj"):
-        name = p["metadata"]["name"]
-        check(p["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group") == "gj",
-              f"{name}: pod-group label")
-        check(p["spec"].get("schedulerName") == "scheduler-plugins-scheduler",
-              f"{name}: schedulerName {p['spec'].get('schedulerName')}")
-    log("without minAvailable, minMember is every replica")
-    env.apply(tfjob("all", ns, {"PS": 1, "Worker": 3}, run_policy={"schedulingPolicy": {}}))
-    group = wait_for("PodGroup", lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "all"))
-    check(group["spec"]["minMember"] == 4, f"minMember = all replicas: {group['spec']}")
+    env.stop_operator(op)  # SIGTERM releases the lease, so the next operator takes it at once
+    gang_op = env.start_operator(GANG_FLAG, "--namespaces", ns, identity="gang")
+    try:
+        wait_for("the gang operator leads",
+                 lambda: env.metrics(gang_op)["taas_operator_leader"] == 1, 60)
+        env.apply(tfjob("gj", ns, {"PS": 1, "Worker": 2},
+                        run_policy={"schedulingPolicy": {"minAvailable": 2}}))
+        group = wait_for("PodGroup",
+                         lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "gj"))
+        uid = env.get("-n", ns, "tfjob", "gj")["metadata"]["uid"]
+        check(group["spec"]["minMember"] == 2, f"minMember = minAvailable: {group['spec']}")
+        check(group["metadata"]["ownerReferences"][0]["uid"] == uid,
+              "the PodGroup is owned by the job")
+        wait_for("3 pods", lambda: len(job_pods(env, ns, "gj")) == 3)
+        for p in job_pods(env, ns, "gj"):
+            name = p["metadata"]["name"]
+            check(p["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group") == "gj",
+                  f"{name}: pod-group label")
+            check(p["spec"].get("schedulerName") == "scheduler-plugins-scheduler",
+                  f"{name}: schedulerName {p['spec'].get('schedulerName')}")
+        log("without minAvailable, minMember is every replica")
+        env.apply(tfjob("all", ns, {"PS": 1, "Worker": 3}, run_policy={"schedulingPolicy": {}}))
+        group = wait_for("PodGroup",
+                         lambda: env.get("-n", ns, "podgroups.scheduling.x-k8s.io", "all"))
+        check(group["spec"]["minMember"] == 4, f"minMember = all replicas: {group['spec']}")
+    finally:
+        env.stop_operator(gang_op)
+    op = env.start_operator()
+    wait_for("the group's operator leads again",
+             lambda: env.metrics(op)["taas_operator_leader"] == 1, 60)
+    return op
 
 
 # Each group runs on its own control plane with one operator, started with the group's flags.
@@ -1147,15 +1190,14 @@ def main():
     try:
         env.up()
         env.kubectl("apply", "-f", args.crd)
-        env.kubectl("wait", "--for=condition=established", "--timeout=120s",
-                    "crd/tfjobs.kubeflow.org")
+        env.wait_established("crd/tfjobs.kubeflow.org")
         op = env.start_operator()
         wait_for("operator ready", lambda: env.ready(op))
         for name in group["scenarios"]:
             log(f"scenario {name}")
             started = time.time()
             fn = globals()[f"scenario_{name}"]
-            if name in ("no_duplicates", "leader_election", "slow_api"):
+            if name in ("gang", "no_duplicates", "leader_election", "slow_api"):
                 op = fn(env, op) or op
             else:
                 fn(env)
