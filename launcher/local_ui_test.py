@@ -1,9 +1,10 @@
 """End-to-end test of the web UI a local run serves: `taas run` on a tiny linear-regression job
 (1 PS, 1 worker that is the chief) prints one `UI: http://127.0.0.1:PORT/#token=...` line; its
-API is checked over HTTP (401 without or with a wrong token, the TFJob and its pods, a log tail,
-a followed log, a killed chief's exit and restart as pod state and events, the local node, a
-clear error on create/delete, the loss scraped from the chief), the UI stays up after the job
-with --keep-ui, and Ctrl-C then exits with the job's own code.
+API is checked over HTTP (401 without or with a wrong token, the TFJob and its pods, the devices
+each replica reported (cpu), a log tail, a followed log, a killed chief's exit and restart as pod
+state and events, the local node, a clear error on create/delete, the loss scraped from the
+chief), the UI stays up after the job with --keep-ui, and Ctrl-C then exits with the job's own
+code.
 Also: the default port falls back to a free one when 8080 is taken, and --no-ui serves nothing.
 
 usage: local_ui_test.py BUILD_DIR     (python3 standard library only)
@@ -79,6 +80,15 @@ def main_run(tmp):
     assert detail["job"]["replicasText"] == "PS 1/1 \u00b7 Worker 1/1", detail["job"]
     assert any(e["reason"] == "Started" and e["object"] == f"Pod/{job}-worker-0"
                for e in detail["events"]), detail["events"]
+
+    # The devices each running replica reported (its device info metric), read once the job
+    # page shows it running: `cpu` for both here.
+    def devices():
+        d = json.loads(call(base, "GET", f"namespaces/default/tfjobs/{job}", token)[1])
+        got = {p["name"]: p.get("devices") for p in d["job"]["pods"]}
+        return got if all(v is not None for v in got.values()) else None
+    got = poll("both replicas' devices", devices, timeout=30)
+    assert got == {f"{job}-ps-0": ["cpu"], f"{job}-worker-0": ["cpu"]}, got
 
     # A log tail of the chief: its own lines only, at most tailLines of them.
     def tail():

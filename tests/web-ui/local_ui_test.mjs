@@ -68,6 +68,14 @@ try {
     await waitFor('3 Running replicas', async () => (await page.locator('[data-testid=pods-table] tr[data-phase=Running]').count()) === 3, 60000);
     const nodes = await page.locator('[data-testid=pods-table] tbody tr td:nth-child(3)').allTextContents();
     assert(nodes.every((n) => n === 'localhost'), `nodes ${nodes}`);
+    // Each replica's devices, as it reported them (read once it runs): the CPU here.
+    let devices = [];
+    await waitFor('the replicas\' devices', async () => {
+      devices = await page.locator('[data-testid=pod-devices]').allTextContents();
+      return devices.length === 3 && devices.every((d) => d === 'cpu');
+    }, 30000).catch((e) => {
+      throw new Error(`${e.message}: ${devices.join(' | ')}`);
+    });
     await page.locator(`tr[data-pod=${job}-worker-0]`).getByRole('button', { name: 'Logs' }).click();
     await waitText(page.getByTestId('log-box'), 'step=', 60000);
     await waitText(page.getByTestId('events-table'), 'Started');

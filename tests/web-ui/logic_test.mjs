@@ -95,3 +95,12 @@ test('the GPUs set apart are counted in words', () => {
     "8 GPUs usable only by pods that tolerate the node's taints \u00b7 1 GPU on cordoned nodes (no new pods)",
   );
 });
+
+test("a replica's devices: as reported, joined; a dash while unknown or none", () => {
+  assert.equal(logic.devicesText(['cuda:0 NVIDIA H100 80GB HBM3', 'cuda:1 NVIDIA H100 80GB HBM3']),
+    'cuda:0 NVIDIA H100 80GB HBM3, cuda:1 NVIDIA H100 80GB HBM3');
+  assert.equal(logic.devicesText(['cpu']), 'cpu');
+  assert.equal(logic.devicesText(null), '\u2013');
+  assert.equal(logic.devicesText(undefined), '\u2013');
+  assert.equal(logic.devicesText([]), '\u2013');
+});

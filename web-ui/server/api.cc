@@ -198,12 +198,13 @@ absl::Status CheckApiOptions(const ApiOptions& options) {
 }
 
 Api::Api(ApiOptions options, JobSource* source, const MetricsStore* metrics, Logger logger,
-         std::function<std::int64_t()> now)
+         std::function<std::int64_t()> now, DeviceBook* devices)
     : options_(std::move(options)),
       source_(source),
       metrics_(metrics),
       logger_(std::move(logger)),
-      now_(now ? std::move(now) : SystemNow) {}
+      now_(now ? std::move(now) : SystemNow),
+      devices_(devices) {}
 
 bool Api::IsApiTarget(std::string_view target) {
   return target.substr(0, 5) == "/api/" || target == "/api";
@@ -417,6 +418,8 @@ HttpResponse Api::GetJob(const Route& route) const {
   auto detail = source_->GetJob(route.ns, route.name);
   if (!detail.ok()) return SourceErrorResponse(detail.status());
   const json& tfjob = detail->record.tfjob;
+  // The devices each replica reported, known or asked for (read by the scraper's next round).
+  if (devices_ != nullptr) devices_->Annotate(tfjob, &detail->record.replicas);
   const json* status = jf::Object(tfjob, "status");
   const json* conditions = status ? jf::Array(*status, "conditions") : nullptr;
   // The newest events, at most max_list_items of them.

@@ -43,41 +43,207 @@ bool ConditionTrue(const json& tfjob, std::string_view type) {
   return false;
 }
 
+bool IsNameStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
+bool IsNameChar(char c) { return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
+
+void SkipBlanks(std::string_view* s) {
+  while (!s->empty() && (s->front() == ' ' || s->front() == '\t')) s->remove_prefix(1);
+}
+
+// A metric or label name at the front of `s` (consumed); empty when there is none or it is too
+// long.
+std::string_view TakeName(std::string_view* s) {
+  if (s->empty() || !IsNameStart(s->front())) return {};
+  std::size_t end = 1;
+  while (end < s->size() && IsNameChar((*s)[end])) ++end;
+  if (end > kMaxPrometheusNameBytes) return {};
+  std::string_view name = s->substr(0, end);
+  s->remove_prefix(end);
+  return name;
+}
+
+// `{name="value",...}` at the front of `s` (consumed, the brace included) into `labels`; false
+// when malformed or over the bounds.
+bool TakeLabels(std::string_view* s, std::vector<std::pair<std::string, std::string>>* labels) {
+  s->remove_prefix(1);  // '{'
+  while (true) {
+    SkipBlanks(s);
+    if (!s->empty() && s->front() == '}') {
+      s->remove_prefix(1);
+      return true;
+    }
+    if (labels->size() == kMaxPrometheusLabels) return false;
+    const std::string_view name = TakeName(s);
+    if (name.empty()) return false;
+    SkipBlanks(s);
+    if (s->empty() || s->front() != '=') return false;
+    s->remove_prefix(1);
+    SkipBlanks(s);
+    if (s->empty() || s->front() != '"') return false;
+    s->remove_prefix(1);
+    std::string value;
+    std::size_t i = 0;
+    for (;; ++i) {
+      if (i >= s->size()) return false;  // unterminated
+      const char c = (*s)[i];
+      if (c == '"') break;
+      if (i >= kMaxPrometheusLabelBytes) return false;  // too long, escaped (value is no longer)
+      if (c != '\\') {
+        value += c;
+        continue;
+      }
+      if (++i >= s->size()) return false;
+      switch ((*s)[i]) {
+        case '\\':
+          value += '\\';
+          break;
+        case '"':
+          value += '"';
+          break;
+        case 'n':
+          value += '\n';
+          break;
+        default:
+          return false;  // the text format knows no other escape
+      }
+    }
+    s->remove_prefix(i + 1);
+    for (const auto& [existing, unused] : *labels) {
+      if (existing == name) return false;
+    }
+    labels->emplace_back(std::string(name), std::move(value));
+    SkipBlanks(s);
+    if (!s->empty() && s->front() == ',') {
+      s->remove_prefix(1);
+    } else if (s->empty() || s->front() != '}') {
+      return false;
+    }
+  }
+}
+
 }  // namespace
 
-std::map<std::string, double> ParsePrometheusText(std::string_view text) {
-  std::map<std::string, double> samples;
+std::vector<PrometheusSample> ParsePrometheusSamples(std::string_view text) {
+  std::vector<PrometheusSample> samples;
   std::size_t start = 0;
-  while (start < text.size()) {
+  while (start < text.size() && samples.size() < kMaxPrometheusSamples) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    SkipBlanks(&line);
     if (line.empty() || line.front() == '#') continue;
-    std::size_t name_end = 0;
-    while (name_end < line.size() && (std::isalnum(static_cast<unsigned char>(line[name_end])) ||
-                                      line[name_end] == '_' || line[name_end] == ':')) {
-      ++name_end;
+    PrometheusSample sample;
+    const std::string_view name = TakeName(&line);
+    if (name.empty()) continue;
+    sample.name = std::string(name);
+    if (!line.empty() && line.front() == '{') {
+      if (!TakeLabels(&line, &sample.labels)) continue;
+    } else if (line.empty() || (line.front() != ' ' && line.front() != '\t')) {
+      continue;  // the name runs into something that is neither labels nor a blank
     }
-    if (name_end == 0) continue;
-    std::string name(line.substr(0, name_end));
-    std::string_view rest = line.substr(name_end);
-    if (!rest.empty() && rest.front() == '{') {
-      const std::size_t close = rest.find('}');
-      if (close == std::string_view::npos) continue;
-      rest.remove_prefix(close + 1);
-    }
-    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-    const std::size_t value_end = rest.find_first_of(" \t");
-    std::string value(rest.substr(0, value_end));
+    SkipBlanks(&line);
+    const std::size_t value_end = line.find_first_of(" \t\r");
+    const std::string value(line.substr(0, value_end));
     if (value.empty()) continue;
     char* parsed_end = nullptr;
-    const double v = std::strtod(value.c_str(), &parsed_end);
-    if (parsed_end != value.c_str() + value.size() || std::isnan(v)) continue;
-    samples.emplace(std::move(name), v);
+    sample.value = std::strtod(value.c_str(), &parsed_end);
+    if (parsed_end != value.c_str() + value.size() || std::isnan(sample.value)) continue;
+    samples.push_back(std::move(sample));
   }
   return samples;
+}
+
+std::map<std::string, double> ParsePrometheusText(std::string_view text) {
+  std::map<std::string, double> samples;
+  for (PrometheusSample& sample : ParsePrometheusSamples(text)) {
+    samples.emplace(std::move(sample.name), sample.value);
+  }
+  return samples;
+}
+
+std::vector<std::string> ReportedDevices(const std::vector<PrometheusSample>& samples) {
+  std::vector<std::string> devices;
+  for (const PrometheusSample& sample : samples) {
+    if (devices.size() == kMaxReportedDevices) break;
+    if (sample.name != contract::kReplicaDeviceInfoMetric || sample.value != 1) continue;
+    std::string device, name;
+    for (const auto& [label, value] : sample.labels) {
+      if (label == contract::kDeviceLabel) device = value;
+      if (label == contract::kDeviceNameLabel) name = value;
+    }
+    if (device.empty()) continue;
+    devices.push_back(name.empty() ? device : device + " " + name);
+  }
+  return devices;
+}
+
+DeviceBook::DeviceBook(std::size_t max_replicas, std::size_t max_wanted)
+    : max_replicas_(std::max<std::size_t>(1, max_replicas)),
+      max_wanted_(std::max<std::size_t>(1, max_wanted)) {}
+
+std::optional<std::vector<std::string>> DeviceBook::Devices(const std::string& key,
+                                                            const std::string& start) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_.find(key);
+  if (it == known_.end() || it->second.start != start) return std::nullopt;
+  return it->second.devices;
+}
+
+void DeviceBook::Put(const std::string& key, const std::string& start,
+                     std::vector<std::string> devices) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = known_.insert_or_assign(key, Entry{start, std::move(devices)});
+  if (inserted) known_order_.push_back(key);
+  while (known_.size() > max_replicas_) {
+    known_.erase(known_order_.front());
+    known_order_.pop_front();
+  }
+}
+
+void DeviceBook::Want(DeviceRequest request) {
+  const std::string key = request.namespace_name + "/" + request.replica;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (wanted_.size() >= max_wanted_) return;
+  if (auto it = known_.find(key); it != known_.end() && it->second.start == request.start) return;
+  for (const DeviceRequest& w : wanted_) {
+    if (w.namespace_name == request.namespace_name && w.replica == request.replica &&
+        w.start == request.start) {
+      return;
+    }
+  }
+  wanted_.push_back(std::move(request));
+}
+
+std::vector<DeviceRequest> DeviceBook::TakeWanted(std::size_t max) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DeviceRequest> taken;
+  while (!wanted_.empty() && taken.size() < max) {
+    taken.push_back(std::move(wanted_.front()));
+    wanted_.pop_front();
+  }
+  return taken;
+}
+
+void DeviceBook::Annotate(const json& tfjob, std::vector<json>* replicas) {
+  const std::string ns = jf::StringOr(ObjectOr(tfjob, "metadata"), "namespace", "");
+  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
+  for (json& row : *replicas) {
+    if (!row.is_object()) continue;
+    const std::string name = jf::StringOr(row, "name", "");
+    const std::string start = jf::StringOr(row, "startTime", "");
+    auto devices = name.empty() ? std::nullopt : Devices(ns + "/" + name, start);
+    row["devices"] = devices ? json(*devices) : json(nullptr);
+    if (devices || name.empty() || ns.empty() || jf::StringOr(row, "phase", "") != "Running") {
+      continue;
+    }
+    // The row's type is lower case ("worker"); the spec's key is the TFJob's ("Worker").
+    const auto type = tfjob::ParseReplicaTypeIgnoringCase(jf::StringOr(row, "replicaType", ""));
+    const json* spec = type ? jf::Object(specs, tfjob::ReplicaTypeName(*type)) : nullptr;
+    Want({ns, name, start, spec ? *spec : json(nullptr)});
+  }
 }
 
 MetricsStore::MetricsStore(std::size_t points_per_job, std::size_t max_jobs)
@@ -123,12 +289,14 @@ json MetricsStore::HistoryJson(const std::string& job_key) const {
 }
 
 MetricsScraper::MetricsScraper(JobSource* source, std::vector<std::string> namespaces,
-                               MetricsStore* store, ScraperOptions options, Logger logger)
+                               MetricsStore* store, ScraperOptions options, Logger logger,
+                               DeviceBook* devices)
     : source_(source),
       namespaces_(std::move(namespaces)),
       store_(store),
       options_(std::move(options)),
-      logger_(std::move(logger)) {}
+      logger_(std::move(logger)),
+      devices_(devices) {}
 
 MetricsScraper::~MetricsScraper() { Stop(); }
 
@@ -159,14 +327,13 @@ void MetricsScraper::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
-  std::vector<std::pair<std::string, std::string>> targets;
-  const json& metadata = ObjectOr(tfjob, "metadata");
-  const std::string name = jf::StringOr(metadata, "name", "");
-  const std::string ns = jf::StringOr(metadata, "namespace", "");
-  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
-  if (name.empty() || ns.empty()) return targets;
-  auto port_of = [&](const json& spec) {
+std::string MetricsScraper::Address(const std::string& namespace_name, const std::string& replica,
+                                    const json& spec) const {
+  if (auto it = options_.overrides.find(namespace_name + "/" + replica);
+      it != options_.overrides.end()) {
+    return it->second;
+  }
+  auto port_of = [&] {
     const json& containers = ArrayOr(ObjectOr(ObjectOr(spec, "template"), "spec"), "containers");
     for (const json& c : containers) {
       for (const json& p : ArrayOr(c, "ports")) {
@@ -179,13 +346,19 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
     }
     return options_.default_port;
   };
+  return replica + "." + namespace_name + ".svc:" + std::to_string(port_of());
+}
+
+std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
+  std::vector<std::pair<std::string, std::string>> targets;
+  const json& metadata = ObjectOr(tfjob, "metadata");
+  const std::string name = jf::StringOr(metadata, "name", "");
+  const std::string ns = jf::StringOr(metadata, "namespace", "");
+  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
+  if (name.empty() || ns.empty()) return targets;
   auto add = [&](tfjob::ReplicaType type, const json& spec) {
     const std::string replica = tfjob::ReplicaName(name, type, 0);
-    auto it = options_.overrides.find(ns + "/" + replica);
-    targets.emplace_back(replica,
-                         it != options_.overrides.end()
-                             ? it->second
-                             : replica + "." + ns + ".svc:" + std::to_string(port_of(spec)));
+    targets.emplace_back(replica, Address(ns, replica, spec));
   };
   if (const json* chief = jf::Object(specs, "Chief")) {
     add(tfjob::ReplicaType::kChief, *chief);
@@ -198,6 +371,26 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
     add(tfjob::ReplicaType::kEvaluator, *evaluator);
   }
   return targets;
+}
+
+void MetricsScraper::ScrapeDevices() {
+  if (devices_ == nullptr) return;
+  for (const DeviceRequest& r : devices_->TakeWanted(kDeviceScrapesPerRound)) {
+    const std::string address = Address(r.namespace_name, r.replica, r.spec);
+    auto text = http::Get(address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
+    if (!text.ok()) {
+      logger_.Debug("reading a replica's devices failed",
+                    {{"replica", r.namespace_name + "/" + r.replica},
+                     {"address", address},
+                     {"error", std::string(text.status().message())}});
+      continue;
+    }
+    std::vector<std::string> devices = ReportedDevices(ParsePrometheusSamples(*text));
+    // None yet: the replica serves metrics before it has chosen its devices (or its image
+    // predates the metric); the next view asks again.
+    if (devices.empty()) continue;
+    devices_->Put(r.namespace_name + "/" + r.replica, r.start, std::move(devices));
+  }
 }
 
 void MetricsScraper::ScrapeOnce() {
@@ -215,6 +408,7 @@ void MetricsScraper::ScrapeOnce() {
       }
     }
   }
+  ScrapeDevices();
 }
 
 std::optional<MetricsPoint> MetricsScraper::Scrape(const json& job) const {

@@ -32,6 +32,100 @@ TEST_CASE("Prometheus text: names, labels, comments, bad lines") {
   CHECK(samples.count("taas_word") == 0);
 }
 
+TEST_CASE("Prometheus samples: labels, escapes, timestamps") {
+  const auto samples = ParsePrometheusSamples(
+      "taas_replica_device_info{device=\"cuda:0\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
+      "taas_replica_device_info{ device = \"cuda:1\" , name=\"a \\\"quoted\\\" \\\\ name\\n\", } 1 "
+      "1700000000000\n"
+      "braces{v=\"}{,=\"} 2\n"
+      "empty{} 3\r\n");
+  REQUIRE(samples.size() == 4);
+  CHECK(samples[0].name == "taas_replica_device_info");
+  CHECK(samples[0].labels == std::vector<std::pair<std::string, std::string>>{
+                                 {"device", "cuda:0"}, {"name", "NVIDIA H100 80GB HBM3"}});
+  CHECK(samples[1].labels[1].second == "a \"quoted\" \\ name\n");
+  CHECK(samples[1].value == 1);
+  CHECK(samples[2].labels[0].second == "}{,=");
+  CHECK(samples[2].value == 2);
+  CHECK(samples[3].labels.empty());
+  CHECK(samples[3].value == 3);
+  CHECK(ReportedDevices(samples) ==
+        std::vector<std::string>{"cuda:0 NVIDIA H100 80GB HBM3", "cuda:1 a \"quoted\" \\ name\n"});
+}
+
+TEST_CASE("Prometheus samples: hostile lines are skipped, the rest kept") {
+  std::string many_labels = "m{";
+  for (std::size_t i = 0; i <= kMaxPrometheusLabels; ++i) {
+    many_labels += "l" + std::to_string(i) + "=\"x\",";
+  }
+  many_labels += "} 1\n";
+  const std::string long_value =
+      "m{v=\"" + std::string(kMaxPrometheusLabelBytes + 1, 'x') + "\"} 1\n";
+  const std::string long_name = std::string(kMaxPrometheusNameBytes + 1, 'n') + " 1\n";
+  const auto samples = ParsePrometheusSamples(
+      "bad_escape{v=\"\\t\"} 1\n"
+      "unterminated{v=\"abc} 1\n"
+      "no_close{v=\"a\" 1\n"
+      "no_quote{v=abc} 1\n"
+      "duplicate{v=\"a\",v=\"b\"} 1\n"
+      "no_equals{v\"a\"} 1\n"
+      "trailing_escape{v=\"\\\n"
+      "missing_comma{a=\"1\"b=\"2\"} 1\n"
+      "9digit_first 1\n"
+      "no_value{v=\"a\"}\n"
+      "glued1\n" +
+      many_labels + long_value + long_name + "kept{v=\"ok\"} 7\n");
+  REQUIRE(samples.size() == 1);
+  CHECK(samples[0].name == "kept");
+  const auto longest =
+      ParsePrometheusSamples("m{v=\"" + std::string(kMaxPrometheusLabelBytes, 'x') + "\"} 1\n");
+  REQUIRE(longest.size() == 1);
+  CHECK(longest[0].labels[0].second.size() == kMaxPrometheusLabelBytes);
+  CHECK(samples[0].value == 7);
+
+  // At most kMaxPrometheusSamples samples of a page are read.
+  std::string page;
+  for (std::size_t i = 0; i < kMaxPrometheusSamples + 5; ++i) page += "s 1\n";
+  CHECK(ParsePrometheusSamples(page).size() == kMaxPrometheusSamples);
+
+  // Devices: a device label is needed, the value must be 1, and at most kMaxReportedDevices.
+  std::string info;
+  for (std::size_t i = 0; i < kMaxReportedDevices + 3; ++i) {
+    info += "taas_replica_device_info{device=\"cuda:" + std::to_string(i) + "\"} 1\n";
+  }
+  info += "taas_replica_device_info{name=\"no device\"} 1\n";
+  const auto devices =
+      ReportedDevices(ParsePrometheusSamples("taas_replica_device_info{device=\"cpu\"} 0\n"
+                                             "taas_replica_device_info{device=\"cpu\"} 1\n" +
+                                             info));
+  REQUIRE(devices.size() == kMaxReportedDevices);
+  CHECK(devices[0] == "cpu");
+  CHECK(devices[1] == "cuda:0");
+}
+
+TEST_CASE("the device book: one answer per replica run, bounded, and a bounded queue") {
+  DeviceBook book(2, 2);
+  CHECK_FALSE(book.Devices("default/a", "t1").has_value());
+  book.Put("default/a", "t1", {"cpu"});
+  CHECK(*book.Devices("default/a", "t1") == std::vector<std::string>{"cpu"});
+  CHECK_FALSE(book.Devices("default/a", "t2").has_value());  // restarted: asked anew
+  book.Put("default/b", "t1", {});
+  book.Put("default/c", "t1", {"cuda:0 X"});
+  CHECK_FALSE(book.Devices("default/a", "t1").has_value());  // the oldest answer, dropped
+  CHECK(book.Devices("default/c", "t1").has_value());
+
+  book.Want({"default", "c", "t1", nullptr});  // known: not asked for
+  book.Want({"default", "d", "t1", nullptr});
+  book.Want({"default", "d", "t1", nullptr});  // already asked for
+  book.Want({"default", "e", "t1", nullptr});
+  book.Want({"default", "f", "t1", nullptr});  // the queue is full
+  auto wanted = book.TakeWanted(10);
+  REQUIRE(wanted.size() == 2);
+  CHECK(wanted[0].replica == "d");
+  CHECK(wanted[1].replica == "e");
+  CHECK(book.TakeWanted(10).empty());
+}
+
 TEST_CASE("the metrics store keeps a bounded history per job and a bounded number of jobs") {
   MetricsStore store(3, 2);
   for (int i = 0; i < 5; ++i) {
@@ -55,7 +149,8 @@ TEST_CASE("the metrics store keeps a bounded history per job and a bounded numbe
 // A JobSource that lists one TFJob in "default" and serves nothing else.
 class OneJobSource : public JobSource {
  public:
-  explicit OneJobSource(json job) : job_(std::move(job)) {}
+  explicit OneJobSource(json job, std::vector<json> replicas = {})
+      : job_(std::move(job)), replicas_(std::move(replicas)) {}
   absl::StatusOr<std::vector<json>> ListJobObjects(const std::string& ns) override {
     if (ns == "default") return std::vector<json>{job_};
     return absl::NotFoundError(ns);
@@ -63,8 +158,11 @@ class OneJobSource : public JobSource {
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string&) override {
     return absl::UnimplementedError("list");
   }
-  absl::StatusOr<JobDetail> GetJob(const std::string&, const std::string&) override {
-    return absl::UnimplementedError("get");
+  absl::StatusOr<JobDetail> GetJob(const std::string& ns, const std::string& name) override {
+    if (ns != "default" || name != job_["metadata"]["name"]) return absl::NotFoundError(name);
+    JobDetail detail;
+    detail.record = {job_, replicas_};
+    return detail;
   }
   absl::StatusOr<json> CreateJob(const std::string&, const json&, bool) override {
     return absl::UnimplementedError("create");
@@ -91,6 +189,7 @@ class OneJobSource : public JobSource {
 
  private:
   json job_;
+  std::vector<json> replicas_;
 };
 
 TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job's history") {
@@ -154,6 +253,95 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
 
   chief.Stop();
   eval.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the job page shows the devices each Running replica reported, read once per run") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("taas-ui-devices-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir / "w0");
+  std::filesystem::create_directories(dir / "w1");
+  std::ofstream(dir / "w0" / "metrics")
+      << "# TYPE taas_replica_device_info gauge\n"
+         "taas_replica_device_info{device=\"cuda:0\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
+         "taas_replica_device_info{device=\"cuda:1\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
+         "taas_global_step 3\n";
+  std::ofstream(dir / "w1" / "metrics") << "taas_replica_device_info{device=\"cpu\",name=\"\"} 1\n";
+  // A replica still choosing its devices (or an image without the metric) states none yet.
+  std::filesystem::create_directories(dir / "w2");
+  std::ofstream(dir / "w2" / "metrics") << "taas_global_step 0\n";
+  Api no_api({}, nullptr, nullptr, Logger(stderr));
+  HttpServer w0(&no_api, {"127.0.0.1", 0, (dir / "w0").string()}, Logger(stderr));
+  HttpServer w1(&no_api, {"127.0.0.1", 0, (dir / "w1").string()}, Logger(stderr));
+  REQUIRE(w0.Start().ok());
+  REQUIRE(w1.Start().ok());
+  HttpServer w2(&no_api, {"127.0.0.1", 0, (dir / "w2").string()}, Logger(stderr));
+  REQUIRE(w2.Start().ok());
+
+  const json job = {{"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
+                    {"spec", {{"tfReplicaSpecs", {{"Worker", {{"replicas", 4}}}}}}}};
+  auto row = [](int index, const std::string& phase) {
+    return json{{"name", "mnist-worker-" + std::to_string(index)},
+                {"replicaType", "worker"},
+                {"index", index},
+                {"node", "n"},
+                {"phase", phase},
+                {"reason", ""},
+                {"message", ""},
+                {"ready", phase == "Running"},
+                {"restarts", 0},
+                {"exitCode", nullptr},
+                {"gpus", 2},
+                {"startTime", "2026-11-22T00:00:00Z"}};
+  };
+  OneJobSource source(job,
+                      {row(0, "Running"), row(1, "Running"), row(2, "Pending"), row(3, "Running")});
+  MetricsStore store;
+  DeviceBook book;
+  ScraperOptions options;
+  options.overrides = {{"default/mnist-worker-0", "127.0.0.1:" + std::to_string(w0.port())},
+                       {"default/mnist-worker-1", "127.0.0.1:" + std::to_string(w1.port())},
+                       {"default/mnist-worker-3", "127.0.0.1:" + std::to_string(w2.port())}};
+  MetricsScraper scraper(&source, {"default"}, &store, options, Logger(stderr), &book);
+  ApiOptions api_options;
+  api_options.namespaces = {"default"};
+  api_options.allow_anonymous_read = true;
+  Api api(api_options, &source, &store, Logger(stderr), nullptr, &book);
+  auto pods = [&] {
+    const HttpResponse r = api.Handle({"GET", "/api/v1/namespaces/default/tfjobs/mnist", "", ""});
+    REQUIRE(r.status == 200);
+    return json::parse(r.body)["job"]["pods"];
+  };
+
+  // Unknown until the scraper's round after the page asked: null, then the devices.
+  json before = pods();
+  CHECK(before[0]["devices"].is_null());
+  CHECK(before[2]["devices"].is_null());
+  scraper.ScrapeOnce();
+  json after = pods();
+  CHECK(after[0]["devices"] ==
+        json{"cuda:0 NVIDIA H100 80GB HBM3", "cuda:1 NVIDIA H100 80GB HBM3"});
+  CHECK(after[1]["devices"] == json{"cpu"});
+  CHECK(after[2]["devices"].is_null());  // Pending: not asked for
+  CHECK(after[3]["devices"].is_null());  // no devices stated yet: asked for again
+  const auto wanted = book.TakeWanted(10);
+  REQUIRE(wanted.size() == 1);  // known replicas are not asked for again
+  CHECK(wanted[0].replica == "mnist-worker-3");
+  // Later rounds reach the replicas elsewhere (the servers keep the pages they started with):
+  // worker 3 now states its device; worker 1, known, is not read again.
+  ScraperOptions moved = options;
+  moved.overrides["default/mnist-worker-1"] = "127.0.0.1:" + std::to_string(w0.port());
+  moved.overrides["default/mnist-worker-3"] = "127.0.0.1:" + std::to_string(w1.port());
+  MetricsScraper later(&source, {"default"}, &store, moved, Logger(stderr), &book);
+  pods();
+  later.ScrapeOnce();
+  const json last = pods();
+  CHECK(last[3]["devices"] == json{"cpu"});
+  CHECK(last[1]["devices"] == json{"cpu"});
+
+  w0.Stop();
+  w1.Stop();
+  w2.Stop();
   std::filesystem::remove_all(dir);
 }
 

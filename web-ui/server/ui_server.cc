@@ -8,8 +8,8 @@ namespace taas::ui_server {
 
 UiServer::UiServer(JobSource* source, UiServerOptions options, Logger logger)
     : api_options_(options.api),
-      api_(options.api, source, &metrics_, logger),
-      scraper_(source, options.api.namespaces, &metrics_, options.scraper, logger),
+      api_(options.api, source, &metrics_, logger, nullptr, &devices_),
+      scraper_(source, options.api.namespaces, &metrics_, options.scraper, logger, &devices_),
       http_(&api_, options.http, logger) {}
 
 UiServer::~UiServer() { Stop(); }

@@ -128,6 +128,9 @@ export interface PodRow {
   exitCode: number | null;
   gpus: number;
   startTime: string;
+  // The devices its model replicas run on, as the replica reported them ("cuda:0 NVIDIA H100
+  // 80GB HBM3", "cpu"); null or absent while unknown (job detail only).
+  devices?: string[] | null;
 }
 
 export interface JobRow {

@@ -126,3 +126,10 @@ export function formatTime(iso: string | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+
+// A replica's devices as the job page shows them: "cuda:0 NVIDIA H100 80GB HBM3, cuda:1 ..." or
+// "cpu"; a dash while the replica has not reported them (not running yet, or not read yet) or
+// reported none (an image without the metric).
+export function devicesText(devices: string[] | null | undefined): string {
+  return devices && devices.length > 0 ? devices.join(', ') : '–';
+}

@@ -265,6 +265,35 @@ TEST_CASE("only the configured namespaces are reachable") {
   CHECK(f.Call("PUT", "/api/v1/namespaces/default/tfjobs/mnist").status == 405);
 }
 
+TEST_CASE("the job detail shows each Running pod's devices, read through its headless service") {
+  Fixture f;
+  DeviceBook book;
+  ApiOptions options;
+  options.namespaces = {"default"};
+  options.token = kToken;
+  Api api(options, &f.source, &f.metrics, Logger(stderr), nullptr, &book);
+  MetricsScraper scraper(&f.source, {"default"}, &f.metrics, ScraperOptions{}, Logger(stderr),
+                         &book);
+  auto pods = [&] {
+    const HttpResponse r = api.Handle(
+        {"GET", "/api/v1/namespaces/default/tfjobs/mnist", std::string("Bearer ") + kToken, ""});
+    REQUIRE(r.status == 200);
+    return Body(r)["job"]["pods"];
+  };
+  json before = pods();
+  REQUIRE(before.size() == 2);
+  CHECK(before[0]["devices"].is_null());
+  CHECK(before[1]["devices"].is_null());
+  // Only the Running pod is asked for, at the address the chief's scrape would use.
+  const auto wanted = book.TakeWanted(10);
+  REQUIRE(wanted.size() == 1);
+  CHECK(wanted[0].replica == "mnist-worker-0");
+  CHECK(scraper.Address(wanted[0].namespace_name, wanted[0].replica, wanted[0].spec) ==
+        "mnist-worker-0.default.svc:9090");
+  book.Put("default/mnist-worker-0", wanted[0].start, {"cuda:0 NVIDIA H100 80GB HBM3"});
+  CHECK(pods()[0]["devices"] == json{"cuda:0 NVIDIA H100 80GB HBM3"});
+}
+
 TEST_CASE("the job list has one row per TFJob with replicas, GPUs and state") {
   Fixture f;
   const HttpResponse r = f.Call("GET", "/api/v1/tfjobs");

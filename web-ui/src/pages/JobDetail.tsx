@@ -5,7 +5,7 @@ import { JobActions } from '../components/JobActions';
 import { LogViewer } from '../components/LogViewer';
 import { MetricChart, toCsv, XAxis } from '../components/MetricChart';
 import { StateChip } from '../components/StateChip';
-import { canChangeJobs } from '../logic';
+import { canChangeJobs, devicesText } from '../logic';
 import { formatAge, formatTime, navigate, usePoll } from '../util';
 
 function Stat(props: { label: string; value: string; testid?: string; wide?: boolean }) {
@@ -151,6 +151,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
               <th>Restarts</th>
               <th>Exit code</th>
               <th>GPUs</th>
+              <th>Devices</th>
               <th>Started</th>
               <th />
             </tr>
@@ -172,6 +173,7 @@ export function JobDetailPage(props: { config: Config; namespace: string; name: 
                 <td>{p.restarts}</td>
                 <td>{p.exitCode ?? '–'}</td>
                 <td>{p.gpus}</td>
+                <td data-testid="pod-devices">{devicesText(p.devices)}</td>
                 <td>{formatTime(p.startTime)}</td>
                 <td>
                   <button class="outline small" onClick={() => setPod(p.name)}>

@@ -60,9 +60,10 @@ struct HttpResponse {
 // Thread-safe (its one state of its own, the cached cluster page, is guarded).
 class Api {
  public:
-  // `source` and `metrics` are not owned and must outlive the Api. `now` gives Unix seconds.
+  // `source`, `metrics` and `devices` (may be null: replica rows without devices) are not owned
+  // and must outlive the Api. `now` gives Unix seconds.
   Api(ApiOptions options, JobSource* source, const MetricsStore* metrics, Logger logger,
-      std::function<std::int64_t()> now = nullptr);
+      std::function<std::int64_t()> now = nullptr, DeviceBook* devices = nullptr);
 
   static bool IsApiTarget(std::string_view target);
 
@@ -108,6 +109,7 @@ class Api {
   const MetricsStore* metrics_;
   Logger logger_;
   std::function<std::int64_t()> now_;
+  DeviceBook* devices_;
 
   // The cluster page as last computed, shared by every request for cluster_max_age.
   struct ClusterCache {

@@ -1,5 +1,7 @@
 // Training progress for the job-detail charts: the server scrapes each running job's chief (or
-// worker 0) and evaluator Prometheus endpoints and keeps a bounded history per job.
+// worker 0) and evaluator Prometheus endpoints and keeps a bounded history per job. And the
+// devices each replica reported (contract::kReplicaDeviceInfoMetric), for the job page's replica
+// table: read once per replica run, when the job page shows it Running (DeviceBook).
 #pragma once
 
 #include <chrono>
@@ -23,9 +25,73 @@
 
 namespace taas::ui_server {
 
-// The samples of a Prometheus text exposition, by metric name (labels ignored; the first sample
-// of a name wins). Comments, malformed lines and non-numeric values are skipped.
+// One sample of a Prometheus text exposition: `name{label="value",...} value [timestamp]`.
+struct PrometheusSample {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;  // values unescaped (\\, \", \n)
+  double value = 0;
+};
+
+// What a replica's page may hold; a sample (line) beyond a bound is skipped, not cut.
+inline constexpr std::size_t kMaxPrometheusNameBytes = 256;    // metric and label names
+inline constexpr std::size_t kMaxPrometheusLabels = 16;        // per sample
+inline constexpr std::size_t kMaxPrometheusLabelBytes = 1024;  // per label value, escaped
+inline constexpr std::size_t kMaxPrometheusSamples = 10000;    // per page; the rest is ignored
+
+// The samples of a Prometheus text exposition in page order. Comments, malformed lines (a bad
+// name, an unterminated or unknown escape, a missing quote or brace, a duplicate label), samples
+// over the bounds above and non-numeric or NaN values are skipped.
+std::vector<PrometheusSample> ParsePrometheusSamples(std::string_view text);
+
+// The samples by metric name (labels ignored; the first sample of a name wins).
 std::map<std::string, double> ParsePrometheusText(std::string_view text);
+
+// The devices a replica reported: per kReplicaDeviceInfoMetric sample of value 1 with a non-empty
+// device label, "DEVICE NAME" ("cuda:0 NVIDIA H100 80GB HBM3") or "DEVICE" ("cpu"), in page order,
+// at most kMaxReportedDevices. Empty when the replica exposes no such metric.
+inline constexpr std::size_t kMaxReportedDevices = 64;
+std::vector<std::string> ReportedDevices(const std::vector<PrometheusSample>& samples);
+
+// A replica whose devices the job page wants: the scraper reads its metrics endpoint once.
+struct DeviceRequest {
+  std::string namespace_name;
+  std::string replica;            // the pod / process name, "mnist-worker-1"
+  std::string start;              // the replica run's startTime: a restarted replica asks anew
+  nlohmann::json spec = nullptr;  // its TFJob replica spec, for the metrics port
+};
+
+// The devices each replica run reported, keyed "namespace/replica" plus the run's startTime, for at
+// most `max_replicas` replicas (the oldest answer dropped), and the replicas waiting to be read, at
+// most `max_wanted` (more wait for a later view). Thread-safe.
+class DeviceBook {
+ public:
+  explicit DeviceBook(std::size_t max_replicas = 2000, std::size_t max_wanted = 256);
+
+  // What the replica's run that started at `start` reported; nullopt while unknown.
+  std::optional<std::vector<std::string>> Devices(const std::string& key,
+                                                  const std::string& start) const;
+  void Put(const std::string& key, const std::string& start, std::vector<std::string> devices);
+  // Asks for the replica's devices, unless it is known, already asked for, or the queue is full.
+  void Want(DeviceRequest request);
+  // Up to `max` requests, oldest first, removed from the queue.
+  std::vector<DeviceRequest> TakeWanted(std::size_t max);
+
+  // Adds "devices" (a list of strings, or null while unknown) to each replica row (JobRecord's
+  // rows) of the TFJob `tfjob`, and asks for those of the Running replicas not known yet.
+  void Annotate(const nlohmann::json& tfjob, std::vector<nlohmann::json>* replicas);
+
+ private:
+  struct Entry {
+    std::string start;
+    std::vector<std::string> devices;
+  };
+  const std::size_t max_replicas_;
+  const std::size_t max_wanted_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> known_;   // guarded by mu_
+  std::deque<std::string> known_order_;  // guarded by mu_; front: oldest answer
+  std::deque<DeviceRequest> wanted_;     // guarded by mu_
+};
 
 // One scrape of a job: time in Unix milliseconds; a metric the replicas did not expose is absent.
 struct MetricsPoint {
@@ -67,12 +133,18 @@ struct ScraperOptions {
 };
 
 // Scrapes every running TFJob of `namespaces` each interval on its own thread, each endpoint
-// through one bounded GET (taas::http::Get, at most contract::kMaxMetricsPageBytes).
+// through one bounded GET (taas::http::Get, at most contract::kMaxMetricsPageBytes). Each round
+// also reads the devices of at most kDeviceScrapesPerRound replicas the DeviceBook wants, once
+// each; one that does not answer, or reports no devices yet, is asked for again when the job page
+// next shows it.
 class MetricsScraper {
  public:
-  // `source` and `store` are not owned and must outlive the scraper.
+  static constexpr std::size_t kDeviceScrapesPerRound = 8;
+
+  // `source`, `store` and `devices` (may be null: no devices) are not owned and must outlive the
+  // scraper.
   MetricsScraper(JobSource* source, std::vector<std::string> namespaces, MetricsStore* store,
-                 ScraperOptions options, Logger logger);
+                 ScraperOptions options, Logger logger, DeviceBook* devices = nullptr);
   ~MetricsScraper();
   MetricsScraper(const MetricsScraper&) = delete;
   MetricsScraper& operator=(const MetricsScraper&) = delete;
@@ -84,6 +156,12 @@ class MetricsScraper {
   // The replicas scraped for a job: its chief (Chief/Master, else Worker 0) and evaluator, as
   // {replica name, "host:port"}.
   std::vector<std::pair<std::string, std::string>> Targets(const nlohmann::json& tfjob) const;
+  // "host:port" of a replica's metrics endpoint: the override, else its headless service on the
+  // port its replica spec names contract::kMetricsPortName (else the default port).
+  std::string Address(const std::string& namespace_name, const std::string& replica,
+                      const nlohmann::json& spec) const;
+  // Reads the devices of the replicas the DeviceBook wants (at most kDeviceScrapesPerRound).
+  void ScrapeDevices();
 
  private:
   // One point from the job's targets; nullopt when none answered with a known metric.
@@ -94,6 +172,7 @@ class MetricsScraper {
   MetricsStore* store_;
   const ScraperOptions options_;
   Logger logger_;
+  DeviceBook* devices_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mu_

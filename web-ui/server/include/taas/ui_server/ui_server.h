@@ -43,6 +43,7 @@ class UiServer {
  private:
   const ApiOptions api_options_;
   MetricsStore metrics_;
+  DeviceBook devices_;
   Api api_;
   MetricsScraper scraper_;
   HttpServer http_;
