@@ -21,13 +21,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from processes import free_port, stop  # noqa: E402
 
 NS = "gang"
 GPU = "nvidia.com/gpu"
@@ -130,12 +132,7 @@ class Env:
                 if os.path.exists(path):
                     with open(path, errors="replace") as f:
                         print(f"--- {name} log (tail):\n" + "".join(f.readlines()[-40:]))
-        if self.operator and self.operator.poll() is None:
-            self.operator.terminate()
-            try:
-                self.operator.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.operator.kill()
+        stop(self.operator, timeout=15)
         subprocess.run([self.args.cluster, "down", "--name", self.name])
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -178,8 +175,11 @@ def main():
     try:
         env.up()
         env.kubectl("apply", "--server-side", "-f", args.crd)
-        env.kubectl("wait", "--for=condition=established", "--timeout=120s",
-                    "crd/tfjobs.kubeflow.org")
+        # Polled, not `kubectl wait --for=condition=established`, which fails at once when it asks
+        # before the API server wrote any condition (operator_e2e_test.Env.wait_established).
+        wait_for("crd/tfjobs.kubeflow.org established", lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in env.get("crd/tfjobs.kubeflow.org").get("status", {}).get("conditions", [])), 120)
         env.kubectl("create", "namespace", NS)
         wait_for("the gang namespace's default service account",
                  lambda: env.kubectl("-n", NS, "get", "serviceaccount", "default",
@@ -188,9 +188,7 @@ def main():
         token_file = os.path.join(env.tmp, "ui-token")
         with open(token_file, "w") as f:
             f.write(token + "\n")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ui_port = s.getsockname()[1]
+        ui_port = free_port()
         env.start_operator(ui_port, token_file)
 
         def ui_job(name):

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(_TESTS, "operator"))
 sys.path.insert(0, os.path.join(_TESTS, "lib"))
 import operator_e2e_test as e2e  # noqa: E402
 import webhook_certs  # noqa: E402
-from webhook_certs import free_port, run  # noqa: E402
+from processes import free_port, run, stop  # noqa: E402
 from operator_e2e_test import (TestFailure, check, condition, env_var, events,  # noqa: E402
                                has_condition, job_pods, job_status, live_pods, log, pod,
                                pods_running, tfjob, wait_for)
@@ -157,12 +157,7 @@ class Kubeflow:
 
     def uninstall(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop(self.proc)
             self.out.close()
         self.env.kubectl("delete", "validatingwebhookconfiguration", PEER_VWC, "--ignore-not-found")
         self.env.kubectl("delete", "crd", "tfjobs.kubeflow.org", "--ignore-not-found", "--timeout=180s")

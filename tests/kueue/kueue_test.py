@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(_TESTS, "lib"))
 import operator_e2e_test as e2e  # noqa: E402
 import webhook_certs  # noqa: E402
 from operator_e2e_test import TestFailure, check, has_condition, live_pods, log, wait_for  # noqa: E402
-from webhook_certs import free_port  # noqa: E402
+from processes import free_port, stop  # noqa: E402
 
 SKIP = 77
 NS = "team-a"
@@ -84,7 +84,7 @@ class Kueue:
         env.kubectl("apply", "--server-side", "-f", crds)
         for f in sorted(os.listdir(crds)):
             name = f.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml") + ".kueue.x-k8s.io"
-            env.kubectl("wait", "--for=condition=established", "--timeout=120s", f"crd/{name}")
+            env.wait_established(f"crd/{name}")
         env.kubectl("create", "namespace", KUEUE_NAMESPACE)
         certs = webhook_certs.make_certs(os.path.join(env.tmp, "kueue-certs"), "kueue", "kueue-ca",
                                          KUEUE_SERVICE_DNS)
@@ -172,12 +172,7 @@ class Kueue:
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop(self.proc)
             self.out.close()
 
 
@@ -391,7 +386,7 @@ def main():
         env.kubectl("label", "nodes", "--all", f"{POOL_KEY}={POOL_VALUE}")
         env.kubectl("taint", "nodes", "--all", f"{POOL_KEY}={POOL_VALUE}:NoSchedule")
         env.kubectl("apply", "-f", args.crd)
-        env.kubectl("wait", "--for=condition=established", "--timeout=120s", "crd/tfjobs.kubeflow.org")
+        env.wait_established("crd/tfjobs.kubeflow.org")
         # One operator: no lease to lose when the loaded API server answers slowly.
         op = env.start_operator("--leader-elect=false")
         wait_for("taas-operator ready", lambda: env.ready(op))

@@ -1,26 +1,12 @@
-"""Serving certificates and ports for admission webhooks that run out of cluster, beside a test
+"""Serving certificates for admission webhooks that run out of cluster, beside a test
 control plane (scripts/cluster/taas-cluster): the API server calls them on 127.0.0.1 through a
 clientConfig.url, so their certificate must be valid for that address and signed by a CA the
 webhook configuration carries (caBundle). Shared by tests/conformance (Kubeflow's validation
 webhook) and tests/kueue (Kueue's mutating and validating webhooks)."""
 
 import os
-import socket
-import subprocess
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run(cmd, **kw):
-    """Runs cmd; on failure raises RuntimeError with its stderr."""
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
-    return p.stdout
+from processes import run
 
 
 def make_certs(d, org, ca_name, service_dns):

@@ -328,7 +328,7 @@ class Suite:
         env.kubectl("apply", "-f", ARGS.crd)
         env.apply(PODGROUP_CRD)  # the gang case's PodGroup needs a kind to exist
         for crd in ("tfjobs.kubeflow.org", "podgroups.scheduling.x-k8s.io"):
-            env.kubectl("wait", "--for=condition=established", "--timeout=120s", f"crd/{crd}")
+            env.wait_established(f"crd/{crd}")
         env.namespace(NS)
         self.token = "hostile-tfjobs-" + "".join(random.choice("abcdef0123456789")
                                                  for _ in range(32))
