@@ -67,8 +67,10 @@ int RunEvaluator(Context& ctx);
 // a device this binary has no code for fails here) and sets cfg.devices, info.device and, under
 // all-reduce, info.replicas_per_worker (one per GPU). Returns the devices for the startup line
 // ("cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79 GiB); cuda:1 ... (chosen by what)"); on a failure
-// logs the one line (exit code kExitBadConfig) and leaves cfg.devices empty.
-std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger);
+// logs the one line (exit code kExitBadConfig) and leaves cfg.devices empty. When `reported` is
+// given, also appends each model replica's {device, name} labels for the device info metric.
+std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
+                                    std::vector<metrics::Gauges::Labels>* reported = nullptr);
 // Lowers this process's CPU priority to the configured evaluator_nice (never raises it), before
 // any thread starts, so every thread of the evaluator inherits it. Returns the nice value now.
 int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger);

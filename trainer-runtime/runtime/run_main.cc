@@ -68,7 +68,6 @@ int RunParameterServer(Context& ctx) {
   return kExitOk;
 }
 
-// Also fills `reported` with each model replica's {device, name} for the device info metric.
 std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
                                     std::vector<metrics::Gauges::Labels>* reported) {
   DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
@@ -92,8 +91,10 @@ std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& lo
     const std::string id = DeviceName(device);
     std::string name = device.is_cpu() ? std::string() : described;
     if (name.rfind(id + " ", 0) == 0) name.erase(0, id.size() + 1);
-    reported->push_back({{std::string(contract::kDeviceLabel), id},
-                         {std::string(contract::kDeviceNameLabel), std::move(name)}});
+    if (reported != nullptr) {
+      reported->push_back({{std::string(contract::kDeviceLabel), id},
+                           {std::string(contract::kDeviceNameLabel), std::move(name)}});
+    }
     // A CPU replica's line is its name alone: several say "cpu" once.
     if (line.find(described) == std::string::npos || !device.is_cpu()) {
       line += (line.empty() ? "" : "; ") + described;
