@@ -1,21 +1,18 @@
 #include "taas/collective/device_collective.h"
 
-#include <atomic>
+#include "taas/tensor/device_slot.h"
 
 namespace taas::collective {
 namespace {
 
-std::atomic<DeviceCollectiveFactory> cuda_factory{nullptr};
+DeviceSlot<DeviceCollectiveFactory> device_factories;
 
 }  // namespace
 
 DeviceCollectiveFactory RegisterDeviceCollective(DeviceType type, DeviceCollectiveFactory factory) {
-  if (type == DeviceType::kCpu) return nullptr;
-  return cuda_factory.exchange(factory);
+  return device_factories.Exchange(type, factory);
 }
 
-DeviceCollectiveFactory DeviceCollectiveFor(DeviceType type) {
-  return type == DeviceType::kCpu ? nullptr : cuda_factory.load();
-}
+DeviceCollectiveFactory DeviceCollectiveFor(DeviceType type) { return device_factories.Get(type); }
 
 }  // namespace taas::collective

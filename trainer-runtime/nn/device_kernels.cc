@@ -1,21 +1,18 @@
 #include "taas/nn/device_kernels.h"
 
-#include <atomic>
+#include "taas/tensor/device_slot.h"
 
 namespace taas::nn {
 namespace {
 
-// One slot, as the core's device memory has: the only device type besides the host is kCuda.
-std::atomic<DeviceKernels*> cuda_kernels{nullptr};
+DeviceSlot<DeviceKernels*> device_kernels;
 
 }  // namespace
 
-DeviceKernels* KernelsFor(DeviceType type) {
-  return type == DeviceType::kCuda ? cuda_kernels.load() : nullptr;
-}
+DeviceKernels* KernelsFor(DeviceType type) { return device_kernels.Get(type); }
 
 DeviceKernels* RegisterDeviceKernels(DeviceType type, DeviceKernels* kernels) {
-  return type == DeviceType::kCuda ? cuda_kernels.exchange(kernels) : nullptr;
+  return device_kernels.Exchange(type, kernels);
 }
 
 }  // namespace taas::nn

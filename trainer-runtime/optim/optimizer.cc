@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <string>
 
 #include "taas/optim/device_rules.h"
+#include "taas/tensor/device_slot.h"
 
 namespace taas::optim {
 
@@ -287,17 +287,14 @@ absl::Status LearningRateSchedule::Validate() const {
 
 namespace {
 
-// One slot, as the core's device memory has: the only device type besides the host is kCuda.
-std::atomic<DeviceUpdateRules*> cuda_rules{nullptr};
+DeviceSlot<DeviceUpdateRules*> device_rules;
 
 }  // namespace
 
-DeviceUpdateRules* UpdateRulesFor(DeviceType type) {
-  return type == DeviceType::kCuda ? cuda_rules.load() : nullptr;
-}
+DeviceUpdateRules* UpdateRulesFor(DeviceType type) { return device_rules.Get(type); }
 
 DeviceUpdateRules* RegisterDeviceUpdateRules(DeviceType type, DeviceUpdateRules* rules) {
-  return type == DeviceType::kCuda ? cuda_rules.exchange(rules) : nullptr;
+  return device_rules.Exchange(type, rules);
 }
 
 absl::Status Optimizer::ApplyTensors(const std::string& name, Tensor& var, const Tensor& grad,

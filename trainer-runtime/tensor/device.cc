@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "taas/tensor/device_slot.h"
+
 namespace taas {
 namespace {
 
@@ -25,7 +27,7 @@ class HostMemory final : public DeviceMemory {
 };
 
 HostMemory host_memory;
-std::atomic<DeviceMemory*> cuda_memory{nullptr};
+DeviceSlot<DeviceMemory*> device_memory;
 std::atomic<int> host_compute_threads{0};
 
 }  // namespace
@@ -41,12 +43,12 @@ std::string DeviceName(Device device) {
 }
 
 DeviceMemory* MemoryFor(DeviceType type) {
-  return type == DeviceType::kCpu ? &host_memory : cuda_memory.load();
+  return type == DeviceType::kCpu ? &host_memory : device_memory.Get(type);
 }
 
 DeviceMemory* RegisterDeviceMemory(DeviceType type, DeviceMemory* memory) {
   if (type == DeviceType::kCpu) return &host_memory;  // the host's memory is fixed
-  return cuda_memory.exchange(memory);
+  return device_memory.Exchange(type, memory);
 }
 
 void SetHostComputeThreads(int threads) {
