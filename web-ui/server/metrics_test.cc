@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <random>
 
 #include "taas/ui_server/api.h"
@@ -192,20 +194,44 @@ class OneJobSource : public JobSource {
   std::vector<json> replicas_;
 };
 
+// Prometheus endpoints for a scraper test: one HTTP server per name, each serving a `metrics`
+// file with the given text from a folder of its own; stopped and removed with the object.
+class MetricsPages {
+ public:
+  explicit MetricsPages(const std::map<std::string, std::string>& pages)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("taas-ui-metrics-" + std::to_string(std::random_device{}()))) {
+    for (const auto& [name, text] : pages) {
+      std::filesystem::create_directories(dir_ / name);
+      std::ofstream(dir_ / name / "metrics") << text;
+      auto server = std::make_unique<HttpServer>(
+          &no_api_, ServerOptions{"127.0.0.1", 0, (dir_ / name).string()}, Logger(stderr));
+      REQUIRE(server->Start().ok());
+      servers_[name] = std::move(server);
+    }
+  }
+  ~MetricsPages() {
+    for (auto& [name, server] : servers_) server->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  MetricsPages(const MetricsPages&) = delete;
+  MetricsPages& operator=(const MetricsPages&) = delete;
+
+  // "127.0.0.1:<port>" of the server for `name`.
+  std::string Address(const std::string& name) const {
+    return "127.0.0.1:" + std::to_string(servers_.at(name)->port());
+  }
+
+ private:
+  const std::filesystem::path dir_;
+  Api no_api_{{}, nullptr, nullptr, Logger(stderr)};
+  std::map<std::string, std::unique_ptr<HttpServer>> servers_;
+};
+
 TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job's history") {
-  // Two Prometheus endpoints: HTTP servers that serve a file named `metrics`.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("taas-ui-metrics-" + std::to_string(std::random_device{}()));
-  std::filesystem::create_directories(dir / "chief");
-  std::filesystem::create_directories(dir / "eval");
-  std::ofstream(dir / "chief" / "metrics")
-      << "taas_global_step 420\ntaas_loss 0.5\ntaas_examples_per_second 1234\n";
-  std::ofstream(dir / "eval" / "metrics") << "taas_eval_accuracy 0.87\ntaas_global_step 400\n";
-  Api no_api({}, nullptr, nullptr, Logger(stderr));
-  HttpServer chief(&no_api, {"127.0.0.1", 0, (dir / "chief").string()}, Logger(stderr));
-  HttpServer eval(&no_api, {"127.0.0.1", 0, (dir / "eval").string()}, Logger(stderr));
-  REQUIRE(chief.Start().ok());
-  REQUIRE(eval.Start().ok());
+  MetricsPages pages(
+      {{"chief", "taas_global_step 420\ntaas_loss 0.5\ntaas_examples_per_second 1234\n"},
+       {"eval", "taas_eval_accuracy 0.87\ntaas_global_step 400\n"}});
 
   const json job = {
       {"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
@@ -222,8 +248,8 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
   OneJobSource source(job);
   MetricsStore store;
   ScraperOptions options;
-  options.overrides = {{"default/mnist-worker-0", "127.0.0.1:" + std::to_string(chief.port())},
-                       {"default/mnist-evaluator-0", "127.0.0.1:" + std::to_string(eval.port())}};
+  options.overrides = {{"default/mnist-worker-0", pages.Address("chief")},
+                       {"default/mnist-evaluator-0", pages.Address("eval")}};
   MetricsScraper scraper(&source, {"default"}, &store, options, Logger(stderr));
 
   // Without overrides, replicas are reached through their headless service.
@@ -250,33 +276,18 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
   MetricsScraper done_scraper(&done_source, {"default"}, &store, options, Logger(stderr));
   done_scraper.ScrapeOnce();
   CHECK(store.History("default/mnist").size() == 1);
-
-  chief.Stop();
-  eval.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the job page shows the devices each Running replica reported, read once per run") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("taas-ui-devices-" + std::to_string(std::random_device{}()));
-  std::filesystem::create_directories(dir / "w0");
-  std::filesystem::create_directories(dir / "w1");
-  std::ofstream(dir / "w0" / "metrics")
-      << "# TYPE taas_replica_device_info gauge\n"
-         "taas_replica_device_info{device=\"cuda:0\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
-         "taas_replica_device_info{device=\"cuda:1\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
-         "taas_global_step 3\n";
-  std::ofstream(dir / "w1" / "metrics") << "taas_replica_device_info{device=\"cpu\",name=\"\"} 1\n";
-  // A replica still choosing its devices (or an image without the metric) states none yet.
-  std::filesystem::create_directories(dir / "w2");
-  std::ofstream(dir / "w2" / "metrics") << "taas_global_step 0\n";
-  Api no_api({}, nullptr, nullptr, Logger(stderr));
-  HttpServer w0(&no_api, {"127.0.0.1", 0, (dir / "w0").string()}, Logger(stderr));
-  HttpServer w1(&no_api, {"127.0.0.1", 0, (dir / "w1").string()}, Logger(stderr));
-  REQUIRE(w0.Start().ok());
-  REQUIRE(w1.Start().ok());
-  HttpServer w2(&no_api, {"127.0.0.1", 0, (dir / "w2").string()}, Logger(stderr));
-  REQUIRE(w2.Start().ok());
+  MetricsPages pages(
+      {{"w0",
+        "# TYPE taas_replica_device_info gauge\n"
+        "taas_replica_device_info{device=\"cuda:0\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
+        "taas_replica_device_info{device=\"cuda:1\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"
+        "taas_global_step 3\n"},
+       {"w1", "taas_replica_device_info{device=\"cpu\",name=\"\"} 1\n"},
+       // A replica still choosing its devices (or an image without the metric) states none yet.
+       {"w2", "taas_global_step 0\n"}});
 
   const json job = {{"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
                     {"spec", {{"tfReplicaSpecs", {{"Worker", {{"replicas", 4}}}}}}}};
@@ -299,9 +310,9 @@ TEST_CASE("the job page shows the devices each Running replica reported, read on
   MetricsStore store;
   DeviceBook book;
   ScraperOptions options;
-  options.overrides = {{"default/mnist-worker-0", "127.0.0.1:" + std::to_string(w0.port())},
-                       {"default/mnist-worker-1", "127.0.0.1:" + std::to_string(w1.port())},
-                       {"default/mnist-worker-3", "127.0.0.1:" + std::to_string(w2.port())}};
+  options.overrides = {{"default/mnist-worker-0", pages.Address("w0")},
+                       {"default/mnist-worker-1", pages.Address("w1")},
+                       {"default/mnist-worker-3", pages.Address("w2")}};
   MetricsScraper scraper(&source, {"default"}, &store, options, Logger(stderr), &book);
   ApiOptions api_options;
   api_options.namespaces = {"default"};
@@ -330,19 +341,14 @@ TEST_CASE("the job page shows the devices each Running replica reported, read on
   // Later rounds reach the replicas elsewhere (the servers keep the pages they started with):
   // worker 3 now states its device; worker 1, known, is not read again.
   ScraperOptions moved = options;
-  moved.overrides["default/mnist-worker-1"] = "127.0.0.1:" + std::to_string(w0.port());
-  moved.overrides["default/mnist-worker-3"] = "127.0.0.1:" + std::to_string(w1.port());
+  moved.overrides["default/mnist-worker-1"] = pages.Address("w0");
+  moved.overrides["default/mnist-worker-3"] = pages.Address("w1");
   MetricsScraper later(&source, {"default"}, &store, moved, Logger(stderr), &book);
   pods();
   later.ScrapeOnce();
   const json last = pods();
   CHECK(last[3]["devices"] == json{"cpu"});
   CHECK(last[1]["devices"] == json{"cpu"});
-
-  w0.Stop();
-  w1.Stop();
-  w2.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
