@@ -2,10 +2,14 @@
 """Operator benchmark (not a ctest test): N TFJobs of 1 PS + W workers on simulated GPU nodes.
 
 Starts its own control plane (scripts/cluster/taas-cluster), runs taas-operator, and prints:
-  - the floor: the time the API server takes to accept N*(1+W) pods POSTed directly (same
-    client, same parallelism), and until those pods are Running;
-  - the time from the first TFJob create until every pod of every job is Running;
-  - reconcile latency p50/p99 (from the operator's histogram), operator peak RSS and CPU seconds.
+  - two floors, measured with the same client and parallelism: the jobs' pods POSTed directly
+    ("floor"), and the same pods each followed by the headless service a TFJob replica has
+    ("floor-services": what every TFJob controller must ask of the cluster); for each, the time
+    until accepted and until every pod is Running;
+  - the time from the first TFJob create until every pod existed and until every pod of every
+    job was Running (followed through a watch), and the ratio to each floor;
+  - reconcile latency p50/p99 (from the operator's histogram), operator peak RSS and CPU seconds,
+    its API requests, status writes and Events posted, and the load average.
 
 Usage: bench_operator.py --operator BIN [--peer-operator BIN] [--jobs 500] [--workers 4]
                          [--nodes 100] [--gpus-per-node 24] [--parallel 16]
@@ -13,16 +17,10 @@ With --peer-operator (Kubeflow's training-operator, `scripts/cluster/training-op
 prints where it is), the same jobs then run under it twice in the same run, on the same control
 plane: with its default settings (one controller thread) and with --controller-threads equal to
 taas's --workers; each with its own CRD and validation webhook, as tests/conformance installs it.
-Then taas runs once more, so an effect of the order (the first phase runs while the floor's pods
-are still being cleaned up) shows as a spread between its two runs.
-(PS replicas run on CPU, each worker takes one GPU.) It also prints when the operator had created
-every pod, its status writes and Events posted, and the load average (the machine is shared: only
-ratios within one run compare).
-The issue's target: jobs-to-Running within 1.5x of the floor, operator RSS under 64 MiB.
-
-Measured (2 vCPUs, other builds running, load 5-9), 500 jobs on 100 nodes: the controller of
-session 2 at 1.62x the floor, 47.6 MiB, 7.8 CPU s (before: 2.10x, 63.5 MiB, 11.8 CPU s); 200 jobs on
-40 nodes: 1.19x (before: 1.90x). A second 500-job run at load 3-7: 1.30x, 48.0 MiB, 5.5 CPU s. Details and method: docs/operator.md, "Figures".
+Then taas runs once more, so an effect of the order shows as a spread between its two runs.
+Every phase runs in its own namespace, deleted (and waited for) before the next one starts.
+(PS replicas run on CPU, each worker takes one GPU.) The machine may be shared: only ratios
+within one run compare. Figures and method: docs/operator.md, "Figures".
 """
 
 import argparse
@@ -35,6 +33,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -64,19 +63,97 @@ class Api:
             cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
         self.ctx.load_cert_chain(paths["client-certificate-data"], paths["client-key-data"])
 
-    def call(self, method, path, body=None):
+    def open(self, method, path, body=None, timeout=60):
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
+        return urllib.request.urlopen(req, context=self.ctx, timeout=timeout)
+
+    def call(self, method, path, body=None):
         for attempt in range(5):
             try:
-                with urllib.request.urlopen(req, context=self.ctx, timeout=60) as r:
+                with self.open(method, path, body) as r:
                     return json.loads(r.read() or b"{}")
             except urllib.error.HTTPError as e:
                 if e.code in (429, 500, 503) and attempt < 4:
                     time.sleep(0.5 * (attempt + 1))
                     continue
                 raise
+
+
+
+
+class PodTracker:
+    """Follows one namespace's pods through a watch: when each pod first existed and first ran.
+
+    A watch instead of polling LISTs: a LIST of 2,500 pods every half second costs the API server
+    (and this process) more CPU than the pods it measures, on the same cores, and a poll only
+    knows a time to its interval. A watch that ends early is resumed from a fresh LIST.
+    """
+
+    def __init__(self, api, ns):
+        self.api, self.ns = api, ns
+        self.created = {}  # pod name -> first time seen
+        self.running = {}  # pod name -> first time seen Running
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.error = None
+        version = self._list()
+        self.thread = threading.Thread(target=self._watch, args=(version,), daemon=True)
+        self.thread.start()
+
+    def _see(self, pod, now):
+        name = pod["metadata"]["name"]
+        with self.cond:
+            self.created.setdefault(name, now)
+            if pod.get("status", {}).get("phase") == "Running":
+                self.running.setdefault(name, now)
+            self.cond.notify_all()
+
+    def _list(self):
+        r = self.api.call("GET", f"/api/v1/namespaces/{self.ns}/pods?limit=100000")
+        now = time.time()
+        for pod in r["items"]:
+            self._see(pod, now)
+        return r["metadata"]["resourceVersion"]
+
+    def _watch(self, version):
+        try:
+            while not self.stopping:
+                path = (f"/api/v1/namespaces/{self.ns}/pods?watch=1&resourceVersion={version}"
+                        "&allowWatchBookmarks=true&timeoutSeconds=600")
+                with self.api.open("GET", path, timeout=660) as stream:
+                    for line in stream:
+                        event = json.loads(line)
+                        obj = event.get("object", {})
+                        if event.get("type") == "ERROR":  # 410 Gone: list again
+                            version = self._list()
+                            break
+                        version = obj.get("metadata", {}).get("resourceVersion", version)
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            self._see(obj, time.time())
+                        if self.stopping:
+                            return
+        except Exception as e:  # noqa: BLE001 (reported by wait)
+            with self.cond:
+                self.error = e
+                self.cond.notify_all()
+
+    def wait(self, want, timeout):
+        """Returns (time every pod existed, time every pod was Running), within timeout."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while len(self.running) < want:
+                if self.error is not None:
+                    raise SystemExit(f"watching pods in {self.ns} failed: {self.error}")
+                left = deadline - time.time()
+                if left <= 0:
+                    raise SystemExit(f"timed out after {timeout}s waiting for {want} Running pods "
+                                     f"in {self.ns}: {len(self.running)} Running, "
+                                     f"{len(self.created)} created")
+                self.cond.wait(min(left, 1.0))
+            self.stopping = True
+            return sorted(self.created.values())[want - 1], sorted(self.running.values())[want - 1]
 
 
 def container(gpus):
@@ -95,18 +172,6 @@ def tfjob(ns, i, workers):
                 "PS": {"replicas": 1, "template": {"spec": {"containers": [container(0)]}}},
                 "Worker": {"replicas": workers, "restartPolicy": "ExitCode",
                            "template": {"spec": {"containers": [container(1)]}}}}}}
-
-
-def running_pods(api, ns):
-    items = api.call("GET", f"/api/v1/namespaces/{ns}/pods?fieldSelector=status.phase%3DRunning"
-                            f"&limit=100000")["items"]
-    return len(items)
-
-
-def pod_count(api, ns):
-    """Pods in the namespace, whatever their phase, from a one-item list."""
-    r = api.call("GET", f"/api/v1/namespaces/{ns}/pods?limit=1")
-    return len(r["items"]) + r["metadata"].get("remainingItemCount", 0)
 
 
 def process_usage(pid):
@@ -128,51 +193,77 @@ def make_namespace(api, ns):
             time.sleep(0.5)
 
 
-def drop_namespace(api, ns):
-    """Deletes the namespace and waits until its pods are gone (room on the nodes again)."""
+def drop_namespace(api, ns, timeout=900):
+    """Deletes the namespace and waits until it is gone with everything in it, so that the next
+    phase does not share the cores with its cleanup."""
     api.call("DELETE", f"/api/v1/namespaces/{ns}")
-    while pod_count(api, ns) > 0:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            api.call("GET", f"/api/v1/namespaces/{ns}")
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return
+            raise
         time.sleep(1)
+    raise SystemExit(f"namespace {ns} still there {timeout}s after its deletion")
 
 
-def run_jobs(api, args, ns, total, floor, label, metrics_text, bucket, pid):
+def measure_floor(api, args, total, services):
+    """The least the cluster can do: the jobs' pods POSTed directly, with the same parallelism.
+
+    With services, each pod also gets the headless service a TFJob replica has (one selecting
+    it), POSTed right after it: what every TFJob controller must ask of the API server, and what
+    kube-controller-manager's EndpointSlice controller then has to follow.
+    Returns (name, seconds until accepted, seconds until every pod was Running).
+    """
+    pods_per_job = 1 + args.workers
+    ns = "floor-services" if services else "floor"
+    make_namespace(api, ns)
+
+    def post(i):
+        gpus = 0 if i % pods_per_job == 0 else 1  # the same mix as the jobs
+        name = f"pod-{i}"
+        api.call("POST", f"/api/v1/namespaces/{ns}/pods",
+                 {"metadata": {"name": name, "labels": {"floor-pod": name}},
+                  "spec": {"containers": [container(gpus)]}})
+        if services:
+            api.call("POST", f"/api/v1/namespaces/{ns}/services",
+                     {"metadata": {"name": name},
+                      "spec": {"clusterIP": "None", "selector": {"floor-pod": name},
+                               "ports": [{"name": "tfjob-port", "port": 2222}]}})
+    tracker = PodTracker(api, ns)
+    t0 = time.time()
+    parallel(total, post, args.parallel)
+    accepted = time.time() - t0
+    running = tracker.wait(total, 1800)[1] - t0
+    what = f"{total} pods and {total} services" if services else f"{total} pods"
+    print(f"floor ({ns}): {what} accepted in {accepted:.1f}s, every pod Running after "
+          f"{running:.1f}s (load average {os.getloadavg()[0]:.1f})", flush=True)
+    drop_namespace(api, ns)
+    return ns, accepted, running
+
+
+def run_jobs(api, args, ns, total, floors, label, metrics_text, bucket, pid):
     """Creates the TFJobs in ns and reports the operator (pid) getting every pod Running."""
-    created_all = []  # when every pod existed
-
-    def poll_created():
-        if not created_all and pod_count(api, ns) >= total:
-            created_all.append(time.time())
-
+    tracker = PodTracker(api, ns)
     t0 = time.time()
     parallel(args.jobs, lambda i: api.call("POST", f"/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs",
                                            tfjob(ns, i, args.workers)), args.parallel)
     jobs_created = time.time() - t0
-    jobs_running = wait_running(api, ns, total, 3600, poll_created) - t0
-    poll_created()
+    created, jobs_running = (t - t0 for t in tracker.wait(total, 3600))
     text = metrics_text()
     rss, cpu = process_usage(pid)
-    created = (created_all[0] - t0) if created_all else float("nan")
     print(f"{label}: {args.jobs} TFJobs created in {jobs_created:.1f}s, every pod created after "
           f"{created:.1f}s, all {total} pods Running after {jobs_running:.1f}s")
-    print(f"{label}: ratio to the floor (Running): {jobs_running / floor[1]:.2f}x; "
-          f"to the floor (accepted): {jobs_running / floor[0]:.2f}x")
+    print(f"{label}: all Running against the floors' all Running: " + "; ".join(
+        f"{jobs_running / running:.2f}x {name}" for name, _, running in floors))
     print(f"{label}: reconcile latency p50 <= {quantile(text, 0.5, bucket)}s, "
           f"p99 <= {quantile(text, 0.99, bucket)}s")
     print(f"{label}: operator peak RSS {rss:.1f} MiB, CPU {cpu:.1f} s; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     return {"label": label, "running": jobs_running, "created": created, "rss": rss, "cpu": cpu,
-            "ratio": jobs_running / floor[1]}
-
-
-def wait_running(api, ns, want, timeout, on_poll=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if on_poll is not None:
-            on_poll()
-        if running_pods(api, ns) >= want:
-            return time.time()
-        time.sleep(0.5)
-    raise SystemExit(f"timed out waiting for {want} Running pods in {ns}")
+            "ratios": [jobs_running / running for _, _, running in floors]}
 
 
 def metric(text, name):
@@ -248,21 +339,8 @@ def main():
             os.environ[key] = value.strip("'\"").replace("$PATH", os.environ.get("PATH", ""))
         kubeconfig = os.environ["KUBECONFIG"]
         api = Api(kubeconfig, tmp)
-        make_namespace(api, "floor")
-
-        # The floor: the same pods, POSTed directly.
-        def floor_pod(i):
-            gpus = 0 if i % pods_per_job == 0 else 1  # the same mix as the jobs
-            api.call("POST", "/api/v1/namespaces/floor/pods",
-                     {"metadata": {"name": f"pod-{i}"}, "spec": {"containers": [container(gpus)]}})
-        t0 = time.time()
-        parallel(total, floor_pod, args.parallel)
-        floor_accept = time.time() - t0
-        floor_running = wait_running(api, "floor", total, 1800) - t0
-        print(f"floor: {total} pods accepted in {floor_accept:.1f}s, Running after "
-              f"{floor_running:.1f}s (load average {os.getloadavg()[0]:.1f})", flush=True)
-        floor = (floor_accept, floor_running)
-        drop_namespace(api, "floor")
+        floors = [measure_floor(api, args, total, services=False),
+                  measure_floor(api, args, total, services=True)]
 
         def taas_phase(ns, label):
             nonlocal op
@@ -281,7 +359,7 @@ def main():
                 time.sleep(0.1)
             port = int(open(port_file).read())
             time.sleep(2)
-            results.append(run_jobs(api, args, ns, total, floor, label, lambda: metrics(port),
+            results.append(run_jobs(api, args, ns, total, floors, label, lambda: metrics(port),
                                     "taas_operator_reconcile_duration_seconds_bucket", op.pid))
             for line in metrics(port).splitlines():
                 if line.startswith(("taas_operator_reconcile_total", "taas_operator_api_",
@@ -314,7 +392,7 @@ def main():
                 peer.install()
                 label = f"Kubeflow ({threads} thread{'s' if threads > 1 else ''})"
                 results.append(run_jobs(
-                    api, args, ns, total, floor, label,
+                    api, args, ns, total, floors, label,
                     lambda: metrics_at(f"http://127.0.0.1:{peer.metrics_port}/metrics"),
                     'controller_runtime_reconcile_time_seconds_bucket{controller="tfjob-controller"',
                     peer.proc.pid))
@@ -323,10 +401,12 @@ def main():
                 drop_namespace(api, ns)
             # taas again, last: what running first or after a phase costs shows in the spread.
             taas_phase("jobs-again", "taas, again after Kubeflow")
-        print(f"\n| operator | every pod created | all Running | x floor ({floor_running:.1f}s) "
-              f"| peak RSS | CPU |\n|---|---|---|---|---|---|")
+        print("\n| operator | every pod created | all Running | " + " | ".join(
+            f"x {name} ({running:.1f}s)" for name, _, running in floors) +
+            " | peak RSS | CPU |\n|---|---|---|" + "---|" * len(floors) + "---|---|")
         for r in results:
-            print(f"| {r['label']} | {r['created']:.1f}s | {r['running']:.1f}s | {r['ratio']:.2f}x "
+            ratios = " | ".join(f"{x:.2f}x" for x in r["ratios"])
+            print(f"| {r['label']} | {r['created']:.1f}s | {r['running']:.1f}s | {ratios} "
                   f"| {r['rss']:.1f} MiB | {r['cpu']:.1f} s |")
         print(f"load average {os.getloadavg()[0]:.1f} (at start {load_start:.1f})", flush=True)
     finally:
