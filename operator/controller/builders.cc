@@ -556,6 +556,21 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
   return r;
 }
 
+std::optional<json> ServiceForCurrentJob(const json* object, std::string_view uid,
+                                         tf::ReplicaRef ref, const tf::Limits& limits,
+                                         const BuildOptions& options) {
+  if (object == nullptr || !object->is_object()) return std::nullopt;
+  const auto meta = object->find("metadata");
+  if (meta == object->end() || !meta->is_object() || meta->contains("deletionTimestamp"))
+    return std::nullopt;
+  const auto found_uid = meta->find("uid");
+  if (found_uid == meta->end() || !found_uid->is_string() || found_uid->get<std::string>() != uid)
+    return std::nullopt;
+  auto job = tf::LoadTFJob(*object, limits);
+  if (!job.ok()) return std::nullopt;
+  return BuildService(*job, ref.type, ref.index, options);
+}
+
 namespace {
 
 json TrimMetadata(const json& object) {

@@ -147,6 +147,49 @@ TEST_CASE("services are headless, select their pod and expose the container's po
   CHECK(ports["metrics"] == 9090);
 }
 
+TEST_CASE("a queued service is built from the job as it is when its turn comes, or not at all") {
+  const json job = {
+      {"apiVersion", "kubeflow.org/v1"},
+      {"kind", "TFJob"},
+      {"metadata", {{"name", "mnist"}, {"namespace", "team-a"}, {"uid", "uid-123"}}},
+      {"spec", {{"tfReplicaSpecs", {{"PS", {{"replicas", 1}, {"template", Template()}}}}}}}};
+  const tf::ReplicaRef ps0{tf::ReplicaType::kPS, 0};
+  const auto service = [&](const json* object) {
+    return taas::controller::ServiceForCurrentJob(object, "uid-123", ps0, tf::Limits{},
+                                                  BuildOptions{});
+  };
+  auto built = service(&job);
+  REQUIRE(built.has_value());
+  CHECK(*built == taas::controller::BuildService(*tf::LoadTFJob(job), tf::ReplicaType::kPS, 0,
+                                                 BuildOptions{}));
+
+  // The template changed while the service waited: the service exposes the ports of now.
+  json changed = job;
+  changed["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["ports"][0]
+         ["containerPort"] = 9191;
+  built = service(&changed);
+  REQUIRE(built.has_value());
+  std::map<std::string, int> ports;
+  for (const auto& p : (*built)["spec"]["ports"]) ports[p["name"]] = p["port"];
+  CHECK(ports["metrics"] == 9191);
+
+  CHECK_FALSE(service(nullptr).has_value());  // deleted
+  json replaced = job;
+  replaced["metadata"]["uid"] = "uid-456";  // deleted and created again under the same name
+  CHECK_FALSE(service(&replaced).has_value());
+  json deleting = job;
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z";
+  CHECK_FALSE(service(&deleting).has_value());
+  json invalid = job;
+  invalid["spec"]["tfReplicaSpecs"]["PS"]["replicas"] = "one";
+  CHECK_FALSE(service(&invalid).has_value());
+  json garbage = json::array({1, 2});
+  CHECK_FALSE(service(&garbage).has_value());
+  json no_uid = job;
+  no_uid["metadata"]["uid"] = 123;
+  CHECK_FALSE(service(&no_uid).has_value());
+}
+
 namespace {
 
 // A template whose `tensorflow` container has these resources.

@@ -392,10 +392,13 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
     acted = pool_->RunAll(std::move(tasks));
   }
   if (gone) return absl::OkStatus();
-  std::vector<TaskPool::Task> later;
-  for (const auto& ref : decision.create_services)
-    later.push_back(CreateServiceTask(ctx, job, ref));
-  pool_->RunLater(std::move(later));
+  if (!decision.create_services.empty()) {
+    auto shared_ctx = std::make_shared<const JobContext>(ctx);  // one copy for the job's tasks
+    std::vector<TaskPool::Task> later;
+    for (const auto& ref : decision.create_services)
+      later.push_back(CreateServiceTask(shared_ctx, ref));
+    pool_->RunLater(std::move(later));
+  }
   blocked = decision.blocked || create_blocked;
   return acted;
 }

@@ -13,6 +13,7 @@
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/tfjob.h"
+#include "taas/tfjob/validation.h"
 
 namespace taas::controller {
 
@@ -75,6 +76,16 @@ nlohmann::json BuildPod(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType 
 // exposing every port of the `tensorflow` container (the `tfjob-port` at least).
 nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
                             const BuildOptions& options);
+
+// The replica's service for the job object as it is now (the informer cache's), or nothing when
+// that is not the job a decision was made for: gone (null), replaced (another `uid`), being
+// deleted, or no longer valid. Service creations wait behind every pod creation, so the service
+// is built when its turn comes rather than held, built, in the queue.
+std::optional<nlohmann::json> ServiceForCurrentJob(const nlohmann::json* object,
+                                                   std::string_view uid,
+                                                   taas::tfjob::ReplicaRef ref,
+                                                   const taas::tfjob::Limits& limits,
+                                                   const BuildOptions& options);
 
 // The PodGroup of a gang scheduled job (`gang` from GangOf, not kNone), as Kubeflow v1.8 fills
 // it: named after the job, with the job's annotations, owned by it. minMember: schedulingPolicy's

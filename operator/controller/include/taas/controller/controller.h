@@ -121,8 +121,8 @@ class Controller {
   std::function<absl::Status()> CreatePodTask(const JobContext& ctx, const taas::tfjob::TFJob& job,
                                               taas::tfjob::ReplicaRef ref,
                                               std::atomic<bool>& blocked);
-  std::function<absl::Status()> CreateServiceTask(const JobContext& ctx,
-                                                  const taas::tfjob::TFJob& job,
+  // Queued behind every pod creation; builds the service from the job when it runs.
+  std::function<absl::Status()> CreateServiceTask(std::shared_ptr<const JobContext> ctx,
                                                   taas::tfjob::ReplicaRef ref);
   std::function<absl::Status()> DeletePodTask(const JobContext& ctx, const PodToDelete& pod);
   std::function<absl::Status()> DeleteServiceTask(const JobContext& ctx,
