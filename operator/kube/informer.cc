@@ -62,11 +62,30 @@ absl::StatusOr<std::optional<Delta>> ApplyWatchEvent(
 
 // ---- Store ----
 
-Store::Store(IndexFunc index) : index_(std::move(index)) {}
+Store::Store(IndexFunc index, StoreMode mode) : index_(std::move(index)), mode_(mode) {}
 
-void Store::IndexLocked(const std::string& key, const nlohmann::json& object, bool add) {
-  if (!index_) return;
-  for (const auto& value : index_(object)) {
+Store::Entry Store::MakeEntry(const ObjectPtr& object) const {
+  Entry entry;
+  entry.resource_version = ResourceVersionOf(*object);
+  if (index_) entry.indexed = index_(*object);
+  if (mode_ == StoreMode::kPacked) {
+    const std::vector<std::uint8_t> bytes = nlohmann::json::to_msgpack(*object);
+    entry.packed.assign(bytes.begin(), bytes.end());  // exactly its size, unlike the vector
+  } else {
+    entry.parsed = object;
+  }
+  return entry;
+}
+
+ObjectPtr Store::Read(const Entry& entry) const {
+  if (mode_ == StoreMode::kParsed) return entry.parsed;
+  // Packed by MakeEntry from valid JSON, so it parses; a discarded value would only mean a bug.
+  return std::make_shared<const nlohmann::json>(
+      nlohmann::json::from_msgpack(entry.packed, /*strict=*/true, /*allow_exceptions=*/false));
+}
+
+void Store::IndexLocked(const std::string& key, const Entry& entry, bool add) {
+  for (const auto& value : entry.indexed) {
     if (add) {
       index_map_[value].insert(key);
     } else if (auto it = index_map_.find(value); it != index_map_.end()) {
@@ -79,69 +98,72 @@ void Store::IndexLocked(const std::string& key, const nlohmann::json& object, bo
 std::optional<Delta> Store::Apply(const std::string& event_type, const nlohmann::json& object) {
   std::string key = ObjectKey(object);
   if (key.empty()) return std::nullopt;
+  const bool deleted = event_type == "DELETED";
+  if (!deleted && event_type != "ADDED" && event_type != "MODIFIED") return std::nullopt;
   auto ptr = std::make_shared<const nlohmann::json>(object);
+  Entry entry = deleted ? Entry{} : MakeEntry(ptr);  // outside the lock: packing takes the time
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);
-  if (event_type == "DELETED") {
-    Delta delta{DeltaType::kDeleted, ptr, nullptr};
+  if (deleted) {
     if (it != items_.end()) {
-      IndexLocked(key, *it->second, false);
+      IndexLocked(key, it->second, false);
       items_.erase(it);
     }
-    return delta;
+    return Delta{DeltaType::kDeleted, ptr, nullptr};
   }
-  if (event_type != "ADDED" && event_type != "MODIFIED") return std::nullopt;
   if (it == items_.end()) {
-    items_.emplace(key, ptr);
-    IndexLocked(key, *ptr, true);
+    IndexLocked(key, entry, true);
+    items_.emplace(std::move(key), std::move(entry));
     return Delta{DeltaType::kAdded, ptr, nullptr};
   }
-  ObjectPtr old = it->second;
-  IndexLocked(key, *old, false);
-  it->second = ptr;
-  IndexLocked(key, *ptr, true);
+  ObjectPtr old = Read(it->second);
+  IndexLocked(key, it->second, false);
+  it->second = std::move(entry);
+  IndexLocked(key, it->second, true);
   return Delta{DeltaType::kUpdated, ptr, old};
 }
 
 std::vector<Delta> Store::Replace(const std::vector<nlohmann::json>& objects) {
   std::vector<Delta> deltas;
   std::lock_guard<std::mutex> lock(mu_);
-  std::unordered_map<std::string, ObjectPtr> next;
+  std::unordered_map<std::string, Entry> next;
   next.reserve(objects.size());
   for (const auto& object : objects) {
     std::string key = ObjectKey(object);
     if (key.empty()) continue;
-    auto ptr = std::make_shared<const nlohmann::json>(object);
     auto it = items_.find(key);
+    if (it != items_.end() && it->second.resource_version == ResourceVersionOf(object)) {
+      next[key] = it->second;  // unchanged: keep the cached copy
+      continue;
+    }
+    auto ptr = std::make_shared<const nlohmann::json>(object);
     if (it == items_.end()) {
       deltas.push_back(Delta{DeltaType::kAdded, ptr, nullptr});
-    } else if (ResourceVersionOf(*it->second) != ResourceVersionOf(object)) {
-      deltas.push_back(Delta{DeltaType::kUpdated, ptr, it->second});
     } else {
-      ptr = it->second;  // unchanged: keep the cached copy
+      deltas.push_back(Delta{DeltaType::kUpdated, ptr, Read(it->second)});
     }
-    next[key] = ptr;
+    next[key] = MakeEntry(ptr);
   }
   for (const auto& [key, old] : items_) {
-    if (next.count(key) == 0) deltas.push_back(Delta{DeltaType::kDeleted, old, nullptr});
+    if (next.count(key) == 0) deltas.push_back(Delta{DeltaType::kDeleted, Read(old), nullptr});
   }
   items_ = std::move(next);
   index_map_.clear();
-  for (const auto& [key, ptr] : items_) IndexLocked(key, *ptr, true);
+  for (const auto& [key, entry] : items_) IndexLocked(key, entry, true);
   return deltas;
 }
 
 ObjectPtr Store::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  return it == items_.end() ? nullptr : Read(it->second);
 }
 
 std::vector<ObjectPtr> Store::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [key, ptr] : items_) out.push_back(ptr);
+  for (const auto& [key, entry] : items_) out.push_back(Read(entry));
   return out;
 }
 
@@ -151,7 +173,7 @@ std::vector<ObjectPtr> Store::ByIndex(const std::string& value) const {
   auto it = index_map_.find(value);
   if (it == index_map_.end()) return out;
   for (const auto& key : it->second) {
-    if (auto item = items_.find(key); item != items_.end()) out.push_back(item->second);
+    if (auto item = items_.find(key); item != items_.end()) out.push_back(Read(item->second));
   }
   return out;
 }
@@ -167,7 +189,7 @@ Informer::Informer(Client* client, Options options, Logger logger)
     : client_(client),
       options_(std::move(options)),
       logger_(logger.With({{"informer", options_.path}})),
-      store_(options_.index) {}
+      store_(options_.index, options_.store_mode) {}
 
 Informer::~Informer() { Stop(); }
 

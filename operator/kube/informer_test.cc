@@ -11,6 +11,7 @@ using taas::kube::Delta;
 using taas::kube::DeltaType;
 using taas::kube::ObjectKey;
 using taas::kube::Store;
+using taas::kube::StoreMode;
 
 namespace {
 nlohmann::json Pod(const std::string& name, const std::string& rv, const std::string& job = "j") {
@@ -18,6 +19,8 @@ nlohmann::json Pod(const std::string& name, const std::string& rv, const std::st
       {"metadata",
        {{"name", name}, {"namespace", "ns"}, {"resourceVersion", rv}, {"labels", {{"job", job}}}}}};
 }
+
+constexpr StoreMode kModes[] = {StoreMode::kParsed, StoreMode::kPacked};
 
 Store::IndexFunc ByJob() {
   return [](const nlohmann::json& o) -> std::vector<std::string> {
@@ -34,57 +37,103 @@ TEST_CASE("ObjectKey is namespace/name, or name for cluster-scoped objects") {
 }
 
 TEST_CASE("watch events add, update and delete cached objects") {
-  Store store(ByJob());
-  auto added = store.Apply("ADDED", Pod("a", "1"));
-  REQUIRE(added);
-  CHECK(added->type == DeltaType::kAdded);
-  CHECK(store.Size() == 1);
+  for (StoreMode mode : kModes) {
+    CAPTURE(static_cast<int>(mode));
+    Store store(ByJob(), mode);
+    auto added = store.Apply("ADDED", Pod("a", "1"));
+    REQUIRE(added);
+    CHECK(added->type == DeltaType::kAdded);
+    CHECK(store.Size() == 1);
 
-  auto updated = store.Apply("MODIFIED", Pod("a", "2"));
-  REQUIRE(updated);
-  CHECK(updated->type == DeltaType::kUpdated);
-  CHECK((*updated->old_object)["metadata"]["resourceVersion"] == "1");
-  CHECK((*store.Get("ns/a"))["metadata"]["resourceVersion"] == "2");
+    auto updated = store.Apply("MODIFIED", Pod("a", "2"));
+    REQUIRE(updated);
+    CHECK(updated->type == DeltaType::kUpdated);
+    CHECK((*updated->old_object)["metadata"]["resourceVersion"] == "1");
+    CHECK((*store.Get("ns/a"))["metadata"]["resourceVersion"] == "2");
 
-  // A MODIFIED for an unknown key is an add (the watch may start after a relist).
-  auto b = store.Apply("MODIFIED", Pod("b", "3"));
-  REQUIRE(b);
-  CHECK(b->type == DeltaType::kAdded);
-  CHECK(store.ByIndex("ns/j").size() == 2);
+    // A MODIFIED for an unknown key is an add (the watch may start after a relist).
+    auto b = store.Apply("MODIFIED", Pod("b", "3"));
+    REQUIRE(b);
+    CHECK(b->type == DeltaType::kAdded);
+    CHECK(store.ByIndex("ns/j").size() == 2);
 
-  auto deleted = store.Apply("DELETED", Pod("a", "4"));
-  REQUIRE(deleted);
-  CHECK(deleted->type == DeltaType::kDeleted);
-  CHECK(store.Get("ns/a") == nullptr);
-  CHECK(store.ByIndex("ns/j").size() == 1);
-  CHECK_FALSE(store.Apply("BOOKMARK", Pod("c", "5")).has_value());
+    auto deleted = store.Apply("DELETED", Pod("a", "4"));
+    REQUIRE(deleted);
+    CHECK(deleted->type == DeltaType::kDeleted);
+    CHECK(store.Get("ns/a") == nullptr);
+    CHECK(store.ByIndex("ns/j").size() == 1);
+    CHECK_FALSE(store.Apply("BOOKMARK", Pod("c", "5")).has_value());
+  }
 }
 
 TEST_CASE("the index follows label changes") {
-  Store store(ByJob());
-  store.Apply("ADDED", Pod("a", "1", "x"));
-  store.Apply("MODIFIED", Pod("a", "2", "y"));
-  CHECK(store.ByIndex("ns/x").empty());
-  CHECK(store.ByIndex("ns/y").size() == 1);
+  for (StoreMode mode : kModes) {
+    CAPTURE(static_cast<int>(mode));
+    Store store(ByJob(), mode);
+    store.Apply("ADDED", Pod("a", "1", "x"));
+    store.Apply("MODIFIED", Pod("a", "2", "y"));
+    CHECK(store.ByIndex("ns/x").empty());
+    CHECK(store.ByIndex("ns/y").size() == 1);
+  }
 }
 
 TEST_CASE("a relist reports what the watch missed") {
-  Store store(ByJob());
-  store.Apply("ADDED", Pod("keep", "1"));
-  store.Apply("ADDED", Pod("change", "1"));
-  store.Apply("ADDED", Pod("gone", "1"));
-  auto deltas = store.Replace({Pod("keep", "1"), Pod("change", "7"), Pod("new", "8")});
-  std::map<std::string, DeltaType> by_key;
-  for (const Delta& d : deltas) by_key[ObjectKey(*d.object)] = d.type;
-  CHECK(by_key.size() == 3);
-  CHECK(by_key["ns/change"] == DeltaType::kUpdated);
-  CHECK(by_key["ns/new"] == DeltaType::kAdded);
-  CHECK(by_key["ns/gone"] == DeltaType::kDeleted);
-  CHECK(store.Size() == 3);
-  CHECK(store.Get("ns/gone") == nullptr);
-  CHECK(store.ByIndex("ns/j").size() == 3);
-  // Relisting the same content again changes nothing.
-  CHECK(store.Replace({Pod("keep", "1"), Pod("change", "7"), Pod("new", "8")}).empty());
+  for (StoreMode mode : kModes) {
+    CAPTURE(static_cast<int>(mode));
+    Store store(ByJob(), mode);
+    store.Apply("ADDED", Pod("keep", "1"));
+    store.Apply("ADDED", Pod("change", "1"));
+    store.Apply("ADDED", Pod("gone", "1"));
+    auto deltas = store.Replace({Pod("keep", "1"), Pod("change", "7"), Pod("new", "8")});
+    std::map<std::string, DeltaType> by_key;
+    for (const Delta& d : deltas) by_key[ObjectKey(*d.object)] = d.type;
+    CHECK(by_key.size() == 3);
+    CHECK(by_key["ns/change"] == DeltaType::kUpdated);
+    CHECK(by_key["ns/new"] == DeltaType::kAdded);
+    CHECK(by_key["ns/gone"] == DeltaType::kDeleted);
+    CHECK(store.Size() == 3);
+    CHECK(store.Get("ns/gone") == nullptr);
+    CHECK(store.ByIndex("ns/j").size() == 3);
+    // Relisting the same content again changes nothing.
+    CHECK(store.Replace({Pod("keep", "1"), Pod("change", "7"), Pod("new", "8")}).empty());
+  }
+}
+
+TEST_CASE("a packed store gives back the object it was given, a fresh copy on every read") {
+  nlohmann::json pod = Pod("a", "1");
+  pod["status"] = {{"phase", "Running"},
+                   {"restartCount", 3},
+                   {"exitCode", -2},
+                   {"big", 18446744073709551615ULL},
+                   {"ratio", 0.25},
+                   {"ready", true},
+                   {"none", nullptr},
+                   {"message", "r\u00e9sum\u00e9 \"quoted\""},
+                   {"list", {1, "two", {{"three", 3}}, nlohmann::json::array()}},
+                   {"empty", nlohmann::json::object()}};
+  Store store(ByJob(), StoreMode::kPacked);
+  auto added = store.Apply("ADDED", pod);
+  REQUIRE(added);
+  CHECK(*added->object == pod);
+  auto first = store.Get("ns/a");
+  auto second = store.Get("ns/a");
+  REQUIRE(first != nullptr);
+  CHECK(*first == pod);
+  CHECK(first.get() != second.get());
+  REQUIRE(store.ByIndex("ns/j").size() == 1);
+  CHECK(*store.ByIndex("ns/j")[0] == pod);
+  REQUIRE(store.List().size() == 1);
+  CHECK(*store.List()[0] == pod);
+
+  nlohmann::json next = pod;
+  next["metadata"]["resourceVersion"] = "2";
+  auto updated = store.Apply("MODIFIED", next);
+  REQUIRE(updated);
+  CHECK(*updated->old_object == pod);
+  auto gone = store.Replace({});
+  REQUIRE(gone.size() == 1);
+  CHECK(gone[0].type == DeltaType::kDeleted);
+  CHECK(*gone[0].object == next);
 }
 
 namespace {
