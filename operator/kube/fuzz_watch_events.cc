@@ -1,8 +1,9 @@
 // libFuzzer target: a watch stream as the API server (or anything claiming to be one) sends it,
 // through the same code as an informer: the decoder splits it into event lines (fed in pieces of a
 // size the first input byte picks, as TCP delivers them), and each event is applied to a store
-// with a secondary index and the managed-fields transform. Nothing may crash, throw, or buffer a
-// line past the limit.
+// with a secondary index and the managed-fields transform, once parsed and once packed. Nothing
+// may crash, throw, or buffer a line past the limit, and the packed store must hold exactly what
+// the parsed one holds.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -37,11 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view stream(reinterpret_cast<const char*>(data + 1), size - 1);
   taas::kube::WatchDecoder decoder(kMaxLineBytes);
   taas::kube::Store store(JobIndex);
+  taas::kube::Store packed(JobIndex, taas::kube::StoreMode::kPacked);
   std::string resource_version;
+  std::string packed_version;
   const auto on_event = [&](const taas::kube::WatchEvent& event) {
     auto delta =
         taas::kube::ApplyWatchEvent(event, store, taas::kube::StripManagedFields, resource_version);
     if (delta.ok() && delta->has_value()) Require((*delta)->object != nullptr);
+    auto packed_delta =
+        taas::kube::ApplyWatchEvent(event, packed, taas::kube::StripManagedFields, packed_version);
+    Require(packed_delta.ok() == delta.ok());
+    if (delta.ok()) Require(packed_delta->has_value() == delta->has_value());
     return true;
   };
   for (std::size_t at = 0; at < stream.size(); at += piece) {
@@ -51,6 +58,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Require(!stopped);
     if (!fed.ok()) break;
   }
-  for (const auto& object : store.List()) Require(object != nullptr);
+  Require(packed.Size() == store.Size());
+  for (const auto& object : store.List()) {
+    Require(object != nullptr);
+    const std::string key = taas::kube::ObjectKey(*object);
+    const taas::kube::ObjectPtr same = packed.Get(key);
+    Require(same != nullptr && *same == *object);
+    for (const std::string& value : JobIndex(*object))
+      Require(packed.ByIndex(value).size() == store.ByIndex(value).size());
+  }
   return 0;
 }
