@@ -31,6 +31,7 @@ import io
 import json
 import os
 import random
+import shutil
 import ssl
 import subprocess
 import sys
@@ -339,6 +340,7 @@ def main():
     peer = None
     load_start = os.getloadavg()[0]
     results = []
+    completed = False
     try:
         if args.nodes * args.gpus_per_node < args.jobs * args.workers:
             raise SystemExit("not enough GPUs for every worker: raise --nodes or --gpus-per-node")
@@ -420,6 +422,7 @@ def main():
                 peer.uninstall()
                 peer = None
                 drop_namespace(api, ns)
+            shutil.rmtree(env.tmp, ignore_errors=True)  # the peer's certificates and logs
             # taas again, last: what running first or after a phase costs shows in the spread.
             taas_phase("jobs-again", "taas, again after Kubeflow")
         print("\n| operator | every pod created | all Running | " + " | ".join(
@@ -430,6 +433,7 @@ def main():
             print(f"| {r['label']} | {r['created']:.1f}s | {r['running']:.1f}s | {ratios} "
                   f"| {r['rss']:.1f} MiB | {r['cpu']:.1f} s |")
         print(f"load average {os.getloadavg()[0]:.1f} (at start {load_start:.1f})", flush=True)
+        completed = True
     finally:
         if op is not None:
             op.terminate()
@@ -437,6 +441,10 @@ def main():
         if peer is not None:
             peer.uninstall()
         subprocess.run([CLUSTER, "down", "--name", name])
+        if completed:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"the operators' logs are kept in {tmp}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -174,6 +175,7 @@ class Env:
                 print(f"--- operator {i} log (tail):")
                 print(open(op["log"]).read()[-30000:], flush=True)
         self.down()
+        shutil.rmtree(self.tmp, ignore_errors=True)  # what a failure needs is printed above
 
 
 def wait_for(what, predicate, timeout=TIMEOUT):
