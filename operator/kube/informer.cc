@@ -77,11 +77,18 @@ Store::Entry Store::MakeEntry(const ObjectPtr& object) const {
   return entry;
 }
 
-ObjectPtr Store::Read(const Entry& entry) const {
-  if (mode_ == StoreMode::kParsed) return entry.parsed;
+ObjectPtr Store::Read(const Taken& taken) {
+  if (taken.parsed != nullptr) return taken.parsed;
   // Packed by MakeEntry from valid JSON, so it parses; a discarded value would only mean a bug.
   return std::make_shared<const nlohmann::json>(
-      nlohmann::json::from_msgpack(entry.packed, /*strict=*/true, /*allow_exceptions=*/false));
+      nlohmann::json::from_msgpack(taken.packed, /*strict=*/true, /*allow_exceptions=*/false));
+}
+
+std::vector<ObjectPtr> Store::ReadAll(const std::vector<Taken>& taken) {
+  std::vector<ObjectPtr> out;
+  out.reserve(taken.size());
+  for (const auto& t : taken) out.push_back(Read(t));
+  return out;
 }
 
 void Store::IndexLocked(const std::string& key, const Entry& entry, bool add) {
@@ -102,25 +109,28 @@ std::optional<Delta> Store::Apply(const std::string& event_type, const nlohmann:
   if (!deleted && event_type != "ADDED" && event_type != "MODIFIED") return std::nullopt;
   auto ptr = std::make_shared<const nlohmann::json>(object);
   Entry entry = deleted ? Entry{} : MakeEntry(ptr);  // outside the lock: packing takes the time
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = items_.find(key);
-  if (deleted) {
-    if (it != items_.end()) {
-      IndexLocked(key, it->second, false);
-      items_.erase(it);
+  Taken old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = items_.find(key);
+    if (deleted) {
+      if (it != items_.end()) {
+        IndexLocked(key, it->second, false);
+        items_.erase(it);
+      }
+      return Delta{DeltaType::kDeleted, ptr, nullptr};
     }
-    return Delta{DeltaType::kDeleted, ptr, nullptr};
+    if (it == items_.end()) {
+      IndexLocked(key, entry, true);
+      items_.emplace(std::move(key), std::move(entry));
+      return Delta{DeltaType::kAdded, ptr, nullptr};
+    }
+    old = Take(it->second);
+    IndexLocked(key, it->second, false);
+    it->second = std::move(entry);
+    IndexLocked(key, it->second, true);
   }
-  if (it == items_.end()) {
-    IndexLocked(key, entry, true);
-    items_.emplace(std::move(key), std::move(entry));
-    return Delta{DeltaType::kAdded, ptr, nullptr};
-  }
-  ObjectPtr old = Read(it->second);
-  IndexLocked(key, it->second, false);
-  it->second = std::move(entry);
-  IndexLocked(key, it->second, true);
-  return Delta{DeltaType::kUpdated, ptr, old};
+  return Delta{DeltaType::kUpdated, ptr, Read(old)};
 }
 
 std::vector<Delta> Store::Replace(const std::vector<nlohmann::json>& objects) {
@@ -140,12 +150,13 @@ std::vector<Delta> Store::Replace(const std::vector<nlohmann::json>& objects) {
     if (it == items_.end()) {
       deltas.push_back(Delta{DeltaType::kAdded, ptr, nullptr});
     } else {
-      deltas.push_back(Delta{DeltaType::kUpdated, ptr, Read(it->second)});
+      deltas.push_back(Delta{DeltaType::kUpdated, ptr, Read(Take(it->second))});
     }
     next[key] = MakeEntry(ptr);
   }
   for (const auto& [key, old] : items_) {
-    if (next.count(key) == 0) deltas.push_back(Delta{DeltaType::kDeleted, Read(old), nullptr});
+    if (next.count(key) == 0)
+      deltas.push_back(Delta{DeltaType::kDeleted, Read(Take(old)), nullptr});
   }
   items_ = std::move(next);
   index_map_.clear();
@@ -154,28 +165,37 @@ std::vector<Delta> Store::Replace(const std::vector<nlohmann::json>& objects) {
 }
 
 ObjectPtr Store::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = items_.find(key);
-  return it == items_.end() ? nullptr : Read(it->second);
+  Taken taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = items_.find(key);
+    if (it == items_.end()) return nullptr;
+    taken = Take(it->second);
+  }
+  return Read(taken);
 }
 
 std::vector<ObjectPtr> Store::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<ObjectPtr> out;
-  out.reserve(items_.size());
-  for (const auto& [key, entry] : items_) out.push_back(Read(entry));
-  return out;
+  std::vector<Taken> taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken.reserve(items_.size());
+    for (const auto& [key, entry] : items_) taken.push_back(Take(entry));
+  }
+  return ReadAll(taken);
 }
 
 std::vector<ObjectPtr> Store::ByIndex(const std::string& value) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<ObjectPtr> out;
-  auto it = index_map_.find(value);
-  if (it == index_map_.end()) return out;
-  for (const auto& key : it->second) {
-    if (auto item = items_.find(key); item != items_.end()) out.push_back(Read(item->second));
+  std::vector<Taken> taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_map_.find(value);
+    if (it == index_map_.end()) return {};
+    for (const auto& key : it->second) {
+      if (auto item = items_.find(key); item != items_.end()) taken.push_back(Take(item->second));
+    }
   }
-  return out;
+  return ReadAll(taken);
 }
 
 std::size_t Store::Size() const {

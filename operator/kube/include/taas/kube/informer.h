@@ -73,7 +73,7 @@ class Store {
   // updates for objects whose resourceVersion differs, deletes for keys no longer present.
   std::vector<Delta> Replace(const std::vector<nlohmann::json>& objects);
 
-  // In kPacked mode, each call returns objects parsed for it.
+  // In kPacked mode, each call returns objects parsed for it, after releasing the lock.
   ObjectPtr Get(const std::string& key) const;
   std::vector<ObjectPtr> List() const;
   std::vector<ObjectPtr> ByIndex(const std::string& value) const;
@@ -87,8 +87,17 @@ class Store {
     std::vector<std::string> indexed;  // the index values it is filed under
   };
 
+  // What a read takes out of the lock: the shared object, or a copy of the packed bytes, parsed
+  // once the lock is released (the watch thread and the other readers wait on it).
+  struct Taken {
+    ObjectPtr parsed;
+    std::string packed;
+  };
+
   Entry MakeEntry(const ObjectPtr& object) const;
-  ObjectPtr Read(const Entry& entry) const;
+  static Taken Take(const Entry& entry) { return {entry.parsed, entry.packed}; }
+  static ObjectPtr Read(const Taken& taken);
+  static std::vector<ObjectPtr> ReadAll(const std::vector<Taken>& taken);
   void IndexLocked(const std::string& key, const Entry& entry, bool add);
 
   IndexFunc index_;
