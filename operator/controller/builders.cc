@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "internal.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
@@ -559,13 +560,10 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
 std::optional<json> ServiceForCurrentJob(const json* object, std::string_view uid,
                                          tf::ReplicaRef ref, const tf::Limits& limits,
                                          const BuildOptions& options) {
-  if (object == nullptr || !object->is_object()) return std::nullopt;
-  const auto meta = object->find("metadata");
-  if (meta == object->end() || !meta->is_object() || meta->contains("deletionTimestamp"))
+  if (object == nullptr || !object->is_object() || internal::HasDeletionTimestamp(*object))
     return std::nullopt;
-  const auto found_uid = meta->find("uid");
-  if (found_uid == meta->end() || !found_uid->is_string() || found_uid->get<std::string>() != uid)
-    return std::nullopt;
+  const json* meta = jf::Object(*object, "metadata");
+  if (uid.empty() || meta == nullptr || jf::StringOr(*meta, "uid", "") != uid) return std::nullopt;
   auto job = tf::LoadTFJob(*object, limits);
   if (!job.ok()) return std::nullopt;
   return BuildService(*job, ref.type, ref.index, options);

@@ -180,6 +180,8 @@ TEST_CASE("a queued service is built from the job as it is when its turn comes, 
   json deleting = job;
   deleting["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z";
   CHECK_FALSE(service(&deleting).has_value());
+  deleting["metadata"]["deletionTimestamp"] = nullptr;  // as the controller reads it: not deleted
+  CHECK(service(&deleting).has_value());
   json invalid = job;
   invalid["spec"]["tfReplicaSpecs"]["PS"]["replicas"] = "one";
   CHECK_FALSE(service(&invalid).has_value());
