@@ -48,7 +48,7 @@ std::function<absl::Status()> Controller::CreatePodTask(const JobContext& ctx, c
 }
 
 // The service is built when the task runs, from the job as it is then (ServiceForCurrentJob):
-// 2,500 services built up front held ~8 MB, a third of the operator's heap at 500 jobs.
+// at 500 jobs, the services built up front and waiting held 7.6 of the heap's 26.8 MB at its peak.
 std::function<absl::Status()> Controller::CreateServiceTask(std::shared_ptr<const JobContext> ctx,
                                                             tf::ReplicaRef ref) {
   std::string svc_name = tf::ReplicaName(ctx->name, ref.type, ref.index);

@@ -73,7 +73,7 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     jobs.resync_period = options_.resync_period;
     jobs.transform = kube::StripManagedFields;
     // Packed: a reconcile reads one job and its few children, and at 500 jobs the parsed caches
-    // were most of the operator's memory.
+    // were nearly half of the operator's heap at its peak (heaptrack: 12.5 of 26.8 MB).
     jobs.store_mode = kube::StoreMode::kPacked;
     w.jobs = std::make_unique<kube::Informer>(client_, jobs, logger_);
     w.jobs->AddHandler([this](const kube::Delta& d) { OnJob(d); });
