@@ -79,6 +79,7 @@ class Api:
         its connections: a TLS handshake per request would cost the API server (and this
         process) more than many requests do, and the floors would measure handshakes."""
         data = json.dumps(body).encode() if body is not None else None
+        resent = False  # after a broken connection, which may have carried the request
         for attempt in range(5):
             conn = getattr(self.local, "conn", None)
             if conn is None:
@@ -93,9 +94,12 @@ class Api:
             except (http.client.HTTPException, OSError):
                 conn.close()  # e.g. closed by the server while idle between phases
                 self.local.conn = None
+                resent = True
                 if attempt < 4:
                     continue
                 raise
+            if response.status == 409 and resent and method == "POST":
+                return {}  # the first attempt created it
             if response.status in (429, 500, 503) and attempt < 4:
                 time.sleep(0.5 * (attempt + 1))
                 continue
