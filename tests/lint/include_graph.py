@@ -36,22 +36,28 @@ EXTERNAL = {
 # (prefixes) or outside libraries (names of EXTERNAL); optionally, folders under the prefix that
 # the rule does not cover.
 INCLUDE_RULES = [
-    ("common/", ["operator/", "trainer-runtime/", "launcher/", "web-ui/", "examples/"],
+    ("common/", ["kube/", "operator/", "trainer-runtime/", "launcher/", "web-ui/", "examples/"],
      "shared parts depend on nothing but each other"),
-    ("trainer-runtime/", ["operator/", "launcher/", "web-ui/"],
-     "the runtime (and the SDK users build against) needs no operator, launcher or UI folder"),
+    ("trainer-runtime/", ["kube/", "operator/", "launcher/", "web-ui/"],
+     "the runtime (and the SDK users build against) needs no Kubernetes client, operator, "
+     "launcher or UI folder"),
+    # The Kubernetes client is shared infrastructure below the operator and the UI server alike:
+    # it knows API objects, not TFJobs, and nothing above it.
+    ("kube/", ["common/tfjob/", "operator/", "web-ui/", "launcher/", "trainer-runtime/"],
+     "the Kubernetes client is generic: it knows objects, not TFJob types, the operator or the UI"),
     ("operator/", ["trainer-runtime/", "launcher/"],
      "the operator knows TFJobs and Kubernetes, not the runtime or the launcher"),
     ("operator/controller/", ["web-ui/"],
      "the controller does not know the UI (only the operator binary may host it)"),
-    ("operator/kube/", ["common/tfjob/", "web-ui/"],
-     "the Kubernetes client is generic: it knows objects, not TFJob types or the UI"),
-    ("launcher/", ["operator/", "web-ui/server/kube/"],
+    ("launcher/", ["operator/", "kube/", "web-ui/server/kube/"],
      "the launcher is a local controller: no Kubernetes client, not even through the UI's"),
+    ("web-ui/", ["operator/"],
+     "the UI uses the Kubernetes client (kube/) and the TFJob rules (common/tfjob/), never the "
+     "operator: arrows point down"),
     # The UI server proper sees jobs through its JobSource seam only. Not covered: its Kubernetes
     # side (kube/), the `taas-ui` binary that wires the two (main.cc), and the fuzz targets, which
     # drive the handlers over the Kubernetes side.
-    ("web-ui/server/", ["operator/", "web-ui/server/kube/"],
+    ("web-ui/server/", ["kube/", "web-ui/server/kube/"],
      "the UI server reads jobs through its JobSource seam; only web-ui/server/kube/ knows Kubernetes",
      ["web-ui/server/kube/", "web-ui/server/main.cc", "web-ui/server/fuzz/"]),
     ("web-ui/server/", ["trainer-runtime/", "launcher/"],
@@ -88,6 +94,8 @@ LINK_RULES = [
     ("taas", ["taas_kube", "OpenSSL::SSL", "OpenSSL::Crypto"],
      "`taas run` links no Kubernetes client and no TLS"),
     ("taas", ["taas_cuda", "taas::cudart"], "`taas run` starts processes; it needs no GPU"),
+    ("taas-ui", ["taas_controller"],
+     "the UI server uses the Kubernetes client (kube/), not the operator's controller"),
 ]
 
 # Edges the tree has today and an open issue removes: (from, to, issue).

@@ -32,7 +32,7 @@ FORBIDDEN_LITERALS = [
     ("/apis/kubeflow.org", "common/tfjob/tfjob.cc",
      "build TFJob paths with tfjob::TFJobsPath / TFJobPath"),
 ]
-SCANNED = ("common/", "operator/", "web-ui/server/", "launcher/", "trainer-runtime/")
+SCANNED = ("common/", "kube/", "operator/", "web-ui/server/", "launcher/", "trainer-runtime/")
 SKIPPED = re.compile(r"(_test\.cc$|/fuzz[^/]*$|/fuzz/|/testing/|/testdata/)")
 CONSTANT = re.compile(r'inline constexpr std::string_view (k\w+)\s*=\s*"([^"]+)"')
 NUMBER = re.compile(r"inline constexpr int (k\w+)\s*=\s*(\d+);")
