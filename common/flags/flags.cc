@@ -55,18 +55,26 @@ void FlagSet::String(const std::string& name, std::string* out) {
   });
 }
 
+void FlagSet::AddChoice(const std::string& name, std::vector<std::string> names,
+                        std::function<void(std::size_t)> store) {
+  Add(name, Kind::kValue,
+      [names = std::move(names), store = std::move(store)](const std::string& value) {
+        for (std::size_t i = 0; i < names.size(); ++i) {
+          if (value == names[i]) {
+            store(i);
+            return absl::OkStatus();
+          }
+        }
+        std::string all;
+        for (const std::string& choice : names) all += (all.empty() ? "" : "|") + choice;
+        return Expected(all, value);
+      });
+}
+
 void FlagSet::Choice(const std::string& name, std::vector<std::string> choices, std::string* out) {
-  Add(name, Kind::kValue, [out, choices = std::move(choices)](const std::string& value) {
-    for (const std::string& choice : choices) {
-      if (value == choice) {
-        *out = value;
-        return absl::OkStatus();
-      }
-    }
-    std::string all;
-    for (const std::string& choice : choices) all += (all.empty() ? "" : "|") + choice;
-    return Expected(all, value);
-  });
+  std::vector<std::string> names = choices;
+  AddChoice(name, std::move(names),
+            [out, choices = std::move(choices)](std::size_t i) { *out = choices[i]; });
 }
 
 void FlagSet::Switch(const std::string& name, bool* out) {
@@ -77,19 +85,23 @@ void FlagSet::Switch(const std::string& name, bool* out) {
   });
 }
 
+void FlagSet::AddInt(const std::string& name, std::int64_t min, std::int64_t max,
+                     std::function<void(std::int64_t)> store) {
+  Add(name, Kind::kValue,
+      [min, max, store = std::move(store)](const std::string& value) -> absl::Status {
+        TAAS_ASSIGN_OR_RETURN(std::int64_t parsed, ParseInt(value, min, max));
+        store(parsed);
+        return absl::OkStatus();
+      });
+}
+
 void FlagSet::Int(const std::string& name, std::int64_t min, std::int64_t max, std::int64_t* out) {
-  Add(name, Kind::kValue, [out, min, max](const std::string& value) -> absl::Status {
-    TAAS_ASSIGN_OR_RETURN(*out, ParseInt(value, min, max));
-    return absl::OkStatus();
-  });
+  AddInt(name, min, max, [out](std::int64_t value) { *out = value; });
 }
 
 void FlagSet::Int(const std::string& name, int min, int max, int* out) {
-  Add(name, Kind::kValue, [out, min, max](const std::string& value) -> absl::Status {
-    TAAS_ASSIGN_OR_RETURN(std::int64_t parsed, ParseInt(value, min, max));
-    *out = static_cast<int>(parsed);  // within [min, max], so within int
-    return absl::OkStatus();
-  });
+  // Within [min, max], so within int.
+  AddInt(name, min, max, [out](std::int64_t value) { *out = static_cast<int>(value); });
 }
 
 void FlagSet::Double(const std::string& name, double min, double max, double* out) {

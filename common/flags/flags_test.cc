@@ -87,6 +87,40 @@ TEST_CASE("every mistake names the flag and what it expects") {
   CHECK(port == 8080);
 }
 
+TEST_CASE("a whole number binds straight into a duration of the flag's unit") {
+  std::chrono::seconds resync{300};
+  std::chrono::milliseconds delay{250};
+  FlagSet set;
+  set.Int("resync-seconds", 0, 86400, &resync);
+  set.Int("child-event-delay-ms", 0, 60000, &delay);
+  CHECK(ErrorOf(set, {"--resync-seconds", "60", "--child-event-delay-ms=0"}).empty());
+  CHECK(resync == std::chrono::seconds(60));
+  CHECK(delay == std::chrono::milliseconds(0));
+  // The errors of an int: a fraction or a value out of range is refused, the value kept.
+  CHECK(ErrorOf(set, {"--resync-seconds", "1.5"}) ==
+        "--resync-seconds: expected a number from 0 to 86400, got 1.5");
+  CHECK(ErrorOf(set, {"--child-event-delay-ms", "60001"}) ==
+        "--child-event-delay-ms: expected a number from 0 to 60000, got 60001");
+  CHECK(resync == std::chrono::seconds(60));
+  CHECK(delay == std::chrono::milliseconds(0));
+}
+
+TEST_CASE("a choice binds the value beside its name") {
+  enum class Level { kDebug, kInfo, kError };
+  Level level = Level::kInfo;
+  FlagSet set;
+  set.Choice<Level>("log-level",
+                    {{"debug", Level::kDebug}, {"info", Level::kInfo}, {"error", Level::kError}},
+                    &level);
+  CHECK(ErrorOf(set, {"--log-level=error"}).empty());
+  CHECK(level == Level::kError);
+  CHECK(ErrorOf(set, {"--log-level", "debug"}).empty());
+  CHECK(level == Level::kDebug);
+  CHECK(ErrorOf(set, {"--log-level", "Info"}) ==
+        "--log-level: expected debug|info|error, got Info");
+  CHECK(level == Level::kDebug);
+}
+
 TEST_CASE("a switch takes no separate value; --help and -h ask for the usage") {
   bool elect = true;
   FlagSet set;

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "taas/base/status.h"
@@ -30,10 +32,28 @@ class FlagSet {
   void String(const std::string& name, std::string* out);
   // One of `choices`, spelled exactly.
   void Choice(const std::string& name, std::vector<std::string> choices, std::string* out);
+  // One of the names in `choices`, spelled exactly; `*out` gets the value beside it
+  // (`--log-level debug` -> LogLevel::kDebug).
+  template <typename T>
+  void Choice(const std::string& name, std::vector<std::pair<std::string, T>> choices, T* out) {
+    std::vector<std::string> names;
+    for (const auto& choice : choices) names.push_back(choice.first);
+    AddChoice(name, std::move(names),
+              [out, choices = std::move(choices)](std::size_t i) { *out = choices[i].second; });
+  }
   void Switch(const std::string& name, bool* out);
   // A whole number from `min` to `max`; out's type must hold both.
   void Int(const std::string& name, std::int64_t min, std::int64_t max, std::int64_t* out);
   void Int(const std::string& name, int min, int max, int* out);
+  // A whole number of `out`'s unit from `min` to `max`, which the flag's name should say
+  // (`--resync-seconds 300` into std::chrono::seconds, `--child-event-delay-ms 250` into
+  // milliseconds); the same spelling and errors as an int.
+  template <typename Rep, typename Period>
+  void Int(const std::string& name, std::int64_t min, std::int64_t max,
+           std::chrono::duration<Rep, Period>* out) {
+    AddInt(name, min, max,
+           [out](std::int64_t value) { *out = std::chrono::duration<Rep, Period>(value); });
+  }
   // A number (`0.5`, `30`) from `min` to `max`.
   void Double(const std::string& name, double min, double max, double* out);
   // Seconds from `min` to `max`, as milliseconds.
@@ -60,6 +80,12 @@ class FlagSet {
     std::function<absl::Status(const std::string&)> set;
   };
   void Add(const std::string& name, Kind kind, std::function<absl::Status(const std::string&)> set);
+  // A whole number from `min` to `max`, handed to `store`.
+  void AddInt(const std::string& name, std::int64_t min, std::int64_t max,
+              std::function<void(std::int64_t)> store);
+  // One of `names`; `store` gets its index.
+  void AddChoice(const std::string& name, std::vector<std::string> names,
+                 std::function<void(std::size_t)> store);
 
   std::map<std::string, Flag> flags_;
 };
