@@ -11,6 +11,12 @@ inline constexpr std::string_view kLossMetric = "taas_loss";
 inline constexpr std::string_view kExamplesPerSecondMetric = "taas_examples_per_second";
 inline constexpr std::string_view kLearningRateMetric = "taas_learning_rate";
 inline constexpr std::string_view kEvalAccuracyMetric = "taas_eval_accuracy";
+// The global step training ends at (the job's max steps), so a reader can show progress and ETA.
+inline constexpr std::string_view kMaxStepsMetric = "taas_max_steps";
+// The job's final metrics (the chief's evaluate() at the end, what after_train reports): one
+// sample per metric, labelled metric ("accuracy", "loss"), set once training ended.
+inline constexpr std::string_view kFinalMetric = "taas_final_metric";
+inline constexpr std::string_view kFinalMetricLabel = "metric";
 // An info metric: one sample of value 1 per model replica device, labelled device ("cuda:0",
 // "cpu") and name (what the device reports of itself; empty for cpu). The UI's job page shows it.
 inline constexpr std::string_view kReplicaDeviceInfoMetric = "taas_replica_device_info";
