@@ -550,6 +550,23 @@ def scenario_leftovers(tmp):
         assert f"{name}-worker-0 exited with code {code}" in out, out
 
 
+def scenario_interrupted(tmp):
+    """SIGTERM ends `taas run` with 143, SIGINT (Ctrl-C) with 130, as a shell reports a process
+    that either signal ended; every process of the replicas is gone by then, a background child
+    that ignores SIGTERM too (SIGKILL after the grace)."""
+    for name, sig, script in (
+            ("term", signal.SIGTERM, "sleep 120 & echo $! > {pidfile}; wait"),
+            ("int", signal.SIGINT, "trap '' TERM; sleep 120 & echo $! > {pidfile}; wait")):
+        job = ShellJob(tmp, name, script)
+        child = job.child()
+        job.proc.send_signal(sig)
+        returncode, out, replica = job.finish()
+        check_nothing_left(child, replica, out)
+        assert returncode == 128 + sig, (returncode, out)
+        said = f"[taas] interrupted by {signal.Signals(sig).name}: stopping every replica"
+        assert said in out, out
+
+
 # --- All-reduce training (no PS) ----------------------------------------------------------------
 
 
