@@ -65,9 +65,17 @@ ok "taas new printed README's next steps with absolute paths"
 
 # Compiler caches and the tree's own settings stay out: this is a user's machine.
 unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD
+# What the SDK's package config must not print: lines a user cannot act on (gRPC's search for a
+# c-ares config before it finds c-ares, oneDNN's probe of OpenCL headers for a GPU runtime).
+configure_noise='Could NOT find|OpenCL|CL_VERSION'
+quiet_configure() { # LOG: fails when the configure's output in LOG holds such a line
+  ! grep -E "$configure_noise" "$1" || fail "the configure printed what a user cannot act on" "$1"
+  ok "the configure printed nothing a user cannot act on"
+}
 case "$mode" in
   cmake)
     timed configure bash -c "${steps[0]}"
+    quiet_configure "$tmp/configure.log"
     timed build bash -c "${steps[1]}"
     timed unit-test bash -c "${steps[2]} --output-on-failure"
     # The Dockerfile's sdk stage installs sdk/debian-packages.txt and what they depend on: every
@@ -140,6 +148,7 @@ target_link_libraries(sdk-check-shared PRIVATE taas::shared)
 EOF_CMAKE
     timed configure-shared cmake -S "$tmp/shared" -B "$tmp/shared/build" -G Ninja \
       -DCMAKE_PREFIX_PATH="$prefix"
+    quiet_configure "$tmp/configure-shared.log"
     timed build-shared cmake --build "$tmp/shared/build"
   else
     flags="$(pkg-config --cflags --libs taas-shared)" || fail "pkg-config --cflags --libs taas-shared"
