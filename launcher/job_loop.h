@@ -29,8 +29,6 @@ tfjob::Time SystemNow();
 
 // A replica started again (in place, or because the job status asked for it) waits this long.
 inline constexpr std::chrono::seconds kRestartDelay{1};
-// StopAll waits this long after SIGTERM before SIGKILL.
-inline constexpr std::chrono::seconds kStopGrace{5};
 
 // One replica under the loop: what it runs (ReplicaLaunch) and where it stands.
 struct Replica : ReplicaLaunch {
@@ -96,8 +94,10 @@ class JobLoop {
   // not be started; the caller then stops the others. Never blocks on a process.
   absl::Status Turn();
 
-  // Stops every process (SIGTERM; SIGKILL after kStopGrace) and cancels every scheduled start;
-  // each stopped replica ends with the code its process ended with. Blocks until all are gone.
+  // Stops every process (SIGTERM to its group; SIGKILL after kStopGrace) and cancels every
+  // scheduled start; each stopped replica ends with the code its process ended with. Blocks until
+  // all are gone, with what they started in their groups, and what a replica that had ended left
+  // running there (ProcessTable::Reap).
   void StopAll(const std::string& why);
 
  private:

@@ -46,9 +46,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Set by the SIGINT/SIGTERM handler; read by the main loop.
 std::atomic<int> g_signal{0};
 // How often the progress bar is redrawn on a terminal.
-constexpr double kBarRedrawSecs = 1;  // Set by the SIGINT/SIGTERM handler; read by the main loop.
+constexpr double kBarRedrawSecs = 1;
 
 void OnSignal(int sig) { g_signal = sig; }
 
@@ -180,6 +181,7 @@ class JobRunner final : private LoopReporter {
   const bool bar_ = options_.progress_secs > 0 && !options_.verbose && BarOnConsole();
   std::optional<ProgressView> view_;  // made once the replicas (and so max steps) are known
   Clock::time_point last_progress_ = Clock::now();
+  bool interrupted_ = false;  // by SIGINT or SIGTERM while the job ran
   // Declared in this order so the server stops before what it reads is destroyed.
   LocalJobState state_;
   std::unique_ptr<LocalJobSource> source_;
@@ -300,7 +302,7 @@ void JobRunner::StopUi() {
 int JobRunner::Finish(int code) {
   if (bar_) console_.Bar("");
   Publish();
-  if (ui_ && options_.keep_ui && code != 130) {
+  if (ui_ && options_.keep_ui && !interrupted_) {
     console_.Say("the UI keeps serving " + ui_url_ + " until Ctrl-C");
     while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -418,10 +420,13 @@ int JobRunner::Run() {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   while (true) {
-    if (g_signal != 0) {
-      console_.Say("interrupted: stopping every replica");
+    if (const int sig = g_signal; sig != 0) {
+      console_.Say(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                   ": stopping every replica");
       loop_.StopAll("interrupted");
-      return Finish(130);
+      interrupted_ = true;
+      // As a shell reports a process a signal ended: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
+      return Finish(128 + sig);
     }
     if (absl::Status s = loop_.Turn(); !s.ok()) {
       console_.Say("error: " + std::string(s.message()));

@@ -13,7 +13,8 @@ namespace taas::launcher {
 
 // Runs the job to completion (serving the web UI meanwhile unless options.ui is false); returns
 // the process exit code (0 when the job succeeded, 1 when it failed, 2 for a manifest or setup
-// error, 130 when interrupted while the job ran).
+// error, 128 + the signal when SIGINT (130) or SIGTERM (143) interrupted it while the job ran).
+// Every process of every replica is gone when it returns (ProcessTable::Reap, JobLoop::StopAll).
 int Run(const Options& options);
 
 }  // namespace taas::launcher

@@ -39,14 +39,15 @@ REPLICA = """    {type}:
           containers:
             - name: tensorflow
               image: taas/trainer:latest
-              command: ["/opt/taas/bin/linear-regression"]
+              command: {command}
               args: {args}
 """
 
 
-def job_yaml(name, types, args):
+def job_yaml(name, types, args, command=("/opt/taas/bin/linear-regression",)):
     replicas = "".join(
-        REPLICA.format(type=t, count=n, args=json.dumps(["--"] + args if args else []))
+        REPLICA.format(type=t, count=n, command=json.dumps(list(command)),
+                       args=json.dumps(["--"] + args if args else []))
         for t, n in types)
     return JOB.format(name=name, replicas=replicas)
 
@@ -467,6 +468,103 @@ def scenario_console(tmp):
     broken.wait_for(r"^\[taas\] the last lines of broken-worker-0 \(all of them: "
                     + re.escape(os.path.join(broken.model_dir, "logs", "broken-worker-0.log")))
     broken.wait_for(r"^\[broken-worker-0\] .*TAAS_STRATEGY")
+
+
+# --- What a replica leaves running ---------------------------------------------------------------
+
+def proc_stat(pid):
+    """(state, process group) of a process, None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[2])
+
+
+def runs(pid):
+    """Whether a process runs (a zombie has ended: it holds nothing)."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] not in "ZX"
+
+
+def group_runs(group):
+    return any(runs(int(p)) for p in os.listdir("/proc")
+               if p.isdigit() and (proc_stat(int(p)) or ("", 0))[1] == group)
+
+
+class ShellJob:
+    """`taas run` of one Worker running `script` under /bin/sh (no UI, no progress view); the
+    script's background child writes its pid to `self.pidfile`."""
+
+    def __init__(self, tmp, name, script):
+        self.pidfile = os.path.join(tmp, name + ".pid")
+        path = os.path.join(tmp, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(job_yaml(name, [("Worker", 1)], [],
+                             command=("/bin/sh", "-c", script.format(pidfile=self.pidfile))))
+        self.proc = subprocess.Popen(
+            [TAAS, "run", path, "--no-ui", "--progress-secs", "0",
+             "--model-dir", os.path.join(tmp, name + "-model")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def child(self, timeout=30):
+        """The background child's pid, once the script wrote it."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with open(self.pidfile) as f:
+                    text = f.read()
+                if text.endswith("\n"):
+                    return int(text)
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"no pid in {self.pidfile}")
+
+    def finish(self, timeout=60):
+        out, _ = self.proc.communicate(timeout=timeout)
+        replica = int(re.search(r"started \S+-worker-0 pid=(\d+)", out).group(1))
+        return self.proc.returncode, out, replica
+
+
+def check_nothing_left(child, replica, out):
+    """The replica's background child and every process of the replica's group are gone; ends
+    the child if not, so that a failed check leaves nothing behind either."""
+    left = runs(child)
+    if left:
+        os.kill(child, signal.SIGKILL)
+    assert not left, f"the replica's background child {child} outlived `taas run`:\n{out}"
+    assert not group_runs(replica), f"a process of the replica's group {replica} is left:\n{out}"
+
+
+def scenario_leftovers(tmp):
+    """A replica's end takes what it left running with it, as a container's does, whether the job
+    succeeds or fails: `sleep 120 &` is gone when `taas run` returns."""
+    for name, code in (("leftovers-ok", 0), ("leftovers-fail", 1)):
+        job = ShellJob(tmp, name, "sleep 120 & echo $! > {pidfile}; exit " + str(code))
+        child = job.child()
+        returncode, out, replica = job.finish()
+        check_nothing_left(child, replica, out)
+        assert returncode == code, (returncode, out)
+        assert f"{name}-worker-0 exited with code {code}" in out, out
+
+
+def scenario_interrupted(tmp):
+    """SIGTERM ends `taas run` with 143, SIGINT (Ctrl-C) with 130, as a shell reports a process
+    that either signal ended; every process of the replicas is gone by then, a background child
+    that ignores SIGTERM too (SIGKILL after the grace)."""
+    for name, sig, script in (
+            ("term", signal.SIGTERM, "sleep 120 & echo $! > {pidfile}; wait"),
+            ("int", signal.SIGINT, "trap '' TERM; sleep 120 & echo $! > {pidfile}; wait")):
+        job = ShellJob(tmp, name, script)
+        child = job.child()
+        job.proc.send_signal(sig)
+        returncode, out, replica = job.finish()
+        check_nothing_left(child, replica, out)
+        assert returncode == 128 + sig, (returncode, out)
+        said = f"[taas] interrupted by {signal.Signals(sig).name}: stopping every replica"
+        assert said in out, out
 
 
 # --- All-reduce training (no PS) ----------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -70,30 +71,56 @@ bool IsTemplate(const fs::path& dir) {
          fs::is_regular_file(dir / "job.yaml", ec);
 }
 
-// The source folder of the build tree holding `dir` (its nearest CMakeCache.txt above); "".
-std::string SourceDirOfBuildTree(fs::path dir) {
+// A CMake build tree: the folder holding CMakeCache.txt and the source folder that names.
+struct BuildTree {
+  std::string dir;
+  std::string source_dir;
+};
+
+// The build tree holding `dir` (its nearest CMakeCache.txt above, when it names its source).
+std::optional<BuildTree> BuildTreeAbove(fs::path dir) {
   std::error_code ec;
   while (!dir.empty()) {
     const fs::path cache = dir / "CMakeCache.txt";
     if (fs::is_regular_file(cache, ec)) {
       std::ifstream in(cache);
       for (std::string line; std::getline(in, line);) {
-        if (line.starts_with(kSourceDirKey)) return line.substr(kSourceDirKey.size());
+        if (line.starts_with(kSourceDirKey)) {
+          return BuildTree{dir.string(), line.substr(kSourceDirKey.size())};
+        }
       }
-      return "";
+      return std::nullopt;
     }
-    if (!dir.has_relative_path()) return "";  // the root
+    if (!dir.has_relative_path()) return std::nullopt;  // the root
     dir = dir.parent_path();
   }
-  return "";
+  return std::nullopt;
 }
 
-// The launcher's own folder: /proc/self/exe, else argv[0] resolved; "" when neither resolves.
-std::string LauncherDir(const std::string& self_path) {
+// The launcher's own path: /proc/self/exe, else argv[0] resolved; "" when neither resolves.
+std::string LauncherPath(const std::string& self_path) {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) self = fs::canonical(self_path, ec);
-  return ec ? "" : self.parent_path().string();
+  return ec ? "" : self.string();
+}
+
+// `path` as one shell word: as it is when a shell would read it so, else in single quotes.
+std::string ShellWord(const std::string& path) {
+  constexpr std::string_view kPlain =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@%=";
+  if (!path.empty() && path.find_first_not_of(kPlain) == std::string::npos) return path;
+  return "'" + absl::StrReplaceAll(path, {{"'", "'\\''"}}) + "'";
+}
+
+// `dir` made absolute, without a trailing '/'.
+std::string AbsoluteDir(const std::string& dir) {
+  std::error_code ec;
+  fs::path path = fs::absolute(dir, ec).lexically_normal();
+  if (!path.has_filename() && path.has_parent_path() && path != path.root_path()) {
+    path = path.parent_path();
+  }
+  return path.string();
 }
 
 absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::string& name) {
@@ -170,8 +197,8 @@ std::vector<std::string> TemplatePlaces(const std::string& launcher_dir) {
   std::vector<std::string> places;
   if (launcher_dir.empty()) return places;
   places.push_back((fs::path(launcher_dir) / kInstalledTemplate).lexically_normal().string());
-  if (const std::string source = SourceDirOfBuildTree(launcher_dir); !source.empty()) {
-    places.push_back((fs::path(source) / kSourceTemplate).string());
+  if (const std::optional<BuildTree> tree = BuildTreeAbove(launcher_dir)) {
+    places.push_back((fs::path(tree->source_dir) / kSourceTemplate).string());
   }
   return places;
 }
@@ -226,6 +253,25 @@ absl::Status CreateProject(const std::string& template_dir, const std::string& n
   return copied;
 }
 
+std::vector<std::string> NextSteps(const ProjectPlaces& places) {
+  const std::string project = ShellWord(places.project);
+  const std::string build = ShellWord(places.project + "/build");
+  std::vector<std::string> steps;
+  std::string prefix = ShellWord(places.sdk_prefix);
+  if (!places.build_tree.empty()) {
+    const std::string tree = ShellWord(places.build_tree);
+    prefix = kSuggestedSdkPrefix;
+    steps.push_back("cmake --build " + tree + " --target taas_sdk && cmake --install " + tree +
+                    " --prefix " + prefix);
+  }
+  steps.push_back("cmake -S " + project + " -B " + build +
+                  " -G Ninja -DCMAKE_PREFIX_PATH=" + prefix);
+  steps.push_back("cmake --build " + build);
+  steps.push_back("ctest --test-dir " + build);
+  steps.push_back(ShellWord(places.launcher) + " run " + ShellWord(places.project + "/job.yaml"));
+  return steps;
+}
+
 std::string NewUsage() {
   return "usage: taas new NAME [DIR]\n"
          "  Creates a model project NAME in DIR (default ./NAME) from the SDK's template: a\n"
@@ -258,7 +304,9 @@ int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
     std::fprintf(stderr, "taas new: %s\n", std::string(valid.message()).c_str());
     return 2;
   }
-  const std::string launcher_dir = LauncherDir(self_path);
+  const std::string launcher = LauncherPath(self_path);
+  const std::string launcher_dir =
+      launcher.empty() ? "" : fs::path(launcher).parent_path().string();
   auto template_dir = FindTemplate(TemplatePlaces(launcher_dir));
   absl::Status created = template_dir.status();
   if (created.ok()) created = CreateProject(*template_dir, name, dir);
@@ -266,18 +314,22 @@ int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
     std::fprintf(stderr, "taas new: %s\n", std::string(created.message()).c_str());
     return 1;
   }
-  // The SDK's prefix is the launcher's parent folder when the template is the installed one.
-  const bool installed = *template_dir == TemplatePlaces(launcher_dir).front();
-  const std::string prefix =
-      installed ? fs::path(launcher_dir).parent_path().string() : "PREFIX-OF-THE-INSTALLED-SDK";
+  // The SDK's prefix is the launcher's parent folder when the template is the installed one;
+  // otherwise the template is the source tree's, and the build tree holding the launcher installs
+  // the SDK first.
+  ProjectPlaces places;
+  places.project = AbsoluteDir(dir);
+  places.launcher = launcher;
+  if (*template_dir == TemplatePlaces(launcher_dir).front()) {
+    places.sdk_prefix = fs::path(launcher_dir).parent_path().string();
+  } else if (const std::optional<BuildTree> tree = BuildTreeAbove(launcher_dir)) {
+    places.build_tree = tree->dir;
+  }
   std::printf(
-      "created %s (%s) from %s\n"
-      "next:\n"
-      "  cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=%s\n"
-      "  cmake --build %s/build && ctest --test-dir %s/build\n"
-      "  taas run %s/job.yaml\n",
-      dir.c_str(), name.c_str(), template_dir->c_str(), dir.c_str(), dir.c_str(), prefix.c_str(),
-      dir.c_str(), dir.c_str(), dir.c_str());
+      "created %s (%s) from %s\nnext steps%s:\n", places.project.c_str(), name.c_str(),
+      template_dir->c_str(),
+      places.build_tree.empty() ? "" : " (the first installs the SDK, in a prefix you choose)");
+  for (const std::string& step : NextSteps(places)) std::printf("  %s\n", step.c_str());
   return 0;
 }
 

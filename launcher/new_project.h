@@ -36,6 +36,24 @@ absl::StatusOr<std::string> FindTemplate(const std::vector<std::string>& places)
 absl::Status CreateProject(const std::string& template_dir, const std::string& name,
                            const std::string& dir);
 
+// Where a new project's next steps point, each an absolute path.
+struct ProjectPlaces {
+  std::string project;   // the project's folder
+  std::string launcher;  // the `taas` that created it, which then runs its job
+  // The installed SDK's prefix; "" when the launcher runs from a build tree, which then installs
+  // the SDK first (into kSuggestedSdkPrefix).
+  std::string sdk_prefix;
+  std::string build_tree;  // that build tree; "" for an installed SDK
+};
+
+// Where the next steps install the SDK when it is not installed yet: README's choice. A shell
+// expands the `~` of `--prefix ~/taas-sdk`, CMake that of `-DCMAKE_PREFIX_PATH=~/taas-sdk`.
+inline constexpr const char* kSuggestedSdkPrefix = "~/taas-sdk";
+
+// The commands that build the project, run its unit test and run its job, one a line, each ready
+// to paste into a shell (a path that needs it is quoted): README's "Write your own model" steps.
+std::vector<std::string> NextSteps(const ProjectPlaces& places);
+
 // What `taas new --help` prints.
 std::string NewUsage();
 

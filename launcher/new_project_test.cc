@@ -132,6 +132,43 @@ TEST_CASE("the template is looked for in the prefix, then in the launcher's sour
   CHECK(FindTemplate({}).status().code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("the next steps: README's commands, with this project's and this SDK's paths") {
+  // An installed SDK: configure against it, build, test, run the job with the launcher that ran.
+  CHECK(NextSteps({.project = "/home/u/my-model",
+                   .launcher = "/home/u/taas-sdk/bin/taas",
+                   .sdk_prefix = "/home/u/taas-sdk",
+                   .build_tree = ""}) ==
+        std::vector<std::string>{
+            "cmake -S /home/u/my-model -B /home/u/my-model/build -G Ninja "
+            "-DCMAKE_PREFIX_PATH=/home/u/taas-sdk",
+            "cmake --build /home/u/my-model/build",
+            "ctest --test-dir /home/u/my-model/build",
+            "/home/u/taas-sdk/bin/taas run /home/u/my-model/job.yaml",
+        });
+  // A launcher in a build tree: the tree installs the SDK first, where README puts it.
+  CHECK(NextSteps({.project = "/w/m",
+                   .launcher = "/src/build/launcher/taas",
+                   .sdk_prefix = "",
+                   .build_tree = "/src/build"}) ==
+        std::vector<std::string>{
+            "cmake --build /src/build --target taas_sdk && cmake --install /src/build --prefix "
+            "~/taas-sdk",
+            "cmake -S /w/m -B /w/m/build -G Ninja -DCMAKE_PREFIX_PATH=~/taas-sdk",
+            "cmake --build /w/m/build",
+            "ctest --test-dir /w/m/build",
+            "/src/build/launcher/taas run /w/m/job.yaml",
+        });
+  // Paths a shell would split or expand are quoted, a quote in them too.
+  const std::vector<std::string> quoted = NextSteps({.project = "/home/u/my models/it's",
+                                                     .launcher = "/opt/t$/taas",
+                                                     .sdk_prefix = "/opt/t$",
+                                                     .build_tree = ""});
+  CHECK(quoted[0] ==
+        "cmake -S '/home/u/my models/it'\\''s' -B '/home/u/my models/it'\\''s/build' "
+        "-G Ninja -DCMAKE_PREFIX_PATH='/opt/t$'");
+  CHECK(quoted[3] == "'/opt/t$/taas' run '/home/u/my models/it'\\''s/job.yaml'");
+}
+
 TEST_CASE("taas new: arguments") {
   CHECK(RunNew({"--help"}, "taas") == 0);
   CHECK(RunNew({}, "taas") == 2);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -43,6 +44,37 @@ std::optional<int> ReapWithin(ProcessTable& table, int id) {
 
 ProcessSpec Shell(const std::string& script, Lines& lines, std::vector<std::string> env = {}) {
   return {{"/bin/sh", "-c", script}, std::move(env), lines.Sink()};
+}
+
+// Whether `pid` names a process that runs (a zombie has ended: it holds nothing).
+bool Runs(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(in, text);
+  const std::optional<ProcStat> stat = ParseProcStat(text);
+  return stat && stat->state != 'Z' && stat->state != 'X';
+}
+
+// The first line of output, a pid the script printed; 0 when none came within 10 s.
+pid_t FirstLinePid(Lines& lines) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (lines.Get().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  return lines.Get().empty() ? 0 : std::stoi(lines.Get()[0]);
+}
+
+// A process running `script`, which starts a background child and prints its pid first.
+struct WithChild {
+  int id = 0;
+  pid_t child = 0;
+};
+WithChild StartWithChild(LocalProcesses& table, const std::string& script, Lines& lines) {
+  auto id = table.Start(Shell(script, lines));
+  REQUIRE(id.ok());
+  const pid_t child = FirstLinePid(lines);
+  REQUIRE(child > 0);
+  return {*id, child};
 }
 
 TEST_CASE("exit decoding: the process's own code, or 128 + the signal") {
@@ -115,6 +147,50 @@ TEST_CASE(
   ::kill(std::stoi(lines.Get()[0]), SIGKILL);
 }
 
+TEST_CASE("/proc/<pid>/stat: the state and the process group, whatever the command's name") {
+  const std::optional<ProcStat> stat =
+      ParseProcStat("4242 (a) b (c)) S 1 4240 4240 0 -1 4194560 95 0 0 0\n");
+  REQUIRE(stat.has_value());
+  CHECK(stat->state == 'S');
+  CHECK(stat->group == 4240);
+  CHECK(ParseProcStat("7 (sleep) Z 1 7 7")->state == 'Z');
+  for (const char* bad : {"", "7 sleep S 1 7", "7 (sleep)", "7 (sleep) S 1", "7 (sleep) S 1 x",
+                          "7 (sleep) SS 1 7", "7 (sleep) S 1 7x"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ParseProcStat(bad).has_value());
+  }
+}
+
+TEST_CASE("a process's end ends what it left in its group: SIGTERM, SIGKILL after the grace") {
+  Lines lines;
+  SUBCASE("a background child that stops on SIGTERM") {
+    LocalProcesses table;
+    const WithChild p = StartWithChild(table, "sleep 120 & echo $!; exit 0", lines);
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(ReapWithin(table, p.id) == 0);
+    CHECK_FALSE(Runs(p.child));
+    CHECK(std::chrono::steady_clock::now() - started < kStopGrace);
+  }
+  SUBCASE("a background child that ignores SIGTERM") {
+    constexpr auto kGrace = 300ms;
+    LocalProcesses table(kGrace);
+    const WithChild p = StartWithChild(table, "trap '' TERM; sleep 120 & echo $!; exit 3", lines);
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(ReapWithin(table, p.id) == 3);  // the process's own code, not its child's
+    CHECK(std::chrono::steady_clock::now() - started >= kGrace - 50ms);
+    CHECK_FALSE(Runs(p.child));
+  }
+  SUBCASE("Kill once the process ended and its child lingers") {
+    LocalProcesses table;
+    const WithChild p = StartWithChild(table, "trap '' TERM; sleep 120 & echo $!; exit 3", lines);
+    std::this_thread::sleep_for(200ms);  // the shell has exited: its child holds the group
+    CHECK_FALSE(table.Reap(p.id));
+    CHECK(Runs(p.child));
+    CHECK(table.Kill(p.id) == 3);
+    CHECK_FALSE(Runs(p.child));
+  }
+}
+
 TEST_CASE("a command that cannot be executed exits 127 and says so") {
   LocalProcesses table;
   Lines lines;
@@ -126,21 +202,15 @@ TEST_CASE("a command that cannot be executed exits 127 and says so") {
   CHECK(table.Start({{}, {}, lines.Sink()}).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("destroying the table kills what still runs") {
+TEST_CASE("destroying the table kills what still runs, in each process's group") {
   Lines lines;
-  int id = 0;
+  WithChild p;
   {
     LocalProcesses table;
-    auto started = table.Start(Shell("echo up; sleep 30", lines));
-    REQUIRE(started.ok());
-    id = *started;
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (lines.Get().empty() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-    }
+    p = StartWithChild(table, "sleep 120 & echo $!; sleep 30", lines);
   }
-  CHECK(lines.Get() == std::vector<std::string>{"up"});
-  CHECK(::kill(id, 0) != 0);  // reaped: no such process any more
+  CHECK(::kill(p.id, 0) != 0);  // reaped: no such process any more
+  CHECK_FALSE(Runs(p.child));
 }
 
 }  // namespace

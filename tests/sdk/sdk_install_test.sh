@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SDK from nothing to a running job, against an installed prefix only:
 #   cmake --install BUILD --prefix P; P/bin/taas new sdk-check; build it (MODE cmake: its
-#   CMakeLists with find_package(taas), then its unit test; MODE pkgconfig: g++ with
+#   CMakeLists with find_package(taas), then its unit test, with the commands taas new printed,
+#   which must be README's; MODE pkgconfig: g++ with
 #   `pkg-config --cflags --libs taas`); P/bin/taas run job.yaml for a few steps.
 # No file of the build must name the source tree or the build tree: the project sees only P.
 # Usage: sdk_install_test.sh cmake|pkgconfig BUILD_DIR SOURCE_DIR
@@ -47,14 +48,36 @@ grep -q 'build/sdk-check /opt/taas/bin/sdk-check$' "$project/Dockerfile" &&
   grep -q 'command: \["/opt/taas/bin/sdk-check"\]' "$project/job.yaml" ||
   fail "the project's Dockerfile and job.yaml name the binary"
 ok "taas new sdk-check"
+# What it prints next are README's "Write your own model" commands with this project's and this
+# prefix's absolute paths (its `taas` included: it need not be on PATH), ready to paste; the CMake
+# mode runs them as printed.
+mapfile -t steps < <(sed -n '/^next steps:$/,$ s/^  //p' "$tmp/new.log")
+readme="$(sed -n '/^## Write your own model/,/^```$/p' "$source/README.md" |
+  sed -n '/ new my-model /,/^```$/p' | sed -e '1d;$d' -e 's/ *#.*$//')"
+printed=""
+for step in "${steps[@]}"; do
+  step="${step//"$project"/"~/my-model"}"
+  printed+="${step//"$prefix"/"~/taas-sdk"}"$'\n'
+done
+[ -n "$readme" ] && [ "$printed" = "$readme"$'\n' ] ||
+  fail "taas new's next steps are README's (README: $readme)" "$tmp/new.log"
+ok "taas new printed README's next steps with absolute paths"
 
 # Compiler caches and the tree's own settings stay out: this is a user's machine.
 unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD
+# What the SDK's package config must not print: lines a user cannot act on (gRPC's search for a
+# c-ares config before it finds c-ares, oneDNN's probe of OpenCL headers for a GPU runtime).
+configure_noise='Could NOT find|OpenCL|CL_VERSION'
+quiet_configure() { # LOG: fails when the configure's output in LOG holds such a line
+  ! grep -E "$configure_noise" "$1" || fail "the configure printed what a user cannot act on" "$1"
+  ok "the configure printed nothing a user cannot act on"
+}
 case "$mode" in
   cmake)
-    timed configure cmake -S "$project" -B "$project/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
-    timed build cmake --build "$project/build"
-    timed unit-test ctest --test-dir "$project/build" --output-on-failure
+    timed configure bash -c "${steps[0]}"
+    quiet_configure "$tmp/configure.log"
+    timed build bash -c "${steps[1]}"
+    timed unit-test bash -c "${steps[2]} --output-on-failure"
     # The Dockerfile's sdk stage installs sdk/debian-packages.txt and what they depend on: every
     # package config this configure found must come from one of them.
     packages="$(xargs apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
@@ -125,6 +148,7 @@ target_link_libraries(sdk-check-shared PRIVATE taas::shared)
 EOF_CMAKE
     timed configure-shared cmake -S "$tmp/shared" -B "$tmp/shared/build" -G Ninja \
       -DCMAKE_PREFIX_PATH="$prefix"
+    quiet_configure "$tmp/configure-shared.log"
     timed build-shared cmake --build "$tmp/shared/build"
   else
     flags="$(pkg-config --cflags --libs taas-shared)" || fail "pkg-config --cflags --libs taas-shared"
