@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "taas/tensor/test_device.h"
+#include "taas/sim_device/memory.h"
 
 namespace taas::data {
 namespace {
@@ -31,9 +31,10 @@ std::vector<std::vector<int>> Drain(Pipeline& pipeline, int max_batches = 1000) 
     auto batch = pipeline.Next();
     if (!batch) break;
     std::vector<int> ids;
-    const std::int64_t n = batch->images.shape()[0];
+    const Tensor images = batch->images.To(Device::Cpu());  // from a device: an explicit copy
+    const std::int64_t n = images.shape()[0];
     for (std::int64_t b = 0; b < n; ++b) {
-      const float v = batch->images.data()[b * 4];
+      const float v = images.data()[b * 4];
       ids.push_back(static_cast<int>(v * 255.0f + 0.5f));
       CHECK(batch->labels[b] == ids.back() % 10);
     }
@@ -169,10 +170,10 @@ TEST_CASE("a data set whose vectors disagree with its count and shape is rejecte
 }
 
 TEST_CASE("on a device, batches arrive there from the prefetch thread, the same batches") {
-  TestDeviceMemory device;  // host memory registered as cuda:0's
+  sim::SimulatedMemory device;
   PipelineOptions options;
   options.batch_size = 3;
-  options.device = Device{DeviceType::kCuda, 0};
+  options.device = Device{DeviceType::kSimulated, 0};
   for (int prefetch : {0, 2}) {
     CAPTURE(prefetch);
     options.prefetch = prefetch;
@@ -183,15 +184,16 @@ TEST_CASE("on a device, batches arrive there from the prefetch thread, the same 
     CHECK(first->labels.size() == 3);  // on the host
     CHECK(Drain(*pipeline) == std::vector<std::vector<int>>{{3, 4, 5}, {6}});
   }
-  CHECK(device.copies == 6);
+  // One copy to the device per batch: batches of 3, 3 and 1 example of 4 floats per pipeline.
+  CHECK(device.traffic().to_device == sim::CopyCount{6, 2 * 7 * 4 * 4});
 }
 
 TEST_CASE("a device that fails a copy fails Next with its error, then the pipeline is done") {
-  TestDeviceMemory device;
-  device.copy_error = "cuda:0: copying 48 bytes from the host: CUDA cudaErrorIllegalAddress";
+  sim::SimulatedMemory device;
+  device.copy_error = "sim:0: copying 48 bytes from the host: the device was lost";
   PipelineOptions options;
   options.batch_size = 3;
-  options.device = Device{DeviceType::kCuda, 0};
+  options.device = Device{DeviceType::kSimulated, 0};
   auto pipeline = Make(7, options);
   CHECK_THROWS_WITH_AS(pipeline->Next(), device.copy_error.c_str(), std::runtime_error);
   CHECK_FALSE(pipeline->Next().has_value());

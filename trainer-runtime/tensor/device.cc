@@ -38,6 +38,8 @@ std::string DeviceName(Device device) {
       return "cpu";
     case DeviceType::kCuda:
       return "cuda:" + std::to_string(device.index);
+    case DeviceType::kSimulated:
+      return "sim:" + std::to_string(device.index);
   }
   return "unknown";
 }

@@ -1,7 +1,7 @@
 // Where a tensor's elements live. The core knows one device, the host (kCpu), and holds no code of
-// any other: an engine for another device (issue 17's CUDA) implements DeviceMemory and registers
-// it, and tensors on that device then allocate, free and copy through it. Adding a device touches
-// neither the core nor the parameter servers, which exchange host tensors.
+// any other: an engine for another device (the CUDA engine, taas::cuda) implements DeviceMemory and
+// registers it, and tensors on that device then allocate, free and copy through it. Adding a device
+// touches neither the core nor the parameter servers, which exchange host tensors.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,13 @@
 
 namespace taas {
 
-enum class DeviceType { kCpu, kCuda };
+// kSimulated is the test device (taas::sim_device, linked only by tests): host memory the rest of
+// the program cannot dereference, so that a test proves a step stays on its device without a GPU.
+// No job configuration names it (TAAS_DEVICE takes cpu or cuda), and no shipped binary links it.
+enum class DeviceType { kCpu, kCuda, kSimulated };
+
+// The device types besides the host, for registries that keep one entry per type (device_slot.h).
+inline constexpr DeviceType kNonHostDeviceTypes[] = {DeviceType::kCuda, DeviceType::kSimulated};
 
 struct Device {
   DeviceType type = DeviceType::kCpu;
@@ -22,7 +28,7 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// "cpu", "cuda:1": for messages and the startup line.
+// "cpu", "cuda:1", "sim:0": for messages and the startup line.
 std::string DeviceName(Device device);
 
 // The memory of the devices of one type.
@@ -39,9 +45,11 @@ class DeviceMemory {
                     std::size_t bytes) = 0;
 
   // For the runtime's device choice, so that it reaches a device only through this seam:
-  // how many devices of this type the process may use (CUDA: those CUDA_VISIBLE_DEVICES leaves
-  // visible); 0 when none is, or no driver.
-  virtual int DeviceCount() { return 0; }
+  // how many devices of this type the process may use (CUDA: those CUDA_VISIBLE_DEVICES or the
+  // NVIDIA device plugin's NVIDIA_VISIBLE_DEVICES leave visible); 0 when there is none. A driver
+  // that cannot answer (too old for this build, not loaded) is an error naming it and the fix,
+  // not "no device": a job on a GPU node must not quietly train on its CPU.
+  virtual absl::StatusOr<int> DeviceCount() { return 0; }
   // Readies `device` for tensors and checks it can run the engine's code, once, at start-up;
   // returns what the startup line says of it ("NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)"), or a
   // permanent (kFailedPrecondition) error naming the device and the fix.

@@ -5,7 +5,9 @@
 // kCpu is refused (returns the empty value and changes nothing).
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 
 #include "taas/tensor/device.h"
 
@@ -16,16 +18,24 @@ template <typename T>
 class DeviceSlot {
  public:
   // What is registered for `type`; empty for the host and for a type nobody registered.
-  T Get(DeviceType type) const { return type == DeviceType::kCpu ? T{} : cuda_.load(); }
+  T Get(DeviceType type) const {
+    return type == DeviceType::kCpu ? T{} : slots_[Index(type)].load();
+  }
   // Registers `value` for `type` and returns what it replaces (empty the first time, and always
   // for the host, which is left as it is).
   T Exchange(DeviceType type, T value) {
-    return type == DeviceType::kCpu ? T{} : cuda_.exchange(value);
+    return type == DeviceType::kCpu ? T{} : slots_[Index(type)].exchange(value);
   }
 
  private:
-  // The only device type besides the host is kCuda.
-  std::atomic<T> cuda_{};
+  static std::size_t Index(DeviceType type) { return static_cast<std::size_t>(type) - 1; }
+  static_assert(static_cast<int>(DeviceType::kCpu) == 0 &&
+                    static_cast<int>(kNonHostDeviceTypes[0]) == 1 &&
+                    static_cast<int>(kNonHostDeviceTypes[1]) == 2,
+                "Index() maps the device types after kCpu onto 0, 1, ...");
+
+  // One per entry of kNonHostDeviceTypes (kCpu is 0, the others follow it).
+  std::array<std::atomic<T>, std::size(kNonHostDeviceTypes)> slots_{};
 };
 
 }  // namespace taas
