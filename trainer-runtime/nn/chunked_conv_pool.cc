@@ -20,6 +20,10 @@ ChunkedConvPool::ChunkedConvPool(std::unique_ptr<Conv2D> conv, std::unique_ptr<M
   if (!conv_->SkipReluMask()) {
     throw std::invalid_argument(name() + ": the convolution must have a ReLU activation");
   }
+  // Each chunk's Backward would add the penalty's gradient again.
+  if (conv_->regularizer().l2 != 0.0f) {
+    throw std::invalid_argument(name() + ": the convolution must have no kernel_regularizer");
+  }
 }
 
 void ChunkedConvPool::CopyChunk(const Tensor& from, std::int64_t begin, std::int64_t count,

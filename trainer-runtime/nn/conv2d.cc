@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "layer_internal.h"
+#include "taas/nn/host_kernels.h"
 
 namespace taas::nn {
 namespace {
@@ -64,6 +65,7 @@ Conv2D::Conv2D(ComputeContext& context, Conv2DOptions options)
       strides_(options.strides),
       padding_(options.padding),
       activation_(options.activation),
+      regularizer_(options.kernel_regularizer),
       kernel_{this->name() + "/kernel",
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_})},
@@ -71,9 +73,14 @@ Conv2D::Conv2D(ComputeContext& context, Conv2DOptions options)
   internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
                                kernel_);
   internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);
+  internal::CheckRegularizer(this->name(), regularizer_);
 }
 
 Conv2D::~Conv2D() = default;
+
+absl::Status Conv2D::AddRegularizationLoss(Tensor& total) {
+  return internal::AddPenaltyLoss(name(), regularizer_, kernel_, total);
+}
 
 bool Conv2D::SkipReluMask() {
   if (activation_ != Activation::kRelu) return false;
@@ -214,6 +221,9 @@ absl::StatusOr<const Tensor*> Conv2D::Forward(const Tensor& input, bool) {
     auto& stream = context_.stream();
     plan_->src.set_data_handle(const_cast<float*>(input.data()));
     plan_->dst.set_data_handle(output_.data());
+    // The variables may have moved since the plan was made (the runtime's buffers).
+    plan_->weights_to_fwd.from.set_data_handle(kernel_.value.data());
+    plan_->bias.set_data_handle(bias_.value.data());
     plan_->weights_to_fwd.Run(stream);
     plan_->fwd.execute(stream, {{DNNL_ARG_SRC, plan_->src},
                                 {DNNL_ARG_WEIGHTS, plan_->weights_to_fwd.to},
@@ -239,6 +249,9 @@ absl::StatusOr<const Tensor*> Conv2D::Backward(const Tensor& grad_output) {
     auto& stream = context_.stream();
     plan_->src.set_data_handle(const_cast<float*>(input_->data()));
     plan_->diff_dst.set_data_handle(const_cast<float*>(dy->data()));
+    plan_->diff_weights_to_user.to.set_data_handle(kernel_.gradient.data());
+    plan_->diff_bias.set_data_handle(bias_.gradient.data());
+    if (plan_->has_bwd_data) plan_->weights_to_bwd_data.from.set_data_handle(kernel_.value.data());
     plan_->bwd_weights.execute(stream, {{DNNL_ARG_SRC, plan_->src},
                                         {DNNL_ARG_DIFF_DST, plan_->diff_dst},
                                         {DNNL_ARG_DIFF_WEIGHTS, plan_->diff_weights_to_user.from},
@@ -259,6 +272,7 @@ absl::StatusOr<const Tensor*> Conv2D::Backward(const Tensor& grad_output) {
       input_grad_ = Tensor();
     }
     stream.wait();
+    TAAS_RETURN_IF_ERROR(internal::AddPenaltyGradient(HostKernels(), regularizer_, kernel_));
     return &input_grad_;
   });
 }
@@ -295,6 +309,7 @@ absl::StatusOr<const Tensor*> Conv2D::BackwardOnDevice(const Tensor& grad_output
         }
         TAAS_RETURN_IF_ERROR(kernels.ConvBackward(device_state_, geometry_, *input_, kernel_.value,
                                                   *dy, kernel_.gradient, bias_.gradient, dx));
+        TAAS_RETURN_IF_ERROR(internal::AddPenaltyGradient(kernels, regularizer_, kernel_));
         return &input_grad_;
       });
 }

@@ -1,5 +1,6 @@
 #include "taas/nn/device_kernels.h"
 
+#include "taas/nn/host_kernels.h"
 #include "taas/tensor/device_slot.h"
 
 namespace taas::nn {
@@ -9,7 +10,9 @@ DeviceSlot<DeviceKernels*> device_kernels;
 
 }  // namespace
 
-DeviceKernels* KernelsFor(DeviceType type) { return device_kernels.Get(type); }
+DeviceKernels* KernelsFor(DeviceType type) {
+  return type == DeviceType::kCpu ? &HostKernels() : device_kernels.Get(type);
+}
 
 DeviceKernels* RegisterDeviceKernels(DeviceType type, DeviceKernels* kernels) {
   return device_kernels.Exchange(type, kernels);

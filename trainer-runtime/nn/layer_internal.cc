@@ -1,5 +1,6 @@
 #include "layer_internal.h"
 
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 
@@ -24,6 +25,34 @@ void ReluMask(const Tensor& output, const Tensor& grad, Tensor& out) {
   float* o = out.data();
   const std::int64_t n = grad.size();
   for (std::int64_t i = 0; i < n; ++i) o[i] = y[i] > 0.0f ? g[i] : 0.0f;
+}
+
+void CheckRegularizer(const std::string& layer, const Regularizer& regularizer) {
+  if (!(regularizer.l2 >= 0.0f) || !std::isfinite(regularizer.l2)) {
+    throw std::invalid_argument(layer +
+                                ": kernel_regularizer: l2 must be a finite number >= 0, got " +
+                                std::to_string(regularizer.l2));
+  }
+}
+
+absl::Status AddPenaltyGradient(DeviceKernels& kernels, const Regularizer& regularizer,
+                                Variable& kernel) {
+  if (regularizer.l2 == 0.0f) return absl::OkStatus();
+  return kernels.Axpy(2.0f * regularizer.l2, kernel.value, kernel.gradient);
+}
+
+absl::Status AddPenaltyLoss(const std::string& layer, const Regularizer& regularizer,
+                            const Variable& kernel, Tensor& total) {
+  if (regularizer.l2 == 0.0f) return absl::OkStatus();
+  if (total.device() != kernel.value.device() || total.size() < 1) {
+    return absl::InvalidArgumentError(layer + ": the regularization loss goes into a tensor of " +
+                                      ShapeString(total.shape()) + " on " +
+                                      DeviceName(total.device()) + ", the kernel is on " +
+                                      DeviceName(kernel.value.device()));
+  }
+  return OnDevice(layer, total.device(), [&](DeviceKernels& kernels) {
+    return kernels.AddSumOfSquares(kernel.value, regularizer.l2, total);
+  });
 }
 
 absl::Status InputShapeError(const std::string& layer, const std::string& expected,

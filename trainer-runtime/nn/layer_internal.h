@@ -11,6 +11,7 @@
 
 #include "taas/base/status.h"
 #include "taas/nn/device_kernels.h"
+#include "taas/nn/layer.h"
 #include "taas/tensor/initializers.h"
 #include "taas/tensor/tensor.h"
 #include "taas/tensor/variable.h"
@@ -68,13 +69,25 @@ absl::Status NoKernels(const std::string& layer, Device device);
 // "<layer>: <device>: <message>", same code: a device kernel's error as the layer returns it.
 absl::Status NameLayer(const std::string& layer, Device device, const absl::Status& status);
 
+// std::invalid_argument "<layer>: kernel_regularizer: ..." unless the penalty is finite and >= 0
+// (a programming error, as a bad initialiser is).
+void CheckRegularizer(const std::string& layer, const Regularizer& regularizer);
+
+// Adds the penalty's gradient, 2 * l2 * w, to `kernel`'s gradient (nothing without a penalty).
+absl::Status AddPenaltyGradient(DeviceKernels& kernels, const Regularizer& regularizer,
+                                Variable& kernel);
+
+// Adds the penalty, l2 * sum(w^2), to total[0] on the kernel's device (nothing without one).
+absl::Status AddPenaltyLoss(const std::string& layer, const Regularizer& regularizer,
+                            const Variable& kernel, Tensor& total);
+
 inline const absl::Status& StatusOf(const absl::Status& status) { return status; }
 template <typename T>
 const absl::Status& StatusOf(const absl::StatusOr<T>& result) {
   return result.status();
 }
 
-// Runs `body` with the kernels registered for `device` (not the host): device kernel calls and
+// Runs `body` with the kernels of `device` (the host's or the registered ones): kernel calls and
 // Ensure on `device`, returning a Status or a StatusOr. Returns its result with the layer's name
 // on an error, NoKernels when there are none, or ResourceExhausted naming the layer when the
 // device's memory is full (the allocator's std::bad_alloc ends here).

@@ -33,7 +33,13 @@ absl::Status Sequential::Backward(const Tensor& grad_output) {
     const double start = timing_ ? Now() : 0.0;
     TAAS_ASSIGN_OR_RETURN(g, layers_[i]->Backward(*g));
     if (timing_) timings_[i].backward_seconds += Now() - start;
+    for (const Variable* variable : layers_[i]->variables()) MarkGradientReady(*variable);
   }
+  return absl::OkStatus();
+}
+
+absl::Status Sequential::AddRegularizationLoss(Tensor& total) {
+  for (auto& layer : layers_) TAAS_RETURN_IF_ERROR(layer->AddRegularizationLoss(total));
   return absl::OkStatus();
 }
 

@@ -98,6 +98,67 @@ float LearningRateSchedule::At(std::int64_t step) const {
 
 namespace {
 
+// The update rules' loops, the host's only copy: Optimizer::Apply (the parameter servers, on
+// spans) and the host's DeviceUpdateRules (tensors, below) run these.
+void SgdLoop(float lr, std::span<float> var, std::span<const float> grad) {
+  float* __restrict v = var.data();
+  const float* __restrict g = grad.data();
+  const std::size_t n = var.size();
+  for (std::size_t i = 0; i < n; ++i) v[i] -= lr * g[i];
+}
+
+void MomentumLoop(float lr, float mu, bool nesterov, std::span<float> var,
+                  std::span<const float> grad, std::span<float> accum) {
+  float* __restrict v = var.data();
+  const float* __restrict g = grad.data();
+  float* __restrict a = accum.data();
+  const std::size_t n = var.size();
+  if (nesterov) {
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = mu * a[i] + g[i];
+      v[i] -= lr * (g[i] + mu * a[i]);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = mu * a[i] + g[i];
+      v[i] -= lr * a[i];
+    }
+  }
+}
+
+void AdamLoop(float lr_t, float beta1, float beta2, float eps, std::span<float> var,
+              std::span<const float> grad, std::span<float> m_slot, std::span<float> v_slot) {
+  float* __restrict v = var.data();
+  const float* __restrict g = grad.data();
+  float* __restrict m = m_slot.data();
+  float* __restrict s = v_slot.data();
+  const std::size_t n = var.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+    s[i] = beta2 * s[i] + (1.0f - beta2) * g[i] * g[i];
+    v[i] -= lr_t * m[i] / (std::sqrt(s[i]) + eps);
+  }
+}
+
+// The loops behind the seam, for host tensors (UpdateRulesFor(kCpu)).
+class CpuRules final : public DeviceUpdateRules {
+ public:
+  absl::Status Sgd(float lr, Tensor& var, const Tensor& grad) override {
+    SgdLoop(lr, var.values(), grad.values());
+    return absl::OkStatus();
+  }
+  absl::Status Momentum(float lr, float momentum, bool nesterov, Tensor& var, const Tensor& grad,
+                        Tensor& accum) override {
+    MomentumLoop(lr, momentum, nesterov, var.values(), grad.values(), accum.values());
+    return absl::OkStatus();
+  }
+  absl::Status Adam(float lr_t, float beta1, float beta2, float epsilon, Tensor& var,
+                    const Tensor& grad, Tensor& m, Tensor& v) override {
+    AdamLoop(lr_t, beta1, beta2, epsilon, var.values(), grad.values(), m.values(), v.values());
+    return absl::OkStatus();
+  }
+};
+
 class SgdOptimizer final : public Optimizer {
  public:
   explicit SgdOptimizer(const OptimizerConfig& config) : config_(config) {}
@@ -106,16 +167,12 @@ class SgdOptimizer final : public Optimizer {
 
   void Apply(std::span<float> var, std::span<const float> grad, std::span<const std::span<float>>,
              std::int64_t step) const override {
-    const float lr = LearningRate(step);
-    float* __restrict v = var.data();
-    const float* __restrict g = grad.data();
-    const std::size_t n = var.size();
-    for (std::size_t i = 0; i < n; ++i) v[i] -= lr * g[i];
+    SgdLoop(LearningRate(step), var, grad);
   }
 
  protected:
-  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
-                             std::span<Tensor* const>, std::int64_t step) const override {
+  absl::Status ApplyWithRules(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                              std::span<Tensor* const>, std::int64_t step) const override {
     return rules.Sgd(LearningRate(step), var, grad);
   }
 
@@ -133,28 +190,12 @@ class MomentumOptimizer final : public Optimizer {
 
   void Apply(std::span<float> var, std::span<const float> grad,
              std::span<const std::span<float>> slots, std::int64_t step) const override {
-    const float lr = LearningRate(step);
-    const float mu = config_.momentum;
-    float* __restrict v = var.data();
-    const float* __restrict g = grad.data();
-    float* __restrict a = slots[0].data();
-    const std::size_t n = var.size();
-    if (config_.use_nesterov) {
-      for (std::size_t i = 0; i < n; ++i) {
-        a[i] = mu * a[i] + g[i];
-        v[i] -= lr * (g[i] + mu * a[i]);
-      }
-    } else {
-      for (std::size_t i = 0; i < n; ++i) {
-        a[i] = mu * a[i] + g[i];
-        v[i] -= lr * a[i];
-      }
-    }
+    MomentumLoop(LearningRate(step), config_.momentum, config_.use_nesterov, var, grad, slots[0]);
   }
 
  protected:
-  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
-                             std::span<Tensor* const> slots, std::int64_t step) const override {
+  absl::Status ApplyWithRules(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                              std::span<Tensor* const> slots, std::int64_t step) const override {
     return rules.Momentum(LearningRate(step), config_.momentum, config_.use_nesterov, var, grad,
                           *slots[0]);
   }
@@ -173,25 +214,13 @@ class AdamOptimizer final : public Optimizer {
 
   void Apply(std::span<float> var, std::span<const float> grad,
              std::span<const std::span<float>> slots, std::int64_t step) const override {
-    const float lr_t = CorrectedRate(step);
-    const float beta1 = config_.beta1;
-    const float beta2 = config_.beta2;
-    const float eps = config_.epsilon;
-    float* __restrict v = var.data();
-    const float* __restrict g = grad.data();
-    float* __restrict m = slots[0].data();
-    float* __restrict s = slots[1].data();
-    const std::size_t n = var.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
-      s[i] = beta2 * s[i] + (1.0f - beta2) * g[i] * g[i];
-      v[i] -= lr_t * m[i] / (std::sqrt(s[i]) + eps);
-    }
+    AdamLoop(CorrectedRate(step), config_.beta1, config_.beta2, config_.epsilon, var, grad,
+             slots[0], slots[1]);
   }
 
  protected:
-  absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
-                             std::span<Tensor* const> slots, std::int64_t step) const override {
+  absl::Status ApplyWithRules(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                              std::span<Tensor* const> slots, std::int64_t step) const override {
     return rules.Adam(CorrectedRate(step), config_.beta1, config_.beta2, config_.epsilon, var, grad,
                       *slots[0], *slots[1]);
   }
@@ -291,7 +320,14 @@ DeviceSlot<DeviceUpdateRules*> device_rules;
 
 }  // namespace
 
-DeviceUpdateRules* UpdateRulesFor(DeviceType type) { return device_rules.Get(type); }
+DeviceUpdateRules& HostUpdateRules() {
+  static CpuRules rules;
+  return rules;
+}
+
+DeviceUpdateRules* UpdateRulesFor(DeviceType type) {
+  return type == DeviceType::kCpu ? &HostUpdateRules() : device_rules.Get(type);
+}
 
 DeviceUpdateRules* RegisterDeviceUpdateRules(DeviceType type, DeviceUpdateRules* rules) {
   return device_rules.Exchange(type, rules);
@@ -316,12 +352,6 @@ absl::Status Optimizer::ApplyTensors(const std::string& name, Tensor& var, const
       return mismatch("slot " + std::to_string(i), *slots[i]);
     }
   }
-  if (device.is_cpu()) {
-    std::array<std::span<float>, 2> spans;
-    for (std::size_t i = 0; i < slots.size(); ++i) spans[i] = slots[i]->values();
-    Apply(var.values(), grad.values(), std::span(spans.data(), slots.size()), step);
-    return absl::OkStatus();
-  }
   DeviceUpdateRules* rules = UpdateRulesFor(device.type);
   if (rules == nullptr) {
     return absl::FailedPreconditionError(
@@ -329,7 +359,7 @@ absl::Status Optimizer::ApplyTensors(const std::string& name, Tensor& var, const
         " but no update rules are registered for that device type: build with TAAS_WITH_CUDA and "
         "link the CUDA engine (taas::nn_cuda)");
   }
-  if (absl::Status status = ApplyOnDevice(*rules, var, grad, slots, step); !status.ok()) {
+  if (absl::Status status = ApplyWithRules(*rules, var, grad, slots, step); !status.ok()) {
     return absl::Status(status.code(),
                         name + ": " + DeviceName(device) + ": " + std::string(status.message()));
   }

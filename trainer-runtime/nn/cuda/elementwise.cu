@@ -91,6 +91,25 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labe
   }
 }
 
+__global__ void LossStatsKernel(const double* row_loss, const float* row_correct, std::int64_t rows,
+                                float* stats) {
+  double loss = 0.0;
+  float correct = 0.0f;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    loss += row_loss[r];
+    correct += row_correct[r];
+  }
+  stats[0] = rows > 0 ? static_cast<float>(loss / static_cast<double>(rows)) : 0.0f;
+  stats[1] = correct;
+  stats[2] = rows > 0 ? correct / static_cast<float>(rows) : 0.0f;
+}
+
+__global__ void AddPartialsKernel(const double* partials, float scale, float* total) {
+  double sum = 0.0;
+  for (int b = 0; b < kReduceBlocks; ++b) sum += partials[b];
+  total[0] += static_cast<float>(static_cast<double>(scale) * sum);
+}
+
 __global__ void SumOfSquaresKernel(const float* x, std::int64_t n, double* partials) {
   __shared__ double sums[kThreads];
   double sum = 0.0;
@@ -178,10 +197,18 @@ cudaError_t SoftmaxCrossEntropy(const float* logits, const float* labels, std::i
                 row_loss, row_correct);
 }
 
-cudaError_t SumOfSquaresPartials(const float* x, std::int64_t n, double* partials,
-                                 cudaStream_t stream) {
+cudaError_t LossStats(const double* row_loss, const float* row_correct, std::int64_t rows,
+                      float* stats, cudaStream_t stream) {
+  LossStatsKernel<<<1, 1, 0, stream>>>(row_loss, row_correct, rows, stats);
+  return cudaGetLastError();
+}
+
+cudaError_t AddSumOfSquares(const float* x, std::int64_t n, float scale, double* partials,
+                            float* total, cudaStream_t stream) {
   // Always all blocks, so that every partial is written (zero for an empty tensor).
   SumOfSquaresKernel<<<kReduceBlocks, kThreads, 0, stream>>>(x, n, partials);
+  if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
+  AddPartialsKernel<<<1, 1, 0, stream>>>(partials, scale, total);
   return cudaGetLastError();
 }
 

@@ -37,11 +37,18 @@ cudaError_t SoftmaxCrossEntropy(const float* logits, const float* labels, std::i
                                 std::int64_t classes, float* grad, double* row_loss,
                                 float* row_correct, cudaStream_t stream);
 
+// One thread adds the rows' results in row order (the same sum on every run), on the device:
+// stats[0] = sum(row_loss) / rows, stats[1] = the correct rows, stats[2] = their fraction; zeros
+// for no rows.
+cudaError_t LossStats(const double* row_loss, const float* row_correct, std::int64_t rows,
+                      float* stats, cudaStream_t stream);
+
 // kReduceBlocks partial sums of x^2 (in double) into `partials`, each a fixed share of the
-// elements: the host adds them in order, so the sum is the same on every run.
+// elements, then one thread adds them in order and total[0] += scale * their sum: the same sum
+// on every run, left on the device.
 inline constexpr int kReduceBlocks = 256;
-cudaError_t SumOfSquaresPartials(const float* x, std::int64_t n, double* partials,
-                                 cudaStream_t stream);
+cudaError_t AddSumOfSquares(const float* x, std::int64_t n, float scale, double* partials,
+                            float* total, cudaStream_t stream);
 
 // The update rules of optimizer.cc, element for element.
 cudaError_t SgdUpdate(float lr, float* var, const float* grad, std::int64_t n, cudaStream_t stream);

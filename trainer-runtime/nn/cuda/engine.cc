@@ -14,7 +14,8 @@
 // on every run), once per input shape, taking the first that is deterministic and full float32 and
 // whose workspace fits kMaxWorkspaceBytes. Bias gradients are column sums through cublasSgemv with
 // a vector of ones, max pooling is cuDNN's deterministic mode, and the loss and L2 sums are added
-// on the host in a fixed order: the same inputs give the same bits on one device.
+// by one device thread in a fixed order: the same inputs give the same bits on one device. Nothing
+// here waits for the device or copies to the host.
 #include "taas/nn_cuda/engine.h"
 
 #include <cublas_v2.h>
@@ -490,17 +491,23 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
     });
   }
 
-  absl::StatusOr<LossSums> SoftmaxCrossEntropy(const Tensor& logits,
-                                               std::span<const std::int32_t> labels,
-                                               Tensor& grad) override {
-    return With(logits.device(), [&](DeviceContext& c) -> absl::StatusOr<LossSums> {
+  absl::Status SoftmaxCrossEntropy(const Tensor& logits, std::span<const std::int32_t> labels,
+                                   Tensor& grad, Tensor& stats) override {
+    return With(logits.device(), [&](DeviceContext& c) -> absl::Status {
       const std::int64_t rows = logits.shape()[0], classes = logits.shape()[1];
-      if (rows == 0) return LossSums{};
+      if (rows == 0) {
+        TAAS_CUDA_RETURN_IF_ERROR(
+            cudaMemsetAsync(stats.data(), 0, sizeof(float) * stats.size(), c.stream),
+            "cudaMemsetAsync (an empty batch's loss)");
+        return absl::OkStatus();
+      }
       c.host_labels.assign(labels.begin(), labels.end());
       float* device_labels = Scratch(c.labels, rows, c.device);
       // Two floats per double: the allocator aligns every block to 64 bytes.
       auto* row_loss = reinterpret_cast<double*>(Scratch(c.row_loss, 2 * rows, c.device));
       float* row_correct = Scratch(c.row_correct, rows, c.device);
+      // From pageable memory: the call returns once the driver staged the labels, without
+      // waiting for the stream.
       TAAS_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(device_labels, c.host_labels.data(), sizeof(float) * rows,
                           cudaMemcpyHostToDevice, c.stream),
@@ -509,39 +516,19 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
           cuda::SoftmaxCrossEntropy(logits.data(), device_labels, rows, classes, grad.data(),
                                     row_loss, row_correct, c.stream),
           "the softmax cross-entropy kernel");
-      std::vector<double> losses(static_cast<std::size_t>(rows));
-      std::vector<float> correct(static_cast<std::size_t>(rows));
-      TAAS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(losses.data(), row_loss, sizeof(double) * rows,
-                                                cudaMemcpyDeviceToHost, c.stream),
-                                "cudaMemcpyAsync (the rows' losses to the host)");
-      TAAS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(correct.data(), row_correct, sizeof(float) * rows,
-                                                cudaMemcpyDeviceToHost, c.stream),
-                                "cudaMemcpyAsync (the rows' hits to the host)");
-      TAAS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream),
-                                "cudaStreamSynchronize (the loss)");
-      LossSums sums;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        sums.loss += losses[static_cast<std::size_t>(r)];
-        sums.correct += correct[static_cast<std::size_t>(r)] > 0.5f ? 1 : 0;
-      }
-      return sums;
+      TAAS_CUDA_RETURN_IF_ERROR(LossStats(row_loss, row_correct, rows, stats.data(), c.stream),
+                                "the loss statistics kernel");
+      return absl::OkStatus();
     });
   }
 
-  absl::StatusOr<double> SumOfSquares(const Tensor& x) override {
-    return With(x.device(), [&](DeviceContext& c) -> absl::StatusOr<double> {
+  absl::Status AddSumOfSquares(const Tensor& x, float scale, Tensor& total) override {
+    return With(x.device(), [&](DeviceContext& c) -> absl::Status {
       auto* partials = reinterpret_cast<double*>(Scratch(c.partials, 2 * kReduceBlocks, c.device));
-      TAAS_CUDA_RETURN_IF_ERROR(SumOfSquaresPartials(x.data(), x.size(), partials, c.stream),
-                                "the sum-of-squares kernel");
-      std::array<double, kReduceBlocks> host{};
       TAAS_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(host.data(), partials, sizeof(host), cudaMemcpyDeviceToHost, c.stream),
-          "cudaMemcpyAsync (the partial sums to the host)");
-      TAAS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream),
-                                "cudaStreamSynchronize (the sum of squares)");
-      double sum = 0.0;
-      for (double partial : host) sum += partial;
-      return sum;
+          cuda::AddSumOfSquares(x.data(), x.size(), scale, partials, total.data(), c.stream),
+          "the sum-of-squares kernels");
+      return absl::OkStatus();
     });
   }
 

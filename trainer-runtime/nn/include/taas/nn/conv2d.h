@@ -1,5 +1,6 @@
-// 2-D convolution, input [N, H, W, C] (NHWC): on oneDNN on the host, on the registered device
-// kernels (device_kernels.h) for an input on another device.
+// 2-D convolution, input [N, H, W, C] (NHWC): on oneDNN on the host (primitives kept per input
+// shape, bound to the variables' memory at every call, so the runtime may make them views of its
+// buffers), on the registered device kernels (device_kernels.h) for an input on another device.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ struct Conv2DOptions {
   // Keras's "glorot_uniform": uniform in +-sqrt(6 / (fan_in + fan_out)), fans below.
   Initializer kernel_initializer = initializers::GlorotUniform();
   Initializer bias_initializer = initializers::Zeros();  // Keras's "zeros"
+  Regularizer kernel_regularizer = {};                   // Keras's None
 };
 
 // Kernel [kernel_size, kernel_size, in_channels, filters] ("<name>/kernel", TF's HWIO), bias
@@ -49,6 +51,8 @@ class Conv2D final : public Layer {
   absl::StatusOr<const Tensor*> Backward(const Tensor& grad_output) override;
   std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
   bool SkipReluMask() override;
+  absl::Status AddRegularizationLoss(Tensor& total) override;
+  const Regularizer& regularizer() const { return regularizer_; }
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
   // Prepares Backward for `input` (on the host) as if Forward(input) had run, without computing:
@@ -75,6 +79,7 @@ class Conv2D final : public Layer {
   std::int64_t in_channels_, filters_, kernel_size_, strides_;
   Padding padding_;
   Activation activation_;
+  Regularizer regularizer_;
   bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
   std::map<Shape, std::unique_ptr<Plan>> plans_;

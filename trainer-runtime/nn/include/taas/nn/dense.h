@@ -1,5 +1,5 @@
-// A fully connected layer: y = activation(x W + b). Matrix products run on oneDNN's sgemm on the
-// host, on the registered device kernels (device_kernels.h) for an input on another device.
+// A fully connected layer: y = activation(x W + b), on the kernels of its input's device
+// (device_kernels.h: oneDNN's sgemm on the host).
 #pragma once
 
 #include <cstdint>
@@ -20,15 +20,16 @@ struct DenseOptions {
   // Keras's "glorot_uniform": uniform in +-sqrt(6 / (inputs + units)).
   Initializer kernel_initializer = initializers::GlorotUniform();
   Initializer bias_initializer = initializers::Zeros();  // Keras's "zeros"
+  Regularizer kernel_regularizer = {};                   // Keras's None
 };
 
 // x [N, inputs], kernel W [inputs, units] ("<name>/kernel"), bias b [units] ("<name>/bias").
 // The initialisers fill the variables at construction (fans: `inputs` in, `units` out; the bias's
 // both `units`); a random one without a seed of its own is seeded with the hash of the variable's
 // name ("<name>/kernel"), so every replica builds the same values (initializers.h). Invalid
-// initialiser parameters (a stddev <= 0, a NaN) are a programming error (layer.h): the
-// constructor throws std::invalid_argument "<name>: kernel_initializer: <why>"; check options read
-// from input first with Initializer::Validate().
+// initialiser parameters (a stddev <= 0, a NaN) or a negative penalty are a programming error
+// (layer.h): the constructor throws std::invalid_argument "<name>: kernel_initializer: <why>";
+// check options read from input first with Initializer::Validate().
 class Dense final : public Layer {
  public:
   explicit Dense(DenseOptions options);
@@ -36,14 +37,14 @@ class Dense final : public Layer {
   absl::StatusOr<const Tensor*> Backward(const Tensor& grad_output) override;
   std::vector<Variable*> variables() override { return {&kernel_, &bias_}; }
   bool SkipReluMask() override;
+  absl::Status AddRegularizationLoss(Tensor& total) override;
   Variable& kernel() { return kernel_; }
   Variable& bias() { return bias_; }
 
  private:
-  absl::StatusOr<const Tensor*> BackwardOnDevice(const Tensor& grad_output);
-
   std::int64_t in_, out_;
   Activation activation_;
+  Regularizer regularizer_;
   bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
   const Tensor* input_ = nullptr;

@@ -1,15 +1,18 @@
 // The seam through which a layer runs on the device its input lives on.
 //
-// The host's kernels are the layers' own code (oneDNN). An engine for another device (issue 17's
-// taas_nn_cuda) implements DeviceKernels and registers it for its DeviceType, as it registers the
-// device's memory (taas/tensor/device.h); a layer whose input is on such a device then calls these
-// kernels, with its variables and gradients on that same device and its outputs allocated there.
-// nn itself holds no code of any device but the host, and its CPU path is unchanged.
+// Every device's kernels implement DeviceKernels: the host's are the CPU engine's (host_kernels.h,
+// returned by KernelsFor(kCpu)); an engine for another device (the CUDA engine, taas_nn_cuda)
+// implements it and registers it for its DeviceType, as it registers the device's memory
+// (taas/tensor/device.h). A layer calls the kernels of its input's device, with its variables and
+// gradients on that same device and its outputs allocated there. nn itself holds no code of any
+// device but the host.
 //
 // Contract of every kernel below: the layer has checked the shapes (a kernel may assume them),
 // every tensor is on one device of the kernels' type, outputs already have their shape on that
 // device. A kernel returns OK, or Internal naming the device library's call that failed (the layer
-// adds its own name); it never throws. Calls for one device come from one thread at a time per
+// adds its own name); it never throws. A kernel of a device other than the host may return before
+// the device has run it (work queued in order on the device): nothing here waits for a device, and
+// no kernel copies a result to the host. Calls for one device come from one thread at a time per
 // model replica; an engine serialises what its devices share.
 #pragma once
 
@@ -89,29 +92,29 @@ class DeviceKernels {
   virtual absl::Status Copy(const Tensor& from, Tensor& to) = 0;
 
   // Softmax cross-entropy of logits [n, classes] against host `labels` (n of them, each already
-  // checked to be in [0, classes)): grad = (softmax - onehot) / n; returns the sum of the rows'
-  // losses and the rows whose argmax is the label.
-  struct LossSums {
-    double loss = 0.0;
-    std::int64_t correct = 0;
-  };
-  virtual absl::StatusOr<LossSums> SoftmaxCrossEntropy(const Tensor& logits,
-                                                       std::span<const std::int32_t> labels,
-                                                       Tensor& grad) = 0;
+  // checked to be in [0, classes)): grad = (softmax - onehot) / n, and `stats` (kLossStats
+  // elements) = the mean of the rows' losses (summed in double in row order), the rows whose
+  // argmax is the label, and their fraction of n. An empty batch gives zero stats.
+  virtual absl::Status SoftmaxCrossEntropy(const Tensor& logits,
+                                           std::span<const std::int32_t> labels, Tensor& grad,
+                                           Tensor& stats) = 0;
 
-  // sum(x^2), accumulated in double.
-  virtual absl::StatusOr<double> SumOfSquares(const Tensor& x) = 0;
+  // total[0] += scale * sum(x^2), the sum accumulated in double in a fixed order.
+  virtual absl::Status AddSumOfSquares(const Tensor& x, float scale, Tensor& total) = 0;
   // y += alpha * x.
   virtual absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) = 0;
 };
 
-// The kernels registered for `type`; nullptr for kCpu (the layers' own code) and for a type no
-// engine registered.
+// The elements of SoftmaxCrossEntropy's `stats`.
+enum LossStat : std::int64_t { kLossMean = 0, kLossCorrect = 1, kLossAccuracy = 2, kLossStats = 3 };
+
+// The kernels for `type`: the host's (host_kernels.h) for kCpu, the registered ones for another
+// type, nullptr for a type no engine registered.
 DeviceKernels* KernelsFor(DeviceType type);
 
 // Makes `kernels` (not owned; it must outlive every layer that runs on the type's devices) run
-// layers whose input is on a device of `type` (not kCpu); returns the one it replaces. An engine
-// calls this once at start-up, beside RegisterDeviceMemory.
+// layers whose input is on a device of `type` (not kCpu: refused, returns nullptr); returns the
+// one it replaces. An engine calls this once at start-up, beside RegisterDeviceMemory.
 DeviceKernels* RegisterDeviceKernels(DeviceType type, DeviceKernels* kernels);
 
 }  // namespace taas::nn

@@ -1,4 +1,7 @@
-// The L2 weight regulariser, TensorFlow's l2_regularizer(scale).
+// The L2 weight regulariser of TensorFlow 1, l2_regularizer(scale), applied by hand after the
+// backward pass. A layer's own `kernel_regularizer` (layer.h) does the same inside Backward, which
+// is what all-reduce training wants (a gradient is final, and sent, when its layer's Backward
+// returns); these remain for models that regularise other variables.
 #pragma once
 
 #include <vector>
@@ -8,8 +11,9 @@
 
 namespace taas::nn {
 
-// scale * sum(w^2) / 2 over `variables`, accumulated in double. Variables on another device than
-// the host run on its registered kernels (device_kernels.h); their errors name the variable.
+// scale * sum(w^2) / 2 over `variables` (all on one device), each variable's sum accumulated in
+// double. On another device than the host this runs on its kernels and waits for the result;
+// errors name the variable.
 absl::StatusOr<float> L2Loss(const std::vector<Variable*>& variables, float scale);
 // Adds scale * w to each variable's gradient: call after the backward pass.
 absl::Status AddL2Gradients(const std::vector<Variable*>& variables, float scale);

@@ -1,5 +1,6 @@
-// The base of every layer and the contract all layers share. Layers run on oneDNN primitives,
-// images in NHWC.
+// The base of every layer and the contract all layers share. Layers run where their input is: on
+// the host on the CPU engine (oneDNN, host_kernels.h), on another device on its registered kernels
+// (device_kernels.h); images in NHWC.
 //
 // NHWC (channels last) is TensorFlow's layout, so kernels ([kh, kw, in, out], TF's HWIO) and the
 // Flatten order match Keras, and oneDNN 2.6's AVX-512 convolutions run on NHWC activations
@@ -14,7 +15,8 @@
 //   dL/d(input) (an empty tensor when the layer was built with `input_gradient = false`);
 //   InvalidArgument when `grad_output` does not have the last output's shape, FailedPrecondition
 //   unless the last Forward succeeded.
-// - oneDNN's own errors (dnnl::error) stop at the layer: Internal, naming it.
+// - oneDNN's own errors (dnnl::error) and a device kernel's stop at the layer: Internal, naming it.
+// - On a device, nothing a layer does waits for the device or copies to the host.
 // - The error-free path costs a shape comparison per call and allocates nothing.
 // - Returned pointers stay valid until the next call on the layer.
 // - Primitives and buffers are created once per input shape and reused.
@@ -37,6 +39,18 @@ namespace taas::nn {
 // The activation a layer fuses into its output (Keras's `activation` argument).
 enum class Activation { kNone, kRelu };
 
+// A penalty on a layer's kernel (Keras's `kernel_regularizer`): `l2` * sum(w^2) added to the loss
+// through Layer::AddRegularizationLoss, and its gradient 2 * l2 * w added to the kernel's gradient
+// by the layer's own Backward, so the gradient is final when Backward returns (the all-reduce
+// trainer sends it then). TensorFlow 1's l2_regularizer(scale), scale * sum(w^2) / 2, is
+// L2(scale / 2).
+struct Regularizer {
+  float l2 = 0.0f;  // finite and >= 0; 0: none
+};
+namespace regularizers {
+inline Regularizer L2(float l2) { return Regularizer{l2}; }
+}  // namespace regularizers
+
 class Layer {
  public:
   explicit Layer(std::string name) : name_(std::move(name)) {}
@@ -54,6 +68,10 @@ class Layer {
   // wherever the output is zero, so it skips its own mask pass. Returns false (and changes
   // nothing) for layers without a fused ReLU.
   virtual bool SkipReluMask() { return false; }
+  // Adds the layer's regularization losses (its Regularizer's) to total[0], a tensor on the
+  // device of the layer's variables, without waiting for the device. Nothing for a layer without
+  // a regularizer.
+  virtual absl::Status AddRegularizationLoss(Tensor& /*total*/) { return absl::OkStatus(); }
 
   const std::string& name() const { return name_; }
 

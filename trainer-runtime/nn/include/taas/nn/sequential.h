@@ -29,8 +29,13 @@ class Sequential {
   // first layer's error when `input` does not fit (or a later layer's), unchanged.
   absl::StatusOr<const Tensor*> Forward(const Tensor& input, bool training);
   // Back-propagates dL/d(output), overwriting every variable's gradient; the first error of a
-  // layer (a gradient not of the output's shape, no successful Forward), unchanged.
+  // layer (a gradient not of the output's shape, no successful Forward), unchanged. Once a layer's
+  // Backward returned, its variables' gradients are final: each is marked ready
+  // (MarkGradientReady, taas/tensor/variable.h), so the all-reduce trainer sends them while the
+  // layers below still compute.
   absl::Status Backward(const Tensor& grad_output);
+  // Adds every layer's regularization losses (Layer::AddRegularizationLoss) to total[0].
+  absl::Status AddRegularizationLoss(Tensor& total);
   // Every layer's variables in layer order, kernel before bias; names are unique.
   std::vector<Variable*> variables();
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }

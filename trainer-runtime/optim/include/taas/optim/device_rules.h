@@ -1,13 +1,14 @@
-// The update rules on a device other than the host: the seam through which Optimizer::ApplyTensors
-// updates a variable that lives on a GPU. An engine (issue 17's taas_nn_cuda) implements
-// DeviceUpdateRules and registers it for its DeviceType, as it registers the device's memory
-// (taas/tensor/device.h). optim itself holds no device code; the learning rate (and Adam's bias
-// correction) is computed on the host by the optimizer and passed in, so every schedule works on
-// every device.
+// The update rules of a device: the seam through which Optimizer::ApplyTensors updates a variable
+// wherever it lives. The host's rules are Optimizer::Apply's loops (HostUpdateRules); an engine for
+// another device (the CUDA engine, taas_nn_cuda) implements DeviceUpdateRules and registers it for
+// its DeviceType, as it registers the device's memory (taas/tensor/device.h). optim itself holds
+// no device code; the learning rate (and Adam's bias correction) is computed on the host by the
+// optimizer and passed in, so every schedule works on every device.
 //
 // Contract of every rule: the tensors are on one device of the rules' type, share one shape and
 // do not overlap (Optimizer::ApplyTensors checked that); the update is element-wise, in float, with
-// the host's formulas (optimizer.cc). Returns OK or Internal naming the failing call; never throws.
+// the host's formulas (optimizer.cc), and may return before the device ran it (queued in order).
+// Returns OK or Internal naming the failing call; never throws.
 #pragma once
 
 #include "taas/base/status.h"
@@ -31,11 +32,16 @@ class DeviceUpdateRules {
                             const Tensor& grad, Tensor& m, Tensor& v) = 0;
 };
 
-// The rules registered for `type`; nullptr for kCpu (Optimizer::Apply) and a type without any.
+// The host's rules, on host tensors: Optimizer::Apply's loops. A test device (taas::sim_device)
+// runs them on its own memory, so its updates are the host's bit for bit.
+DeviceUpdateRules& HostUpdateRules();
+
+// The rules for `type`: HostUpdateRules for kCpu, the registered ones for another type, nullptr
+// for a type without any.
 DeviceUpdateRules* UpdateRulesFor(DeviceType type);
 
 // Makes `rules` (not owned; it must outlive every update on the type's devices) update variables
-// on devices of `type` (not kCpu); returns the one it replaces.
+// on devices of `type` (not kCpu: refused, returns nullptr); returns the one it replaces.
 DeviceUpdateRules* RegisterDeviceUpdateRules(DeviceType type, DeviceUpdateRules* rules);
 
 }  // namespace taas::optim

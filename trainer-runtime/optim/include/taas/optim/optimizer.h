@@ -88,21 +88,22 @@ class Optimizer {
   virtual void Apply(std::span<float> var, std::span<const float> grad,
                      std::span<const std::span<float>> slots, std::int64_t step) const = 0;
 
-  // Apply on whole tensors of any device: `grad` and the slot_count() `slots` have var's shape and
-  // device (slots zero before the first update). Host tensors go through Apply; another device's
-  // through the update rules its engine registered (device_rules.h), with the learning rate
-  // computed here. InvalidArgument naming `name` (the variable) for a shape, device or slot count
-  // that does not match, FailedPrecondition when no rules are registered for the device; the
-  // rules' own errors prefixed with `name`.
+  // Apply on whole tensors of any device (or views of parts of them: the rules are element-wise):
+  // `grad` and the slot_count() `slots` have var's shape and device (slots zero before the first
+  // update). The update runs on the device's rules (device_rules.h: the host's are Apply's loops),
+  // with the learning rate computed here, and does not wait for the device. InvalidArgument
+  // naming `name` (the variable) for a shape, device or slot count that does not match,
+  // FailedPrecondition when no rules are registered for the device; the rules' own errors
+  // prefixed with `name`.
   absl::Status ApplyTensors(const std::string& name, Tensor& var, const Tensor& grad,
                             std::span<Tensor* const> slots, std::int64_t step) const;
 
   virtual float LearningRate(std::int64_t step) const = 0;
 
  protected:
-  // The update of ApplyTensors on a device, the tensors checked.
-  virtual absl::Status ApplyOnDevice(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
-                                     std::span<Tensor* const> slots, std::int64_t step) const = 0;
+  // The update of ApplyTensors through `rules`, the tensors checked.
+  virtual absl::Status ApplyWithRules(DeviceUpdateRules& rules, Tensor& var, const Tensor& grad,
+                                      std::span<Tensor* const> slots, std::int64_t step) const = 0;
 };
 
 // Builds the optimizer named in `config`; InvalidArgument naming the field for bad settings.
