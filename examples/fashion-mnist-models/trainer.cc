@@ -150,12 +150,11 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
 StepResult FashionMnistTrainer::train(Session& session) {
   batch_ = pipeline_->Next();  // repeating: never ends
   StepResult result;
-  auto trained = model_->TrainStep(*batch_);
-  if (!trained.ok()) {
-    result.error = trained.status();
+  auto stats = model_->Step(*batch_);
+  if (!stats.ok()) {
+    result.error = stats.status();
     return result;
   }
-  const BatchStats& stats = *trained;
   if (!shadows_.empty()) {
     const float decay =
         optim::ExponentialMovingAverage::DecayAt(average_decay_, session.global_step());
@@ -168,10 +167,11 @@ StepResult FashionMnistTrainer::train(Session& session) {
       for (std::int64_t k = 0; k < shadows_[i].value.size(); ++k) g[k] = scale * (s[k] - w[k]);
     }
   }
-  result.loss = stats.loss;
-  result.examples = stats.examples;
-  result.scalars["train_accuracy"] = static_cast<float>(stats.correct) /
-                                     static_cast<float>(std::max<std::int64_t>(1, stats.examples));
+  // The loss and the accuracy stay where the model computed them (the replica's device): the
+  // runtime reads them when it logs or summarises, so a step never waits for the device.
+  result.examples = batch_->images.shape()[0];
+  result.device_loss = (*stats)->Slice(nn::kLossMean, {1});
+  result.device_scalars.emplace("train_accuracy", (*stats)->Slice(nn::kLossAccuracy, {1}));
   return result;
 }
 

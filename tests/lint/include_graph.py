@@ -86,6 +86,12 @@ INCLUDE_RULES = [
      ["trainer-runtime/cuda/", "trainer-runtime/nn/cuda/"]),
 ]
 
+# What ships (the image's binaries, the examples' trainers through the library they all link, the
+# SDK's libraries): none may reach the simulated device, the test device no job may name
+# (trainer-runtime/sim_device/).
+SHIPPED = ["taas", "taas-operator", "taas-ui", "taas_fashion_mnist_trainer",
+           "linear-regression", "taas_shared"]
+
 # Executables and the libraries their link closure may not reach.
 LINK_RULES = [
     ("linear-regression", ["taas_nn", "DNNL::dnnl"],
@@ -96,6 +102,12 @@ LINK_RULES = [
     ("taas", ["taas_cuda", "taas::cudart"], "`taas run` starts processes; it needs no GPU"),
     ("taas-ui", ["taas_controller"],
      "the UI server uses the Kubernetes client (kube/), not the operator's controller"),
+]
+
+LINK_RULES += [
+    (binary, ["taas_sim_memory", "taas_sim_device"],
+     "the simulated device is for tests: no shipped binary or library may contain it")
+    for binary in SHIPPED
 ]
 
 # Edges the tree has today and an open issue removes: (from, to, issue).

@@ -56,43 +56,72 @@ TEST_CASE("no tensors or empty tensors make no buckets; a limit below 1 is taken
   CHECK(PlanBuckets(std::vector<std::int64_t>{3}, 0).size() == 3);
 }
 
-TEST_CASE("a bucketed all-reduce hands every reduced piece to the consumer, inputs untouched") {
-  std::vector<float> a(5), b(7);
-  std::iota(a.begin(), a.end(), 1.0f);
-  std::iota(b.begin(), b.end(), 100.0f);
+TEST_CASE("a bucketed all-reduce reduces the fused buffer in place, piece by piece in order") {
+  std::vector<float> fused(12);
+  std::iota(fused.begin(), fused.end(), 1.0f);
+  const std::vector<float> before = fused;
   BucketedAllReduce reduce({5, 7}, 4 * sizeof(float));
   CHECK(reduce.buckets().size() == 3);
   Doubling doubling;
-  std::vector<std::vector<float>> out = {std::vector<float>(5), std::vector<float>(7)};
-  const std::vector<std::span<const float>> tensors = {a, b};
+  REQUIRE(reduce.Begin(doubling, fused, ReduceOp::kSum).ok());
+  std::vector<std::pair<std::size_t, std::int64_t>> consumed;
   REQUIRE(reduce
-              .Run(doubling, tensors, ReduceOp::kSum,
-                   [&](const BucketPiece& piece, std::span<const float> reduced) {
-                     std::copy(reduced.begin(), reduced.end(),
-                               out[piece.tensor].begin() + piece.tensor_offset);
-                   })
+              .Finish([&](const BucketPiece& piece) {
+                consumed.emplace_back(piece.tensor, piece.tensor_offset);
+                return absl::OkStatus();
+              })
               .ok());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(out[0][i] == 2 * a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) CHECK(out[1][i] == 2 * b[i]);
-  CHECK(a[0] == 1.0f);
+  for (std::size_t i = 0; i < fused.size(); ++i) CHECK(fused[i] == 2 * before[i]);
+  // Buckets [0..3], [4..7], [8..11]: tensor 0 is 5 elements, tensor 1 is 7.
+  CHECK(consumed ==
+        std::vector<std::pair<std::size_t, std::int64_t>>{{0, 0}, {0, 4}, {1, 0}, {1, 3}});
+  CHECK(reduce.issued_early() == 0);
+}
+
+TEST_CASE("a bucket is issued once every tensor up to its last is final, in bucket order") {
+  std::vector<float> fused(9, 1.0f);
+  BucketedAllReduce reduce({3, 3, 3}, 3 * sizeof(float));
+  Doubling doubling;
+  REQUIRE(reduce.Begin(doubling, fused, ReduceOp::kSum).ok());
+  reduce.TensorReady(1);  // the second bucket waits for the first
+  CHECK(doubling.calls == 0);
+  reduce.TensorReady(0);
+  CHECK(doubling.calls == 2);
+  reduce.TensorReady(0);  // again: nothing more
+  CHECK(doubling.calls == 2);
+  REQUIRE(reduce.Finish([](const BucketPiece&) { return absl::OkStatus(); }).ok());
+  CHECK(doubling.calls == 3);
+  CHECK(reduce.issued_early() == 2);
+  // The next step starts afresh.
+  REQUIRE(reduce.Begin(doubling, fused, ReduceOp::kSum).ok());
+  CHECK(reduce.issued_early() == 0);
+  REQUIRE(reduce.Finish([](const BucketPiece&) { return absl::OkStatus(); }).ok());
+  CHECK(doubling.calls == 6);
 }
 
 TEST_CASE("a failed bucket stops consumption and its error comes back") {
-  std::vector<float> a(12, 1.0f);
+  std::vector<float> fused(12, 1.0f);
   BucketedAllReduce reduce({12}, 4 * sizeof(float));
   Doubling doubling;
   doubling.fail_at = 2;
   int consumed = 0;
-  const std::vector<std::span<const float>> tensors = {a};
-  absl::Status status = reduce.Run(doubling, tensors, ReduceOp::kMean,
-                                   [&](const BucketPiece&, std::span<const float>) { ++consumed; });
+  REQUIRE(reduce.Begin(doubling, fused, ReduceOp::kMean).ok());
+  absl::Status status = reduce.Finish([&](const BucketPiece&) {
+    ++consumed;
+    return absl::OkStatus();
+  });
   CHECK(status.code() == absl::StatusCode::kUnavailable);
   CHECK(consumed == 1);
   CHECK(doubling.calls == 3);  // every bucket was issued
 
-  const std::vector<std::span<const float>> wrong = {std::span<const float>(a).first(3)};
-  CHECK(reduce.Run(doubling, wrong, ReduceOp::kSum, {}).code() ==
-        absl::StatusCode::kInvalidArgument);
+  // A consumer's error ends consumption the same way.
+  REQUIRE(reduce.Begin(doubling, fused, ReduceOp::kMean).ok());
+  CHECK(reduce.Finish([](const BucketPiece&) { return absl::InternalError("apply failed"); })
+            .message() == "apply failed");
+
+  std::vector<float> small(11);
+  CHECK(reduce.Begin(doubling, small, ReduceOp::kSum).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(reduce.Finish({}).code() == absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -221,7 +221,7 @@ class CudaMemory final : public DeviceMemory {
     ThrowIfError(DeviceToDevice(to, to_device.index, from, from_device.index, bytes));
   }
 
-  int DeviceCount() override { return VisibleDeviceCount(); }
+  absl::StatusOr<int> DeviceCount() override { return VisibleDeviceCount(); }
 
   absl::StatusOr<std::string> Prepare(Device device) override {
     TAAS_RETURN_IF_ERROR(ProbeDevice(device.index));

@@ -15,7 +15,7 @@ namespace {
 
 TEST_CASE("linking taas::cuda registers its memory for kCuda") {
   CHECK(MemoryFor(DeviceType::kCuda) == &Memory());
-  CHECK(Memory().DeviceCount() == VisibleDeviceCount());
+  CHECK(*Memory().DeviceCount() == VisibleDeviceCount());
   auto line = Memory().Prepare(Device{DeviceType::kCuda, 0});
   REQUIRE(line.ok());
   CHECK(line->rfind("cuda:0 ", 0) == 0);

@@ -78,10 +78,7 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
     for (const auto& e : built->state.errors) all += (all.empty() ? "" : "; ") + e;
     return absl::InvalidArgumentError("invalid model: " + all);
   }
-  if (!info.device.is_cpu()) {
-    TAAS_ASSIGN_OR_RETURN(built->placement,
-                          VariablePlacement::Place(built->state.variables, info.device));
-  }
+  TAAS_ASSIGN_OR_RETURN(built->replica, ReplicaState::Create(built->state.variables, info.device));
   return built;
 }
 

@@ -112,9 +112,31 @@ absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
   return absl::OkStatus();
 }
 
+absl::StatusOr<float> HostLoss(const StepResult& result) {
+  if (!result.device_loss) return result.loss;
+  Tensor host({1});
+  TAAS_RETURN_IF_ERROR(CopyInto(*result.device_loss, host));
+  return host.data()[0];
+}
+
+absl::StatusOr<std::map<std::string, float>> HostScalars(const StepResult& result) {
+  std::map<std::string, float> scalars = result.scalars;
+  for (const auto& [name, value] : result.device_scalars) {
+    Tensor host({1});
+    TAAS_RETURN_IF_ERROR(CopyInto(value, host));
+    scalars[name] = host.data()[0];
+  }
+  return scalars;
+}
+
 ChiefSchedule::ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables,
-                             const optim::Optimizer& optimizer, SaveCheckpoint save)
-    : ctx_(ctx), variables_(variables), optimizer_(optimizer), save_(std::move(save)) {}
+                             ReplicaState& replica, const optim::Optimizer& optimizer,
+                             SaveCheckpoint save)
+    : ctx_(ctx),
+      variables_(variables),
+      replica_(replica),
+      optimizer_(optimizer),
+      save_(std::move(save)) {}
 
 void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step) {
   auto writer = summary::EventWriter::Create(ctx_.config->info.model_dir);
@@ -135,37 +157,16 @@ void ChiefSchedule::CheckpointIsAt(std::int64_t global_step) {
   last_checkpoint_time_ = Clock::now();
 }
 
-void ChiefSchedule::AfterStep(std::int64_t global_step, const StepResult& result,
-                              std::int64_t examples) {
+void ChiefSchedule::AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
+                              const StepResult& result) {
   const config::RuntimeConfig& cfg = *ctx_.config;
-  window_loss_ += result.loss;
-  ++window_count_;
   window_examples_ += examples;
   if (cfg.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
-    const double secs = std::max(SecondsSince(window_start_), 1e-9);
-    summary::Scalars scalars = {
-        {"loss", static_cast<float>(window_loss_ /
-                                    static_cast<double>(std::max<std::int64_t>(window_count_, 1)))},
-        {"learning_rate", optimizer_.LearningRate(global_step)},
-        {"examples_per_sec", static_cast<float>(window_examples_ / secs)},
-        {"global_step/sec",
-         static_cast<float>(static_cast<double>(global_step - window_step_) / secs)}};
-    for (const auto& [tag, value] : result.scalars) scalars.emplace_back(tag, value);
-    // The variables as this replica holds them after the step.
-    summary::Histograms histograms;
-    if (cfg.summary_histograms) {
-      for (const Variable* v : variables_) {
-        histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
-      }
-    }
-    absl::Status s = events_->WriteSummary(global_step, scalars, histograms);
-    if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
+    WriteSummary(global_step, loss, result);
     next_summary_step_ = (global_step / cfg.save_summaries_steps + 1) * cfg.save_summaries_steps;
     window_start_ = Clock::now();
     window_step_ = global_step;
     window_examples_ = 0;
-    window_loss_ = 0;
-    window_count_ = 0;
   }
   const bool by_time = cfg.save_checkpoints_secs > 0 &&
                        SecondsSince(last_checkpoint_time_) >= cfg.save_checkpoints_secs;
@@ -180,6 +181,35 @@ void ChiefSchedule::AfterStep(std::int64_t global_step, const StepResult& result
       last_checkpoint_time_ = Clock::now();
     }
   }
+}
+
+void ChiefSchedule::WriteSummary(std::int64_t global_step, const ReadLoss& loss,
+                                 const StepResult& result) {
+  const double secs = std::max(SecondsSince(window_start_), 1e-9);
+  absl::StatusOr<float> step_loss = loss();
+  absl::StatusOr<std::map<std::string, float>> extra = HostScalars(result);
+  absl::Status read = step_loss.ok() ? extra.status() : step_loss.status();
+  // The variables as this replica holds them after the step, brought to the host.
+  if (read.ok() && ctx_.config->summary_histograms) read = replica_.ValuesToHost();
+  if (!read.ok()) {
+    ctx_.logger.Warning("cannot read the summaries' values", {{"error", read.ToString()}});
+    return;
+  }
+  summary::Scalars scalars = {
+      {"loss", *step_loss},
+      {"learning_rate", optimizer_.LearningRate(global_step)},
+      {"examples_per_sec", static_cast<float>(static_cast<double>(window_examples_) / secs)},
+      {"global_step/sec",
+       static_cast<float>(static_cast<double>(global_step - window_step_) / secs)}};
+  for (const auto& [tag, value] : *extra) scalars.emplace_back(tag, value);
+  summary::Histograms histograms;
+  if (ctx_.config->summary_histograms) {
+    for (const Variable* v : variables_) {
+      histograms.emplace_back(v->name, summary::Histogram::Of(v->value.values()));
+    }
+  }
+  absl::Status s = events_->WriteSummary(global_step, scalars, histograms);
+  if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
 }
 
 std::string PublishEvaluation(Context& ctx, std::unique_ptr<summary::EventWriter>& events,
@@ -231,7 +261,7 @@ absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
   state_.global_step = global_step;
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, double> metrics;
-  TAAS_RETURN_IF_ERROR(ValuesToDevice(state_.placement));
+  TAAS_RETURN_IF_ERROR(state_.replica->Synchronize());
   TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
     metrics = model_.evaluate(session_);
     return absl::OkStatus();

@@ -45,20 +45,32 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
 absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                               const std::vector<Variable*>& variables);
 
+// A step's loss on the host: its device_loss copied there (what reading a loss on a device costs),
+// else `loss`.
+absl::StatusOr<float> HostLoss(const StepResult& result);
+// A step's extra scalars on the host: `scalars`, and each of `device_scalars` copied there.
+absl::StatusOr<std::map<std::string, float>> HostScalars(const StepResult& result);
+
 // The chief's summaries and checkpoints, on the schedule the configuration sets.
 class ChiefSchedule {
  public:
   using SaveCheckpoint = std::function<absl::Status(std::int64_t global_step)>;
+  // The step's loss on the host, read only when a summary is due.
+  using ReadLoss = std::function<absl::StatusOr<float>()>;
 
-  // `save` writes a checkpoint at the step it is given (and calls CheckpointIsAt).
-  ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables,
+  // `save` writes a checkpoint at the step it is given (and calls CheckpointIsAt). `variables`
+  // are `replica`'s host variables (the histograms read them, up to date through `replica`).
+  ChiefSchedule(Context& ctx, const std::vector<Variable*>& variables, ReplicaState& replica,
                 const optim::Optimizer& optimizer, SaveCheckpoint save);
 
   // Opens the summary writer; the first window starts at `global_step`, and `checkpoint_step` is
   // the step of the checkpoint training starts from (-1 if none).
   void Start(std::int64_t global_step, std::int64_t checkpoint_step);
-  // Called after every step: summaries and checkpoints when due.
-  void AfterStep(std::int64_t global_step, const StepResult& result, std::int64_t examples);
+  // Called after every step: summaries and checkpoints when due. A summary holds the loss at its
+  // step (`loss`, as TensorFlow's summary of a loss tensor does), the step's extra scalars from
+  // `result`, the learning rate, and examples/s and steps/s over the steps since the last one.
+  void AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
+                 const StepResult& result);
   // The newest checkpoint, just written or restored, is at `global_step` (-1: there is none);
   // the time between checkpoints counts from now.
   void CheckpointIsAt(std::int64_t global_step);
@@ -68,8 +80,11 @@ class ChiefSchedule {
  private:
   using Clock = std::chrono::steady_clock;
 
+  void WriteSummary(std::int64_t global_step, const ReadLoss& loss, const StepResult& result);
+
   Context& ctx_;
   const std::vector<Variable*>& variables_;
+  ReplicaState& replica_;
   const optim::Optimizer& optimizer_;
   SaveCheckpoint save_;
   std::unique_ptr<summary::EventWriter> events_;
@@ -79,8 +94,6 @@ class ChiefSchedule {
   Clock::time_point window_start_ = Clock::now();
   std::int64_t window_step_ = 0;
   std::int64_t window_examples_ = 0;
-  double window_loss_ = 0;
-  std::int64_t window_count_ = 0;
 };
 
 // An evaluation's metrics, published: TensorBoard scalars at `global_step` in `events` (opened
@@ -96,8 +109,9 @@ inline constexpr const char* kChiefEvalDir = "eval_chief";
 
 // evaluate() on the chief (TAAS_EVAL_ON_CHIEF): every eval_on_chief_steps global steps and once
 // training ends, with the variables as the chief holds them after the step (under PS, the values
-// its last push brought back). Each is logged ("evaluated on the chief") and published under
-// <model dir>/eval_chief. A failure is the model's (evaluate() returned nothing useful or threw).
+// its last push brought back; both sides of the replica's state brought up to date first). Each is
+// logged ("evaluated on the chief") and published under <model dir>/eval_chief. A failure is the
+// model's (evaluate() returned nothing useful or threw).
 class ChiefEvaluation {
  public:
   ChiefEvaluation(Context& ctx, DistModel& model, Session& session, Session::State& state);

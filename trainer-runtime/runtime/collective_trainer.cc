@@ -1,16 +1,24 @@
 // The training replicas under all-reduce (Strategy::kCollective, TensorFlow's
-// MultiWorkerMirroredStrategy): every worker holds every variable and its optimizer slots. The
-// chief starts training (restore, warm start or initialisers) and broadcasts the state; then each
-// step every model replica runs train(), the gradients are averaged over all replicas of the job
-// (in process across a worker's replicas, then around the TCP ring across workers), and every
-// replica applies the same update to its own copy. The chief's first replica writes checkpoints
-// and summaries from its copy; every few steps the replicas compare a checksum of their variables.
+// MultiWorkerMirroredStrategy): every worker holds every variable and its optimizer slots, each
+// model replica in fused buffers on its own device (replica_state.h). The chief starts training
+// (restore, warm start or initialisers) and broadcasts the state; then each step every model
+// replica runs train(), and as its backward pass finishes the variables' gradients, their buckets
+// are all-reduced (mean over every replica of the job) in place, in the device's memory; then
+// each replica applies the same update to its own copy with its device's update rules. The
+// gradients travel over the devices' own group (NCCL for GPUs) when every replica of the job has
+// one, else over the CPU groups (in process across a worker's replicas, the TCP ring across
+// workers), staged through the host for a replica on a device. The step's loss is reduced with
+// the gradients and stays on the device until the runtime logs it (every log_steps): nothing else
+// of a step is copied to the host. The chief's first replica writes checkpoints and summaries
+// from host copies of its state; every few steps the replicas compare a checksum of their
+// variables.
 #include <algorithm>
-#include <cstring>
+#include <array>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "chief.h"
 #include "exit_code.h"
@@ -19,6 +27,7 @@
 #include "taas/collective/buckets.h"
 #include "taas/collective/device_collective.h"
 #include "taas/collective/in_process.h"
+#include "taas/collective/staged.h"
 #include "taas/collective/tcp_ring.h"
 #include "taas/contract/metric_names.h"
 #include "taas/crc32c/crc32c.h"
@@ -27,6 +36,8 @@ namespace taas::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using collective::BucketedAllReduce;
+using collective::BucketPiece;
 using collective::Collective;
 using collective::ReduceOp;
 
@@ -37,9 +48,33 @@ struct Failure {
   absl::Status status;
 };
 
-// Floats all-reduced (mean) after the gradients every step: the mean loss, whether any replica's
-// train() asked to stop (> 0), and the mean examples per replica.
-enum Control { kLoss, kStop, kExamples, kControlCount };
+// The host values all-reduced (mean) over the CPU group every step, beside the gradients: whether
+// any replica's train() asked to stop (> 0), and the mean examples per replica.
+enum Control { kStop, kExamples, kControlCount };
+
+// Tells a replica's all-reduce which gradients are final, as the engine's backward pass reports
+// them (MarkGradientReady): bucket tensor p of the all-reduce is the replica's fused layout's
+// p-th part, the variable registered at n - 1 - p (replica_state.h lays them out in reverse).
+class GradientNotices final : public GradientListener {
+ public:
+  void Watch(const std::vector<Variable*>& variables, BucketedAllReduce& reduce) {
+    reduce_ = &reduce;
+    for (std::size_t i = 0; i < variables.size(); ++i) {
+      variables[i]->listener = this;
+      part_of_[variables[i]] = variables.size() - 1 - i;
+    }
+  }
+  void Unwatch(const std::vector<Variable*>& variables) {
+    for (Variable* variable : variables) variable->listener = nullptr;
+  }
+  void GradientReady(const Variable& variable) override {
+    if (auto it = part_of_.find(&variable); it != part_of_.end()) reduce_->TensorReady(it->second);
+  }
+
+ private:
+  BucketedAllReduce* reduce_ = nullptr;
+  std::unordered_map<const Variable*, std::size_t> part_of_;
+};
 
 // One model replica of this worker, driven by its own thread.
 struct Replica {
@@ -47,11 +82,20 @@ struct Replica {
   std::unique_ptr<BuiltModel> built;
   Session::State session_state;
   Session session{&session_state};
-  std::vector<std::vector<std::vector<float>>> slots;  // [variable][slot][element]
-  Collective* collective = nullptr;
-  // On a device whose engine registered a collective (NCCL for CUDA): the group `collective`
-  // then points at, formed over the CPU group. Set under CollectiveTrainer::device_mu_.
-  std::unique_ptr<collective::DeviceCollective> device_collective;
+  // The optimizer's slots: one buffer per slot on the replica's device, laid out as its values.
+  std::vector<Tensor> slots;
+  // The CPU group (an in-process member, or the ring): the step's host values, start-up.
+  Collective* cpu = nullptr;
+  // What carries the device's buffers: the devices' own group, or the CPU group staged through
+  // the host. Set under CollectiveTrainer::device_mu_ (aborted from another thread).
+  std::unique_ptr<collective::DeviceCollective> device_group;
+  // The device group, or the CPU group for a replica on the host.
+  Collective* buffers = nullptr;
+  std::unique_ptr<BucketedAllReduce> reduce;
+  GradientNotices notices;
+
+  ReplicaState& state() { return *built->replica; }
+  const std::vector<Variable*>& host_variables() const { return built->state.variables; }
 };
 
 // One step of one replica, as the progress line and the chief's summaries see it.
@@ -70,17 +114,21 @@ class CollectiveTrainer {
  private:
   std::optional<Failure> BuildReplicas();
   std::optional<Failure> FormGroup();
-  // Replaces the replica's CPU group by its device's collective when every replica of the job
-  // is on such a device; each replica's thread joins at the same time.
+  // Chooses what carries the replica's buffers: its device's group when every replica of the job
+  // has one, else the CPU group (staged through the host for a replica on a device). Each
+  // replica's thread joins at the same time.
   std::optional<Failure> JoinDeviceGroup(Replica& replica);
   // A replica's whole life once the group formed: start state, steps, finish.
   std::optional<Failure> RunReplica(Replica& replica);
   // The chief's first replica loads the start state; every replica receives it.
   std::optional<Failure> ShareStartState(Replica& replica);
-  // train() -> all-reduce the gradients -> apply the update to this replica's copy.
-  std::optional<Failure> Step(Replica& replica, collective::BucketedAllReduce& reduce,
-                              StepRecord& record);
-  void Report(std::int64_t local_step, const StepRecord& record, float learning_rate,
+  // train() -> all-reduce the gradients (from within train(), as they become final) -> apply
+  // the update to this replica's copy, on its device.
+  std::optional<Failure> Step(Replica& replica, StepRecord& record);
+  // The optimizer on elements [begin, begin + count) of variable `v` (registration order).
+  absl::Status Apply(Replica& replica, std::size_t v, std::int64_t begin, std::int64_t count,
+                     std::int64_t step);
+  void Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
               ProgressWindow& window);
   std::optional<Failure> CheckVariablesAgree(Replica& replica);
   std::optional<Failure> Finish(Replica& replica, bool stopped_by_model);
@@ -103,9 +151,29 @@ class CollectiveTrainer {
   std::unique_ptr<collective::InProcessGroup> group_;  // the worker's replicas
   std::unique_ptr<ChiefSchedule> schedule_;            // the chief's first replica's
   std::unique_ptr<ChiefEvaluation> evaluation_;        // the chief's first replica's
-  std::mutex device_mu_;  // guards each replica's device_collective (set on its thread, aborted
-                          // from the failing one's)
+  std::mutex device_mu_;  // guards each replica's device_group (set on its thread, aborted from
+                          // the failing one's)
 };
+
+// The replica's loss, reduced with its gradients (or its own, in a group of one), on the host:
+// the one copy from the device a step may cost, made only when the runtime logs or summarises.
+absl::StatusOr<float> ReadLoss(ReplicaState& state) {
+  Tensor host({1});
+  TAAS_RETURN_IF_ERROR(CopyInto(state.gradients().Slice(state.loss_offset(), {1}), host));
+  return host.data()[0];
+}
+
+// Puts the step's loss beside the gradients, where the all-reduce averages it: from the device
+// when the model left it there, else from `loss` (a copy to the device, never from it).
+absl::Status PutLoss(ReplicaState& state, const StepResult& result) {
+  Tensor slot = state.gradients().Slice(state.loss_offset(), {1});
+  if (!result.device_loss) return CopyInto(Tensor({1}, std::vector<float>{result.loss}), slot);
+  if (result.device_loss->size() != 1) {
+    return absl::InvalidArgumentError("StepResult::device_loss must hold one element, got " +
+                                      ShapeString(result.device_loss->shape()));
+  }
+  return CopyInto(*result.device_loss, slot);
+}
 
 int CollectiveTrainer::Run() {
   std::optional<Failure> failure = BuildReplicas();
@@ -123,15 +191,16 @@ int CollectiveTrainer::Run() {
           if (group_) group_->Abort(failure->status);
           std::lock_guard device_lock(device_mu_);
           for (auto& r : replicas_) {
-            if (r->device_collective) r->device_collective->Abort(failure->status);
+            if (r->device_group) r->device_group->Abort(failure->status);
           }
         }
       }
+      replica.notices.Unwatch(replica.state().model_variables());
       // A device group is destroyed on its replica's thread, as the others are on theirs: NCCL's
       // destroy waits for the other ranks of the node.
       std::unique_ptr<collective::DeviceCollective> device;
       std::lock_guard device_lock(device_mu_);
-      device = std::move(replica.device_collective);
+      device = std::move(replica.device_group);
     };
     std::vector<std::thread> threads;
     for (std::size_t r = 1; r < replicas_.size(); ++r) {
@@ -158,13 +227,13 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
     replica->session_state.info = &replica->info;
     replica->session_state.logger = &ctx_.logger;
     replica->session_state.variables = &replica->built->state.variables;
-    replica->session_state.placement = replica->built->placement.get();
+    replica->session_state.replica = replica->built->replica.get();
     replicas_.push_back(std::move(replica));
   }
   // Every replica must hold the same variables, or the buckets would mix them.
-  const auto& first = replicas_[0]->built->state.variables;
+  const auto& first = replicas_[0]->host_variables();
   for (const auto& replica : replicas_) {
-    const auto& vars = replica->built->state.variables;
+    const auto& vars = replica->host_variables();
     for (std::size_t v = 0; v < std::max(vars.size(), first.size()); ++v) {
       if (v >= vars.size() || v >= first.size() || vars[v]->name != first[v]->name ||
           vars[v]->value.size() != first[v]->value.size()) {
@@ -180,10 +249,21 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
   // BuildModel validated the optimizer settings: creating it cannot fail here.
   optimizer_ = std::move(optim::CreateOptimizer(replicas_[0]->built->state.optimizer)).value();
   for (auto& replica : replicas_) {
-    for (const Variable* v : replica->built->state.variables) {
-      replica->slots.emplace_back(static_cast<std::size_t>(optimizer_->slot_count()),
-                                  std::vector<float>(static_cast<std::size_t>(v->value.size())));
+    ReplicaState& state = replica->state();
+    try {
+      for (int k = 0; k < optimizer_->slot_count(); ++k) {
+        replica->slots.emplace_back(Shape{state.elements()}, state.device());
+      }
+    } catch (const std::bad_alloc&) {
+      return Failure{FailureSource::kModel, "build_model failed",
+                     absl::ResourceExhaustedError("the optimizer's slots do not fit on " +
+                                                  DeviceName(state.device()))};
     }
+    // The buckets' tensors: the fused layout's parts in order (padding included), then the loss.
+    std::vector<std::int64_t> sizes;
+    for (std::size_t v = state.parts().size(); v-- > 0;) sizes.push_back(state.parts()[v].padded);
+    sizes.push_back(1);
+    replica->reduce = std::make_unique<BucketedAllReduce>(sizes, cfg_.allreduce_bucket_bytes);
   }
   return std::nullopt;
 }
@@ -213,52 +293,64 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
     if (!group.ok()) return Failure{FailureSource::kConfig, "invalid replicas", group.status()};
     group_ = std::move(*group);
     for (int r = 0; r < group_->members(); ++r) {
-      replicas_[static_cast<std::size_t>(r)]->collective = &group_->member(r);
+      replicas_[static_cast<std::size_t>(r)]->cpu = &group_->member(r);
     }
   } else {
-    replicas_[0]->collective = ring_.get();
+    replicas_[0]->cpu = ring_.get();
   }
   std::string devices;
   for (const auto& replica : replicas_) {
     devices += (devices.empty() ? "" : ",") + DeviceName(replica->info.device);
   }
   std::int64_t bytes = 0;
-  for (const Variable* v : replicas_[0]->built->state.variables) {
+  for (const Variable* v : replicas_[0]->host_variables()) {
     bytes += static_cast<std::int64_t>(sizeof(float)) * v->value.size();
   }
-  ctx_.logger.Info("all-reduce group formed", {{"group", replicas_[0]->collective->Describe()},
-                                               {"replicas_in_sync", info_.num_replicas_in_sync()},
-                                               {"replicas_per_worker", info_.replicas_per_worker},
-                                               {"devices", devices},
-                                               {"gradient_bytes", bytes},
-                                               {"bucket_bytes", cfg_.allreduce_bucket_bytes},
-                                               {"secs", SecondsSince(start)}});
+  ctx_.logger.Info("all-reduce group formed",
+                   {{"group", replicas_[0]->cpu->Describe()},
+                    {"replicas_in_sync", info_.num_replicas_in_sync()},
+                    {"replicas_per_worker", info_.replicas_per_worker},
+                    {"devices", devices},
+                    {"gradient_bytes", bytes},
+                    {"buckets", static_cast<std::int64_t>(replicas_[0]->reduce->buckets().size())},
+                    {"bucket_bytes", cfg_.allreduce_bucket_bytes},
+                    {"secs", SecondsSince(start)}});
   return std::nullopt;
 }
 
 std::optional<Failure> CollectiveTrainer::JoinDeviceGroup(Replica& replica) {
-  const collective::DeviceCollectiveFactory factory =
-      collective::DeviceCollectiveFor(replica.info.device.type);
+  const Device device = replica.info.device;
+  const collective::DeviceCollectiveFactory factory = collective::DeviceCollectiveFor(device.type);
   // All replicas or none: one on the host (another worker without GPUs) keeps everyone on the
   // CPU groups, which every replica can take part in.
   float on_device = factory != nullptr ? 1.0f : 0.0f;
-  absl::Status agreed =
-      replica.collective->AllReduce(std::span(&on_device, 1), ReduceOp::kSum).Wait();
-  if (!agreed.ok()) {
-    return Failure{FailureSource::kPeer, "cannot agree on the device all-reduce group", agreed};
+  if (replica.cpu->size() > 1) {
+    absl::Status agreed = replica.cpu->AllReduce(std::span(&on_device, 1), ReduceOp::kSum).Wait();
+    if (!agreed.ok()) {
+      return Failure{FailureSource::kPeer, "cannot agree on the device all-reduce group", agreed};
+    }
   }
-  if (on_device < static_cast<float>(replica.collective->size())) return std::nullopt;
-  auto joined = factory(*replica.collective,
-                        {.device = replica.info.device, .timeout_secs = cfg_.wait_timeout_secs});
-  if (!joined.ok()) {
-    return Failure{FailureSource::kPeer, "cannot form the device all-reduce group",
-                   joined.status()};
+  std::unique_ptr<collective::DeviceCollective> group;
+  if (device.is_cpu()) {
+    replica.buffers = replica.cpu;
+    return std::nullopt;
+  }
+  if (on_device < static_cast<float>(replica.cpu->size()) || replica.cpu->size() == 1) {
+    // A group of one reduces nothing; a mixed job's device replicas copy through the host.
+    group = collective::StageThroughHost(*replica.cpu, device);
+  } else {
+    auto joined = factory(*replica.cpu, {.device = device, .timeout_secs = cfg_.wait_timeout_secs});
+    if (!joined.ok()) {
+      return Failure{FailureSource::kPeer, "cannot form the device all-reduce group",
+                     joined.status()};
+    }
+    group = std::move(*joined);
   }
   std::lock_guard lock(device_mu_);
-  replica.device_collective = std::move(*joined);
-  replica.collective = replica.device_collective.get();
+  replica.device_group = std::move(group);
+  replica.buffers = replica.device_group.get();
   if (IsChief(replica)) {
-    ctx_.logger.Info("device all-reduce group formed", {{"group", replica.collective->Describe()}});
+    ctx_.logger.Info("device all-reduce group formed", {{"group", replica.buffers->Describe()}});
   }
   return std::nullopt;
 }
@@ -266,26 +358,22 @@ std::optional<Failure> CollectiveTrainer::JoinDeviceGroup(Replica& replica) {
 std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
   if (auto failure = JoinDeviceGroup(replica)) return failure;
   if (auto failure = ShareStartState(replica)) return failure;
-  std::vector<std::int64_t> sizes;
-  for (const Variable* v : replica.built->state.variables) sizes.push_back(v->value.size());
-  sizes.push_back(kControlCount);
-  collective::BucketedAllReduce reduce(sizes, cfg_.allreduce_bucket_bytes);
+  replica.notices.Watch(replica.state().model_variables(), *replica.reduce);
   ProgressWindow window;
   std::int64_t local_step = 0;
   while (replica.session_state.global_step < info_.max_steps) {
     StepRecord record;
     replica.session_state.local_step = local_step;
-    if (auto failure = Step(replica, reduce, record)) return failure;
+    if (auto failure = Step(replica, record)) return failure;
     ++local_step;
     const std::int64_t step = replica.session_state.global_step;
     if (Reports(replica)) {
       SetGlobalStep(step);
-      Report(local_step, record, replica.session_state.learning_rate, window);
+      Report(replica, local_step, record, window);
     }
     if (IsChief(replica)) {
-      StepResult result = record.result;
-      result.loss = record.control[kLoss];
-      schedule_->AfterStep(step, result, record.times.examples);
+      schedule_->AfterStep(
+          step, record.times.examples, [&] { return ReadLoss(replica.state()); }, record.result);
       absl::Status evaluated = evaluation_->AfterStep(step);
       if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
     }
@@ -301,49 +389,66 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
 }
 
 std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
-  const std::vector<Variable*>& vars = replica.built->state.variables;
+  ReplicaState& state = replica.state();
+  const std::vector<Variable*>& vars = replica.host_variables();
   std::int64_t step = 0;
   if (IsChief(replica)) {
     std::error_code ec;
     std::filesystem::create_directories(info_.model_dir, ec);
     std::filesystem::remove(std::filesystem::path(info_.model_dir) / contract::kTrainingDoneFile,
                             ec);
-    auto state = LoadTrainingState(ctx_, *replica.built, replica.session, replica.session_state,
+    auto start = LoadTrainingState(ctx_, *replica.built, replica.session, replica.session_state,
                                    optimizer_->slot_count(), /*first_time=*/true, 0);
-    if (!state.ok()) {
-      return Failure{FailureSource::kData, "cannot load the start state", state.status()};
+    if (!start.ok()) {
+      return Failure{FailureSource::kData, "cannot load the start state", start.status()};
     }
     for (std::size_t v = 0; v < vars.size(); ++v) {
-      std::copy(state->values[v].begin(), state->values[v].end(), vars[v]->value.data());
+      std::copy(start->values[v].begin(), start->values[v].end(), vars[v]->value.values().begin());
     }
-    replica.slots = std::move(state->slots);
-    step = state->global_step;
-    schedule_ = std::make_unique<ChiefSchedule>(ctx_, vars, *optimizer_,
+    state.ValuesChangedOnHost();
+    absl::Status placed = state.ValuesToDevice();
+    for (std::size_t k = 0; k < replica.slots.size() && placed.ok(); ++k) {
+      Tensor host({state.elements()});
+      for (std::size_t v = 0; v < vars.size(); ++v) {
+        const auto& values = start->slots[v][k];
+        std::copy(values.begin(), values.end(), host.values().begin() + state.parts()[v].offset);
+      }
+      placed = CopyInto(host, replica.slots[k]);
+    }
+    if (!placed.ok()) {
+      return Failure{FailureSource::kData, "cannot place the start state", placed};
+    }
+    step = start->global_step;
+    schedule_ = std::make_unique<ChiefSchedule>(ctx_, vars, state, *optimizer_,
                                                 [this, &replica](std::int64_t global_step) {
                                                   return SaveCheckpoint(replica, global_step);
                                                 });
-    schedule_->Start(step, state->from_checkpoint ? step : -1);
+    schedule_->Start(step, start->from_checkpoint ? step : -1);
     evaluation_ = std::make_unique<ChiefEvaluation>(ctx_, *replica.built->model, replica.session,
                                                     replica.session_state);
     evaluation_->Start(step);
   }
-  // Everything in flight at once, then waited for: the step, every variable, every slot.
-  std::vector<collective::Handle> handles;
-  Collective& group = *replica.collective;
-  handles.push_back(group.Broadcast(std::as_writable_bytes(std::span(&step, 1)), 0));
-  for (std::size_t v = 0; v < vars.size(); ++v) {
-    handles.push_back(group.Broadcast(collective::AsBytes(vars[v]->value.values()), 0));
-    for (auto& slot : replica.slots[v]) {
-      handles.push_back(group.Broadcast(collective::AsBytes(slot), 0));
+  if (replica.cpu->size() > 1) {
+    // Everything in flight at once, then waited for: the step (a host value), the values and
+    // every slot (device buffers).
+    std::vector<collective::Handle> handles;
+    handles.push_back(replica.cpu->Broadcast(std::as_writable_bytes(std::span(&step, 1)), 0));
+    const auto elements = static_cast<std::size_t>(state.elements());
+    handles.push_back(
+        replica.buffers->Broadcast(collective::AsBytes({state.values().data(), elements}), 0));
+    for (Tensor& slot : replica.slots) {
+      handles.push_back(
+          replica.buffers->Broadcast(collective::AsBytes({slot.data(), elements}), 0));
     }
-  }
-  absl::Status shared;
-  for (const auto& handle : handles) {
-    absl::Status status = handle.Wait();
-    if (shared.ok()) shared = status;
-  }
-  if (!shared.ok()) {
-    return Failure{FailureSource::kPeer, "cannot share the start state from the chief", shared};
+    absl::Status shared;
+    for (const auto& handle : handles) {
+      absl::Status status = handle.Wait();
+      if (shared.ok()) shared = status;
+    }
+    if (!shared.ok()) {
+      return Failure{FailureSource::kPeer, "cannot share the start state from the chief", shared};
+    }
+    if (!IsChief(replica)) state.ValuesChangedOnDevice();
   }
   replica.session_state.global_step = step;
   if (Reports(replica)) {
@@ -355,19 +460,21 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
   return std::nullopt;
 }
 
-std::optional<Failure> CollectiveTrainer::Step(Replica& replica,
-                                               collective::BucketedAllReduce& reduce,
-                                               StepRecord& record) {
-  Session::State& state = replica.session_state;
-  const std::vector<Variable*>& vars = replica.built->state.variables;
-  const std::int64_t step = state.global_step;
-  state.learning_rate = optimizer_->LearningRate(step);
+std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& record) {
+  Session::State& session = replica.session_state;
+  ReplicaState& state = replica.state();
+  const std::int64_t step = session.global_step;
+  session.learning_rate = optimizer_->LearningRate(step);
+  const bool reduces = replica.cpu->size() > 1;
   const auto start = Clock::now();
   const double cpu_start = ThreadCpuSeconds();
-  // On a device: this replica's values go there first, the gradients come back for the host's
-  // all-reduce and update.
-  VariablePlacement* placement = replica.built->placement.get();
-  absl::Status trained = ValuesToDevice(placement);
+  absl::Status trained = absl::OkStatus();
+  if (reduces) {
+    trained = replica.reduce->Begin(
+        *replica.buffers,
+        {state.gradients().data(), static_cast<std::size_t>(state.loss_offset() + 1)},
+        ReduceOp::kMean);
+  }
   if (trained.ok()) {
     trained = CallModel("train()", [&] {
       record.result = replica.built->model->train(replica.session);
@@ -375,75 +482,108 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica,
     });
   }
   if (trained.ok()) trained = record.result.error;
-  if (trained.ok()) trained = GradientsToHost(placement);
-  if (!trained.ok()) return Failure{FailureSource::kModel, "train() failed", trained};
+  if (trained.ok()) trained = state.CheckViews();
+  if (trained.ok()) trained = PutLoss(state, record.result);
+  if (!trained.ok()) {
+    // Buckets issued from within train() are awaited before the buffer may be reused.
+    if (reduces) (void)replica.reduce->Finish([](const BucketPiece&) { return absl::OkStatus(); });
+    return Failure{FailureSource::kModel, "train() failed", trained};
+  }
   record.times.train_secs = SecondsSince(start);
   record.times.train_cpu_secs = ThreadCpuSeconds() - cpu_start;
   const std::int64_t examples =
       record.result.examples > 0 ? record.result.examples : replica.built->state.batch_size;
-
-  const std::array<float, kControlCount> control = {
-      record.result.loss, record.result.stop ? 1.0f : 0.0f, static_cast<float>(examples)};
-  std::vector<std::span<const float>> tensors;
-  for (const Variable* v : vars) tensors.push_back(v->gradient.values());
-  tensors.push_back(control);
-  // Each bucket's variables are updated as soon as it arrives, while later buckets travel.
-  std::vector<std::span<float>> slots;
-  double apply_secs = 0;
+  record.control = {record.result.stop ? 1.0f : 0.0f, static_cast<float>(examples)};
   const auto comm_start = Clock::now();
-  absl::Status reduced = reduce.Run(
-      *replica.collective, tensors, ReduceOp::kMean,
-      [&](const collective::BucketPiece& piece, std::span<const float> mean) {
-        const auto offset = static_cast<std::size_t>(piece.tensor_offset);
-        if (piece.tensor == vars.size()) {
-          std::copy(mean.begin(), mean.end(), record.control.begin() + offset);
-          return;
-        }
-        const auto apply_start = Clock::now();
-        slots.clear();
-        for (auto& slot : replica.slots[piece.tensor]) {
-          slots.push_back(std::span<float>(slot).subspan(offset, mean.size()));
-        }
-        optimizer_->Apply(vars[piece.tensor]->value.values().subspan(offset, mean.size()), mean,
-                          slots, step);
-        apply_secs += SecondsSince(apply_start);
-      });
-  if (!reduced.ok()) {
-    return Failure{FailureSource::kPeer, "all-reduce of the gradients failed", reduced};
+  // The host values travel over the CPU group while the last buckets do.
+  collective::Handle control =
+      reduces ? replica.cpu->AllReduce(record.control, ReduceOp::kMean) : collective::Handle();
+  const std::size_t variables = state.parts().size();
+  double apply_secs = 0;
+  const auto apply = [&](const BucketPiece& piece) -> absl::Status {
+    if (piece.tensor >= variables) return absl::OkStatus();  // the loss
+    const std::size_t v = variables - 1 - piece.tensor;
+    const std::int64_t end = std::min(piece.tensor_offset + piece.size, state.parts()[v].size);
+    if (end <= piece.tensor_offset) return absl::OkStatus();  // the part's padding
+    const auto apply_start = Clock::now();
+    absl::Status applied = Apply(replica, v, piece.tensor_offset, end - piece.tensor_offset, step);
+    apply_secs += SecondsSince(apply_start);
+    return applied;
+  };
+  absl::Status reduced = absl::OkStatus();
+  if (reduces) {
+    reduced = replica.reduce->Finish(apply);
+  } else {
+    for (std::size_t v = 0; v < variables && reduced.ok(); ++v) {
+      reduced = Apply(replica, v, 0, state.parts()[v].size, step);
+    }
   }
+  absl::Status controlled = control.Wait();
+  if (reduced.ok()) reduced = controlled;
+  if (!reduced.ok()) {
+    const bool model = reduced.code() == absl::StatusCode::kInvalidArgument;
+    return Failure{model ? FailureSource::kModel : FailureSource::kPeer,
+                   model ? "the update failed" : "all-reduce of the gradients failed", reduced};
+  }
+  state.ValuesChangedOnDevice();
   record.times.comm_secs = SecondsSince(comm_start) - apply_secs;
   record.times.examples = static_cast<std::int64_t>(
       record.control[kExamples] * static_cast<float>(info_.replicas_per_worker) + 0.5f);
-  state.global_step = step + 1;
+  session.global_step = step + 1;
   return std::nullopt;
 }
 
-void CollectiveTrainer::Report(std::int64_t local_step, const StepRecord& record,
-                               float learning_rate, ProgressWindow& window) {
+absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int64_t begin,
+                                      std::int64_t count, std::int64_t step) {
+  ReplicaState& state = replica.state();
+  const std::int64_t offset = state.parts()[v].offset + begin;
+  Tensor var = state.values().Slice(offset, {count});
+  const Tensor grad = state.gradients().Slice(offset, {count});
+  std::array<Tensor, 2> slots;
+  std::array<Tensor*, 2> slot_pointers{};
+  for (std::size_t k = 0; k < replica.slots.size(); ++k) {
+    slots[k] = replica.slots[k].Slice(offset, {count});
+    slot_pointers[k] = &slots[k];
+  }
+  return optimizer_->ApplyTensors(state.model_variables()[v]->name, var, grad,
+                                  std::span(slot_pointers.data(), replica.slots.size()), step);
+}
+
+void CollectiveTrainer::Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
+                               ProgressWindow& window) {
   window.Add(record.times);
-  ctx_.gauges->Set(contract::kLossMetric, record.control[kLoss]);
-  ctx_.gauges->Set(contract::kLearningRateMetric, learning_rate);
+  ctx_.gauges->Set(contract::kLearningRateMetric, replica.session_state.learning_rate);
   if (local_step % cfg_.log_steps != 0) return;
   const ProgressWindow::Summary w = window.Close();
   ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
+  absl::StatusOr<float> loss = ReadLoss(replica.state());
+  if (!loss.ok()) {
+    ctx_.logger.Warning("cannot read the loss", {{"error", loss.status().ToString()}});
+    return;
+  }
+  ctx_.gauges->Set(contract::kLossMetric, *loss);
   ctx_.logger.Info("training", {{"step", local_step},
                                 {"global_step", static_cast<std::int64_t>(ctx_.global_step)},
-                                {"loss", static_cast<double>(record.control[kLoss])},
+                                {"loss", static_cast<double>(*loss)},
                                 {"sec_per_batch", w.sec_per_batch},
                                 {"comm_fraction", w.comm_fraction},
                                 {"train_secs", w.train_secs},
                                 {"train_cpu_secs", w.train_cpu_secs},
+                                {"buckets_during_train", replica.reduce->issued_early()},
                                 {"examples_per_sec", w.examples_per_sec}});
 }
 
 std::optional<Failure> CollectiveTrainer::CheckVariablesAgree(Replica& replica) {
+  if (absl::Status copied = replica.state().ValuesToHost(); !copied.ok()) {
+    return Failure{FailureSource::kModel, "cannot read the variables", copied};
+  }
   std::uint32_t mine = 0;
-  for (const Variable* v : replica.built->state.variables) {
-    mine = crc32c::Extend(mine, v->value.data(),
+  for (const Variable* v : replica.host_variables()) {
+    mine = crc32c::Extend(mine, v->value.values().data(),
                           static_cast<std::size_t>(v->value.size()) * sizeof(float));
   }
   std::uint32_t chiefs = mine;
-  Collective& group = *replica.collective;
+  Collective& group = *replica.cpu;
   absl::Status status = group.Broadcast(std::as_writable_bytes(std::span(&chiefs, 1)), 0).Wait();
   float differing = chiefs == mine ? 0.0f : 1.0f;
   if (status.ok()) status = group.AllReduce(std::span(&differing, 1), ReduceOp::kSum).Wait();
@@ -480,7 +620,7 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
     if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
   }
   if (!Reports(replica)) return std::nullopt;
-  absl::Status after = ValuesToDevice(replica.built->placement.get());
+  absl::Status after = replica.state().Synchronize();
   if (after.ok())
     after = CallModel("after_train()", [&] {
       replica.built->model->after_train(replica.session, info_.is_chief);
@@ -492,18 +632,28 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
 }
 
 absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t global_step) {
-  TrainingState state;
-  state.global_step = global_step;
-  for (const Variable* v : replica.built->state.variables) {
+  ReplicaState& state = replica.state();
+  TAAS_RETURN_IF_ERROR(state.ValuesToHost());
+  TrainingState training;
+  training.global_step = global_step;
+  for (const Variable* v : replica.host_variables()) {
     auto values = v->value.values();
-    state.values.emplace_back(values.begin(), values.end());
+    training.values.emplace_back(values.begin(), values.end());
   }
-  state.slots = replica.slots;
+  training.slots.resize(training.values.size());
+  for (const Tensor& slot : replica.slots) {
+    Tensor host({state.elements()});
+    TAAS_RETURN_IF_ERROR(CopyInto(slot, host));
+    for (std::size_t v = 0; v < training.values.size(); ++v) {
+      const auto begin = host.values().begin() + state.parts()[v].offset;
+      training.slots[v].emplace_back(begin, begin + state.parts()[v].size);
+    }
+  }
   const auto start = Clock::now();
   TAAS_ASSIGN_OR_RETURN(
       std::string path,
       checkpoint::Save(info_.model_dir, global_step,
-                       CheckpointEntries(replica.built->state.variables, std::move(state)),
+                       CheckpointEntries(replica.host_variables(), std::move(training)),
                        cfg_.keep_checkpoints));
   ctx_.logger.Info(
       "saved checkpoint",

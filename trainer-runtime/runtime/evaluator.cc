@@ -48,6 +48,7 @@ int RunEvaluator(Context& ctx) {
   state.info = &info;
   state.logger = &ctx.logger;
   state.variables = &built.state.variables;
+  state.replica = built.replica.get();
   Session session(&state);
   std::unique_ptr<summary::EventWriter> events;
 
@@ -79,7 +80,8 @@ int RunEvaluator(Context& ctx) {
         ctx.global_step = c.global_step;
         const auto start = std::chrono::steady_clock::now();
         std::map<std::string, double> results;
-        absl::Status s = ValuesToDevice(built.placement.get());
+        built.replica->ValuesChangedOnHost();
+        absl::Status s = built.replica->ValuesToDevice();
         if (s.ok())
           s = CallModel("evaluate()", [&] {
             results = built.model->evaluate(session);

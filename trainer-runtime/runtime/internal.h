@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "placement.h"
+#include "replica_state.h"
 #include "taas/config/config.h"
 #include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
@@ -35,10 +35,9 @@ struct Session::State {
   std::int64_t global_step = 0;
   std::int64_t local_step = 0;
   float learning_rate = 0.0f;
-  const std::vector<Variable*>* variables = nullptr;  // the model's registered variables
-  // The replica's variables on its device (nullptr on the host): values go there before the
-  // model runs.
-  runtime::VariablePlacement* placement = nullptr;
+  const std::vector<Variable*>* variables = nullptr;  // the registered variables, on the host
+  // Where the replica's variables live (replica_state.h).
+  runtime::ReplicaState* replica = nullptr;
 };
 
 namespace runtime {
@@ -71,6 +70,10 @@ int RunEvaluator(Context& ctx);
 // given, also appends each model replica's {device, name} labels for the device info metric.
 std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
                                     std::vector<metrics::Gauges::Labels>* reported = nullptr);
+// The second half of that: readies the devices of `choice` (non-empty) and sets `cfg` from them.
+std::string PrepareDevices(config::RuntimeConfig& cfg, const config::DeviceChoice& choice,
+                           const Logger& logger,
+                           std::vector<metrics::Gauges::Labels>* reported = nullptr);
 // Lowers this process's CPU priority to the configured evaluator_nice (never raises it), before
 // any thread starts, so every thread of the evaluator inherits it. Returns the nice value now.
 int YieldCoresToTraining(const config::RuntimeConfig& config, const Logger& logger);
@@ -82,9 +85,9 @@ struct BuiltModel {
   std::unique_ptr<DistModel> model;
   ModelBuilder::State state;
   std::atomic<std::int64_t> global_step{0};
-  // On a device (info.device is not the host): the model's variables there, and the host mirrors
-  // that state.variables points at (placement.h).
-  std::unique_ptr<VariablePlacement> placement;
+  // The replica's variables in fused buffers on its device, and what state.variables points at
+  // (the model's own variables on the host, host mirrors of them for a device: replica_state.h).
+  std::unique_ptr<ReplicaState> replica;
 };
 absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info);
 

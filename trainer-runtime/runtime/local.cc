@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<LocalModel>> LocalModel::Build(ModelFactory facto
   impl->session_state.info = &impl->config.info;
   impl->session_state.logger = &impl->ctx.logger;
   impl->session_state.variables = &impl->built->state.variables;
+  impl->session_state.replica = impl->built->replica.get();
   impl->session_state.learning_rate = impl->optimizer->LearningRate(0);
   return std::unique_ptr<LocalModel>(new LocalModel(std::move(impl)));
 }
@@ -95,6 +96,11 @@ absl::Status LocalModel::RestoreCheckpoint(const std::string& model_dir) {
 }
 
 int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log) {
+  return RunLocalTraining(flags, std::move(factory), log, {});
+}
+
+int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log,
+                     const std::vector<Device>& devices) {
   using runtime::FailureSource;
   runtime::Context ctx;
   ctx.logger = Logger(log != nullptr ? log : stdout).With({{"role", "local"}});
@@ -115,9 +121,12 @@ int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory
     // The CPU unless --device=cuda asks for the visible GPUs (one replica each): a local run gives
     // the same results wherever it runs unless told otherwise.
     if (config->device_setting.empty()) config->device_setting = "cpu";
-    const std::string devices = runtime::ChooseAndPrepareDevices(*config, ctx.logger);
+    const std::string described =
+        devices.empty()
+            ? runtime::ChooseAndPrepareDevices(*config, ctx.logger)
+            : runtime::PrepareDevices(*config, {devices, "chosen by the caller"}, ctx.logger);
     if (config->devices.empty()) return kExitBadConfig;
-    ctx.logger.Info("local run", {{"devices", devices},
+    ctx.logger.Info("local run", {{"devices", described},
                                   {"replicas_per_worker", config->info.replicas_per_worker}});
     metrics::Gauges gauges;
     ctx.config = &*config;

@@ -71,16 +71,30 @@ int RunParameterServer(Context& ctx) {
 std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
                                     std::vector<metrics::Gauges::Labels>* reported) {
   DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
-  auto choice = config::ChooseDevices(cfg, cuda != nullptr ? cuda->DeviceCount() : -1);
+  absl::StatusOr<int> cuda_devices = cuda != nullptr ? cuda->DeviceCount() : -1;
+  if (!cuda_devices.ok()) {
+    Exit(logger, 0, FailureSource::kConfig, "cannot count the CUDA devices", cuda_devices.status());
+    return "";
+  }
+  auto choice = config::ChooseDevices(cfg, *cuda_devices);
   if (!choice.ok()) {
     Exit(logger, 0, FailureSource::kConfig, "no device for the model replicas", choice.status());
     return "";
   }
+  return PrepareDevices(cfg, *choice, logger, reported);
+}
+
+std::string PrepareDevices(config::RuntimeConfig& cfg, const config::DeviceChoice& choice,
+                           const Logger& logger, std::vector<metrics::Gauges::Labels>* reported) {
   std::string line;
-  for (const Device& device : choice->devices) {
+  for (const Device& device : choice.devices) {
     std::string described = DeviceName(device);
     if (!device.is_cpu()) {
-      auto prepared = MemoryFor(device.type)->Prepare(device);
+      DeviceMemory* memory = MemoryFor(device.type);
+      auto prepared = memory != nullptr
+                          ? memory->Prepare(device)
+                          : absl::StatusOr<std::string>(absl::FailedPreconditionError(
+                                DeviceName(device) + ": no engine for it is part of this binary"));
       if (!prepared.ok()) {
         Exit(logger, 0, FailureSource::kConfig, "device cannot be used", prepared.status());
         return "";
@@ -100,13 +114,13 @@ std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& lo
       line += (line.empty() ? "" : "; ") + described;
     }
   }
-  cfg.devices = choice->devices;
+  cfg.devices = choice.devices;
   cfg.info.device = cfg.devices.front();
   if (cfg.info.strategy == Strategy::kCollective && cfg.info.role != Role::kEvaluator &&
       cfg.info.role != Role::kPs) {
     cfg.info.replicas_per_worker = static_cast<int>(cfg.devices.size());
   }
-  return line + " (" + choice->chosen_by + ")";
+  return line + " (" + choice.chosen_by + ")";
 }
 
 // Everything after the configuration: metrics, then the role's driver.

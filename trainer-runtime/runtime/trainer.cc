@@ -81,13 +81,13 @@ class Trainer {
         client_(ps_addresses, ClientOptions(*ctx.config), ctx.logger),
         patience_(ctx.logger, cfg_.wait_timeout_secs),
         session_(&session_state_),
-        schedule_(ctx, vars_, *optimizer_,
+        schedule_(ctx, vars_, *built.replica, *optimizer_,
                   [this](std::int64_t step) { return SaveCheckpoint(step); }),
         evaluation_(ctx, *built.model, session_, session_state_) {
     session_state_.info = &info_;
     session_state_.logger = &ctx_.logger;
     session_state_.variables = &vars_;
-    session_state_.placement = built.placement.get();
+    session_state_.replica = built.replica.get();
   }
 
   int Run();
@@ -130,7 +130,7 @@ class Trainer {
   // checkpoints; the global step after it.
   std::int64_t Record(const Step& step);
   void SetGlobalStep(std::int64_t global_step);
-  void LogProgress(std::int64_t global_step, float loss);
+  void LogProgress(std::int64_t global_step, const StepResult& result);
 
   std::vector<ps::ParamBuffers> Buffers() const {
     std::vector<ps::ParamBuffers> out;
@@ -347,6 +347,7 @@ Trainer::Outcome Trainer::PullVariables(std::optional<ps::PullInfo>& refreshed, 
   step.pull_secs = SecondsSince(pull_start);
   if (!pulled.ok()) return PullFailed(pulled.status());
   step.pulled = std::move(*pulled);
+  built_.replica->ValuesChangedOnHost();
   if (info_.is_chief && !incarnations_.empty()) {
     for (std::size_t p = 0; p < incarnations_.size(); ++p) {
       if (incarnations_[p] != step.pulled.incarnations[p]) {
@@ -387,8 +388,9 @@ Trainer::Outcome Trainer::Train(Step& step) {
   session_state_.learning_rate = optimizer_->LearningRate(step.pulled.global_step);
   step.start = Clock::now();
   const double train_cpu_start = ThreadCpuSeconds();
-  // On a device: the pulled values go there first, the gradients come back for the push.
-  absl::Status trained = ValuesToDevice(built_.placement.get());
+  // On a device: the pulled values go there first (one copy), the gradients come back for the
+  // push (one copy).
+  absl::Status trained = built_.replica->ValuesToDevice();
   if (trained.ok()) {
     trained = CallModel("train()", [&] {
       step.result = built_.model->train(session_);
@@ -396,7 +398,8 @@ Trainer::Outcome Trainer::Train(Step& step) {
     });
   }
   if (trained.ok()) trained = step.result.error;
-  if (trained.ok()) trained = GradientsToHost(built_.placement.get());
+  if (trained.ok()) trained = built_.replica->CheckViews();
+  if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
   step.times.train_secs = SecondsSince(step.start);
@@ -435,11 +438,11 @@ std::int64_t Trainer::Record(const Step& step) {
   const std::int64_t global_step = std::max(step.pushed.global_step, step.pulled.global_step);
   SetGlobalStep(global_step);
   window_.Add(step.times);
-  ctx_.gauges->Set(contract::kLossMetric, step.result.loss);
   ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
-  if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result.loss);
+  if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result);
   if (info_.is_chief) {
-    schedule_.AfterStep(global_step, step.result, step.times.examples);
+    schedule_.AfterStep(
+        global_step, step.times.examples, [&] { return HostLoss(step.result); }, step.result);
   }
   return global_step;
 }
@@ -451,9 +454,14 @@ void Trainer::SetGlobalStep(std::int64_t global_step) {
   ctx_.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(global_step));
 }
 
-void Trainer::LogProgress(std::int64_t global_step, float loss) {
+void Trainer::LogProgress(std::int64_t global_step, const StepResult& result) {
   const ProgressWindow::Summary w = window_.Close();
   ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
+  absl::StatusOr<float> read = HostLoss(result);
+  if (!read.ok())
+    ctx_.logger.Warning("cannot read the loss", {{"error", read.status().ToString()}});
+  const float loss = read.value_or(0.0f);
+  ctx_.gauges->Set(contract::kLossMetric, loss);
   ctx_.logger.Info("training", {{"step", local_step_},
                                 {"global_step", global_step},
                                 {"loss", static_cast<double>(loss)},
@@ -474,7 +482,8 @@ int Trainer::Finish(bool chief_stop) {
     // Best effort: the final values for after_train (the PS may already be gone).
     auto pulled = client_.Pull(placement_, Buffers(), 10);
     if (pulled.ok()) session_state_.global_step = pulled->global_step;
-    absl::Status s = ValuesToDevice(built_.placement.get());
+    built_.replica->ValuesChangedOnHost();
+    absl::Status s = built_.replica->ValuesToDevice();
     if (s.ok())
       s = CallModel("after_train()", [&] {
         built_.model->after_train(session_, false);
@@ -493,6 +502,7 @@ int Trainer::Finish(bool chief_stop) {
     return Fail(FailureSource::kPeer, "cannot fetch the final variables", pulled.status());
   }
   session_state_.global_step = pulled->global_step;
+  built_.replica->ValuesChangedOnHost();
   if (pulled->global_step != schedule_.last_checkpoint_step()) {
     // A snapshot that lost its PS is transient; a checkpoint that cannot be written is not.
     absl::Status s = SaveCheckpoint(pulled->global_step);
@@ -501,7 +511,7 @@ int Trainer::Finish(bool chief_stop) {
   MarkTrainingDone(info_, pulled->global_step);
   absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);
   if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
-  absl::Status after = ValuesToDevice(built_.placement.get());
+  absl::Status after = built_.replica->ValuesToDevice();
   if (after.ok())
     after = CallModel("after_train()", [&] {
       built_.model->after_train(session_, true);

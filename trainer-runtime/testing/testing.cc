@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -152,6 +153,15 @@ struct Recording {
   int models = 0;
 };
 
+// A step's loss: `loss`, or device_loss copied to the host (a test may wait for the device); NaN
+// when that copy fails.
+float LossOf(const StepResult& result) {
+  if (!result.device_loss) return result.loss;
+  Tensor host({1});
+  return CopyInto(*result.device_loss, host).ok() ? host.data()[0]
+                                                  : std::numeric_limits<float>::quiet_NaN();
+}
+
 // The user's model, unchanged, with its first replica's results recorded.
 class Recorder final : public DistModel {
  public:
@@ -162,7 +172,7 @@ class Recorder final : public DistModel {
   InitFn get_init_fn() override { return inner_->get_init_fn(); }
   StepResult train(Session& session) override {
     StepResult result = inner_->train(session);
-    if (records_) recording_->losses.push_back(result.loss);
+    if (records_) recording_->losses.push_back(LossOf(result));
     return result;
   }
   std::map<std::string, double> evaluate(Session& session) override {

@@ -1,8 +1,9 @@
 // The two Fashion-MNIST networks, shared by the distributed examples and the benchmark.
 //
-// - Mlp: 784-500-10 with ReLU, L2 1e-4 on the kernels, truncated-normal(0.1) kernels and 0.1
-//   biases, SGD with exponential decay and moving averages for evaluation (TensorFlow's classic
-//   MNIST tutorial network).
+// - Mlp: 784-500-10 with ReLU, L2 on the kernels (TensorFlow 1's l2_regularizer(1e-4), the layers'
+//   kernel_regularizer L2(5e-5)), truncated-normal(0.1) kernels and 0.1 biases, SGD with
+//   exponential decay and moving averages for evaluation (TensorFlow's classic MNIST tutorial
+//   network).
 // - Cnn: Conv32 3x3 - MaxPool 2 - Conv64 3x3 - MaxPool 2 - Conv64 3x3 - Flatten - Dense64 -
 //   Dense10, ReLU, Glorot-uniform kernels and zero biases, Adam (the Keras ConvNet).
 //
@@ -37,9 +38,13 @@ class Model {
 
   // Variables in a stable order with unique names ("conv1/kernel", "conv1/bias", ...).
   std::vector<Variable*> variables() { return network_.variables(); }
-  // Forward and backward on one batch: overwrites every variable's gradient (L2 included).
-  // InvalidArgument for a batch whose images do not fit the network or whose labels the loss
-  // refuses (the error names the layer or the row).
+  // Forward and backward on one batch, on the device its images are on, without waiting for the
+  // device: overwrites every variable's gradient (the layers' L2 included) and returns the loss's
+  // statistics there (nn::SoftmaxCrossEntropy::Compute's: [kLossMean] the mean cross-entropy plus
+  // the L2 term), valid until the next call. InvalidArgument for a batch whose images do not fit
+  // the network or whose labels the loss refuses (the error names the layer or the row).
+  absl::StatusOr<Tensor*> Step(const data::Batch& batch);
+  // The same, its statistics brought to the host (waits for the device).
   absl::StatusOr<BatchStats> TrainStep(const data::Batch& batch);
   // Forward only, in inference mode.
   absl::StatusOr<BatchStats> Evaluate(const data::Batch& batch);
@@ -58,8 +63,6 @@ class Model {
   Model() = default;
   nn::ComputeContext context_;
   nn::Sequential network_;
-  std::vector<Variable*> regularized_;  // kernels under L2
-  float l2_scale_ = 0.0f;
 
  private:
   nn::SoftmaxCrossEntropy loss_;

@@ -15,7 +15,8 @@
 // peer was lost (a restart can help); any other code means the group was misused or misbuilt.
 //
 // Backends: the TCP ring across processes (tcp_ring.h), in-process groups for several model
-// replicas inside one worker (in_process.h), NCCL (the GPU issue) behind this same interface.
+// replicas inside one worker (in_process.h), and groups over a device's memory
+// (device_collective.h: NCCL for CUDA, the test device's) behind this same interface.
 #pragma once
 
 #include <condition_variable>
@@ -82,6 +83,12 @@ class Collective {
 
   // Copies `data` of member `root` into `data` on every other member, byte for byte.
   virtual Handle Broadcast(std::span<std::byte> data, int root) = 0;
+
+  // Orders the work that this member's device does after this call (its next kernels) after the
+  // operation of `handle`. A backend that runs operations on the device's own queue (NCCL on the
+  // compute stream) returns at once, without waiting on the host: a failure then fails a later
+  // operation. The others wait for the operation here and return its result (the default).
+  virtual absl::Status AwaitOnDevice(const Handle& handle) { return handle.Wait(); }
 
   // Returns once every member has called it (or the wait failed).
   absl::Status Barrier();

@@ -11,8 +11,10 @@
 
 namespace taas::collective {
 
-// A member of a group on devices: the collective.h contract, with buffers in the member's
-// device memory or on the host (each backend says how it moves them).
+// A member of a group on devices: the collective.h contract, with buffers in the member's device
+// memory, used in place (a backend may also take host buffers: each says how it moves them).
+// Operations on device memory read their buffer after the work enqueued on the device before the
+// call; AwaitOnDevice orders the device's later work after them.
 class DeviceCollective : public Collective {
  public:
   // Fails every waiting and later operation with `status`, and ends what is in flight on the
@@ -26,8 +28,8 @@ struct DeviceCollectiveOptions {
 };
 
 // Forms this member's device collective over `cpu`, a group of the same members that already
-// works (it carries what the device group needs to form, and is used only during the call).
-// Every member calls it from its own thread at the same time.
+// works (it carries what the device group needs to form; a backend may keep using it, so it
+// outlives the device collective). Every member calls it from its own thread at the same time.
 using DeviceCollectiveFactory = absl::StatusOr<std::unique_ptr<DeviceCollective>> (*)(
     Collective& cpu, const DeviceCollectiveOptions& options);
 

@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -146,8 +147,11 @@ class Session {
   std::int64_t local_step() const;
   // The optimizer's learning rate at global_step().
   float learning_rate() const;
-  // The variables build_model registered, in registration order, holding the values this call
-  // sees (an init fn may set them: a warm start, taas/runtime/warm_start.h).
+  // The variables build_model registered, in registration order, on the host: an init fn may set
+  // them (a warm start, taas/runtime/warm_start.h), and evaluate() and after_train() see the
+  // current values in them. For a replica on a device these are host copies of the model's
+  // variables (which stay on the device), not updated during train(): a model computes on its
+  // own variables.
   const std::vector<Variable*>& variables() const;
   const Logger& logger() const;
 
@@ -162,6 +166,14 @@ struct StepResult {
   bool stop = false;          // Ask the runtime to end training (this replica; the chief ends it
                               // for all).
   std::map<std::string, float> scalars;  // Extra TensorBoard scalars (chief writes them).
+  // A model on a device leaves its loss there, so that a step never waits for the device: a
+  // one-element tensor on the replica's device (usually a view, Tensor::Slice, of the model's
+  // own buffer, such as nn::SoftmaxCrossEntropy::Compute's), valid until the next train() call.
+  // When set, `loss` is not read. The runtime copies it to the host only when it logs (every
+  // log_steps) or the chief writes summaries.
+  std::optional<Tensor> device_loss;
+  // The same for extra scalars, copied to the host only when the chief writes summaries.
+  std::map<std::string, Tensor> device_scalars;
   // A failure this step cannot recover from (a batch of bad data): the runtime exits with
   // kExitModelError and this status in its one line instead of pushing the gradients.
   absl::Status error;

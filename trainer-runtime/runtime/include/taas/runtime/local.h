@@ -67,5 +67,10 @@ class LocalModel {
 // environment is not read. Log lines go to `log` (null: stdout). Returns the exit code RunMain
 // would.
 int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log);
+// The same with one model replica on each of `devices` (non-empty), chosen by the caller instead
+// of --device: for tests on a device no job can name (the test device's "sim:0", "sim:1":
+// taas::sim_device). A device whose engine this binary lacks fails to prepare (kExitBadConfig).
+int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log,
+                     const std::vector<Device>& devices);
 
 }  // namespace taas
