@@ -118,12 +118,7 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
     }
   }
 
-  if (info.role == Role::kEvaluator) {
-    TAAS_ASSIGN_OR_RETURN(auto test, data::LoadMnistSplit(data_dir_, "test"));
-    TAAS_RETURN_IF_ERROR(data::CheckLabels(test, kClasses));
-    test_ = std::make_shared<const data::ImageDataset>(std::move(test));
-    return absl::OkStatus();
-  }
+  if (info.role == Role::kEvaluator) return LoadTestSet();
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
   TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
   data::PipelineOptions options;
@@ -181,8 +176,21 @@ void FashionMnistTrainer::SwapAverages() {
   }
 }
 
+absl::Status FashionMnistTrainer::LoadTestSet() {
+  if (test_ != nullptr) return absl::OkStatus();
+  TAAS_ASSIGN_OR_RETURN(auto test, data::LoadMnistSplit(data_dir_, "test"));
+  TAAS_RETURN_IF_ERROR(data::CheckLabels(test, kClasses));
+  test_ = std::make_shared<const data::ImageDataset>(std::move(test));
+  return absl::OkStatus();
+}
+
 std::map<std::string, double> FashionMnistTrainer::evaluate(Session& session) {
-  if (test_ == nullptr) return {};
+  // The evaluator loads the test set in build_model; the chief (TAAS_EVAL_ON_CHIEF, after_train)
+  // on its first evaluation.
+  if (absl::Status loaded = LoadTestSet(); !loaded.ok()) {
+    session.logger().Error("no test set to evaluate on", {{"error", loaded.ToString()}});
+    return {};
+  }
   SwapAverages();
   auto stats = EvaluateDataset(*model_, test_, batch_size_, session.info().device);
   SwapAverages();
@@ -197,9 +205,6 @@ std::map<std::string, double> FashionMnistTrainer::evaluate(Session& session) {
 
 void FashionMnistTrainer::after_train(Session& session, bool is_chief) {
   if (!is_chief || model_ == nullptr) return;
-  auto test = data::LoadMnistSplit(data_dir_, "test");
-  if (!test.ok() || !data::CheckLabels(*test, kClasses).ok()) return;
-  test_ = std::make_shared<const data::ImageDataset>(std::move(test).value());
   const auto metrics = evaluate(session);
   if (metrics.count("accuracy")) {
     session.logger().Info("final test accuracy", {{"model", model_name_},

@@ -4,8 +4,9 @@
 // Each model replica reads its shard of the training set (replica_id_in_sync of
 // num_replicas_in_sync: the worker's rank, and under all-reduce its replica within the worker),
 // shuffled and repeated, with batches prefetched on a thread. --batch_size is a worker's batch:
-// its replicas take a slice each. The evaluator scores each checkpoint on the
-// 10,000 test images ("accuracy", "loss").
+// its replicas take a slice each. evaluate() scores the variables on the 10,000 test images
+// ("accuracy", "loss"), loaded on first use: the evaluator's every checkpoint, the chief's
+// evaluations (TAAS_EVAL_ON_CHIEF) and its final test accuracy in after_train.
 //
 // Moving averages (the MLP's, TF's ExponentialMovingAverage with num_updates = global step) live
 // on the parameter servers as variables "<name>/ExponentialMovingAverage", so checkpoints hold
@@ -41,6 +42,8 @@ class FashionMnistTrainer : public DistModel {
 
  private:
   absl::Status ParseArgs(const std::vector<std::string>& args);
+  // The test set, loaded on first use.
+  absl::Status LoadTestSet();
   void SwapAverages();
 
   std::string model_name_;
