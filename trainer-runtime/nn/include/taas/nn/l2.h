@@ -15,7 +15,9 @@ namespace taas::nn {
 // double. On another device than the host this runs on its kernels and waits for the result;
 // errors name the variable.
 absl::StatusOr<float> L2Loss(const std::vector<Variable*>& variables, float scale);
-// Adds scale * w to each variable's gradient: call after the backward pass.
+// Adds scale * w to each variable's gradient: call after the backward pass. Under all-reduce the
+// runtime may already have sent a gradient once its layer's Backward returned (Sequential marks it
+// ready): regularise a layer's kernel with its kernel_regularizer instead, or keep one bucket.
 absl::Status AddL2Gradients(const std::vector<Variable*>& variables, float scale);
 
 }  // namespace taas::nn
