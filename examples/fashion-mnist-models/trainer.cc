@@ -1,76 +1,31 @@
 #include "taas/fashion_mnist/trainer.h"
 
-#include <cctype>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "taas/fashion_mnist/local_trainer.h"
 #include "taas/nn/compute.h"
 #include "taas/optim/moving_average.h"
+#include "taas/runtime/model_args.h"
 
 namespace taas::fashion_mnist {
 
-namespace {
-
-// An integer written in full within [min, max], or InvalidArgument naming the argument.
-absl::StatusOr<std::int64_t> IntArg(const std::string& arg, const std::string& value,
-                                    std::int64_t min, std::int64_t max) {
-  std::int64_t out = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || out < min ||
-      out > max) {
-    return absl::InvalidArgumentError("model argument " + arg + ": must be an integer in [" +
-                                      std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  return out;
-}
-
-// A finite number > 0 written in full, or InvalidArgument naming the argument.
-absl::StatusOr<float> PositiveArg(const std::string& arg, const std::string& value) {
-  char* end = nullptr;
-  const double out = value.empty() || std::isspace(static_cast<unsigned char>(value[0]))
-                         ? std::nan("")
-                         : std::strtod(value.c_str(), &end);
-  if (end != value.c_str() + value.size() || !std::isfinite(out) || out <= 0 || out > 1e6) {
-    return absl::InvalidArgumentError("model argument " + arg + ": must be a number in (0, 1e6]");
-  }
-  return static_cast<float>(out);
-}
-
-}  // namespace
-
 absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    const auto eq = arg.find('=');
-    const std::string key = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "--batch_size") {
-      TAAS_ASSIGN_OR_RETURN(batch_size_, IntArg(arg, value, 1, 1 << 20));
-    } else if (key == "--data_dir") {
-      data_dir_ = value;
-    } else if (key == "--threads") {
-      TAAS_ASSIGN_OR_RETURN(const std::int64_t threads, IntArg(arg, value, 0, 1024));
-      threads_ = static_cast<int>(threads);
-    } else if (key == "--seed") {
-      TAAS_ASSIGN_OR_RETURN(const std::int64_t seed,
-                            IntArg(arg, value, 0, std::numeric_limits<std::int64_t>::max()));
-      seed_ = static_cast<std::uint64_t>(seed);
-    } else if (key == "--optimizer") {
-      optimizer_name_ = value;
-    } else if (key == "--learning_rate") {
-      TAAS_ASSIGN_OR_RETURN(learning_rate_, PositiveArg(arg, value));
-    } else if (key == "--moving_averages") {
-      if (value != "true" && value != "false") {
-        return absl::InvalidArgumentError("model argument " + arg + ": must be true or false");
-      }
-      moving_averages_ = value == "true";
-    } else {
-      return absl::InvalidArgumentError("unknown model argument " + arg);
-    }
-  }
+  std::int64_t seed = static_cast<std::int64_t>(seed_);
+  std::string optimizer;
+  double learning_rate = 0.0;
+  flags::FlagSet flags;
+  flags.Int("batch_size", 1, std::int64_t{1} << 20, &batch_size_);
+  flags.String("data_dir", &data_dir_);
+  flags.Int("threads", 0, 1024, &threads_);
+  flags.Int("seed", 0, std::numeric_limits<std::int64_t>::max(), &seed);
+  flags.Choice("optimizer", {"sgd", "momentum", "adam"}, &optimizer);
+  flags.Double("learning_rate", 1e-9, 1e6, &learning_rate);
+  flags.Switch("moving_averages", &moving_averages_);
+  TAAS_RETURN_IF_ERROR(ParseModelArgs(flags, args));
+  seed_ = static_cast<std::uint64_t>(seed);
+  if (!optimizer.empty()) optimizer_name_ = optimizer;
+  if (learning_rate > 0.0) learning_rate_ = static_cast<float>(learning_rate);
   return absl::OkStatus();
 }
 
@@ -212,6 +167,8 @@ void FashionMnistTrainer::after_train(Session& session, bool is_chief) {
                                                   {"loss", metrics.at("loss")},
                                                   {"moving_averages", !shadows_.empty()}});
   }
+  // The job's result: the runtime shows it on the console, in the TFJob's status and the web UI.
+  session.ReportFinalMetrics(metrics);
 }
 
 }  // namespace taas::fashion_mnist

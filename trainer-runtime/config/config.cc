@@ -135,6 +135,14 @@ std::vector<Setting> Settings() {
                  c.info.model_dir = v;
                  return absl::OkStatus();
                }});
+  s.push_back({"termination_message_path", std::string(contract::kTerminationMessagePathEnv),
+               "file where the chief leaves the job's final metrics (a pod's "
+               "/dev/termination-log when it exists)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v.empty() || v.size() > 4096) return Invalid(w, "must be a path");
+                 c.termination_message_path = v;
+                 return absl::OkStatus();
+               }});
   s.push_back({"sync", std::string(contract::kSyncEnv),
                "synchronous replicas (false: asynchronous)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {

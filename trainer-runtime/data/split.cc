@@ -83,6 +83,20 @@ absl::StatusOr<TrainValidationSplit> SplitTrainValidation(const DatasetView& vie
   return split;
 }
 
+absl::StatusOr<TrainValidationSplit> SplitValidationFirst(const DatasetView& view,
+                                                          std::int64_t validation_size) {
+  TAAS_RETURN_IF_ERROR(CheckView(view));
+  if (validation_size < 1 || validation_size >= view.size()) {
+    return absl::InvalidArgumentError("split: validation_size must be in [1, " +
+                                      std::to_string(view.size() - 1) + "] for a view of " +
+                                      std::to_string(view.size()) + " examples, got " +
+                                      std::to_string(validation_size));
+  }
+  const auto first = view.indices.begin() + validation_size;
+  return TrainValidationSplit{{view.dataset, {first, view.indices.end()}},
+                              {view.dataset, {view.indices.begin(), first}}};
+}
+
 absl::StatusOr<DatasetView> Shard(const DatasetView& view, std::int64_t num_shards,
                                   std::int64_t index) {
   if (num_shards < 1) {

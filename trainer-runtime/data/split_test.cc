@@ -116,6 +116,26 @@ TEST_CASE("bad fractions and views too small for them are rejected by name") {
   CHECK(Mentions(SplitTrainValidation(All(0), 0.5, 1).status(), "both need at least one"));
 }
 
+TEST_CASE("the first examples as validation, as read_data_sets(validation_size) does") {
+  const DatasetView all = All(10);
+  const DatasetView* view = &all;
+  auto split = SplitValidationFirst(*view, 3);
+  REQUIRE(split.ok());
+  CHECK(split->validation.indices == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(split->train.indices == std::vector<std::int64_t>{3, 4, 5, 6, 7, 8, 9});
+  CHECK(split->train.dataset == view->dataset);
+  // Of a view, its first examples: a shard's.
+  auto shard = Shard(*view, 2, 1);
+  REQUIRE(shard.ok());
+  CHECK(SplitValidationFirst(*shard, 1)->validation.indices == std::vector<std::int64_t>{1});
+  for (std::int64_t bad : {std::int64_t{0}, std::int64_t{10}, std::int64_t{-1}}) {
+    CAPTURE(bad);
+    CHECK(SplitValidationFirst(*view, bad).status().message() ==
+          "split: validation_size must be in [1, 9] for a view of 10 examples, got " +
+              std::to_string(bad));
+  }
+}
+
 TEST_CASE("shard takes every num_shards-th position, as tf.data's shard does") {
   const DatasetView all = All(10);
   CHECK(Shard(all, 3, 0)->indices == std::vector<std::int64_t>{0, 3, 6, 9});

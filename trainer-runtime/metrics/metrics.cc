@@ -41,12 +41,20 @@ void Gauges::Set(std::string_view name, double value) {
 
 void Gauges::SetInfo(std::string_view name, std::string_view help,
                      const std::vector<Labels>& sets) {
-  std::vector<Labels> unique;
-  for (const Labels& labels : sets) {
-    if (std::find(unique.begin(), unique.end(), labels) == unique.end()) unique.push_back(labels);
+  std::vector<Sample> samples;
+  for (const Labels& labels : sets) samples.emplace_back(labels, 1.0);
+  SetLabeled(name, help, samples);
+}
+
+void Gauges::SetLabeled(std::string_view name, std::string_view help,
+                        const std::vector<Sample>& samples) {
+  std::vector<Sample> unique;
+  for (const Sample& sample : samples) {
+    const auto same = [&](const Sample& kept) { return kept.first == sample.first; };
+    if (std::none_of(unique.begin(), unique.end(), same)) unique.push_back(sample);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  infos_[std::string(name)] = {std::string(help), std::move(unique)};
+  labeled_[std::string(name)] = {std::string(help), std::move(unique)};
 }
 
 std::string Gauges::Render() const {
@@ -58,16 +66,16 @@ std::string Gauges::Render() const {
     if (!g.first.empty()) out << "# HELP " << name << " " << g.first << "\n";
     out << "# TYPE " << name << " gauge\n" << name << " " << g.second << "\n";
   }
-  for (const auto& [name, info] : infos_) {
-    if (!info.first.empty()) out << "# HELP " << name << " " << info.first << "\n";
+  for (const auto& [name, metric] : labeled_) {
+    if (!metric.first.empty()) out << "# HELP " << name << " " << metric.first << "\n";
     out << "# TYPE " << name << " gauge\n";
-    for (const Labels& labels : info.second) {
+    for (const auto& [labels, value] : metric.second) {
       out << name << "{";
       for (std::size_t i = 0; i < labels.size(); ++i) {
         out << (i ? "," : "") << labels[i].first << "=\"" << EscapeLabelValue(labels[i].second)
             << "\"";
       }
-      out << "} 1\n";
+      out << "} " << value << "\n";
     }
   }
   return out.str();

@@ -71,6 +71,21 @@ TEST_CASE("an info metric: one sample of 1 per distinct label set, label values 
         "# TYPE taas_replica_device_info gauge\ntaas_replica_device_info{device=\"cpu\"} 1\n");
 }
 
+TEST_CASE("a labelled gauge: one sample per label set, the first of equal sets, replaced whole") {
+  Gauges gauges;
+  gauges.SetLabeled("taas_final_metric", "The job's final metrics",
+                    {{{{"metric", "accuracy"}}, 0.9087},
+                     {{{"metric", "loss"}}, 0.25},
+                     {{{"metric", "accuracy"}}, 0.5}});
+  CHECK(gauges.Render() ==
+        "# HELP taas_final_metric The job's final metrics\n"
+        "# TYPE taas_final_metric gauge\n"
+        "taas_final_metric{metric=\"accuracy\"} 0.9087\n"
+        "taas_final_metric{metric=\"loss\"} 0.25\n");
+  gauges.SetLabeled("taas_final_metric", "", {});
+  CHECK(gauges.Render() == "# TYPE taas_final_metric gauge\n");
+}
+
 TEST_CASE("a client sending its request slowly holds the server for the deadline at most") {
   Gauges gauges;
   gauges.Set("taas_global_step", 7);

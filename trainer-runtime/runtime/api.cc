@@ -2,6 +2,8 @@
 
 #include "exit_code.h"
 #include "internal.h"
+#include "taas/job_report/job_report.h"
+#include "taas/runtime/model_args.h"
 
 namespace taas {
 
@@ -41,6 +43,39 @@ const std::vector<Variable*>& Session::variables() const {
   return state_->variables ? *state_->variables : kNone;
 }
 const Logger& Session::logger() const { return *state_->logger; }
+
+void Session::ReportFinalMetrics(const std::map<std::string, double>& metrics) {
+  for (const auto& [name, value] : metrics) {
+    absl::Status usable = job_report::CheckMetric(name, value);
+    if (usable.ok() && state_->final_metrics.size() >= job_report::kMaxMetrics &&
+        !state_->final_metrics.contains(name)) {
+      usable = absl::ResourceExhaustedError("final metric " + name + ": already " +
+                                            std::to_string(job_report::kMaxMetrics) +
+                                            " final metrics, the most a job reports");
+    }
+    if (!usable.ok()) {
+      state_->logger->Warning("final metric skipped", {{"error", usable.ToString()}});
+      continue;
+    }
+    state_->final_metrics[name] = value;
+  }
+}
+
+absl::Status ParseModelArgs(const flags::FlagSet& flags, const std::vector<std::string>& args) {
+  auto parsed = flags.Parse(args);
+  absl::Status status = parsed.status();
+  if (status.ok() && parsed->help) {
+    status = absl::InvalidArgumentError(
+        "--help: a model prints no usage; its arguments are "
+        "the flags its documentation lists");
+  }
+  if (status.ok() && !parsed->positional.empty()) {
+    status = absl::InvalidArgumentError(parsed->positional.front() +
+                                        ": expected --name=value, got an argument without a name");
+  }
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError("model arguments: " + std::string(status.message()));
+}
 
 std::map<std::string, double> DistModel::evaluate(Session&) { return {}; }
 void DistModel::after_train(Session&, bool) {}

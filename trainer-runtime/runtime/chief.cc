@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "exit_code.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
+#include "taas/job_report/job_report.h"
 
 namespace taas::runtime {
 
@@ -249,15 +251,19 @@ absl::Status ChiefEvaluation::AfterStep(std::int64_t global_step) {
   const std::int64_t every = ctx_.config->eval_on_chief_steps;
   if (every <= 0 || global_step < next_step_) return absl::OkStatus();
   next_step_ = (global_step / every + 1) * every;
-  return Evaluate(global_step);
+  return Evaluate(global_step, /*final=*/false);
 }
 
 absl::Status ChiefEvaluation::AtEnd(std::int64_t global_step) {
-  if (!ctx_.config->eval_on_chief || global_step == last_step_) return absl::OkStatus();
-  return Evaluate(global_step);
+  if (!ctx_.config->eval_on_chief) return absl::OkStatus();
+  if (global_step == last_step_) {
+    session_.ReportFinalMetrics(last_metrics_);
+    return absl::OkStatus();
+  }
+  return Evaluate(global_step, /*final=*/true);
 }
 
-absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
+absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step, bool final) {
   state_.global_step = global_step;
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, double> metrics;
@@ -267,6 +273,8 @@ absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
     return absl::OkStatus();
   }));
   last_step_ = global_step;
+  last_metrics_ = metrics;
+  if (final) session_.ReportFinalMetrics(metrics);
   const std::string line = PublishEvaluation(
       ctx_, events_, (std::filesystem::path(ctx_.config->info.model_dir) / kChiefEvalDir).string(),
       global_step, metrics);
@@ -274,6 +282,41 @@ absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step) {
       "evaluated on the chief",
       {{"global_step", global_step}, {"metrics", line}, {"secs", SecondsSince(start)}});
   return absl::OkStatus();
+}
+
+void ChiefSchedule::WriteScalars(std::int64_t global_step, const summary::Scalars& scalars) {
+  if (!events_ || scalars.empty()) return;
+  absl::Status s = events_->WriteSummary(global_step, scalars);
+  if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
+}
+
+void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t global_step,
+                         const std::map<std::string, double>& metrics) {
+  std::string line;
+  summary::Scalars scalars;
+  std::vector<metrics::Gauges::Sample> samples;
+  for (const auto& [name, value] : metrics) {
+    line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
+    scalars.emplace_back("final/" + name, static_cast<float>(value));
+    samples.push_back({{{std::string(contract::kFinalMetricLabel), name}}, value});
+  }
+  ctx.logger.Info("final metrics", {{"global_step", global_step}, {"metrics", line}});
+  ctx.gauges->SetLabeled(contract::kFinalMetric, "The job's final metrics, once training ended",
+                         samples);
+  schedule.WriteScalars(global_step, scalars);
+  std::string path = ctx.config->termination_message_path;
+  std::error_code ec;
+  if (path.empty() &&
+      std::filesystem::exists(std::string(contract::kKubernetesTerminationMessagePath), ec)) {
+    path = contract::kKubernetesTerminationMessagePath;
+  }
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << job_report::Format({global_step, metrics});
+  out.flush();
+  if (!out) {
+    ctx.logger.Warning("cannot write the job's report", {{"path", path}});
+  }
 }
 
 bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger) {

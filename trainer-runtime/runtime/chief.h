@@ -76,6 +76,8 @@ class ChiefSchedule {
   void CheckpointIsAt(std::int64_t global_step);
   // The step of the last checkpoint written or restored (-1: none).
   std::int64_t last_checkpoint_step() const { return last_checkpoint_step_; }
+  // Writes `scalars` at `global_step` into the chief's summaries (nothing when they are off).
+  void WriteScalars(std::int64_t global_step, const summary::Scalars& scalars);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -125,7 +127,8 @@ class ChiefEvaluation {
   absl::Status AtEnd(std::int64_t global_step);
 
  private:
-  absl::Status Evaluate(std::int64_t global_step);
+  // `final`: the evaluation at the end, whose metrics are the job's final ones.
+  absl::Status Evaluate(std::int64_t global_step, bool final);
 
   Context& ctx_;
   DistModel& model_;
@@ -134,7 +137,15 @@ class ChiefEvaluation {
   std::unique_ptr<summary::EventWriter> events_;
   std::int64_t next_step_ = 0;
   std::int64_t last_step_ = -1;
+  std::map<std::string, double> last_metrics_;  // of the evaluation at last_step_
 };
+
+// Once the chief's after_train returned: its final metrics (Session::ReportFinalMetrics) logged
+// ("final metrics"), served (taas_final_metric{metric=...}), written as TensorBoard scalars
+// "final/<name>" through `schedule`, and left in the job's report (taas/job_report) at the
+// configured termination message path; a report that cannot be written is a warning.
+void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t global_step,
+                         const std::map<std::string, double>& metrics);
 
 // Whether the done marker says a previous run of this job reached max_steps: a replica started
 // again after its job finished has nothing left to do, as TensorFlow's StopAtStepHook ends a

@@ -4,9 +4,12 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 
+#include "taas/job_report/job_report.h"
 #include "taas/runtime/dist_model.h"
 
 namespace taas {
@@ -20,6 +23,8 @@ struct Recorded {
   std::vector<std::int64_t> eval_steps;
   std::vector<float> eval_w;
   bool after_train_saw_eval = false;
+  // What after_train reports as final metrics, beside the final evaluation's.
+  std::map<std::string, double> reported;
 };
 
 struct Quadratic : DistModel {
@@ -48,9 +53,10 @@ struct Quadratic : DistModel {
     recorded->eval_w.push_back(w.value.data()[0]);
     return {{"accuracy", 0.5}, {"distance", std::abs(w.value.data()[0] - 3.0)}};
   }
-  void after_train(Session&, bool is_chief) override {
+  void after_train(Session& session, bool is_chief) override {
     std::lock_guard lock(recorded->mu);
     if (is_chief) recorded->after_train_saw_eval = !recorded->eval_steps.empty();
+    session.ReportFinalMetrics(recorded->reported);
   }
 };
 
@@ -115,6 +121,33 @@ TEST_CASE("at the end only, or not at all by default") {
   REQUIRE(Run({"--max_steps=7", "--model_dir=" + off_dir.path, "--metrics_port=0"}, off) == 0);
   CHECK(off.eval_steps.empty());
   CHECK_FALSE(fs::exists(fs::path(off_dir.path) / "eval_chief"));
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_CASE("the final evaluation and after_train's report are the job's final metrics") {
+  for (const std::string strategy : {"parameter_server", "collective"}) {
+    CAPTURE(strategy);
+    TempDir dir;
+    Recorded recorded;
+    // after_train overrides the evaluation's accuracy, adds its own, and a bad name is skipped.
+    recorded.reported = {{"accuracy", 0.75}, {"test/f1", 0.5}, {"bad name", 1.0}};
+    const fs::path report = fs::path(dir.path) / "termination-log";
+    REQUIRE(Run({"--strategy=" + strategy, "--max_steps=6", "--model_dir=" + dir.path,
+                 "--eval_on_chief=end", "--metrics_port=0",
+                 "--termination_message_path=" + report.string()},
+                recorded) == 0);
+    auto parsed = job_report::Parse(ReadFile(report));
+    REQUIRE(parsed.ok());
+    CHECK(parsed->global_step == 6);
+    CHECK(parsed->final_metrics.size() == 3);
+    CHECK(parsed->final_metrics["accuracy"] == 0.75);
+    CHECK(parsed->final_metrics["test/f1"] == 0.5);
+    CHECK(parsed->final_metrics.contains("distance"));  // the final evaluation's
+  }
 }
 
 TEST_CASE("an evaluate() that throws on the chief is the model's failure (exit 3)") {

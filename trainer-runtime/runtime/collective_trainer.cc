@@ -627,7 +627,10 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
       return absl::OkStatus();
     });
   if (!after.ok()) return Failure{FailureSource::kModel, "after_train() failed", after};
-  if (info_.is_chief) ctx_.logger.Info("job done", {{"global_step", step}});
+  if (IsChief(replica)) {
+    PublishFinalMetrics(ctx_, *schedule_, step, replica.session_state.final_metrics);
+    ctx_.logger.Info("job done", {{"global_step", step}});
+  }
   return std::nullopt;
 }
 

@@ -35,7 +35,9 @@ def run(binary, args, env_extra=None, timeout=120):
 
 
 def check(name, binary, args, code, cause, error, env=None):
-    """Runs one case: exit `code`, one error line with `cause` in msg and `error` in it."""
+    """Runs one case: exit `code`, one error line with `cause` in msg and `error` in it (a text,
+    or a list of texts that must all be there)."""
+    needed = [error] if isinstance(error, str) else error
     rc, out = run(binary, args, env)
     errors = [line for line in out.splitlines() if "level=error" in line]
     problems = []
@@ -43,7 +45,7 @@ def check(name, binary, args, code, cause, error, env=None):
         problems.append(f"exit code {rc}, expected {code}")
     if len(errors) != 1:
         problems.append(f"{len(errors)} error lines, expected 1")
-    elif f'msg="exiting: {cause}' not in errors[0] or error not in errors[0] or \
+    elif f'msg="exiting: {cause}' not in errors[0] or any(e not in errors[0] for e in needed) or \
             f"exit_code={code}" not in errors[0] or " step=" not in errors[0]:
         problems.append(f"error line lacks cause {cause!r} or error {error!r}")
     if problems:
@@ -213,13 +215,21 @@ def data(tmp):
         check(name, CNN, ["--max_steps=2", f"--model_dir={os.path.join(tmp, name + '-model')}",
                           "--", f"--data_dir={data_dir}", "--batch_size=4"],
               PERMANENT_MODEL, "build_model failed", error)
-    # The model's own arguments are configuration numbers too: range-checked, never narrowed.
+    # The model's own arguments are configuration numbers too: range-checked, never narrowed,
+    # and refused as the runtime's flags are (taas/runtime/model_args.h), naming flag and value.
     for name, arg in [("arg-learning-rate-nan", "--learning_rate=nan"),
                       ("arg-seed-negative", "--seed=-1"),
                       ("arg-batch-size-huge", "--batch_size=99999999999999999999"),
-                      ("arg-threads-text", "--threads=four")]:
+                      ("arg-threads-text", "--threads=four"),
+                      ("arg-unknown", "--bogus=1"),
+                      ("arg-positional", "stray")]:
+        flag, _, value = arg.partition("=")
+        error = ([f"model arguments: {flag}: expected ", f"got {value}"] if value else
+                 ["model arguments: stray: expected --name=value"])
+        if flag == "--bogus":
+            error = ["model arguments: --bogus: unknown option"]
         check(name, CNN, ["--max_steps=2", f"--model_dir={os.path.join(tmp, name)}", "--", arg],
-              PERMANENT_MODEL, "build_model failed", "model argument " + arg)
+              PERMANENT_MODEL, "build_model failed", error)
 
 
 def main():

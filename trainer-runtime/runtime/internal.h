@@ -38,6 +38,8 @@ struct Session::State {
   const std::vector<Variable*>* variables = nullptr;  // the registered variables, on the host
   // Where the replica's variables live (replica_state.h).
   runtime::ReplicaState* replica = nullptr;
+  // What ReportFinalMetrics reported (the chief's evaluation at the end too).
+  std::map<std::string, double> final_metrics;
 };
 
 namespace runtime {

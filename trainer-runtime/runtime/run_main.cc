@@ -136,6 +136,8 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
                   "Training examples per second on this replica");
   gauges.Describe(contract::kLearningRateMetric, "Learning rate at the current global step");
   gauges.Describe(contract::kEvalAccuracyMetric, "Accuracy of the evaluator's last evaluation");
+  gauges.Describe(contract::kMaxStepsMetric, "The global step training ends at");
+  gauges.Set(contract::kMaxStepsMetric, static_cast<double>(info.max_steps));
   ctx.gauges = &gauges;
   std::unique_ptr<metrics::MetricsServer> metrics_server;
   if (cfg.metrics_port > 0) {

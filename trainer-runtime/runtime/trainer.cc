@@ -518,6 +518,7 @@ int Trainer::Finish(bool chief_stop) {
       return absl::OkStatus();
     });
   if (!after.ok()) return Fail(FailureSource::kModel, "after_train() failed", after);
+  PublishFinalMetrics(ctx_, schedule_, pulled->global_step, session_state_.final_metrics);
   for (int p = 0; p < client_.num_ps(); ++p) {
     absl::Status s = client_.Shutdown(p, /*exit=*/true, 10);
     if (!s.ok()) ctx_.logger.Warning("cannot stop a parameter server", {{"error", s.ToString()}});

@@ -1,12 +1,10 @@
 #include "model.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <utility>
 
+#include "taas/runtime/model_args.h"
 #include "taas/tensor/initializers.h"
 
 namespace custom_model {
@@ -15,21 +13,12 @@ namespace {
 constexpr std::int64_t kPixels = 28 * 28;
 constexpr std::int64_t kClasses = 10;
 
-absl::Status BadArg(const std::string& arg, const std::string& rule) {
-  return absl::InvalidArgumentError("model argument " + arg + ": " + rule);
-}
-
-// An integer written in full within [min, max].
-absl::StatusOr<std::int64_t> IntArg(const std::string& arg, const std::string& value,
-                                    std::int64_t min, std::int64_t max) {
-  std::int64_t out = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || out < min ||
-      out > max) {
-    return BadArg(
-        arg, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  return out;
+// The loss's statistics (SoftmaxCrossEntropy::Compute's) for a batch of `examples`, on the host.
+absl::StatusOr<BatchStats> Read(const taas::Tensor& stats, std::int64_t examples) {
+  taas::Tensor host({taas::nn::kLossStats});
+  TAAS_RETURN_IF_ERROR(taas::CopyInto(stats, host));
+  return BatchStats{host.data()[taas::nn::kLossMean],
+                    static_cast<std::int64_t>(host.data()[taas::nn::kLossCorrect]), examples};
 }
 
 // A split of the data set ("train" or "test"), its labels checked against the classes.
@@ -44,35 +33,20 @@ absl::StatusOr<std::shared_ptr<const taas::data::ImageDataset>> LoadSplit(
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options options;
-  for (const std::string& arg : args) {
-    const auto eq = arg.find('=');
-    if (eq == std::string::npos) return BadArg(arg, "must be --name=value");
-    const std::string key = arg.substr(0, eq);
-    const std::string value = arg.substr(eq + 1);
-    if (key == "--batch_size") {
-      TAAS_ASSIGN_OR_RETURN(options.batch_size, IntArg(arg, value, 1, 1 << 16));
-    } else if (key == "--hidden") {
-      TAAS_ASSIGN_OR_RETURN(options.hidden, IntArg(arg, value, 1, 1 << 14));
-    } else if (key == "--seed") {
-      TAAS_ASSIGN_OR_RETURN(const std::int64_t seed, IntArg(arg, value, 0, 1LL << 62));
-      options.seed = static_cast<std::uint64_t>(seed);
-    } else if (key == "--learning_rate") {
-      char* end = nullptr;
-      const double rate = std::strtod(value.c_str(), &end);
-      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(rate) ||
-          rate <= 0 || rate > 10) {
-        return BadArg(arg, "must be a number in (0, 10]");
-      }
-      options.learning_rate = static_cast<float>(rate);
-    } else if (key == "--data_dir") {
-      if (value.empty()) return BadArg(arg, "must name a folder");
-      options.data_dir = value;
-    } else {
-      return BadArg(arg,
-                    "unknown (known: --batch_size, --hidden, --learning_rate, --data_dir, "
-                    "--seed)");
-    }
+  std::int64_t seed = static_cast<std::int64_t>(options.seed);
+  taas::flags::FlagSet flags;
+  flags.Int("batch_size", 1, 1 << 16, &options.batch_size);
+  flags.Int("hidden", 1, 1 << 14, &options.hidden);
+  flags.Double("learning_rate", 1e-9, 10, &options.learning_rate);
+  flags.Double("l2", 0, 1, &options.l2);
+  flags.String("data_dir", &options.data_dir);
+  flags.Int("seed", 0, std::int64_t{1} << 62, &seed);
+  TAAS_RETURN_IF_ERROR(taas::ParseModelArgs(flags, args));
+  if (options.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "model arguments: --data_dir: expected a folder, got nothing");
   }
+  options.seed = static_cast<std::uint64_t>(seed);
   return options;
 }
 
@@ -82,30 +56,35 @@ Network::Network(const Options& options) {
   using taas::nn::DenseOptions;
   // Glorot-uniform kernels and zero biases (Keras's defaults), seeded so that every replica and
   // every run with the same --seed starts from the same weights.
-  layers_.Add(std::make_unique<Dense>(
-      DenseOptions{.name = "hidden",
-                   .inputs = kPixels,
-                   .units = options.hidden,
-                   .activation = taas::nn::Activation::kRelu,
-                   .kernel_initializer = init::GlorotUniform().WithSeed(options.seed * 2)}));
-  layers_.Add(std::make_unique<Dense>(
-      DenseOptions{.name = "logits",
-                   .inputs = options.hidden,
-                   .units = kClasses,
-                   .kernel_initializer = init::GlorotUniform().WithSeed(options.seed * 2 + 1)}));
+  layers_.Add(std::make_unique<Dense>(DenseOptions{
+      .name = "hidden",
+      .inputs = kPixels,
+      .units = options.hidden,
+      .activation = taas::nn::Activation::kRelu,
+      .kernel_initializer = init::GlorotUniform().WithSeed(options.seed * 2),
+      .kernel_regularizer = taas::nn::regularizers::L2(static_cast<float>(options.l2))}));
+  layers_.Add(std::make_unique<Dense>(DenseOptions{
+      .name = "logits",
+      .inputs = options.hidden,
+      .units = kClasses,
+      .kernel_initializer = init::GlorotUniform().WithSeed(options.seed * 2 + 1),
+      .kernel_regularizer = taas::nn::regularizers::L2(static_cast<float>(options.l2))}));
 }
 
 absl::StatusOr<BatchStats> Network::TrainStep(const taas::data::Batch& batch) {
   TAAS_ASSIGN_OR_RETURN(const taas::Tensor* logits, layers_.Forward(batch.images, true));
-  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(*logits, batch.labels));
+  // The loss's statistics, the kernels' L2 penalty added (the layers add its gradient themselves).
+  TAAS_ASSIGN_OR_RETURN(taas::Tensor * stats, loss_.Compute(*logits, batch.labels));
+  TAAS_RETURN_IF_ERROR(layers_.AddRegularizationLoss(*stats));
   TAAS_RETURN_IF_ERROR(layers_.Backward(loss_.Backward()));
-  return BatchStats{result.loss, result.correct, batch.images.shape()[0]};
+  return Read(*stats, batch.images.shape()[0]);
 }
 
 absl::StatusOr<BatchStats> Network::Evaluate(const taas::data::Batch& batch) {
   TAAS_ASSIGN_OR_RETURN(const taas::Tensor* logits, layers_.Forward(batch.images, false));
-  TAAS_ASSIGN_OR_RETURN(const auto result, loss_.Forward(*logits, batch.labels));
-  return BatchStats{result.loss, result.correct, batch.images.shape()[0]};
+  TAAS_ASSIGN_OR_RETURN(taas::Tensor * stats, loss_.Compute(*logits, batch.labels));
+  TAAS_RETURN_IF_ERROR(layers_.AddRegularizationLoss(*stats));
+  return Read(*stats, batch.images.shape()[0]);
 }
 
 absl::Status Model::build_model(taas::ModelBuilder& builder) {

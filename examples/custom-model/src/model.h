@@ -20,14 +20,16 @@ namespace custom_model {
 
 // The model's own arguments: what follows `--` in the manifest's `args` (or on the command line).
 struct Options {
-  std::int64_t batch_size = 64;                         // --batch_size=N: examples per train() call
-  std::int64_t hidden = 128;                            // --hidden=N: units of the hidden layer
-  float learning_rate = 0.1f;                           // --learning_rate=X
+  std::int64_t batch_size = 64;  // --batch_size=N: examples per train() call
+  std::int64_t hidden = 128;     // --hidden=N: units of the hidden layer
+  double learning_rate = 0.1;    // --learning_rate=X
+  double l2 = 0.0;  // --l2=X: the kernels' L2 penalty (Keras's kernel_regularizer=l2(X))
   std::string data_dir = taas::data::kFashionMnistDir;  // --data_dir=DIR: the IDX .gz files
   std::uint64_t seed = 1;                               // --seed=N: initial weights and shuffling
 };
 
-// InvalidArgument naming the argument and its allowed values for anything else.
+// With taas's flag parser (taas/runtime/model_args.h): InvalidArgument naming the argument and
+// its allowed values for anything else.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args);
 
 struct BatchStats {

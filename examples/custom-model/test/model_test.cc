@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace custom_model {
@@ -38,7 +39,8 @@ TEST_CASE("the network learns a batch with plain SGD") {
     // What the parameter servers do with the gradients: value -= learning_rate * gradient.
     for (taas::Variable* variable : network.variables()) {
       for (std::int64_t k = 0; k < variable->value.size(); ++k) {
-        variable->value.data()[k] -= options.learning_rate * variable->gradient.data()[k];
+        variable->value.data()[k] -=
+            static_cast<float>(options.learning_rate) * variable->gradient.data()[k];
       }
     }
     auto stats = network.TrainStep(batch);
@@ -58,17 +60,35 @@ TEST_CASE("a batch the network cannot take is an error, not a crash") {
   CHECK_FALSE(network.TrainStep(batch).ok());
 }
 
-TEST_CASE("arguments") {
-  auto options = ParseArgs({"--batch_size=32", "--hidden=64", "--learning_rate=0.05"});
+TEST_CASE("the L2 penalty is counted in the loss") {
+  Options plain;
+  plain.hidden = 16;
+  Options penalised = plain;
+  penalised.l2 = 0.1;
+  Network without(plain), with(penalised);  // the same seed: the same starting weights
+  const taas::data::Batch batch = MakeBatch(10);
+  auto a = without.TrainStep(batch), b = with.TrainStep(batch);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(b->loss > a->loss);
+}
+
+TEST_CASE("arguments, spelled and refused as taas's own flags are") {
+  auto options =
+      ParseArgs({"--batch_size=32", "--hidden", "64", "--learning_rate=0.05", "--l2=1e-4"});
   REQUIRE(options.ok());
   CHECK(options->batch_size == 32);
   CHECK(options->hidden == 64);
   CHECK(options->learning_rate == doctest::Approx(0.05));
-  for (const char* bad : {"--batch_size=0", "--hidden=x", "--learning_rate=-1",
-                          "--data_dir=", "--epochs=3", "--batch_size"}) {
+  CHECK(options->l2 == doctest::Approx(1e-4));
+  CHECK(ParseArgs({"--batch_size=0"}).status().message() ==
+        "model arguments: --batch_size: expected a number from 1 to 65536, got 0");
+  for (const char* bad : {"--hidden=x", "--learning_rate=-1", "--l2=2", "--data_dir=", "--epochs=3",
+                          "--batch_size", "stray"}) {
     CAPTURE(bad);
     auto parsed = ParseArgs({bad});
     CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(parsed.status().message()).rfind("model arguments: ", 0) == 0);
   }
 }
 

@@ -31,6 +31,11 @@ inline constexpr std::string_view kComputeThreadsEnv = "TAAS_COMPUTE_THREADS";
 // Where a replica computes: "cpu" or "cuda"; unset: the CUDA devices visible to the process when
 // there are any (one model replica per GPU under all-reduce), else the CPU.
 inline constexpr std::string_view kDeviceEnv = "TAAS_DEVICE";
+// Where the chief leaves the job's report (taas/job_report/job_report.h) when training ended:
+// the local launcher names a file per replica; unset, the runtime writes Kubernetes' default
+// terminationMessagePath when it exists (in a pod), which the kubelet copies into the pod's status.
+inline constexpr std::string_view kTerminationMessagePathEnv = "TAAS_TERMINATION_MESSAGE_PATH";
+inline constexpr std::string_view kKubernetesTerminationMessagePath = "/dev/termination-log";
 // The GPUs a process may use, as NVIDIA's device plugin sets it in a pod asking for
 // nvidia.com/gpu (CUDA itself applies it; the runtime names it in messages).
 inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";

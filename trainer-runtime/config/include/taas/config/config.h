@@ -89,6 +89,9 @@ struct RuntimeConfig {
   // Largest gRPC message a PS or its client accepts: Initialize and Snapshot carry a lane's
   // shards and optimizer slots in one message.
   std::int64_t ps_max_message_bytes = std::int64_t{1} << 30;
+  // Where the chief writes the job's report when training ended (TAAS_TERMINATION_MESSAGE_PATH);
+  // empty: Kubernetes' terminationMessagePath if the file exists, else nowhere.
+  std::string termination_message_path;
 };
 
 // `args` excludes argv[0]; `env` maps variable names to values.

@@ -53,6 +53,13 @@ absl::StatusOr<TrainValidationSplit> SplitTrainValidation(const DatasetView& vie
                                                           double validation_fraction,
                                                           std::uint64_t seed);
 
+// TensorFlow's read_data_sets(validation_size=N): the first `validation_size` examples of `view`
+// (in its order) are the validation part, the rest the training part; no randomness, so the
+// book's "first 5,000 training images" are the same everywhere. InvalidArgument when
+// validation_size is not in [1, size - 1] (either part would be empty); CheckView's errors.
+absl::StatusOr<TrainValidationSplit> SplitValidationFirst(const DatasetView& view,
+                                                          std::int64_t validation_size);
+
 // tf.data's `shard(num_shards, index)`: the examples at positions index, index + num_shards,
 // index + 2 * num_shards, ... of `view` (position i goes to shard i % num_shards), in order. A
 // shard may be empty when the view has fewer than num_shards examples, as in tf.data.

@@ -27,13 +27,17 @@ class Gauges {
   // metric's earlier sets; a label set equal to an earlier one is served once.
   using Labels = std::vector<std::pair<std::string, std::string>>;
   void SetInfo(std::string_view name, std::string_view help, const std::vector<Labels>& sets);
-  // The exposition text: gauges in name order, then info metrics in name order.
+  // A gauge with one sample per label set, e.g. taas_final_metric{metric="accuracy"} 0.9087.
+  // Replaces the metric's earlier samples; of equal label sets the first is served.
+  using Sample = std::pair<Labels, double>;
+  void SetLabeled(std::string_view name, std::string_view help, const std::vector<Sample>& samples);
+  // The exposition text: gauges in name order, then labelled ones in name order.
   std::string Render() const;
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, double>> gauges_;              // guarded by mu_
-  std::map<std::string, std::pair<std::string, std::vector<Labels>>> infos_;  // guarded by mu_
+  std::map<std::string, std::pair<std::string, double>> gauges_;                // guarded by mu_
+  std::map<std::string, std::pair<std::string, std::vector<Sample>>> labeled_;  // guarded by mu_
 };
 
 class MetricsServer {

@@ -154,6 +154,16 @@ class Session {
   // own variables.
   const std::vector<Variable*>& variables() const;
   const Logger& logger() const;
+  // Reports the job's final metrics (a test accuracy, Keras's model.evaluate results): what the
+  // job's result is. Call from after_train; the chief's final evaluate() (TAAS_EVAL_ON_CHIEF)
+  // reports its metrics this way by itself. A name reported twice keeps the last value. The
+  // chief's count: once after_train returned, the runtime logs them ("final metrics"), writes them
+  // as TensorBoard scalars "final/<name>" at the final step, serves them as
+  // taas_final_metric{metric="<name>"}, and leaves them in its container's termination message,
+  // where `taas run`'s last line, the TFJob's status (`kubectl get tfjobs`) and the web UI read
+  // them. A name must be 1-64 of letters, digits, _ . / - and a value finite, at most 16 of them
+  // (taas/job_report/job_report.h): others are skipped with a warning.
+  void ReportFinalMetrics(const std::map<std::string, double>& metrics);
 
  private:
   State* state_;

@@ -1,0 +1,43 @@
+// A training job's result as its chief leaves it in its container's termination message: the
+// runtime writes it when training ended (the file TAAS_TERMINATION_MESSAGE_PATH names, else
+// Kubernetes' /dev/termination-log), and the operator (from the pod's status, where the kubelet
+// copies the file) and `taas run` (from the file) read it, for the TFJob's status, the console's
+// last line and the web UI. Kubernetes keeps at most 4096 bytes of it; this format stays well
+// inside that: {"globalStep":6000,"finalMetrics":{"accuracy":0.9087,"loss":0.2571}}.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "taas/base/status.h"
+
+namespace taas::job_report {
+
+struct JobReport {
+  std::int64_t global_step = 0;
+  std::map<std::string, double> final_metrics;  // "accuracy" -> 0.9087
+  bool operator==(const JobReport&) const = default;
+};
+
+// What a report holds at most: metrics, a name's length, the text's length.
+inline constexpr std::size_t kMaxMetrics = 16;
+inline constexpr std::size_t kMaxMetricName = 64;
+inline constexpr std::size_t kMaxReportBytes = 2048;
+
+// OK when `name` (1 to kMaxMetricName characters of A-Z a-z 0-9 _ . / -) may name a final metric
+// holding `value` (finite); else InvalidArgument naming both and the rule.
+absl::Status CheckMetric(std::string_view name, double value);
+
+// The report's JSON text; its metrics must pass CheckMetric and number at most kMaxMetrics.
+std::string Format(const JobReport& report);
+
+// Reads a report from text a container wrote (hostile: any size, any JSON, any type in any
+// field). InvalidArgument naming what is wrong: text over kMaxReportBytes, not a JSON object,
+// globalStep not a non-negative integer, finalMetrics not an object of at most kMaxMetrics
+// numbers whose names pass CheckMetric. Unknown members are ignored (a newer writer).
+absl::StatusOr<JobReport> Parse(std::string_view text);
+
+}  // namespace taas::job_report

@@ -1,0 +1,53 @@
+#include "taas/job_report/job_report.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace taas::job_report {
+namespace {
+
+TEST_CASE("a report survives its text, and the text is what the docs show") {
+  const JobReport report{6000, {{"accuracy", 0.9087}, {"loss", 0.25}}};
+  const std::string text = Format(report);
+  CHECK(text == R"({"finalMetrics":{"accuracy":0.9087,"loss":0.25},"globalStep":6000})");
+  auto parsed = Parse(text);
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == report);
+  CHECK(Parse(R"({"globalStep":0,"finalMetrics":{},"newer":[1]})")->global_step == 0);
+}
+
+TEST_CASE("a hostile report is refused, naming what is wrong") {
+  const auto message = [](std::string_view text) {
+    return std::string(Parse(text).status().message());
+  };
+  CHECK(message("") == "job report: not a JSON object");
+  CHECK(message("[1, 2]") == "job report: not a JSON object");
+  CHECK(message(std::string(3000, ' ')) ==
+        "job report: 3000 bytes, more than the 2048 a report may hold");
+  CHECK(message(R"({"globalStep":-1,"finalMetrics":{}})") ==
+        "job report: globalStep must be an integer >= 0, got integer");
+  CHECK(message(R"({"globalStep":"7","finalMetrics":{}})") ==
+        "job report: globalStep must be an integer >= 0, got string");
+  CHECK(message(R"({"globalStep":1,"finalMetrics":[]})") ==
+        "job report: finalMetrics must be an object of at most 16 numbers");
+  CHECK(message(R"({"globalStep":1,"finalMetrics":{"accuracy":"high"}})") ==
+        "job report: final metric accuracy must be a number, got string");
+  CHECK(message(R"({"globalStep":1,"finalMetrics":{"a b":1}})").find("final metric name") !=
+        std::string::npos);
+  std::string many = R"({"globalStep":1,"finalMetrics":{)";
+  for (int i = 0; i < 17; ++i)
+    many += (i ? "," : "") + std::string("\"m") + std::to_string(i) + "\":1";
+  CHECK(message(many + "}}") == "job report: finalMetrics must be an object of at most 16 numbers");
+}
+
+TEST_CASE("a metric's name and value are checked before it is written") {
+  CHECK(CheckMetric("eval/accuracy", 0.5).ok());
+  CHECK(CheckMetric("", 1).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(CheckMetric(std::string(65, 'a'), 1).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(CheckMetric("loss", std::nan("")).message() ==
+        "final metric loss: must be a finite number, got nan");
+}
+
+}  // namespace
+}  // namespace taas::job_report
