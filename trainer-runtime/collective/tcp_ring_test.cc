@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "taas/collective_testing/free_addresses.h"
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -23,24 +25,6 @@ namespace {
 
 using RankBody = std::function<std::string(Collective&, int rank)>;
 
-std::vector<std::string> FreeAddresses(int n) {
-  std::vector<int> fds;
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-    socklen_t len = sizeof(address);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len);
-    out.push_back("127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
-    fds.push_back(fd);
-  }
-  for (int fd : fds) ::close(fd);
-  return out;
-}
-
 struct RingRun {
   int ranks = 2;
   double timeout_secs = 30;
@@ -52,7 +36,9 @@ struct RingRun {
 
 // Forks one process per rank; each forms the ring and runs `body`. Returns each rank's line.
 std::vector<std::string> RunRing(const RingRun& run, const RankBody& body) {
-  const auto addresses = FreeAddresses(run.ranks);
+  const auto free = collective_testing::FreeLoopbackAddresses(run.ranks);
+  REQUIRE(free.ok());
+  const std::vector<std::string>& addresses = *free;
   std::vector<pid_t> children;
   std::vector<int> pipes;
   for (int rank = 0; rank < run.ranks; ++rank) {

@@ -2,9 +2,6 @@
 // groups the runtime forms (the in-process group of a worker's replicas, the TCP ring across
 // workers), with no copy to or from the host.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <functional>
 #include <string>
@@ -14,6 +11,7 @@
 #include "taas/collective/device_collective.h"
 #include "taas/collective/in_process.h"
 #include "taas/collective/tcp_ring.h"
+#include "taas/collective_testing/free_addresses.h"
 #include "taas/sim_device/sim_device.h"
 #include "taas/tensor/tensor.h"
 
@@ -69,24 +67,6 @@ void CheckMembers(const std::vector<MemberResult>& results, const Traffic& traff
   }
 }
 
-std::vector<std::string> FreeAddresses(int n) {
-  std::vector<int> fds;
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-    socklen_t len = sizeof(address);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len);
-    out.push_back("127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
-    fds.push_back(fd);
-  }
-  for (int fd : fds) ::close(fd);
-  return out;
-}
-
 TEST_CASE("a worker's replicas on two simulated devices reduce their buffers in place") {
   SimulatedDevices devices;
   auto group = collective::InProcessGroup::Create({.members = 2, .cross = nullptr});
@@ -100,7 +80,9 @@ TEST_CASE("a worker's replicas on two simulated devices reduce their buffers in 
 
 TEST_CASE("two workers on simulated devices reduce their buffers in place over the TCP ring") {
   SimulatedDevices devices;
-  const auto addresses = FreeAddresses(2);
+  const auto free = collective_testing::FreeLoopbackAddresses(2);
+  REQUIRE(free.ok());
+  const std::vector<std::string>& addresses = *free;
   std::vector<MemberResult> results(2);
   const auto run = [&](int rank) {
     collective::TcpRingOptions options;
