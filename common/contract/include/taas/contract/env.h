@@ -31,8 +31,12 @@ inline constexpr std::string_view kComputeThreadsEnv = "TAAS_COMPUTE_THREADS";
 // Where a replica computes: "cpu" or "cuda"; unset: the CUDA devices visible to the process when
 // there are any (one model replica per GPU under all-reduce), else the CPU.
 inline constexpr std::string_view kDeviceEnv = "TAAS_DEVICE";
-// The GPUs a process may use, as NVIDIA's device plugin sets it in a pod asking for
-// nvidia.com/gpu (CUDA itself applies it; the runtime names it in messages).
+// The GPUs NVIDIA's device plugin gives a pod asking for nvidia.com/gpu: the NVIDIA container
+// runtime reads it and exposes only those GPUs to the container, whose CUDA then enumerates them
+// from 0 (the plugin does not set CUDA_VISIBLE_DEVICES). The runtime names it in messages.
+inline constexpr std::string_view kNvidiaVisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES";
+// Which of the GPUs the process sees CUDA itself enumerates, when someone sets it (the user, the
+// local launcher, a bench): CUDA applies it; the runtime names it in messages.
 inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
 // OpenMP's wait policy, read once when the library loads: PASSIVE makes idle compute threads
 // sleep instead of spinning on cores that other replicas share. The local launcher sets it for
