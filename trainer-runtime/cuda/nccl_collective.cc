@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "taas/contract/env.h"
 #include "taas/cuda/device.h"
 #include "taas/cuda/nccl_collective.h"
 #include "taas/cuda/status.h"
@@ -450,11 +451,12 @@ absl::StatusOr<std::unique_ptr<collective::DeviceCollective>> ConnectNccl(
     return absl::InvalidArgumentError("NcclOptions.timeout_secs must be > 0, got " +
                                       std::to_string(options.timeout_secs));
   }
-  const int devices = VisibleDeviceCount();
+  TAAS_ASSIGN_OR_RETURN(const int devices, VisibleDeviceCount());
   if (options.device < 0 || options.device >= devices) {
-    return absl::FailedPreconditionError("NCCL: no GPU cuda:" + std::to_string(options.device) +
-                                         " in this process (it sees " + std::to_string(devices) +
-                                         "; CUDA_VISIBLE_DEVICES chooses them)");
+    return absl::FailedPreconditionError(
+        "NCCL: no GPU cuda:" + std::to_string(options.device) + " in this process (it sees " +
+        std::to_string(devices) + "; " + std::string(contract::kNvidiaVisibleDevicesEnv) + " and " +
+        std::string(contract::kCudaVisibleDevicesEnv) + " choose them)");
   }
   const int rank = cpu.rank(), size = cpu.size();
   const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(size) +

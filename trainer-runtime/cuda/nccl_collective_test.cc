@@ -15,21 +15,14 @@
 #include <thread>
 
 #include "taas/collective/in_process.h"
+#include "taas/cuda/stream.h"
+#include "taas/cuda/testing.h"
 
 namespace taas::cuda {
 namespace {
 
 using collective::Collective;
 using collective::ReduceOp;
-
-int Gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
 
 // The value member `m` contributes at element `i`.
 float Value(int m, std::size_t i) { return static_cast<float>(static_cast<int>(i % 97) - 48 + m); }
@@ -118,7 +111,7 @@ std::string Compare(const std::vector<float>& got, const std::vector<float>& wan
 }
 
 TEST_CASE("NCCL all-reduce of device buffers across the GPUs present equals the CPU's sum") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
     for (std::size_t n : {std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 22) + 3}) {
       CAPTURE(n);
@@ -139,7 +132,7 @@ TEST_CASE("NCCL all-reduce of device buffers across the GPUs present equals the 
 }
 
 TEST_CASE("NCCL all-reduce of host buffers, several in flight, finishes each in issue order") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   const auto results =
       OnEveryGpu(gpus, [&](collective::DeviceCollective& nccl, int m) -> std::string {
         // Buckets as the runtime issues them: all at once, then waited for in order.
@@ -166,7 +159,7 @@ TEST_CASE("NCCL all-reduce of host buffers, several in flight, finishes each in 
 }
 
 TEST_CASE("NCCL broadcast copies the root's bytes to every member, device and host buffers") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   for (int root = 0; root < gpus; ++root) {
     const auto results =
         OnEveryGpu(gpus, [&](collective::DeviceCollective& nccl, int m) -> std::string {
@@ -198,7 +191,7 @@ TEST_CASE("NCCL broadcast copies the root's bytes to every member, device and ho
 }
 
 TEST_CASE("a buffer on another GPU is refused, and the group stays usable") {
-  if (Gpus() < 2) {
+  if (VisibleGpus() < 2) {
     MESSAGE("needs 2 GPUs");
     return;
   }
@@ -227,7 +220,7 @@ TEST_CASE("Abort fails the operations after it with its status") {
 }
 
 TEST_CASE("a member that never takes part fails the others' wait after the timeout") {
-  if (Gpus() < 2) {
+  if (VisibleGpus() < 2) {
     MESSAGE("needs 2 GPUs");
     return;
   }
@@ -268,7 +261,7 @@ TEST_CASE("ConnectNccl refuses a GPU the process does not see and a timeout of 0
   auto group = collective::InProcessGroup::Create({});
   REQUIRE(group.ok());
   NcclOptions options;
-  options.device = Gpus();
+  options.device = VisibleGpus();
   auto missing = ConnectNccl((*group)->member(0), options);
   CHECK(absl::IsFailedPrecondition(missing.status()));
   options.device = 0;
