@@ -150,7 +150,7 @@ TEST_CASE("dropout on CUDA drops about `rate` of the elements, repeatably, and s
   CHECK(std::equal(identity.values().begin(), identity.values().end(), host_x.values().begin()));
 }
 
-TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits and gradient") {
+TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits, statistics and gradient") {
   const Tensor logits = Random({37, 10}, 51, 4.0f);
   std::mt19937 rng(52);
   std::vector<std::int32_t> labels(37);
@@ -163,24 +163,16 @@ TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits and gradie
   CHECK(actual->loss == doctest::Approx(expected->loss).epsilon(kElementTolerance));
   CHECK(actual->correct == expected->correct);
   ExpectClose(cuda.Backward(), cpu.Backward(), kElementTolerance, "loss gradient");
+  // Compute leaves the loss's statistics on the device.
+  auto expected_stats = cpu.Compute(logits, labels);
+  auto actual_stats = cuda.Compute(logits.To(kCuda0), labels);
+  REQUIRE(expected_stats.ok());
+  REQUIRE(actual_stats.ok());
+  CHECK((*actual_stats)->device() == kCuda0);
+  ExpectClose(**actual_stats, **expected_stats, kElementTolerance, "loss statistics");
   labels[3] = 10;
   CHECK(cuda.Forward(logits.To(kCuda0), labels).status().code() ==
         absl::StatusCode::kInvalidArgument);
-}
-
-TEST_CASE("the loss's statistics stay on the device and match the CPU's") {
-  const Tensor logits = Random({37, 10}, 53, 4.0f);
-  std::mt19937 rng(54);
-  std::vector<std::int32_t> labels(37);
-  for (auto& label : labels) label = static_cast<std::int32_t>(rng() % 10);
-  SoftmaxCrossEntropy cpu, cuda;
-  auto expected = cpu.Compute(logits, labels);
-  auto actual = cuda.Compute(logits.To(kCuda0), labels);
-  REQUIRE(expected.ok());
-  REQUIRE(actual.ok());
-  CHECK((*actual)->device() == kCuda0);
-  ExpectClose(**actual, **expected, kElementTolerance, "loss statistics");
-  ExpectClose(cuda.Backward(), cpu.Backward(), kElementTolerance, "loss gradient");
 }
 
 TEST_CASE("sums of squares accumulate on the device as on the CPU") {
