@@ -30,11 +30,12 @@ DRIVER=libcuda.so.1
 WHEELS="$TAAS_CUDA_DIR/nvidia"
 
 [ -f "$TAAS_CUDA_DIR/.taas-wheels" ] ||
-  die "no CUDA wheels in $TAAS_CUDA_DIR: scripts/setup.sh installs them (scripts/setup.d/45-cuda.sh)"
+  die "no CUDA wheels in $TAAS_CUDA_DIR: scripts/setup.sh installs them (setup.d/45-cuda.sh)"
 for tool in strip objdump xz ldd; do
   need_command "$tool" "it is part of binutils, xz-utils and libc-bin"
 done
-[ -f "$DATA/t10k-labels-idx1-ubyte.gz" ] || die "no Fashion-MNIST in $DATA: apt-get install dataset-fashion-mnist"
+[ -f "$DATA/t10k-labels-idx1-ubyte.gz" ] ||
+  die "no Fashion-MNIST in $DATA: apt-get install dataset-fashion-mnist"
 start=$SECONDS
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-gpu-bundle-XXXXXX")"
 trap 'rm -rf "$work" "$OUT.partial"' EXIT
@@ -47,7 +48,8 @@ mapfile -t tests < <(ctest --test-dir "$TAAS_BUILD" -N -L gpu | sed -n 's/^ *Tes
 [ ${#tests[@]} -gt 0 ] || die "$TAAS_BUILD lists no test labelled gpu: is TAAS_WITH_CUDA on?"
 tools=(fashion-mnist-cnn gpu_bench)
 log "building ${tools[*]} ${tests[*]}"
-cmake --build "$TAAS_BUILD" --target "${tools[@]}" "${tests[@]}" -- -j"$(nproc)" >"$work/build.log" ||
+cmake --build "$TAAS_BUILD" --target "${tools[@]}" "${tests[@]}" -- -j"$(nproc)" \
+  >"$work/build.log" ||
   { tail -n 40 "$work/build.log" >&2; die "the bundle's build failed (above)"; }
 log "built in $((SECONDS - start)) s"
 
@@ -59,7 +61,9 @@ executable() {
     die "$1 was not built in $TAAS_BUILD"
 }
 for name in "${tools[@]}"; do strip --strip-all -o "$stage/bin/$name" "$(executable "$name")"; done
-for name in "${tests[@]}"; do strip --strip-all -o "$stage/tests/$name" "$(executable "$name")"; done
+for name in "${tests[@]}"; do
+  strip --strip-all -o "$stage/tests/$name" "$(executable "$name")"
+done
 
 # `soname path` for every library a binary loads, as the loader resolves it with the bundle's
 # libraries first, then the CUDA wheels' (as run.sh sets LD_LIBRARY_PATH); "not found" for a
@@ -117,10 +121,11 @@ cp "$TAAS_ROOT"/bench/gpu/{run.sh,table.py,torch_cnn.py} "$OUT.partial/"
 {
   echo "commit $(git -C "$TAAS_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "built $(date -u +%FT%TZ) for sm_90 with $(cat "$TAAS_CUDA_DIR/.taas-wheels")"
-  for version in GLIBC GLIBCXX; do
-    echo "needs $version $(objdump -T "$stage"/*/* 2>/dev/null | grep -o "${version}_[0-9.]*" |
-      sort -Vu | tail -n1)"
-  done
+  # The newest symbol versions of the base runtime any file uses: the oldest glibc and
+  # libstdc++ the bundle runs on.
+  echo "needs $(for version in GLIBC GLIBCXX; do
+    objdump -T "$stage"/*/* 2>/dev/null | grep -o "${version}_[0-9.]*" | sort -Vu | tail -n1
+  done | paste -sd' ')"
 } >"$OUT.partial/MANIFEST"
 size=$(du -sb "$OUT.partial" | cut -f1)
 [ "$size" -le $((MAX_MIB << 20)) ] || die "the bundle is $((size >> 20)) MiB, over $MAX_MIB MiB: \

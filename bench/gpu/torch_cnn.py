@@ -94,6 +94,19 @@ def load_split(data_dir, split):
     return count, rows, cols, pixels, labels
 
 
+def full_float32(torch):
+    """No TF32 in matrix products and convolutions, as taas's CUDA engine computes: the newer
+    per-backend precision setting where this PyTorch has it (mixing it with the older flags is
+    refused by some versions), else the allow_tf32 flags."""
+    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+        matmul.fp32_precision = "ieee"
+        conv.fp32_precision = "ieee"
+    else:
+        matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
 def build_model(torch):
     nn = torch.nn
     model = nn.Sequential(
@@ -238,8 +251,7 @@ def main(argv):
         print("torch_cnn: no CUDA device for PyTorch (torch.cuda.is_available() is False)",
               file=sys.stderr)
         return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    full_float32(torch)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     model = build_model(torch).to(device)
