@@ -112,7 +112,8 @@ rm -rf "$OUT.partial"
 mkdir -p "$OUT.partial"/{bin,tests,lib,data} "$TAAS_CACHE/gpu-bundle"
 for file in "$stage"/{bin,tests,lib}/*; do
   packed="$TAAS_CACHE/gpu-bundle/$(sha256sum "$file" | cut -c1-32).xz"
-  [ -f "$packed" ] || { xz -T0 -6 -c "$file" >"$packed.partial" && mv "$packed.partial" "$packed"; }
+  # Written aside and renamed: another checkout may be filling the same cache.
+  [ -f "$packed" ] || { xz -T0 -6 -c "$file" >"$packed.$$" && mv "$packed.$$" "$packed"; }
   cp "$packed" "$OUT.partial/$(basename "$(dirname "$file")")/$(basename "$file").xz"
 done
 sort -u "$work/cuda-libraries" >"$OUT.partial/cuda-libraries"
