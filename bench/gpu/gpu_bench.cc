@@ -6,8 +6,9 @@
 //   gpu_bench [--what gemm,conv,cnn,nccl] [--batch 100] [--device 0]
 //
 // Every figure is one line `name: value unit (detail)`; times are CUDA events around 20 runs
-// after 3 warm-ups. FP32 means no tensor cores (CUBLAS_DEFAULT_MATH, CUDNN_FMA_MATH); TF32 means
-// tensor cores with TF32 inputs (what cuDNN and cuBLAS may use for float when allowed).
+// after 3 warm-ups. FP32 means no tensor cores (CUBLAS_DEFAULT_MATH; cuDNN's algorithms as the CUDA
+// engine chooses them, taas/nn_cuda/conv_algorithms.h); TF32 means tensor cores with TF32 inputs
+// (what cuDNN and cuBLAS may use for float when allowed).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -26,7 +27,9 @@
 #include <vector>
 
 #include "taas/collective/in_process.h"
+#include "taas/cuda/device.h"
 #include "taas/cuda/nccl_collective.h"
+#include "taas/nn_cuda/conv_algorithms.h"
 
 namespace {
 
@@ -99,6 +102,13 @@ double TimeMs(const std::function<void()>& run) {
   return ms / kRuns;
 }
 
+// The visible GPUs; dies naming the driver's problem when CUDA cannot count them.
+int VisibleGpus() {
+  const absl::StatusOr<int> gpus = taas::cuda::VisibleDeviceCount();
+  if (!gpus.ok()) Die(gpus.status().ToString());
+  return *gpus;
+}
+
 float* DeviceFloats(std::size_t n) {
   void* p = nullptr;
   Cuda(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(float)), "cudaMalloc");
@@ -157,70 +167,126 @@ struct Conv {
   double flops() const { return 2.0 * n * oh() * ow() * k * r * r * c; }
 };
 
-// Times forward, backward-data and backward-filter of `conv` with cuDNN's heuristically best
-// algorithms; returns {fwd, bwd_data, bwd_filter} milliseconds.
-std::array<double, 3> ConvMs(cudnnHandle_t dnn, const Conv& conv, cudnnMathType_t math) {
-  cudnnTensorDescriptor_t x, y;
-  cudnnFilterDescriptor_t f;
-  cudnnConvolutionDescriptor_t cd;
-  Cudnn(cudnnCreateTensorDescriptor(&x), "tensor descriptor");
-  Cudnn(cudnnCreateTensorDescriptor(&y), "tensor descriptor");
-  Cudnn(cudnnCreateFilterDescriptor(&f), "filter descriptor");
-  Cudnn(cudnnCreateConvolutionDescriptor(&cd), "convolution descriptor");
-  Cudnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, conv.n, conv.c, conv.h,
+// Which algorithms a convolution runs: the CUDA engine's choice (taas/nn_cuda/conv_algorithms.h:
+// full float32, cuDNN's ranking with fallback, each with its own math type), or cuDNN's first
+// choice with tensor cores allowed (TF32), for the device's peak.
+enum class ConvChoice { kEngine, kTensorCores };
+
+// cuDNN's first choice for `direction` with tensor cores allowed (CUDNN_DEFAULT_MATH: TF32 for
+// float on Ampere and later), for the device's peak: not what the engine runs.
+taas::nn::cuda::ConvAlgorithm TensorCoreAlgorithm(cudnnHandle_t dnn,
+                                                  const taas::nn::cuda::ConvDescriptors& d,
+                                                  taas::nn::cuda::ConvDirection direction) {
+  using taas::nn::cuda::ConvDirection;
+  Cudnn(cudnnSetConvolutionMathType(d.conv, CUDNN_DEFAULT_MATH), "math type");
+  int found = 0;
+  const auto algorithm = [](const auto& perf) {
+    return taas::nn::cuda::ConvAlgorithm{.algo = static_cast<int>(perf.algo),
+                                         .math = perf.mathType,
+                                         .workspace_bytes = perf.memory,
+                                         .deterministic = perf.determinism == CUDNN_DETERMINISTIC};
+  };
+  if (direction == ConvDirection::kForward) {
+    cudnnConvolutionFwdAlgoPerf_t perf{};
+    Cudnn(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d.x, d.w, d.conv, d.y, 1, &found, &perf),
+          "fwd algo");
+    return algorithm(perf);
+  }
+  if (direction == ConvDirection::kBackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf{};
+    Cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d.w, d.y, d.conv, d.x, 1, &found, &perf),
+          "bwd data algo");
+    return algorithm(perf);
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t perf{};
+  Cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d.x, d.y, d.conv, d.w, 1, &found, &perf),
+        "bwd filter algo");
+  return algorithm(perf);
+}
+
+// Milliseconds of `run` with the algorithm `choice` picks for `direction`; `run` returns cuDNN's
+// status for one call with the given algorithm and workspace.
+double DirectionMs(cudnnHandle_t dnn, const taas::nn::cuda::ConvDescriptors& d,
+                   taas::nn::cuda::ConvDirection direction, ConvChoice choice,
+                   const std::function<cudnnStatus_t(const taas::nn::cuda::ConvAlgorithm&,
+                                                     void* workspace)>& run) {
+  using taas::nn::cuda::ConvAlgorithm;
+  std::vector<ConvAlgorithm> ranked;
+  if (choice == ConvChoice::kEngine) {
+    auto engine = taas::nn::cuda::RankConvAlgorithms(dnn, direction, d);
+    if (!engine.ok()) Die(engine.status().ToString());
+    ranked = std::move(*engine);
+  } else {
+    ranked.push_back(TensorCoreAlgorithm(dnn, d, direction));
+  }
+  std::size_t workspace_bytes = 1;
+  for (const ConvAlgorithm& a : ranked)
+    workspace_bytes = std::max(workspace_bytes, a.workspace_bytes);
+  void* workspace = nullptr;
+  Cuda(cudaMalloc(&workspace, workspace_bytes), "workspace");
+  // The engine's first call: the first algorithm that runs, its math type left on d.conv.
+  std::size_t chosen = 0;
+  const absl::Status ran =
+      taas::nn::cuda::RunRanked(d.conv, ranked, chosen, "convolution",
+                                [&](const ConvAlgorithm& a) { return run(a, workspace); });
+  if (!ran.ok()) Die(ran.ToString());
+  const double ms = TimeMs([&] { Cudnn(run(ranked[chosen], workspace), "convolution"); });
+  cudaFree(workspace);
+  return ms;
+}
+
+// Times forward, backward-data and backward-filter of `conv` with the algorithms `choice` picks;
+// returns {fwd, bwd_data, bwd_filter} milliseconds.
+std::array<double, 3> ConvMs(cudnnHandle_t dnn, const Conv& conv, ConvChoice choice) {
+  using taas::nn::cuda::ConvAlgorithm;
+  using taas::nn::cuda::ConvDirection;
+  taas::nn::cuda::ConvDescriptors d;
+  Cudnn(cudnnCreateTensorDescriptor(&d.x), "tensor descriptor");
+  Cudnn(cudnnCreateTensorDescriptor(&d.y), "tensor descriptor");
+  Cudnn(cudnnCreateFilterDescriptor(&d.w), "filter descriptor");
+  Cudnn(cudnnCreateConvolutionDescriptor(&d.conv), "convolution descriptor");
+  Cudnn(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, conv.n, conv.c, conv.h,
                                    conv.w),
         "input");
-  Cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, conv.n, conv.k,
+  Cudnn(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, conv.n, conv.k,
                                    conv.oh(), conv.ow()),
         "output");
-  Cudnn(cudnnSetFilter4dDescriptor(f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, conv.k, conv.c, conv.r,
+  Cudnn(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, conv.k, conv.c, conv.r,
                                    conv.r),
         "filter");
-  Cudnn(cudnnSetConvolution2dDescriptor(cd, conv.pad, conv.pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                        CUDNN_DATA_FLOAT),
+  Cudnn(cudnnSetConvolution2dDescriptor(d.conv, conv.pad, conv.pad, 1, 1, 1, 1,
+                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "convolution");
-  Cudnn(cudnnSetConvolutionMathType(cd, math), "math type");
   float* xd = DeviceFloats(std::size_t(conv.n) * conv.h * conv.w * conv.c);
   float* yd = DeviceFloats(std::size_t(conv.n) * conv.oh() * conv.ow() * conv.k);
   float* fd = DeviceFloats(std::size_t(conv.k) * conv.r * conv.r * conv.c);
   const float one = 1, zero = 0;
-  int found = 0;
-  cudnnConvolutionFwdAlgoPerf_t fwd{};
-  cudnnConvolutionBwdDataAlgoPerf_t bwd_data{};
-  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter{};
-  Cudnn(cudnnGetConvolutionForwardAlgorithm_v7(dnn, x, f, cd, y, 1, &found, &fwd), "fwd algo");
-  Cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, f, y, cd, x, 1, &found, &bwd_data),
-        "bwd data algo");
-  Cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, x, y, cd, f, 1, &found, &bwd_filter),
-        "bwd filter algo");
-  const std::size_t workspace_bytes =
-      std::max({fwd.memory, bwd_data.memory, bwd_filter.memory, std::size_t{1}});
-  void* workspace = nullptr;
-  Cuda(cudaMalloc(&workspace, workspace_bytes), "workspace");
   std::array<double, 3> ms{};
-  ms[0] = TimeMs([&] {
-    Cudnn(cudnnConvolutionForward(dnn, &one, x, xd, f, fd, cd, fwd.algo, workspace, workspace_bytes,
-                                  &zero, y, yd),
-          "cudnnConvolutionForward");
-  });
-  ms[1] = TimeMs([&] {
-    Cudnn(cudnnConvolutionBackwardData(dnn, &one, f, fd, y, yd, cd, bwd_data.algo, workspace,
-                                       workspace_bytes, &zero, x, xd),
-          "cudnnConvolutionBackwardData");
-  });
-  ms[2] = TimeMs([&] {
-    Cudnn(cudnnConvolutionBackwardFilter(dnn, &one, x, xd, y, yd, cd, bwd_filter.algo, workspace,
-                                         workspace_bytes, &zero, f, fd),
-          "cudnnConvolutionBackwardFilter");
-  });
-  cudaFree(workspace);
+  ms[0] = DirectionMs(
+      dnn, d, ConvDirection::kForward, choice, [&](const ConvAlgorithm& a, void* workspace) {
+        return cudnnConvolutionForward(dnn, &one, d.x, xd, d.w, fd, d.conv,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace,
+                                       a.workspace_bytes, &zero, d.y, yd);
+      });
+  ms[1] = DirectionMs(
+      dnn, d, ConvDirection::kBackwardData, choice, [&](const ConvAlgorithm& a, void* workspace) {
+        return cudnnConvolutionBackwardData(dnn, &one, d.w, fd, d.y, yd, d.conv,
+                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                            workspace, a.workspace_bytes, &zero, d.x, xd);
+      });
+  ms[2] = DirectionMs(
+      dnn, d, ConvDirection::kBackwardFilter, choice, [&](const ConvAlgorithm& a, void* workspace) {
+        return cudnnConvolutionBackwardFilter(dnn, &one, d.x, xd, d.y, yd, d.conv,
+                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                              workspace, a.workspace_bytes, &zero, d.w, fd);
+      });
   cudaFree(xd);
   cudaFree(yd);
   cudaFree(fd);
-  cudnnDestroyConvolutionDescriptor(cd);
-  cudnnDestroyFilterDescriptor(f);
-  cudnnDestroyTensorDescriptor(x);
-  cudnnDestroyTensorDescriptor(y);
+  cudnnDestroyConvolutionDescriptor(d.conv);
+  cudnnDestroyFilterDescriptor(d.w);
+  cudnnDestroyTensorDescriptor(d.x);
+  cudnnDestroyTensorDescriptor(d.y);
   return ms;
 }
 
@@ -229,9 +295,9 @@ void BenchConv(const Peak& peak) {
   Cudnn(cudnnCreate(&dnn), "cudnnCreate");
   // A ResNet-style layer large enough to fill the device.
   const Conv big{64, 56, 56, 256, 256, 3, 1};
-  for (auto [math, label, top] : {std::tuple{CUDNN_FMA_MATH, "FP32", peak.fp32},
-                                  std::tuple{CUDNN_DEFAULT_MATH, "TF32", peak.tf32}}) {
-    const auto ms = ConvMs(dnn, big, math);
+  for (auto [choice, label, top] : {std::tuple{ConvChoice::kEngine, "FP32", peak.fp32},
+                                    std::tuple{ConvChoice::kTensorCores, "TF32", peak.tf32}}) {
+    const auto ms = ConvMs(dnn, big, choice);
     const double tflops = big.flops() / (ms[0] * 1e-3) / 1e12;
     Print(std::string("cuDNN conv fwd 64x56x56x256 3x3x256 ") + label, tflops, "TFLOP/s",
           Percent(tflops, top) + " TFLOP/s peak");
@@ -240,7 +306,8 @@ void BenchConv(const Peak& peak) {
 }
 
 // The CNN's layers at `batch` (Keras valid padding): the compute a training step cannot avoid,
-// as cuDNN and cuBLAS do it with the engine's math (float, TF32 allowed by cuDNN's default).
+// as cuDNN and cuBLAS do it with the engine's math and algorithms (full float32: cuBLAS's default
+// math, cuDNN's algorithms as the engine chooses and runs them).
 void BenchCnn(int batch) {
   cudnnHandle_t dnn;
   cublasHandle_t blas;
@@ -250,7 +317,7 @@ void BenchCnn(int batch) {
       {batch, 28, 28, 1, 32, 3, 0}, {batch, 13, 13, 32, 64, 3, 0}, {batch, 5, 5, 64, 64, 3, 0}};
   double total_ms = 0, flops = 0;
   for (std::size_t i = 0; i < std::size(convs); ++i) {
-    const auto ms = ConvMs(dnn, convs[i], CUDNN_DEFAULT_MATH);
+    const auto ms = ConvMs(dnn, convs[i], ConvChoice::kEngine);
     // The first layer needs no gradient of its input.
     const double step = ms[0] + (i == 0 ? 0 : ms[1]) + ms[2];
     total_ms += step;
@@ -289,8 +356,7 @@ void BenchCnn(int batch) {
 // The NCCL backend's all-reduce across every visible GPU, one thread per GPU as in the runtime;
 // bus bandwidth as nccl-tests defines it: algorithm bandwidth x 2(n-1)/n.
 void BenchNccl() {
-  int gpus = 0;
-  Cuda(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount");
+  const int gpus = VisibleGpus();
   taas::collective::InProcessOptions options;
   options.members = gpus;
   options.timeout_secs = 120;
@@ -359,8 +425,8 @@ int main(int argc, char** argv) {
       Die("unknown flag " + arg + " (--what gemm,conv,cnn,nccl --batch N --device N)");
     }
   }
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) Die("no GPU visible");
+  const int gpus = VisibleGpus();
+  if (gpus == 0) Die("no GPU visible");
   if (device < 0 || device >= gpus) Die("--device must be 0.." + std::to_string(gpus - 1));
   Cuda(cudaSetDevice(device), "cudaSetDevice");
   cudaDeviceProp prop{};

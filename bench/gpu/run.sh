@@ -1,125 +1,141 @@
 #!/usr/bin/env bash
-# The GPU path on a machine with GPUs, in one command (bench/README.md, "GPUs"): builds with CUDA,
-# runs the `gpu` tests, trains the Fashion-MNIST CNN on the CPU, on one GPU and on all GPUs, and
-# measures cuBLAS, cuDNN and NCCL beside it (bench/gpu/gpu_bench.cc).
+# The GPU proof in one call (bench/gpu/README.md). It runs inside the folder bench/gpu/bundle.sh
+# builds (build/gpu-bundle/run.sh), on a machine with NVIDIA GPUs, a driver for CUDA 13 and a
+# python3 with PyTorch's CUDA 13 wheels: no build, no network, none of our Debian packages. It
+# runs the `gpu` tests, trains the Fashion-MNIST CNN with taas on the CPU, on one GPU and on every
+# GPU, trains the same CNN with PyTorch on one GPU (eager and CUDA graphs: torch_cnn.py), measures
+# cuBLAS, cuDNN and NCCL (gpu_bench), and prints one table against the targets.
 #
-#   bench/gpu/run.sh                     # everything
-#   STEPS=500 bench/gpu/run.sh           # a quick look
+#   ./run.sh                         # everything
+#   STEPS=500 ./run.sh               # a quick look
+#   ./run.sh --self-check [--cuda-libs DIR]
+#                                    # what the build machine checks (no GPU there): unpacks,
+#                                    # runs --help, a few CPU steps, and each gpu test (skipped)
 #
-# Works offline. The CUDA toolkit is found, in this order: TAAS_CUDA_ROOT (a wheels' nvidia/
-# folder with cu13/bin/nvcc), the tool cache's wheels (scripts/setup.sh), the Python wheels of the
-# interpreter on PATH (PyTorch's nvidia-* packages) when they hold nvcc, else a system nvcc
-# (CUDACXX, PATH, /usr/local/cuda) with cuDNN and NCCL from the Python wheels or the system.
-# The rest of the build's dependencies (scripts/setup.sh's Debian packages) must be installed.
+# The CUDA runtime, cuBLAS, cuDNN and NCCL (the bundle's `cuda-libraries`) come from python3's
+# nvidia-* wheels, or from --cuda-libs DIR (a wheels' nvidia/ folder); the driver from the system.
+# Run from the source tree (bench/gpu/run.sh), it builds the bundle first and runs that.
 #
-# Environment: STEPS (3000 global steps per training run), CPU_STEPS (STEPS), BATCH_SIZE (100
-# per replica), TAAS_BUILD (build-cuda/), SKIP_TESTS=1, SKIP_TRAINING=1.
+# Environment: STEPS (3000 steps of each GPU run), CPU_STEPS (300), BATCH_SIZE (100 per replica),
+# RESULTS_DIR (where the logs and table.txt go; a temporary folder by default), SKIP_TESTS=1,
+# SKIP_TORCH=1, SKIP_BENCH=1.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
-TAAS_BUILD="${TAAS_BUILD:-$TAAS_ROOT/build-cuda}"
-source "$TAAS_ROOT/scripts/lib/build.sh"
+BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+log() { printf '[gpu-proof] %s\n' "$*" >&2; }
+die() { printf '[gpu-proof] error: %s\n' "$*" >&2; exit 1; }
 
+if [ ! -f "$BUNDLE/cuda-libraries" ] && [ -x "$BUNDLE/bundle.sh" ]; then
+  "$BUNDLE/bundle.sh"
+  exec "$BUNDLE/../../build/gpu-bundle/run.sh" "$@"
+fi
+
+SELF_CHECK=0
+CUDA_LIBS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --self-check) SELF_CHECK=1 ;;
+    --cuda-libs) [ $# -gt 1 ] || die "--cuda-libs needs a folder"; CUDA_LIBS="$2"; shift ;;
+    *) die "unknown argument $1 (--self-check, --cuda-libs DIR)" ;;
+  esac
+  shift
+done
 STEPS="${STEPS:-3000}"
-CPU_STEPS="${CPU_STEPS:-$STEPS}"
+CPU_STEPS="${CPU_STEPS:-300}"
 BATCH_SIZE="${BATCH_SIZE:-100}"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/taas-gpu-bench-XXXXXX")"
+for n in "$STEPS" "$CPU_STEPS" "$BATCH_SIZE"; do
+  [[ "$n" =~ ^[1-9][0-9]{0,6}$ ]] || die "STEPS, CPU_STEPS and BATCH_SIZE must be whole numbers"
+done
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/taas-gpu-proof-XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
+RESULTS_DIR="${RESULTS_DIR:-$WORK/results}"
+mkdir -p "$RESULTS_DIR"
+START=$SECONDS
 
-# --- the toolkit -------------------------------------------------------------------------------
-cuda_args=(-DTAAS_WITH_CUDA=ON)
-python_nvidia() {
-  python3 - <<'PY' 2>/dev/null || true
-import importlib.util, sys
-spec = importlib.util.find_spec("nvidia")
-for path in (spec.submodule_search_locations if spec else []) or []:
-    print(path)
-    break
+# --- the bundle's files ---------------------------------------------------------------------
+# The bundle keeps its binaries and libraries xz-compressed (bin/, tests/, lib/: a third of their
+# size); they are unpacked into this run's folder with python3's lzma (no xz tool needed), so
+# the bundle itself is never written to.
+unpack() {
+  python3 - "$BUNDLE" "$WORK" <<'PY' || die "cannot unpack the bundle (python3 with lzma is needed)"
+import lzma, os, shutil, sys
+bundle, work = sys.argv[1:]
+for part in ("bin", "tests", "lib"):
+    os.makedirs(os.path.join(work, part))
+    for name in sorted(os.listdir(os.path.join(bundle, part))):
+        target = os.path.join(work, part, name[:-len(".xz")])
+        with lzma.open(os.path.join(bundle, part, name)) as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.chmod(target, 0o755 if part != "lib" else 0o644)
 PY
 }
-if [ -z "${TAAS_CUDA_ROOT:-}" ] && [ -x "$TAAS_CUDA_DIR/nvidia/cu13/bin/nvcc" ]; then
-  TAAS_CUDA_ROOT="$TAAS_CUDA_DIR/nvidia"
-fi
-wheels="$(python_nvidia)"
-if [ -z "${TAAS_CUDA_ROOT:-}" ] && [ -n "$wheels" ] && [ -x "$wheels/cu13/bin/nvcc" ]; then
-  TAAS_CUDA_ROOT="$wheels"
-fi
-if [ -n "${TAAS_CUDA_ROOT:-}" ]; then
-  cuda_args+=("-DTAAS_CUDA_ROOT=$TAAS_CUDA_ROOT")
-  toolkit="the wheels in $TAAS_CUDA_ROOT"
-  libs=("$TAAS_CUDA_ROOT"/{cu13,cudnn,nccl}/lib)
-else
-  nvcc="${CUDACXX:-$(command -v nvcc || true)}"
-  [ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
-  [ -n "$nvcc" ] || die "no CUDA compiler: install the CUDA toolkit (nvcc), set CUDACXX, or set \
-TAAS_CUDA_ROOT to a site-packages/nvidia folder holding cu13/bin/nvcc"
-  cuda_args+=("-DCMAKE_CUDA_COMPILER=$nvcc")
-  toolkit="$nvcc"
-  libs=()
-  # cuDNN, NCCL (and cuBLAS for CUDA 12 wheels) from the Python wheels when the system lacks them:
-  # each wheel folder is a prefix with include/ and lib/, as find_path and find_library expect.
-  if [ -n "$wheels" ]; then
-    prefixes=()
-    for part in cu13 cudnn nccl cublas cuda_runtime; do
-      [ -d "$wheels/$part/include" ] && prefixes+=("$wheels/$part") && libs+=("$wheels/$part/lib")
+
+# The folders holding `cuda-libraries`: each name in one of the wheels' */lib folders.
+cuda_library_path() {
+  local roots=() dirs=() name root dir found
+  if [ -n "$CUDA_LIBS" ]; then
+    roots=("$CUDA_LIBS")
+  else
+    mapfile -t roots < <(python3 -c 'import importlib.util
+spec = importlib.util.find_spec("nvidia")
+print("\n".join(spec.submodule_search_locations if spec else []))' 2>/dev/null || true)
+  fi
+  [ ${#roots[@]} -gt 0 ] || die "python3 has no nvidia package (PyTorch's CUDA wheels: \
+nvidia-cuda-runtime, nvidia-cublas, nvidia-cudnn-cu13, nvidia-nccl-cu13); install them or pass \
+--cuda-libs SITE-PACKAGES/nvidia"
+  while read -r name; do
+    found=""
+    for root in "${roots[@]}"; do
+      for dir in "$root"/*/lib; do
+        if [ -e "$dir/$name" ]; then found="$dir"; break 2; fi
+      done
     done
-    if [ ${#prefixes[@]} -gt 0 ]; then
-      cuda_args+=("-DCMAKE_PREFIX_PATH=$(IFS=';'; echo "${prefixes[*]}")")
-      toolkit+=", libraries also from $wheels"
-    fi
-  fi
-fi
-# The wheels' libraries find each other by RUNPATH; the loader is told about them all the same.
-for dir in "${libs[@]}"; do
-  [ -d "$dir" ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+    [ -n "$found" ] || die "$name is in none of ${roots[*]}/*/lib: the CUDA 13 wheels are missing"
+    [[ " ${dirs[*]} " == *" $found "* ]] || dirs+=("$found")
+  done <"$BUNDLE/cuda-libraries"
+  (IFS=:; echo "${dirs[*]}")
+}
 
-gpus=0
-if command -v nvidia-smi >/dev/null; then
-  gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
-  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
-    gpus="$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c . || true)"
-  fi
-fi
-log "machine: $(nproc) cores, $gpus GPUs$(command -v nvidia-smi >/dev/null &&
-  printf ' (%s)' "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null |
-    sort | uniq -c | sed 's/^ *//' | paste -sd';')"), toolkit: $toolkit"
+# Runs one of the bundle's binaries with its libraries: the bundle's first, then the CUDA ones.
+with_libs() {
+  LD_LIBRARY_PATH="$WORK/lib:$CUDA_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
 
-# --- build -------------------------------------------------------------------------------------
-log "configuring $TAAS_BUILD with CUDA"
-taas_configure "${cuda_args[@]}"
-mapfile -t gpu_tests < <(ctest --test-dir "$TAAS_BUILD" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: //p')
-[ ${#gpu_tests[@]} -gt 0 ] || die "the build lists no test labelled gpu: is TAAS_WITH_CUDA on?"
-log "building ${gpu_tests[*]} fashion-mnist-cnn gpu_bench"
-start=$SECONDS
-cmake --build "$TAAS_BUILD" --target "${gpu_tests[@]}" fashion-mnist-cnn gpu_bench -- -j"$(nproc)"
-log "built in $((SECONDS - start)) s"
+# --- the gpu tests ------------------------------------------------------------------------------
+# Runs every test of tests/ (exit 0 passed, 77 skipped: no device); writes "passed skipped failed
+# names-of-failed" to $RESULTS_DIR/tests.
+run_tests() {
+  local passed=0 skipped=0 failed=0 failures="" test name code
+  for test in "$WORK"/tests/*; do
+    name="$(basename "$test")"
+    code=0
+    (cd "$WORK" && with_libs timeout 300 "$test") >"$RESULTS_DIR/$name.log" 2>&1 || code=$?
+    case "$code" in
+      0) passed=$((passed + 1)); log "$name: passed" ;;
+      77) skipped=$((skipped + 1)); log "$name: skipped ($(tail -n 1 "$RESULTS_DIR/$name.log"))" ;;
+      *) failed=$((failed + 1)); failures+="${failures:+,}$name"
+         log "$name: FAILED (exit $code), its last lines:"
+         tail -n 20 "$RESULTS_DIR/$name.log" >&2 ;;
+    esac
+  done
+  echo "$passed $skipped $failed ${failures:--}" >"$RESULTS_DIR/tests"
+}
 
-# --- the gpu tests -----------------------------------------------------------------------------
-if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  log "gpu tests"
-  ctest --test-dir "$TAAS_BUILD" -L gpu --output-on-failure ||
-    die "a gpu test failed (above); the figures below would not mean much"
-fi
-[ "$gpus" -gt 0 ] || die "no GPU visible (nvidia-smi -L, CUDA_VISIBLE_DEVICES): the gpu tests \
-skipped; the figures need a GPU"
-
-# --- training ----------------------------------------------------------------------------------
-cnn="$(find "$TAAS_BUILD" -name fashion-mnist-cnn -type f -perm -u+x | head -n1)"
-bench="$(find "$TAAS_BUILD" -name gpu_bench -type f -perm -u+x | head -n1)"
-# One training run: a fresh model dir, all-reduce across `replicas` model replicas in this
-# process (--batch_size is the worker's, sliced among its replicas: BATCH_SIZE each), the chief's
-# evaluation of the test set at the end. Prints "examples/s accuracy secs devices".
-train() {
-  local name="$1" device="$2" replicas="$3" steps="$4"
-  local dir="$WORK/$name"
-  mkdir -p "$dir"
-  local start=$SECONDS
-  env TAAS_DEVICE="$device" TAAS_STRATEGY=collective TAAS_REPLICAS_PER_WORKER="$replicas" \
-    TF_MAX_STEPS="$steps" TF_LOGDIR="$dir/model" TAAS_EVAL_ON_CHIEF=end TAAS_LOG_STEPS=100 \
-    TAAS_CHECK_VARIABLES_STEPS=1000 OMP_WAIT_POLICY=PASSIVE \
-    "$cnn" -- --batch_size=$((BATCH_SIZE * replicas)) >"$dir/log" 2>&1 ||
-    { tail -n 30 "$dir/log" >&2; die "$name: the trainer failed (log above)"; }
-  python3 - "$dir/log" "$((SECONDS - start))" <<'PY'
+# --- taas and PyTorch training --------------------------------------------------------------------
+# One taas run as one all-reduce worker in a fresh model dir, evaluated on the test set at the
+# end: `name device replicas steps`; prints "examples/s accuracy secs devices" (the median of the
+# progress windows after the first, which holds cuDNN's plans and NCCL's connections), or fails
+# showing the end of the trainer's log. Every wait below is bounded: the device time is short.
+train_taas() {
+  local name="$1" device="$2" replicas="$3" steps="$4" start=$SECONDS
+  local logfile="$RESULTS_DIR/taas-$name.log"
+  (cd "$WORK" && with_libs env TAAS_DEVICE="$device" TAAS_STRATEGY=collective \
+    TAAS_REPLICAS_PER_WORKER="$replicas" TF_MAX_STEPS="$steps" TF_LOGDIR="$WORK/model-$name" \
+    TAAS_EVAL_ON_CHIEF=end TAAS_LOG_STEPS=$((steps < 200 ? 1 : 100)) \
+    TAAS_CHECK_VARIABLES_STEPS=1000 TF_SAVE_SUMMARIES_STEPS=0 OMP_WAIT_POLICY=PASSIVE timeout 300 \
+    "$WORK/bin/fashion-mnist-cnn" -- --batch_size=$((BATCH_SIZE * replicas)) \
+    --data_dir="$BUNDLE/data") >"$logfile" 2>&1 ||
+    { tail -n 30 "$logfile" >&2; log "taas $name: the trainer failed (its log above)"; return 1; }
+  python3 - "$logfile" "$((SECONDS - start))" <<'PY'
 import re, shlex, statistics, sys
 rates, accuracy, devices = [], "n/a", ""
 for line in open(sys.argv[1], errors="replace"):
@@ -133,49 +149,101 @@ for line in open(sys.argv[1], errors="replace"):
         m = re.search(r"accuracy=([0-9.]+)", fields.get("metrics", ""))
         accuracy = m.group(1) if m else accuracy
     if "devices" in fields and not devices:
-        devices = fields["devices"]
-# The first window holds the start-up (cuDNN's plans, NCCL's connections): the median of the rest.
+        devices = fields["devices"].replace(" ", "_")
 steady = rates[1:] or rates
 print(f"{statistics.median(steady) if steady else 0:.0f} {accuracy} {sys.argv[2]} {devices or '?'}")
 PY
 }
-if [ "${SKIP_TRAINING:-0}" != 1 ]; then
-  log "training the CNN: $CPU_STEPS steps on the CPU, $STEPS on 1 GPU and on $gpus GPUs, batch \
-$BATCH_SIZE per replica"
-  read -r cpu_rate cpu_acc cpu_secs cpu_dev < <(train cpu cpu 1 "$CPU_STEPS")
-  first_gpu="${CUDA_VISIBLE_DEVICES:-0}"
-  read -r one_rate one_acc one_secs one_dev < <(CUDA_VISIBLE_DEVICES="${first_gpu%%,*}" \
-    train gpu1 cuda 1 "$STEPS")
-  all_rate="$one_rate" all_acc="$one_acc" all_secs="$one_secs" all_dev="$one_dev"
-  if [ "$gpus" -gt 1 ]; then
-    read -r all_rate all_acc all_secs all_dev < <(train gpus cuda "$gpus" "$STEPS")
+
+# PyTorch's run in `mode` (eager, graphs) on the first GPU: its JSON line into torch-MODE.json.
+train_torch() {
+  local mode="$1" logfile="$RESULTS_DIR/torch-$1.log"
+  CUDA_VISIBLE_DEVICES="$FIRST_GPU" timeout 300 python3 "$BUNDLE/torch_cnn.py" \
+    --data_dir="$BUNDLE/data" --mode="$mode" --steps="$STEPS" --batch_size="$BATCH_SIZE" \
+    >"$RESULTS_DIR/torch-$mode.json" 2>"$logfile" ||
+    { tail -n 30 "$logfile" >&2; log "PyTorch $mode failed (its log above)"; return 0; }
+  log "PyTorch $mode: $(cat "$RESULTS_DIR/torch-$mode.json")"
+}
+
+# --- the self-check and the whole run -----------------------------------------------------------
+# The trainer's --help with every symbol bound at start (LD_BIND_NOW): a library of the machine
+# too old for the bundle (glibc, libstdc++, the CUDA wheels') fails here, saying which.
+preflight() {
+  LD_BIND_NOW=1 with_libs "$WORK/bin/fashion-mnist-cnn" --help >"$RESULTS_DIR/preflight.log" 2>&1 ||
+    { cat "$RESULTS_DIR/preflight.log" >&2; die "the bundle's trainer cannot start here (above): \
+the bundle $(grep '^needs' "$BUNDLE/MANIFEST"), and it took the CUDA libraries from $CUDA_PATH"; }
+}
+
+self_check() {
+  BATCH_SIZE=16
+  train_taas self-check cpu 1 3 >"$RESULTS_DIR/taas-self-check" || die "3 CPU steps failed"
+  read -r rate accuracy _ devices <"$RESULTS_DIR/taas-self-check"
+  [ "$accuracy" != n/a ] || die "the CPU run scored no test accuracy"
+  log "3 CPU steps: $rate examples/s, test accuracy $accuracy, on $devices"
+  run_tests
+  read -r passed skipped failed failures <"$RESULTS_DIR/tests"
+  [ "$failed" -eq 0 ] || die "gpu tests failed: $failures"
+  log "self-check passed: the trainer's --help with every symbol bound, 3 CPU steps, $passed \
+gpu tests passed and $skipped skipped"
+}
+
+machine_line() {
+  local names="" driver=""
+  if command -v nvidia-smi >/dev/null; then
+    names="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c |
+      sed 's/^ *\([0-9]*\) \(.*\)/\2 x\1/' | paste -sd';' || true)"
+    driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null |
+      head -n1 || true)"
   fi
-fi
+  echo "${names:-no nvidia-smi}, driver ${driver:-?}, $(nproc) cores, $(python3 -c \
+'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "no torch")"
+}
 
-# --- kernels and NCCL --------------------------------------------------------------------------
-log "cuBLAS, cuDNN and NCCL (gpu_bench)"
-"$bench" --what gemm,conv,cnn,nccl --batch "$BATCH_SIZE" | tee "$WORK/kernels"
+# The GPUs this process may use: nvidia-smi's, narrowed by CUDA_VISIBLE_DEVICES; PyTorch's count
+# where there is no nvidia-smi.
+visible_gpus() {
+  local n=0
+  if command -v nvidia-smi >/dev/null; then
+    n="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+  else
+    n="$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)"
+  fi
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ "$n" -gt 0 ]; then
+    n="$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c . || true)"
+  fi
+  echo "$n"
+}
 
-if [ "${SKIP_TRAINING:-0}" != 1 ]; then
-  ceiling="$(sed -n 's/^CNN kernels-only ceiling at batch [0-9]*: \([0-9.]*\).*/\1/p' "$WORK/kernels")"
-  echo
-  printf '%-10s %-8s %8s %12s %10s %8s  %s\n' run replicas steps examples/s accuracy secs devices
-  printf '%-10s %-8s %8s %12s %10s %8s  %s\n' cpu 1 "$CPU_STEPS" "$cpu_rate" "$cpu_acc" \
-    "$cpu_secs" "$cpu_dev"
-  printf '%-10s %-8s %8s %12s %10s %8s  %s\n' "1 GPU" 1 "$STEPS" "$one_rate" "$one_acc" \
-    "$one_secs" "$one_dev"
-  printf '%-10s %-8s %8s %12s %10s %8s  %s\n' "$gpus GPUs" "$gpus" "$STEPS" "$all_rate" "$all_acc" \
-    "$all_secs" "$all_dev"
-  python3 - "$one_rate" "$all_rate" "$gpus" "$cpu_rate" "${ceiling:-0}" <<'PY'
-import sys
-one, all_, gpus, cpu, ceiling = (float(x) for x in sys.argv[1:])
-print()
-print(f"1 GPU / CPU: {one / cpu:.1f}x" if cpu else "1 GPU / CPU: n/a")
-if gpus > 1 and one:
-    print(f"scaling over {gpus:.0f} GPUs: {all_ / one:.2f}x, {100 * all_ / (one * gpus):.0f}% of "
-          "linear (target >= 90%)")
-if ceiling:
-    print(f"1 GPU against the kernels-only ceiling ({ceiling:.0f} examples/s): "
-          f"{ceiling / one:.2f}x slower (target <= 1.5x)" if one else "")
-PY
+unpack
+CUDA_PATH="$(cuda_library_path)"
+preflight
+if [ "$SELF_CHECK" = 1 ]; then
+  self_check
+  exit 0
 fi
+MACHINE="$(machine_line)"
+GPUS="$(visible_gpus)"
+FIRST_GPU="${CUDA_VISIBLE_DEVICES:-0}"
+FIRST_GPU="${FIRST_GPU%%,*}"
+log "machine: $MACHINE; $GPUS GPUs visible; results in $RESULTS_DIR"
+[ "${SKIP_TESTS:-0}" = 1 ] || run_tests
+[ "$GPUS" -gt 0 ] || die "no GPU visible (nvidia-smi -L, CUDA_VISIBLE_DEVICES): nothing to measure"
+log "taas: $CPU_STEPS steps on the CPU, $STEPS on 1 GPU$([ "$GPUS" -gt 1 ] && echo " and on $GPUS")"
+# A run that fails leaves its figures out of the table (n/a, not met) and the others go on.
+train_taas cpu cpu 1 "$CPU_STEPS" >"$RESULTS_DIR/taas-cpu" || true
+CUDA_VISIBLE_DEVICES="$FIRST_GPU" train_taas gpu1 cuda 1 "$STEPS" >"$RESULTS_DIR/taas-gpu1" || true
+if [ "$GPUS" -gt 1 ]; then
+  train_taas gpus cuda "$GPUS" "$STEPS" >"$RESULTS_DIR/taas-gpus" || true
+fi
+if [ "${SKIP_TORCH:-0}" != 1 ]; then
+  train_torch eager
+  train_torch graphs
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  log "cuBLAS, cuDNN and NCCL (gpu_bench)"
+  with_libs timeout 300 "$WORK/bin/gpu_bench" --what gemm,conv,cnn,nccl --batch "$BATCH_SIZE" \
+    >"$RESULTS_DIR/gpu_bench.log" 2>&1 ||
+    log "gpu_bench failed: $(tail -n 3 "$RESULTS_DIR/gpu_bench.log")"
+fi
+python3 "$BUNDLE/table.py" "$RESULTS_DIR" "$MACHINE" "$GPUS" "$STEPS" "$CPU_STEPS" "$BATCH_SIZE" \
+  "$((SECONDS - START))" | tee "$RESULTS_DIR/table.txt"

@@ -575,6 +575,9 @@ absl::StatusOr<DeviceChoice> ChooseDevices(const RuntimeConfig& config, int cuda
       info.strategy == Strategy::kCollective && info.role != Role::kEvaluator;
   const int replicas = collective_trainer ? info.replicas_per_worker : 1;
   const std::string visible =
+      (config.nvidia_visible_devices.empty() ? std::string()
+                                             : std::string(contract::kNvidiaVisibleDevicesEnv) +
+                                                   "=" + config.nvidia_visible_devices + ", ") +
       std::string(contract::kCudaVisibleDevicesEnv) + "=" + config.cuda_visible_devices;
   DeviceChoice choice;
   if (info.role == Role::kPs) {
@@ -594,8 +597,9 @@ absl::StatusOr<DeviceChoice> ChooseDevices(const RuntimeConfig& config, int cuda
     return absl::FailedPreconditionError(
         setting + ": no CUDA device is visible to this process (" + visible + ")" +
         (cuda_devices < 0 ? ", and this trainer was built without CUDA (TAAS_WITH_CUDA)" : "") +
-        ": give the replica GPUs (resources.limits nvidia.com/gpu in its TFJob replica spec) or "
-        "set " +
+        ": give the replica GPUs (resources.limits nvidia.com/gpu in its TFJob replica spec; "
+        "NVIDIA's device plugin then sets " +
+        std::string(contract::kNvidiaVisibleDevicesEnv) + ") or set " +
         std::string(contract::kDeviceEnv) + "=cpu");
   }
   int gpus = 1;
@@ -646,9 +650,12 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
     auto it = env.find(s.env);
     if (it != env.end()) TAAS_RETURN_IF_ERROR(s.apply(s.env, it->second, c));
   }
+  // Only for messages; a hostile value cannot make them unbounded.
   if (auto it = env.find(std::string(contract::kCudaVisibleDevicesEnv)); it != env.end()) {
-    // Only for messages; a hostile value cannot make them unbounded.
     c.cuda_visible_devices = "\"" + it->second.substr(0, 128) + "\"";
+  }
+  if (auto it = env.find(std::string(contract::kNvidiaVisibleDevicesEnv)); it != env.end()) {
+    c.nvidia_visible_devices = "\"" + it->second.substr(0, 128) + "\"";
   }
   std::string replicas_source =
       env.count("TF_REPLICAS_TO_AGGREGATE") ? "TF_REPLICAS_TO_AGGREGATE" : "";
@@ -723,8 +730,8 @@ absl::StatusOr<RuntimeConfig> ConfigFromProcess(int argc, char** argv) {
     if (eq == std::string::npos) continue;
     std::string key = entry.substr(0, eq);
     if (key == contract::kTfConfigEnv || key == "KUBERNETES_SERVICE_HOST" ||
-        key == contract::kCudaVisibleDevicesEnv || key.rfind("TF_", 0) == 0 ||
-        key.rfind("TAAS_", 0) == 0) {
+        key == contract::kCudaVisibleDevicesEnv || key == contract::kNvidiaVisibleDevicesEnv ||
+        key.rfind("TF_", 0) == 0 || key.rfind("TAAS_", 0) == 0) {
       env[key] = entry.substr(eq + 1);
     }
   }

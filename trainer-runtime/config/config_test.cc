@@ -438,10 +438,29 @@ TEST_CASE("devices: cuda asked where none is visible is a permanent error naming
   // A word that is not a device is the setting's error, at parse time.
   CHECK(ErrorOf({}, {{"TAAS_DEVICE", "gpu"}}) == "TAAS_DEVICE: must be cpu or cuda, got \"gpu\"");
   CHECK(ErrorOf({"--device=tpu"}, {}) == "--device: must be cpu or cuda, got \"tpu\"");
-  // A hostile CUDA_VISIBLE_DEVICES cannot make the messages unbounded.
-  c = ParseConfig({}, {{"CUDA_VISIBLE_DEVICES", std::string(100000, '7')}});
+  // A hostile CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES cannot make the messages unbounded.
+  c = ParseConfig({}, {{"CUDA_VISIBLE_DEVICES", std::string(100000, '7')},
+                       {"NVIDIA_VISIBLE_DEVICES", std::string(100000, '7')}});
   REQUIRE(c.ok());
   CHECK(c->cuda_visible_devices.size() == 130);
+  CHECK(c->nvidia_visible_devices.size() == 130);
+}
+
+TEST_CASE("devices: the messages name NVIDIA_VISIBLE_DEVICES, which NVIDIA's device plugin sets") {
+  // In a pod the plugin sets NVIDIA_VISIBLE_DEVICES (the container runtime exposes those GPUs),
+  // not CUDA_VISIBLE_DEVICES.
+  auto c = ParseConfig({}, {{"TF_CONFIG", kWorkersOnly},
+                            {"TAAS_DEVICE", "cuda"},
+                            {"NVIDIA_VISIBLE_DEVICES", "GPU-5e1c"}});
+  REQUIRE(c.ok());
+  CHECK(ChooseDevices(*c, 1)->chosen_by ==
+        "TAAS_DEVICE=cuda (NVIDIA_VISIBLE_DEVICES=\"GPU-5e1c\", CUDA_VISIBLE_DEVICES=unset, 1 "
+        "visible)");
+  const std::string message(ChooseDevices(*c, 0).status().message());
+  CHECK(message.find("TAAS_DEVICE=cuda: no CUDA device is visible to this process "
+                     "(NVIDIA_VISIBLE_DEVICES=\"GPU-5e1c\", CUDA_VISIBLE_DEVICES=unset)") == 0);
+  CHECK(message.find("NVIDIA's device plugin then sets NVIDIA_VISIBLE_DEVICES") !=
+        std::string::npos);
 }
 
 }  // namespace

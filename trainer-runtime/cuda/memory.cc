@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "block_cache.h"
+#include "taas/contract/env.h"
 #include "taas/cuda/device.h"
 #include "taas/cuda/status.h"
 #include "taas/cuda/stream.h"
@@ -42,6 +44,16 @@ class DeviceContext {
   int ordinal() const { return ordinal_; }
   cudaStream_t compute() const { return compute_; }
   BlockCache& cache() { return cache_; }
+  // Copies between the host and this device so far, each way: what a test counts to prove that
+  // a step leaves its state on the device.
+  struct Traffic {
+    std::size_t to_host_copies = 0, to_host_bytes = 0;
+    std::size_t to_device_copies = 0, to_device_bytes = 0;
+  };
+  Traffic traffic() const {
+    return {to_host_copies_.load(), to_host_bytes_.load(), to_device_copies_.load(),
+            to_device_bytes_.load()};
+  }
 
   // Makes the copy stream wait for the work enqueued on `stream` so far.
   absl::Status CopyWaitsFor(cudaStream_t stream) {
@@ -65,6 +77,8 @@ class DeviceContext {
     TAAS_RETURN_IF_ERROR(CopyWaitsFor(compute_));
     const std::string what =
         Name(ordinal_) + ": copying " + std::to_string(bytes) + " bytes from the host";
+    ++to_device_copies_;
+    to_device_bytes_ += bytes;
     for (std::size_t offset = 0, piece = 0; offset < bytes; offset += kStagingBytes, ++piece) {
       const std::size_t n = std::min(kStagingBytes, bytes - offset);
       const int b = static_cast<int>(piece % 2);
@@ -89,6 +103,8 @@ class DeviceContext {
     TAAS_RETURN_IF_ERROR(CopyWaitsFor(compute_));
     const std::string what =
         Name(ordinal_) + ": copying " + std::to_string(bytes) + " bytes to the host";
+    ++to_host_copies_;
+    to_host_bytes_ += bytes;
     const std::size_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
     const auto copy_out = [&](std::size_t piece) -> absl::Status {
       const int b = static_cast<int>(piece % 2);
@@ -155,24 +171,30 @@ class DeviceContext {
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
   std::mutex copy_mu_;  // guards the staging buffers and their events
+  std::atomic<std::size_t> to_host_copies_{0}, to_host_bytes_{0};
+  std::atomic<std::size_t> to_device_copies_{0}, to_device_bytes_{0};
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};
 };
 
 class CudaMemory final : public DeviceMemory {
  public:
-  // The context of `ordinal`, created on first use; an error for an ordinal no device has.
+  // The context of `ordinal`, created on first use; an error for an ordinal no device has, or
+  // when the devices cannot be counted (device.h).
   absl::StatusOr<DeviceContext*> Context(int ordinal) {
     std::lock_guard lock(mu_);
     if (!counted_) {
       count_ = VisibleDeviceCount();
-      contexts_.resize(static_cast<std::size_t>(count_));
+      if (count_.ok()) contexts_.resize(static_cast<std::size_t>(*count_));
       counted_ = true;
     }
-    if (ordinal < 0 || ordinal >= count_) {
+    TAAS_RETURN_IF_ERROR(count_.status());
+    if (ordinal < 0 || ordinal >= *count_) {
       return absl::FailedPreconditionError(
-          Name(ordinal) + ": no such CUDA device (" + std::to_string(count_) +
-          " visible; CUDA_VISIBLE_DEVICES selects them, TAAS_DEVICE=cpu runs without)");
+          Name(ordinal) + ": no such CUDA device (" + std::to_string(*count_) + " visible; " +
+          std::string(contract::kNvidiaVisibleDevicesEnv) + " and " +
+          std::string(contract::kCudaVisibleDevicesEnv) + " select them, " +
+          std::string(contract::kDeviceEnv) + "=cpu runs without)");
     }
     auto& context = contexts_[static_cast<std::size_t>(ordinal)];
     if (context == nullptr) {
@@ -186,7 +208,10 @@ class CudaMemory final : public DeviceMemory {
     ThrowIfError(context.status());
     void* block = (*context)->cache().Allocate(bytes);
     if (block == nullptr) return nullptr;  // Tensor says std::bad_alloc
-    // Zeroed as DeviceMemory promises, in stream order: before any kernel that uses it.
+    // Zeroed as DeviceMemory promises, in stream order: before any kernel that uses it. The
+    // stream is the device's: the calling thread's current device may be another.
+    ScopedDevice current(device.index);
+    ThrowIfError(current.status());
     ThrowIfError(CudaStatus(cudaMemsetAsync(block, 0, bytes, (*context)->compute()),
                             Name(device.index) + ": zeroing " + std::to_string(bytes) + " bytes"));
     return block;
@@ -264,7 +289,7 @@ class CudaMemory final : public DeviceMemory {
 
   std::mutex mu_;
   bool counted_ = false;                                  // mu_
-  int count_ = 0;                                         // mu_
+  absl::StatusOr<int> count_ = 0;                         // mu_
   std::vector<std::unique_ptr<DeviceContext>> contexts_;  // mu_; never shrinks
 };
 
@@ -286,8 +311,16 @@ absl::StatusOr<cudaStream_t> ComputeStream(int ordinal) {
 absl::StatusOr<MemoryStats> StatsOf(int ordinal) {
   TAAS_ASSIGN_OR_RETURN(DeviceContext * context, TheMemory().Context(ordinal));
   const BlockCache::Stats stats = context->cache().stats();
-  return MemoryStats{stats.in_use_bytes, stats.cached_bytes, stats.peak_in_use_bytes,
-                     stats.backend_allocations, stats.reuses};
+  const DeviceContext::Traffic traffic = context->traffic();
+  return MemoryStats{.in_use_bytes = stats.in_use_bytes,
+                     .cached_bytes = stats.cached_bytes,
+                     .peak_in_use_bytes = stats.peak_in_use_bytes,
+                     .device_allocations = stats.backend_allocations,
+                     .reuses = stats.reuses,
+                     .to_host_copies = traffic.to_host_copies,
+                     .to_host_bytes = traffic.to_host_bytes,
+                     .to_device_copies = traffic.to_device_copies,
+                     .to_device_bytes = traffic.to_device_bytes};
 }
 
 ScopedDevice::ScopedDevice(int ordinal) {

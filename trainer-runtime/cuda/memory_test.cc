@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "taas/cuda/device.h"
+#include "taas/cuda/testing.h"
 #include "taas/tensor/tensor.h"
 
 namespace taas::cuda {
@@ -15,24 +15,33 @@ namespace {
 
 TEST_CASE("linking taas::cuda registers its memory for kCuda") {
   CHECK(MemoryFor(DeviceType::kCuda) == &Memory());
-  CHECK(*Memory().DeviceCount() == VisibleDeviceCount());
+  CHECK(*Memory().DeviceCount() == VisibleGpus());
   auto line = Memory().Prepare(Device{DeviceType::kCuda, 0});
   REQUIRE(line.ok());
   CHECK(line->rfind("cuda:0 ", 0) == 0);
 }
 
-TEST_CASE("a round trip through the device keeps every byte, across staging pieces") {
+TEST_CASE("a round trip through the device keeps every byte, across staging pieces, counted") {
   const Device gpu{DeviceType::kCuda, 0};
   // Three and a half staging buffers' worth: both buffers are reused, the last piece is short.
   const std::int64_t n = static_cast<std::int64_t>(kStagingBytes * 7 / 2 / sizeof(float)) + 3;
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
   Tensor host(Shape{n});
   std::iota(host.data(), host.data() + n, 0.5f);
+  auto before = StatsOf(0);
+  REQUIRE(before.ok());
   Tensor device = host.To(gpu);
   CHECK(device.device() == gpu);
-  Tensor device_copy = device;  // device to device
+  Tensor device_copy = device;  // device to device: not a copy to or from the host
   Tensor back = device_copy.To(Device::Cpu());
   REQUIRE(back.size() == n);
   CHECK(std::equal(host.data(), host.data() + n, back.data()));
+  auto after = StatsOf(0);
+  REQUIRE(after.ok());
+  CHECK(after->to_device_copies == before->to_device_copies + 1);
+  CHECK(after->to_device_bytes == before->to_device_bytes + bytes);
+  CHECK(after->to_host_copies == before->to_host_copies + 1);
+  CHECK(after->to_host_bytes == before->to_host_bytes + bytes);
 }
 
 TEST_CASE("new device tensors are zeroed, and freed blocks are reused") {
@@ -55,7 +64,7 @@ TEST_CASE("new device tensors are zeroed, and freed blocks are reused") {
 }
 
 TEST_CASE("a device that is not there is a permanent error, not a crash") {
-  const Device missing{DeviceType::kCuda, VisibleDeviceCount()};
+  const Device missing{DeviceType::kCuda, VisibleGpus()};
   auto line = Memory().Prepare(missing);
   CHECK(absl::IsFailedPrecondition(line.status()));
   CHECK_THROWS(Tensor(Shape{4}, missing));

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "taas/contract/env.h"
 #include "taas/cuda/device.h"
 #include "taas/cuda/nccl_collective.h"
 #include "taas/cuda/status.h"
@@ -187,6 +188,21 @@ class NcclMember final : public collective::DeviceCollective {
     Fail(status.ok() ? absl::AbortedError("NCCL group aborted") : status);
   }
 
+  // On the caller's stream (the compute stream, as the runtime forms the member) an operation on
+  // a device buffer is already ordered before the work enqueued after it: nothing to wait for.
+  // Handles carry no identity, so the host is made to wait whenever a host-buffer operation is
+  // still in flight (`handle` may be it, and its result reaches the host buffer only from the
+  // waiter), and on a stream of the member's own, which the caller's work does not follow.
+  absl::Status AwaitOnDevice(const Handle& handle) override {
+    std::unique_lock lock(mu_);
+    if (owns_stream_ || host_ops_in_flight_ > 0) {
+      lock.unlock();
+      return handle.Wait();
+    }
+    // An operation that fails later fails the ones after it (Fail).
+    return failed_;
+  }
+
  private:
   // Enqueues one operation on the stream (through staging for a host buffer) and hands its
   // completion to the waiter.
@@ -251,6 +267,7 @@ class NcclMember final : public collective::DeviceCollective {
     Handle handle = op.completion.handle();
     {
       std::lock_guard lock(mu_);
+      if (!op.host.empty()) ++host_ops_in_flight_;
       queue_.push_back(std::move(op));
     }
     queued_.notify_one();
@@ -324,6 +341,10 @@ class NcclMember final : public collective::DeviceCollective {
       }
       if (!status.ok()) Fail(status);
       op.completion.Finish(std::move(status));
+      if (!op.host.empty()) {
+        std::lock_guard lock(mu_);
+        --host_ops_in_flight_;  // after Finish: its result is in the caller's buffer
+      }
     }
   }
 
@@ -431,9 +452,10 @@ class NcclMember final : public collective::DeviceCollective {
 
   std::mutex mu_;
   std::condition_variable queued_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  absl::Status failed_;        // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
+  std::deque<Pending> queue_;   // guarded by mu_
+  absl::Status failed_;         // guarded by mu_
+  bool stopping_ = false;       // guarded by mu_
+  int host_ops_in_flight_ = 0;  // guarded by mu_: issued on host buffers, not yet finished
 
   std::mutex pool_mu_;
   std::vector<Staging> free_;     // guarded by pool_mu_
@@ -450,11 +472,12 @@ absl::StatusOr<std::unique_ptr<collective::DeviceCollective>> ConnectNccl(
     return absl::InvalidArgumentError("NcclOptions.timeout_secs must be > 0, got " +
                                       std::to_string(options.timeout_secs));
   }
-  const int devices = VisibleDeviceCount();
+  TAAS_ASSIGN_OR_RETURN(const int devices, VisibleDeviceCount());
   if (options.device < 0 || options.device >= devices) {
-    return absl::FailedPreconditionError("NCCL: no GPU cuda:" + std::to_string(options.device) +
-                                         " in this process (it sees " + std::to_string(devices) +
-                                         "; CUDA_VISIBLE_DEVICES chooses them)");
+    return absl::FailedPreconditionError(
+        "NCCL: no GPU cuda:" + std::to_string(options.device) + " in this process (it sees " +
+        std::to_string(devices) + "; " + std::string(contract::kNvidiaVisibleDevicesEnv) + " and " +
+        std::string(contract::kCudaVisibleDevicesEnv) + " choose them)");
   }
   const int rank = cpu.rank(), size = cpu.size();
   const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(size) +

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "taas/collective/in_process.h"
+#include "taas/cuda/stream.h"
+#include "taas/cuda/testing.h"
 
 namespace taas::cuda {
 namespace {
@@ -22,22 +24,13 @@ namespace {
 using collective::Collective;
 using collective::ReduceOp;
 
-int Gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 // The value member `m` contributes at element `i`.
 float Value(int m, std::size_t i) { return static_cast<float>(static_cast<int>(i % 97) - 48 + m); }
 
 // A float buffer in the memory of one GPU.
 class DeviceFloats {
  public:
-  DeviceFloats(int device, std::size_t n) : n_(n) {
+  DeviceFloats(int device, std::size_t n) : device_(device), n_(n) {
     REQUIRE(cudaSetDevice(device) == cudaSuccess);
     REQUIRE(cudaMalloc(&data_, std::max<std::size_t>(n, 1) * sizeof(float)) == cudaSuccess);
   }
@@ -46,9 +39,14 @@ class DeviceFloats {
   DeviceFloats& operator=(const DeviceFloats&) = delete;
 
   std::span<float> span() { return {static_cast<float*>(data_), n_}; }
+  float* data() { return static_cast<float*>(data_); }
+  // Finished on return: from pageable memory cudaMemcpy may return before its DMA is done, and
+  // the legacy stream it runs on does not order the members' non-blocking streams after it.
   void Set(const std::vector<float>& values) {
+    REQUIRE(cudaSetDevice(device_) == cudaSuccess);
     REQUIRE(cudaMemcpy(data_, values.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) ==
             cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   }
   std::vector<float> Get() const {
     std::vector<float> out(n_);
@@ -58,15 +56,17 @@ class DeviceFloats {
   }
 
  private:
+  int device_;
   void* data_ = nullptr;
   std::size_t n_;
 };
 
-// Forms a group of `members` (one per GPU, member m on cuda:m) and runs `body` on each member's
-// thread with its NCCL collective; returns what each body returned.
+// Forms a group of `members` (one per GPU, member m on cuda:m, on a stream of its own or, as the
+// runtime forms it, on the device's compute stream) and runs `body` on each member's thread with
+// its NCCL collective; returns what each body returned.
 std::vector<std::string> OnEveryGpu(
     int members, const std::function<std::string(collective::DeviceCollective&, int)>& body,
-    double timeout_secs = 60) {
+    double timeout_secs = 60, bool on_compute_stream = false) {
   collective::InProcessOptions options;
   options.members = members;
   options.timeout_secs = timeout_secs;
@@ -79,6 +79,7 @@ std::vector<std::string> OnEveryGpu(
       NcclOptions nccl;
       nccl.device = m;
       nccl.timeout_secs = timeout_secs;
+      if (on_compute_stream) nccl.stream = ComputeStream(m).value();
       auto member = ConnectNccl((*group)->member(m), nccl);
       results[static_cast<std::size_t>(m)] =
           member.ok() ? body(**member, m) : "connect: " + member.status().ToString();
@@ -118,7 +119,7 @@ std::string Compare(const std::vector<float>& got, const std::vector<float>& wan
 }
 
 TEST_CASE("NCCL all-reduce of device buffers across the GPUs present equals the CPU's sum") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
     for (std::size_t n : {std::size_t{1}, std::size_t{1000}, (std::size_t{1} << 22) + 3}) {
       CAPTURE(n);
@@ -139,7 +140,7 @@ TEST_CASE("NCCL all-reduce of device buffers across the GPUs present equals the 
 }
 
 TEST_CASE("NCCL all-reduce of host buffers, several in flight, finishes each in issue order") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   const auto results =
       OnEveryGpu(gpus, [&](collective::DeviceCollective& nccl, int m) -> std::string {
         // Buckets as the runtime issues them: all at once, then waited for in order.
@@ -165,8 +166,87 @@ TEST_CASE("NCCL all-reduce of host buffers, several in flight, finishes each in 
   for (const auto& r : results) CHECK(r == "");
 }
 
+// A host function that holds its stream until `release` (a std::atomic<bool>) is set: work
+// enqueued behind it cannot have run before.
+void CUDART_CB HoldStream(void* release) {
+  auto& flag = *static_cast<std::atomic<bool>*>(release);
+  while (!flag.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+TEST_CASE(
+    "on the compute stream AwaitOnDevice returns before the all-reduce ran; later work "
+    "sees its result") {
+  const int gpus = VisibleGpus();
+  const std::size_t n = 4099;
+  const auto results = OnEveryGpu(
+      gpus,
+      [&](collective::DeviceCollective& nccl, int m) -> std::string {
+        const cudaStream_t stream = ComputeStream(m).value();
+        DeviceFloats data(m, n), later(m, n);
+        std::vector<float> mine(n);
+        for (std::size_t i = 0; i < n; ++i) mine[i] = Value(m, i);
+        data.Set(mine);
+        // The communicator's connections are made by a first operation, waited for.
+        std::vector<float> warm(1, 1.0f);
+        if (absl::Status s = nccl.AllReduce(warm, ReduceOp::kSum).Wait(); !s.ok()) {
+          return s.ToString();
+        }
+        std::atomic<bool> release{false};
+        // Releases the stream after 10 s if AwaitOnDevice waits on the host (it would never
+        // return otherwise): the elapsed time below then fails the test.
+        std::thread watchdog([&] {
+          for (int i = 0; i < 1000 && !release; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          release = true;
+        });
+        if (cudaLaunchHostFunc(stream, HoldStream, &release) != cudaSuccess) {
+          release = true;
+          watchdog.join();
+          return "cudaLaunchHostFunc failed";
+        }
+        const auto start = std::chrono::steady_clock::now();
+        collective::Handle handle = nccl.AllReduce(data.span(), ReduceOp::kSum);
+        const absl::Status awaited = nccl.AwaitOnDevice(handle);
+        const auto awaited_after = std::chrono::steady_clock::now() - start;
+        // The device's later work, on the same stream: a copy of the reduced buffer.
+        const cudaError_t copied = cudaMemcpyAsync(later.data(), data.data(), n * sizeof(float),
+                                                   cudaMemcpyDeviceToDevice, stream);
+        release = true;
+        watchdog.join();
+        const absl::Status waited = handle.Wait();
+        if (!awaited.ok() || !waited.ok() || copied != cudaSuccess) {
+          return awaited.ToString() + " / " + waited.ToString();
+        }
+        if (cudaStreamSynchronize(stream) != cudaSuccess) return "cudaStreamSynchronize failed";
+        return Check(awaited_after < std::chrono::seconds(5),
+                     "AwaitOnDevice waited for the held stream") +
+               Compare(later.Get(), Expected(gpus, n, ReduceOp::kSum), ReduceOp::kSum);
+      },
+      /*timeout_secs=*/60, /*on_compute_stream=*/true);
+  for (const auto& r : results) CHECK(r == "");
+}
+
+TEST_CASE("AwaitOnDevice of a host-buffer operation waits for its result in the buffer") {
+  const int gpus = VisibleGpus();
+  for (bool on_compute_stream : {false, true}) {
+    CAPTURE(on_compute_stream);
+    const auto results = OnEveryGpu(
+        gpus,
+        [&](collective::DeviceCollective& nccl, int m) -> std::string {
+          std::vector<float> host(70000);
+          for (std::size_t i = 0; i < host.size(); ++i) host[i] = Value(m, i);
+          absl::Status status = nccl.AwaitOnDevice(nccl.AllReduce(host, ReduceOp::kSum));
+          if (!status.ok()) return status.ToString();
+          return Compare(host, Expected(gpus, host.size(), ReduceOp::kSum), ReduceOp::kSum);
+        },
+        /*timeout_secs=*/60, on_compute_stream);
+    for (const auto& r : results) CHECK(r == "");
+  }
+}
+
 TEST_CASE("NCCL broadcast copies the root's bytes to every member, device and host buffers") {
-  const int gpus = Gpus();
+  const int gpus = VisibleGpus();
   for (int root = 0; root < gpus; ++root) {
     const auto results =
         OnEveryGpu(gpus, [&](collective::DeviceCollective& nccl, int m) -> std::string {
@@ -198,7 +278,7 @@ TEST_CASE("NCCL broadcast copies the root's bytes to every member, device and ho
 }
 
 TEST_CASE("a buffer on another GPU is refused, and the group stays usable") {
-  if (Gpus() < 2) {
+  if (VisibleGpus() < 2) {
     MESSAGE("needs 2 GPUs");
     return;
   }
@@ -227,7 +307,7 @@ TEST_CASE("Abort fails the operations after it with its status") {
 }
 
 TEST_CASE("a member that never takes part fails the others' wait after the timeout") {
-  if (Gpus() < 2) {
+  if (VisibleGpus() < 2) {
     MESSAGE("needs 2 GPUs");
     return;
   }
@@ -268,7 +348,7 @@ TEST_CASE("ConnectNccl refuses a GPU the process does not see and a timeout of 0
   auto group = collective::InProcessGroup::Create({});
   REQUIRE(group.ok());
   NcclOptions options;
-  options.device = Gpus();
+  options.device = VisibleGpus();
   auto missing = ConnectNccl((*group)->member(0), options);
   CHECK(absl::IsFailedPrecondition(missing.status()));
   options.device = 0;

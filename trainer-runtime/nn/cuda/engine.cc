@@ -10,12 +10,12 @@
 // pass reuses for the input gradient; the kernel's gradient comes out in KRSC and is transposed
 // back into the HWIO gradient.
 //
-// Algorithms: cuDNN's heuristics (cudnnGet*Algorithm_v7, no timing runs, so the choice is the same
-// on every run), once per input shape, taking the first that is deterministic and full float32 and
-// whose workspace fits kMaxWorkspaceBytes. Bias gradients are column sums through cublasSgemv with
-// a vector of ones, max pooling is cuDNN's deterministic mode, and the loss and L2 sums are added
-// by one device thread in a fixed order: the same inputs give the same bits on one device. Nothing
-// here waits for the device or copies to the host.
+// Algorithms: ranked once per input shape and direction by cuDNN's heuristics, tried in that order
+// with the math type each needs, the first that runs kept (taas/nn_cuda/conv_algorithms.h, which
+// the GPU bench shares). Bias gradients are column sums through cublasSgemv with a vector of
+// ones, max pooling is cuDNN's deterministic mode, and the loss and L2 sums are added by one
+// device thread in a fixed order: the same inputs give the same bits on one device. Nothing here
+// waits for the device or copies to the host.
 #include "taas/nn_cuda/engine.h"
 
 #include <cublas_v2.h>
@@ -36,6 +36,7 @@
 #include "library_status.h"
 #include "taas/cuda/status.h"
 #include "taas/cuda/stream.h"
+#include "taas/nn_cuda/conv_algorithms.h"
 
 namespace taas::nn::cuda {
 namespace {
@@ -44,8 +45,6 @@ using taas::cuda::CudaStatus;
 
 constexpr float kOne = 1.0f;
 constexpr float kZero = 0.0f;
-// The most workspace one convolution algorithm may ask for.
-constexpr std::size_t kMaxWorkspaceBytes = std::size_t{256} << 20;
 
 // A cuDNN descriptor, destroyed with the object.
 template <typename T, cudnnStatus_t (*Destroy)(T)>
@@ -150,36 +149,21 @@ absl::Status ColumnSums(DeviceContext& c, const float* dy, std::int64_t rows, st
   return absl::OkStatus();
 }
 
-// The first of cuDNN's ranked algorithms that ran, is deterministic, keeps full float32 (no
-// tensor-op math, which would be TF32) and fits the workspace limit; failing that, the first that
-// ran and fits.
-template <typename Perf>
-absl::StatusOr<Perf> Choose(const Perf* results, int count, const char* what) {
-  for (int i = 0; i < count; ++i) {
-    const Perf& p = results[i];
-    if (p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
-        p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-        p.memory <= kMaxWorkspaceBytes) {
-      return p;
-    }
-  }
-  for (int i = 0; i < count; ++i) {
-    if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= kMaxWorkspaceBytes) {
-      return results[i];
-    }
-  }
-  return absl::InternalError(std::string(what) + ": cuDNN offers no algorithm for this shape");
-}
+// One direction of a convolution: its own descriptor (whose math type follows the algorithm
+// run), cuDNN's ranked algorithms, and the one that ran last.
+struct ConvDirectionPlan {
+  ConvolutionDescriptor conv;
+  std::vector<ConvAlgorithm> ranked;
+  std::size_t chosen = 0;
+};
 
-// A convolution for one input shape: descriptors and the chosen algorithms.
+// A convolution for one input shape: descriptors and each direction's algorithms.
 struct ConvPlan {
   TensorDescriptor x, y;
   FilterDescriptor w;
-  ConvolutionDescriptor conv;
-  cudnnConvolutionFwdAlgo_t forward{};
-  cudnnConvolutionBwdDataAlgo_t backward_data{};
-  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
-  std::size_t workspace_bytes = 0;
+  std::array<ConvDirectionPlan, 3> directions;  // indexed by ConvDirection
+
+  ConvDirectionPlan& operator[](ConvDirection d) { return directions[static_cast<std::size_t>(d)]; }
 };
 
 // A convolution layer's device state: its plans by input size, and the kernel in KRSC.
@@ -221,6 +205,19 @@ absl::Status SetNhwc(TensorDescriptor& descriptor, std::int64_t n, std::int64_t 
   return absl::OkStatus();
 }
 
+// A convolution descriptor of `g` (its math type is set per algorithm: conv_algorithms.h).
+absl::Status SetConvolution(ConvolutionDescriptor& conv, const ConvGeometry& g) {
+  TAAS_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(conv.out()),
+                             "cudnnCreateConvolutionDescriptor");
+  TAAS_CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolution2dDescriptor(conv.get(), static_cast<int>(g.pad_top),
+                                      static_cast<int>(g.pad_left), static_cast<int>(g.strides),
+                                      static_cast<int>(g.strides), 1, 1, CUDNN_CROSS_CORRELATION,
+                                      CUDNN_DATA_FLOAT),
+      "cudnnSetConvolution2dDescriptor");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ConvPlan*> ConvPlanFor(DeviceContext& c, ConvState& state, const ConvGeometry& g) {
   auto& slot = state.plans[{g.n, g.h, g.w}];
   if (slot) return slot.get();
@@ -244,20 +241,13 @@ absl::StatusOr<ConvPlan*> ConvPlanFor(DeviceContext& c, ConvState& state, const 
                                  static_cast<int>(g.filters), static_cast<int>(g.c),
                                  static_cast<int>(g.kernel_size), static_cast<int>(g.kernel_size)),
       "cudnnSetFilter4dDescriptor");
-  TAAS_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(plan->conv.out()),
-                             "cudnnCreateConvolutionDescriptor");
-  TAAS_CUDNN_RETURN_IF_ERROR(
-      cudnnSetConvolution2dDescriptor(plan->conv.get(), static_cast<int>(g.pad_top),
-                                      static_cast<int>(g.pad_left), static_cast<int>(g.strides),
-                                      static_cast<int>(g.strides), 1, 1, CUDNN_CROSS_CORRELATION,
-                                      CUDNN_DATA_FLOAT),
-      "cudnnSetConvolution2dDescriptor");
-  TAAS_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv.get(), CUDNN_FMA_MATH),
-                             "cudnnSetConvolutionMathType");
+  for (ConvDirectionPlan& direction : plan->directions) {
+    TAAS_RETURN_IF_ERROR(SetConvolution(direction.conv, g));
+  }
   std::array<int, 4> out{};
   TAAS_CUDNN_RETURN_IF_ERROR(
-      cudnnGetConvolution2dForwardOutputDim(plan->conv.get(), plan->x.get(), plan->w.get(), &out[0],
-                                            &out[1], &out[2], &out[3]),
+      cudnnGetConvolution2dForwardOutputDim(plan->directions[0].conv.get(), plan->x.get(),
+                                            plan->w.get(), &out[0], &out[1], &out[2], &out[3]),
       "cudnnGetConvolution2dForwardOutputDim");
   if (out != std::array<int, 4>{static_cast<int>(g.n), static_cast<int>(g.filters),
                                 static_cast<int>(g.out_h), static_cast<int>(g.out_w)}) {
@@ -265,35 +255,15 @@ absl::StatusOr<ConvPlan*> ConvPlanFor(DeviceContext& c, ConvState& state, const 
                                std::to_string(out[3]) + " is not the layer's " +
                                std::to_string(g.out_h) + "x" + std::to_string(g.out_w));
   }
-
-  int count = 0;
-  std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> forward{};
-  TAAS_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
-                                 c.cudnn, plan->x.get(), plan->w.get(), plan->conv.get(),
-                                 plan->y.get(), forward.size(), &count, forward.data()),
-                             "cudnnGetConvolutionForwardAlgorithm_v7");
-  TAAS_ASSIGN_OR_RETURN(const auto chosen_forward,
-                        Choose(forward.data(), count, "cudnnGetConvolutionForwardAlgorithm_v7"));
-  std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> data{};
-  TAAS_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                                 c.cudnn, plan->w.get(), plan->y.get(), plan->conv.get(),
-                                 plan->x.get(), data.size(), &count, data.data()),
-                             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  TAAS_ASSIGN_OR_RETURN(const auto chosen_data,
-                        Choose(data.data(), count, "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-  std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> filter{};
-  TAAS_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                                 c.cudnn, plan->x.get(), plan->y.get(), plan->conv.get(),
-                                 plan->w.get(), filter.size(), &count, filter.data()),
-                             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  TAAS_ASSIGN_OR_RETURN(
-      const auto chosen_filter,
-      Choose(filter.data(), count, "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
-  plan->forward = chosen_forward.algo;
-  plan->backward_data = chosen_data.algo;
-  plan->backward_filter = chosen_filter.algo;
-  plan->workspace_bytes =
-      std::max({chosen_forward.memory, chosen_data.memory, chosen_filter.memory});
+  for (ConvDirection d :
+       {ConvDirection::kForward, ConvDirection::kBackwardData, ConvDirection::kBackwardFilter}) {
+    ConvDirectionPlan& direction = (*plan)[d];
+    TAAS_ASSIGN_OR_RETURN(direction.ranked, RankConvAlgorithms(c.cudnn, d,
+                                                               {.x = plan->x.get(),
+                                                                .w = plan->w.get(),
+                                                                .conv = direction.conv.get(),
+                                                                .y = plan->y.get()}));
+  }
   slot = std::move(plan);
   return slot.get();
 }
@@ -368,12 +338,16 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
       }
       TAAS_RETURN_IF_ERROR(Transpose(c, kernel.data(), k * k * g.c, g.filters, s->filter.data(),
                                      "cublasSgeam (kernel HWIO -> KRSC)"));
-      void* workspace = Workspace(c, plan->workspace_bytes);
-      TAAS_CUDNN_RETURN_IF_ERROR(
-          cudnnConvolutionForward(c.cudnn, &kOne, plan->x.get(), x.data(), plan->w.get(),
-                                  s->filter.data(), plan->conv.get(), plan->forward, workspace,
-                                  plan->workspace_bytes, &kZero, plan->y.get(), y.data()),
-          "cudnnConvolutionForward");
+      ConvDirectionPlan& forward = (*plan)[ConvDirection::kForward];
+      TAAS_RETURN_IF_ERROR(RunRanked(forward.conv.get(), forward.ranked, forward.chosen,
+                                     "cudnnConvolutionForward", [&](const ConvAlgorithm& a) {
+                                       return cudnnConvolutionForward(
+                                           c.cudnn, &kOne, plan->x.get(), x.data(), plan->w.get(),
+                                           s->filter.data(), forward.conv.get(),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(a.algo),
+                                           Workspace(c, a.workspace_bytes), a.workspace_bytes,
+                                           &kZero, plan->y.get(), y.data());
+                                     }));
       TAAS_CUDA_RETURN_IF_ERROR(
           AddBias(y.data(), bias.data(), g.n * g.out_h * g.out_w, g.filters, relu, c.stream),
           "the bias kernel");
@@ -401,24 +375,31 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
       if (s->filter_grad.shape() != s->filter.shape() || s->filter_grad.device() != c.device) {
         s->filter_grad = Tensor(s->filter.shape(), c.device);
       }
-      void* workspace = Workspace(c, plan->workspace_bytes);
-      TAAS_CUDNN_RETURN_IF_ERROR(
-          cudnnConvolutionBackwardFilter(c.cudnn, &kOne, plan->x.get(), x.data(), plan->y.get(),
-                                         dy.data(), plan->conv.get(), plan->backward_filter,
-                                         workspace, plan->workspace_bytes, &kZero, plan->w.get(),
-                                         s->filter_grad.data()),
-          "cudnnConvolutionBackwardFilter");
+      ConvDirectionPlan& filter = (*plan)[ConvDirection::kBackwardFilter];
+      TAAS_RETURN_IF_ERROR(RunRanked(filter.conv.get(), filter.ranked, filter.chosen,
+                                     "cudnnConvolutionBackwardFilter", [&](const ConvAlgorithm& a) {
+                                       return cudnnConvolutionBackwardFilter(
+                                           c.cudnn, &kOne, plan->x.get(), x.data(), plan->y.get(),
+                                           dy.data(), filter.conv.get(),
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                           Workspace(c, a.workspace_bytes), a.workspace_bytes,
+                                           &kZero, plan->w.get(), s->filter_grad.data());
+                                     }));
       TAAS_RETURN_IF_ERROR(Transpose(c, s->filter_grad.data(), g.filters,
                                      g.kernel_size * g.kernel_size * g.c, kernel_grad.data(),
                                      "cublasSgeam (kernel gradient KRSC -> HWIO)"));
       if (dx != nullptr) {
         // The KRSC kernel of the forward pass: the layer's variables do not change in between.
-        TAAS_CUDNN_RETURN_IF_ERROR(
-            cudnnConvolutionBackwardData(c.cudnn, &kOne, plan->w.get(), s->filter.data(),
-                                         plan->y.get(), dy.data(), plan->conv.get(),
-                                         plan->backward_data, workspace, plan->workspace_bytes,
-                                         &kZero, plan->x.get(), dx->data()),
-            "cudnnConvolutionBackwardData");
+        ConvDirectionPlan& data = (*plan)[ConvDirection::kBackwardData];
+        TAAS_RETURN_IF_ERROR(RunRanked(data.conv.get(), data.ranked, data.chosen,
+                                       "cudnnConvolutionBackwardData", [&](const ConvAlgorithm& a) {
+                                         return cudnnConvolutionBackwardData(
+                                             c.cudnn, &kOne, plan->w.get(), s->filter.data(),
+                                             plan->y.get(), dy.data(), data.conv.get(),
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                             Workspace(c, a.workspace_bytes), a.workspace_bytes,
+                                             &kZero, plan->x.get(), dx->data());
+                                       }));
       }
       return absl::OkStatus();
     });

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "layer_testing.h"
+#include "taas/cuda/stream.h"
 #include "taas/nn/layers.h"
+#include "taas/nn_cuda/conv_algorithms.h"
 #include "taas/nn_cuda/testing.h"
 #include "taas/optim/optimizer.h"
 
@@ -148,7 +150,7 @@ TEST_CASE("dropout on CUDA drops about `rate` of the elements, repeatably, and s
   CHECK(std::equal(identity.values().begin(), identity.values().end(), host_x.values().begin()));
 }
 
-TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits and gradient") {
+TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits, statistics and gradient") {
   const Tensor logits = Random({37, 10}, 51, 4.0f);
   std::mt19937 rng(52);
   std::vector<std::int32_t> labels(37);
@@ -161,9 +163,95 @@ TEST_CASE("softmax cross-entropy on CUDA matches the CPU's loss, hits and gradie
   CHECK(actual->loss == doctest::Approx(expected->loss).epsilon(kElementTolerance));
   CHECK(actual->correct == expected->correct);
   ExpectClose(cuda.Backward(), cpu.Backward(), kElementTolerance, "loss gradient");
+  // Compute leaves the loss's statistics on the device.
+  auto expected_stats = cpu.Compute(logits, labels);
+  auto actual_stats = cuda.Compute(logits.To(kCuda0), labels);
+  REQUIRE(expected_stats.ok());
+  REQUIRE(actual_stats.ok());
+  CHECK((*actual_stats)->device() == kCuda0);
+  ExpectClose(**actual_stats, **expected_stats, kElementTolerance, "loss statistics");
   labels[3] = 10;
   CHECK(cuda.Forward(logits.To(kCuda0), labels).status().code() ==
         absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("sums of squares accumulate on the device as on the CPU") {
+  const Tensor x = Random({301, 7}, 63);
+  Tensor cpu_total({1}), cuda_total = Tensor({1}).To(kCuda0);
+  for (float scale : {0.5f, 0.01f}) {
+    REQUIRE(KernelsFor(DeviceType::kCpu)->AddSumOfSquares(x, scale, cpu_total).ok());
+    REQUIRE(KernelsFor(DeviceType::kCuda)->AddSumOfSquares(x.To(kCuda0), scale, cuda_total).ok());
+  }
+  ExpectClose(cuda_total, cpu_total, kElementTolerance, "sum of squares");
+}
+
+// cuDNN's descriptors of a 3x3 convolution of 2x9x9x4 into 6 filters (NHWC), freed with it.
+struct SmallConvolution {
+  SmallConvolution() {
+    REQUIRE(cudnnCreateTensorDescriptor(&d.x) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnCreateTensorDescriptor(&d.y) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnCreateFilterDescriptor(&d.w) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnCreateConvolutionDescriptor(&d.conv) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 2, 4, 9, 9) ==
+            CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 2, 6, 7, 7) ==
+            CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, 6, 4, 3, 3) ==
+            CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetConvolution2dDescriptor(d.conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnCreate(&handle) == CUDNN_STATUS_SUCCESS);
+    REQUIRE(cudnnSetStream(handle, taas::cuda::ComputeStream(0).value()) == CUDNN_STATUS_SUCCESS);
+  }
+  ~SmallConvolution() {
+    cudnnDestroy(handle);
+    cudnnDestroyConvolutionDescriptor(d.conv);
+    cudnnDestroyFilterDescriptor(d.w);
+    cudnnDestroyTensorDescriptor(d.y);
+    cudnnDestroyTensorDescriptor(d.x);
+  }
+  cuda::ConvDescriptors d;
+  cudnnHandle_t handle = nullptr;
+};
+
+TEST_CASE("an algorithm cuDNN refuses to run falls back to the next, run with that one's math") {
+  SmallConvolution conv;
+  auto ranked = cuda::RankConvAlgorithms(conv.handle, cuda::ConvDirection::kForward, conv.d);
+  REQUIRE(ranked.ok());
+  REQUIRE_FALSE(ranked->empty());
+  // An algorithm no cuDNN has, ranked first with tensor-op math: refused, so the next runs.
+  ranked->insert(ranked->begin(), cuda::ConvAlgorithm{.algo = CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                      .math = CUDNN_TENSOR_OP_MATH});
+  const Tensor x = Random({2, 9, 9, 4}, 81).To(kCuda0);
+  const Tensor w = Random({6, 3, 3, 4}, 82).To(kCuda0);
+  Tensor y({2, 7, 7, 6}, kCuda0);
+  const float one = 1.0f, zero = 0.0f;
+  std::vector<int> tried;
+  std::size_t chosen = 0;
+  const auto run = [&](const cuda::ConvAlgorithm& a) {
+    tried.push_back(a.algo);
+    Tensor workspace({static_cast<std::int64_t>(a.workspace_bytes / 4 + 1)}, kCuda0);
+    return cudnnConvolutionForward(conv.handle, &one, conv.d.x, x.data(), conv.d.w, w.data(),
+                                   conv.d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(a.algo),
+                                   workspace.data(), a.workspace_bytes, &zero, conv.d.y, y.data());
+  };
+  REQUIRE(cuda::RunRanked(conv.d.conv, *ranked, chosen, "forward", run).ok());
+  CHECK(chosen == 1);
+  CHECK(tried == std::vector<int>{CUDNN_CONVOLUTION_FWD_ALGO_COUNT, (*ranked)[1].algo});
+  cudnnMathType_t math{};
+  REQUIRE(cudnnGetConvolutionMathType(conv.d.conv, &math) == CUDNN_STATUS_SUCCESS);
+  CHECK(math == (*ranked)[1].math);
+  // Later calls start from the one that ran.
+  tried.clear();
+  REQUIRE(cuda::RunRanked(conv.d.conv, *ranked, chosen, "forward", run).ok());
+  CHECK(tried == std::vector<int>{(*ranked)[1].algo});
+  // None that runs: an error naming the call, `chosen` left as it was.
+  std::size_t none = 0;
+  const std::vector<cuda::ConvAlgorithm> bogus = {{.algo = CUDNN_CONVOLUTION_FWD_ALGO_COUNT}};
+  const absl::Status refused = cuda::RunRanked(conv.d.conv, bogus, none, "forward", run);
+  CHECK(refused.code() == absl::StatusCode::kInternal);
+  CHECK(refused.message().find("forward: none of the 1 algorithms") == 0);
+  CHECK(none == 0);
 }
 
 TEST_CASE("L2 on CUDA matches the CPU") {

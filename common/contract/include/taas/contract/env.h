@@ -36,8 +36,12 @@ inline constexpr std::string_view kDeviceEnv = "TAAS_DEVICE";
 // terminationMessagePath when it exists (in a pod), which the kubelet copies into the pod's status.
 inline constexpr std::string_view kTerminationMessagePathEnv = "TAAS_TERMINATION_MESSAGE_PATH";
 inline constexpr std::string_view kKubernetesTerminationMessagePath = "/dev/termination-log";
-// The GPUs a process may use, as NVIDIA's device plugin sets it in a pod asking for
-// nvidia.com/gpu (CUDA itself applies it; the runtime names it in messages).
+// The GPUs NVIDIA's device plugin gives a pod asking for nvidia.com/gpu: the NVIDIA container
+// runtime reads it and exposes only those GPUs to the container, whose CUDA then enumerates them
+// from 0 (the plugin does not set CUDA_VISIBLE_DEVICES). The runtime names it in messages.
+inline constexpr std::string_view kNvidiaVisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES";
+// Which of the GPUs the process sees CUDA itself enumerates, when someone sets it (the user, the
+// local launcher, a bench): CUDA applies it; the runtime names it in messages.
 inline constexpr std::string_view kCudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES";
 // OpenMP's wait policy, read once when the library loads: PASSIVE makes idle compute threads
 // sleep instead of spinning on cores that other replicas share. The local launcher sets it for

@@ -60,6 +60,9 @@ struct RuntimeConfig {
   std::string device_source;
   // CUDA_VISIBLE_DEVICES as the process got it, for messages; "unset" when it was not set.
   std::string cuda_visible_devices = "unset";
+  // NVIDIA_VISIBLE_DEVICES (what NVIDIA's device plugin sets in a pod), quoted, for messages;
+  // empty when it was not set.
+  std::string nvidia_visible_devices;
   // Whether TAAS_REPLICAS_PER_WORKER / --replicas_per_worker was given (else, on GPUs, one model
   // replica per visible GPU).
   bool replicas_per_worker_set = false;
@@ -114,14 +117,15 @@ ComputeThreadsChoice ChooseComputeThreads(const RuntimeConfig& config, const Ava
 
 // Where this process's model replicas compute, one device each, in replica order, and why (for
 // the startup line). `cuda_devices`: the CUDA devices the process sees (what the registered CUDA
-// memory counts; CUDA_VISIBLE_DEVICES applied), -1 when this binary has no CUDA device at all.
+// memory counts; NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES applied), -1 when this binary
+// has no CUDA device at all.
 //  - a parameter server: the host (it holds host tensors);
 //  - TAAS_DEVICE=cpu, or unset without a visible CUDA device: the host, for every replica;
 //  - TAAS_DEVICE=cuda, or unset with CUDA devices visible: under all-reduce one model replica per
 //    GPU (cuda:0..N-1; an explicit TAAS_REPLICAS_PER_WORKER may use fewer, never more), else (a
 //    parameter-server worker, the evaluator) one replica on cuda:0;
 //  - TAAS_DEVICE=cuda without a visible CUDA device: kFailedPrecondition (permanent) naming
-//    CUDA_VISIBLE_DEVICES and the fix.
+//    CUDA_VISIBLE_DEVICES (and NVIDIA_VISIBLE_DEVICES when set) and the fix.
 struct DeviceChoice {
   std::vector<Device> devices;  // one per model replica of this process
   std::string chosen_by;

@@ -21,6 +21,13 @@ struct MemoryStats {
   std::size_t peak_in_use_bytes = 0;
   std::size_t device_allocations = 0;  // cudaMalloc calls
   std::size_t reuses = 0;              // requests served from the cache
+  // Copies through the DeviceMemory seam (what the runtime and tensors move) between the host and
+  // this device, each way, and their bytes: a step that keeps its state on the device moves none
+  // between the steps that log.
+  std::size_t to_host_copies = 0;
+  std::size_t to_host_bytes = 0;
+  std::size_t to_device_copies = 0;
+  std::size_t to_device_bytes = 0;
 };
 absl::StatusOr<MemoryStats> StatsOf(int ordinal);
 

@@ -19,7 +19,27 @@
 // (copied through pinned and device staging buffers of the member, so the runtime's host-side
 // control values, checksums and barriers work unchanged). Device buffers are read and written on
 // the member's stream: work producing them must be ordered before the call (enqueued earlier on
-// that stream, or synchronised), and nothing may touch them until Handle::Wait returns.
+// that stream, or synchronised), and nothing may touch them until Handle::Wait returns, or, on
+// the member's stream, until AwaitOnDevice returned: that work follows the operation in stream
+// order, so AwaitOnDevice returns at once, without waiting on the host (the member's failure if
+// it has failed; an operation that fails later fails the next one). AwaitOnDevice waits on the
+// host as Handle::Wait does while an operation on a host buffer is in flight (its result reaches
+// the buffer from the host), and always for a member on a stream of its own.
+//
+// One stream, not a communication stream beside the compute stream: the runtime forms each
+// member on its device's compute stream, so NCCL's kernels queue behind the backward kernels
+// that produced a bucket and ahead of the update that reads it, with no event and no wait, and
+// the caching allocator's stream-ordered reuse (stream.h) holds for the buffers NCCL touches. A
+// second stream would let a bucket's all-reduce run while backward still computes the next
+// layers; it is not done because nothing here would gain from it yet: the Fashion-MNIST CNN's
+// 0.37 MB of gradients fit one bucket (TAAS_ALLREDUCE_BUCKET_BYTES, 4 MiB by default), issued
+// when backward has finished, and at NVLink speeds an all-reduce of that size costs NCCL's
+// latency, tens of microseconds against a step of milliseconds; one GPU runs no NCCL at all. For
+// a model whose gradients span many buckets, it would take, per operation: an event recorded on
+// the compute stream at issue that the NCCL stream waits for (cudaStreamWaitEvent), an event
+// recorded on the NCCL stream after it, which AwaitOnDevice makes the compute stream wait for
+// (kept alive until that wait is enqueued, not destroyed by the waiter when it fires), and the
+// compute stream made to wait before any buffer NCCL used is freed.
 //
 // Every wait is bounded: the communicator must form within `timeout_secs`, and each operation
 // must finish within `timeout_secs` of the moment the one before it finished (or of its issue).
@@ -41,8 +61,8 @@ struct NcclOptions {
   // The CUDA ordinal of this member's GPU (as the process sees it, after CUDA_VISIBLE_DEVICES).
   int device = 0;
   // The cudaStream_t the member's operations run on, typically the stream its replica computes
-  // on (then device buffers need no other synchronisation); null makes the member create a
-  // stream of its own. Not owned; it must outlive the member.
+  // on (then device buffers need no other synchronisation, and AwaitOnDevice does not wait);
+  // null makes the member create a stream of its own. Not owned; it must outlive the member.
   void* stream = nullptr;
   // Longest wait for the group to form and for any one operation.
   double timeout_secs = 600;

@@ -4,10 +4,11 @@
 // registers it for DeviceType::kCuda before main (register.cc, linked whole), beside taas::cuda's
 // memory; registering touches no device, so such a binary runs on a machine without a GPU.
 //
-// Everything runs in float32 (no TF32: cuBLAS's default math, cuDNN restricted to FMA math) on
-// each device's compute stream (taas/cuda/stream.h). A call returns once its work is enqueued,
-// except the loss and the L2 sum, which wait for their result. Errors are Status values naming
-// the library call (Internal; ResourceExhausted when the device's memory is full); nothing throws.
+// Everything runs in float32 (no TF32: cuBLAS's default math, cuDNN's convolutions asked for FMA
+// math and run with the math type of the algorithm chosen: taas/nn_cuda/conv_algorithms.h) on
+// each device's compute stream (taas/cuda/stream.h). A call returns once its work is enqueued:
+// the loss's statistics and the L2 sums stay on the device. Errors are Status values naming the
+// library call (Internal; ResourceExhausted when the device's memory is full); nothing throws.
 // Thread-safe: each device's library handles and scratch buffers are used under that device's
 // lock. Needs no CUDA headers.
 #pragma once
