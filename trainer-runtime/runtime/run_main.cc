@@ -70,8 +70,10 @@ int RunParameterServer(Context& ctx) {
 
 std::string ChooseAndPrepareDevices(config::RuntimeConfig& cfg, const Logger& logger,
                                     std::vector<metrics::Gauges::Labels>* reported) {
+  // TAAS_DEVICE=cpu asks nothing of CUDA: a node whose driver is broken still runs CPU jobs.
   DeviceMemory* cuda = MemoryFor(DeviceType::kCuda);
-  absl::StatusOr<int> cuda_devices = cuda != nullptr ? cuda->DeviceCount() : -1;
+  absl::StatusOr<int> cuda_devices =
+      cuda == nullptr ? -1 : (cfg.device_setting == "cpu" ? 0 : cuda->DeviceCount());
   if (!cuda_devices.ok()) {
     Exit(logger, 0, FailureSource::kConfig, "cannot count the CUDA devices", cuda_devices.status());
     return "";
