@@ -1,0 +1,91 @@
+// The job page's tables: its replicas (a pod each on a cluster, a process in a local run) and
+// the events about the job and them.
+import type { EventRow, ReplicaRow } from '../../api';
+import { devicesText, formatTime } from '../../logic';
+
+export function ReplicasTable(props: { replicas: ReplicaRow[]; onLogs: (replica: string) => void }) {
+  return (
+    <>
+      <div class="overflow-auto">
+        <table class="striped" data-testid="pods-table">
+          <thead>
+            <tr>
+              <th>Replica</th>
+              <th>Pod</th>
+              <th>Node</th>
+              <th>Phase</th>
+              <th>Restarts</th>
+              <th>Exit code</th>
+              <th>GPUs</th>
+              <th>Devices</th>
+              <th>Started</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {props.replicas.map((p) => (
+              <tr data-pod={p.name} data-phase={p.phase}>
+                <td>
+                  {p.replicaType}-{p.index}
+                </td>
+                <td>{p.name}</td>
+                <td>{p.node || '–'}</td>
+                <td>
+                  <span class={`phase phase-${p.phase.toLowerCase()}`} data-tooltip={p.message || undefined}>
+                    {p.phase}
+                  </span>
+                  {p.reason && <small class="pod-reason"> {p.reason}</small>}
+                </td>
+                <td>{p.restarts}</td>
+                <td>{p.exitCode ?? '–'}</td>
+                <td>{p.gpus}</td>
+                <td data-testid="pod-devices">{devicesText(p.devices)}</td>
+                <td>{formatTime(p.startTime)}</td>
+                <td>
+                  <button class="outline small" onClick={() => props.onLogs(p.name)}>
+                    Logs
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {props.replicas.length === 0 && <p class="muted">No pods yet.</p>}
+    </>
+  );
+}
+
+// Newest first; warnings stand out.
+export function EventsTable(props: { events: EventRow[] }) {
+  if (props.events.length === 0) return <p class="muted">No events.</p>;
+  return (
+    <div class="overflow-auto">
+      <table data-testid="events-table">
+        <thead>
+          <tr>
+            <th>Time</th>
+            <th>Type</th>
+            <th>Reason</th>
+            <th>Object</th>
+            <th>Message</th>
+          </tr>
+        </thead>
+        <tbody>
+          {[...props.events].reverse().map((e) => (
+            <tr class={e.type === 'Warning' ? 'warning-row' : ''}>
+              <td>{formatTime(e.time)}</td>
+              <td>{e.type}</td>
+              <td>{e.reason}</td>
+              <td>{e.object}</td>
+              <td>
+                {e.message}
+                {e.count > 1 ? ` (×${e.count})` : ''}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
