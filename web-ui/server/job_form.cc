@@ -36,8 +36,8 @@ bool Collective(const FormValues& form) {
 
 // The containers of the replica types the job has among `types`: each replica type's template
 // holds the one container the form builds (tfjob::kDefaultContainerName).
-template <typename Fn>
-void ForContainers(tfjob::TFJob& job, std::initializer_list<ReplicaType> types, Fn fn) {
+template <typename Types, typename Fn>
+void ForContainers(tfjob::TFJob& job, const Types& types, Fn fn) {
   for (ReplicaType type : types) {
     auto spec = job.spec.replica_specs.find(type);
     if (spec != job.spec.replica_specs.end())
@@ -90,15 +90,16 @@ struct FormField {
   std::vector<std::string_view> choices = {};  // kChoice
   bool required = false;
   // The TFJob field its errors name, and the TFJob paths whose errors belong to its input: a
-  // pattern where `*` stands for any one segment, matching any path it is a prefix of.
+  // pattern where `*` stands for any one segment, matching any path it is a prefix of (empty:
+  // `path` itself).
   std::string path = {};
   std::string belongs = {};
   // A check of a value the request gave, beyond its type and range: a message, or "" (may be
   // null). Runs once every value is read, so it may look at the others.
-  std::string (*check)(const FormValues& form, const json& value) = nullptr;
+  std::function<std::string(const FormValues& form, const json& value)> check = nullptr;
   // What the value does to the job being built (null: it only steers other keys). Applied in
   // table order: the keys that add replica types come before those that shape them.
-  void (*apply)(const FormValues& form, const json& value, tfjob::TFJob& job) = nullptr;
+  std::function<void(const FormValues& form, const json& value, tfjob::TFJob& job)> apply = nullptr;
   bool in_body = true;  // false: the request's path carries it
 };
 
@@ -126,7 +127,6 @@ std::vector<FormField> IdentityFields() {
   return {
       {.key = "namespace",
        .path = "metadata.namespace",
-       .belongs = "metadata.namespace",
        .apply = [](const FormValues&, const json& v,
                    tfjob::TFJob& job) { job.metadata.namespace_name = v.get<std::string>(); },
        .in_body = false},
@@ -135,10 +135,48 @@ std::vector<FormField> IdentityFields() {
        .default_value = "",
        .required = true,
        .path = "metadata.name",
-       .belongs = "metadata.name",
        .apply = [](const FormValues&, const json& v,
                    tfjob::TFJob& job) { job.metadata.name = v.get<std::string>(); }},
   };
+}
+
+// A switch that adds one replica of `type` (the workers' container: see kWorkerLike).
+FormField OneReplica(std::string_view key, ReplicaType type) {
+  const std::string path = "spec.tfReplicaSpecs." + std::string(tfjob::ReplicaTypeName(type));
+  return {.key = key,
+          .type = FormType::kSwitch,
+          .default_value = false,
+          .path = path,
+          .apply = [type](const FormValues&, const json& v, tfjob::TFJob& job) {
+            if (v == true) AddReplicaType(job, type, 1);
+          }};
+}
+
+FormField WholeNumber(std::string_view key, int default_value, std::int64_t min, std::int64_t max,
+                      std::string path, decltype(FormField::apply) apply) {
+  return {.key = key,
+          .type = FormType::kWholeNumber,
+          .default_value = default_value,
+          .min = min,
+          .max = max,
+          .path = std::move(path),
+          .apply = std::move(apply)};
+}
+
+// Parameter servers, unless the strategy is all-reduce.
+FormField PsReplicas() {
+  FormField ps = WholeNumber("psReplicas", 1, 0, 64, "spec.tfReplicaSpecs.PS.replicas",
+                             [](const FormValues& form, const json& v, tfjob::TFJob& job) {
+                               if (!Collective(form) && v > 0) {
+                                 AddReplicaType(job, ReplicaType::kPS, v.get<int>());
+                               }
+                             });
+  ps.check = [](const FormValues& form, const json& v) -> std::string {
+    if (!Collective(form) || v == 0) return "";
+    return "psReplicas must be 0 or absent with strategy collective (all-reduce needs no "
+           "parameter servers)";
+  };
+  return ps;
 }
 
 std::vector<FormField> ReplicaFields() {
@@ -149,122 +187,72 @@ std::vector<FormField> ReplicaFields() {
        .type = FormType::kChoice,
        .default_value = contract::kParameterServerStrategy,
        .choices = {contract::kParameterServerStrategy, contract::kCollectiveStrategy},
-       .path = std::string(kStrategyKey),
-       .belongs = std::string(kStrategyKey)},
-      {.key = "psReplicas",
-       .type = FormType::kWholeNumber,
-       .default_value = 1,
-       .min = 0,
-       .max = 64,
-       .path = "spec.tfReplicaSpecs.PS.replicas",
-       .belongs = "spec.tfReplicaSpecs.PS.replicas",
-       .check = [](const FormValues& form, const json& v) -> std::string {
-         if (!Collective(form) || v == 0) return "";
-         return "psReplicas must be 0 or absent with strategy collective (all-reduce needs no "
-                "parameter servers)";
-       },
-       .apply =
-           [](const FormValues& form, const json& v, tfjob::TFJob& job) {
-             if (!Collective(form) && v > 0) AddReplicaType(job, ReplicaType::kPS, v.get<int>());
-           }},
-      {.key = "workerReplicas",
-       .type = FormType::kWholeNumber,
-       .default_value = 2,
-       .min = 1,
-       .max = tfjob::kMaxReplicasPerType,
-       .path = "spec.tfReplicaSpecs.Worker.replicas",
-       .belongs = "spec.tfReplicaSpecs.Worker.replicas",
-       .apply = [](const FormValues&, const json& v,
-                   tfjob::TFJob& job) { AddReplicaType(job, ReplicaType::kWorker, v.get<int>()); }},
-      {.key = "chief",
-       .type = FormType::kSwitch,
-       .default_value = false,
-       .path = "spec.tfReplicaSpecs.Chief",
-       .belongs = "spec.tfReplicaSpecs.Chief",
-       .apply =
-           [](const FormValues&, const json& v, tfjob::TFJob& job) {
-             if (v == true) AddReplicaType(job, ReplicaType::kChief, 1);
-           }},
-      {.key = "evaluator",
-       .type = FormType::kSwitch,
-       .default_value = false,
-       .path = "spec.tfReplicaSpecs.Evaluator",
-       .belongs = "spec.tfReplicaSpecs.Evaluator",
-       .apply =
-           [](const FormValues&, const json& v, tfjob::TFJob& job) {
-             if (v == true) AddReplicaType(job, ReplicaType::kEvaluator, 1);
-           }},
+       .path = std::string(kStrategyKey)},
+      PsReplicas(),
+      WholeNumber("workerReplicas", 2, 1, tfjob::kMaxReplicasPerType,
+                  "spec.tfReplicaSpecs.Worker.replicas",
+                  [](const FormValues&, const json& v, tfjob::TFJob& job) {
+                    AddReplicaType(job, ReplicaType::kWorker, v.get<int>());
+                  }),
+      OneReplica("chief", ReplicaType::kChief),
+      OneReplica("evaluator", ReplicaType::kEvaluator),
   };
+}
+
+// CPU or memory (`resource`) of the PS containers, or of the others (workers, chief, evaluator).
+// A PS container's pattern is the more specific one, so its errors are the PS key's.
+FormField ResourceField(std::string_view key, const char* default_value, const char* resource,
+                        bool ps) {
+  const std::vector<ReplicaType> types =
+      ps ? std::vector<ReplicaType>{ReplicaType::kPS} : std::vector<ReplicaType>(kWorkerLike);
+  const std::string any = ps ? "spec.tfReplicaSpecs.PS.template.spec.containers[*]" : kAnyContainer;
+  return {.key = key,
+          .type = FormType::kQuantity,
+          .default_value = default_value,
+          .path = (ps ? kPsContainer : kWorkerContainer) + ".resources.requests." + resource,
+          .belongs = any + ".resources[*]." + resource,
+          .apply = [types, resource](const FormValues&, const json& v, tfjob::TFJob& job) {
+            ForContainers(job, types, [&](json& c) { SetResource(c, resource, v); });
+          }};
+}
+
+// GPUs go to workers and the chief (kGpuTypes).
+FormField GpusPerWorker() {
+  FormField gpus = WholeNumber(
+      "gpusPerWorker", 0, 0, 64,
+      kWorkerContainer + ".resources.limits[" + std::string(kGpuResource) + "]",
+      [](const FormValues&, const json& v, tfjob::TFJob& job) {
+        if (v == 0) return;
+        ForContainers(job, kGpuTypes,
+                      [&](json& c) { c["resources"]["limits"][std::string(kGpuResource)] = v; });
+      });
+  gpus.belongs = kAnyContainer + ".resources[*][" + std::string(kGpuResource) + "]";
+  return gpus;
 }
 
 std::vector<FormField> ResourceFields() {
-  auto quantity = [](std::string_view key, const char* default_value, std::string path,
-                     std::string belongs, auto apply) {
-    return FormField{.key = key,
-                     .type = FormType::kQuantity,
-                     .default_value = default_value,
-                     .path = std::move(path),
-                     .belongs = std::move(belongs),
-                     .apply = apply};
-  };
   return {
-      {.key = "gpusPerWorker",
-       .type = FormType::kWholeNumber,
-       .default_value = 0,
-       .min = 0,
-       .max = 64,
-       .path = kWorkerContainer + ".resources.limits[" + std::string(kGpuResource) + "]",
-       .belongs = kAnyContainer + ".resources[*][" + std::string(kGpuResource) + "]",
-       .apply =
-           [](const FormValues&, const json& v, tfjob::TFJob& job) {
-             if (v == 0) return;
-             ForContainers(job, kGpuTypes, [&](json& c) {
-               c["resources"]["limits"][std::string(kGpuResource)] = v;
-             });
-           }},
-      // A PS container's CPU and memory are psCpu's and psMemory's (their pattern is the more
-      // specific one), the other containers' workerCpu's and workerMemory's.
-      quantity("psCpu", "1", kPsContainer + ".resources.requests.cpu",
-               "spec.tfReplicaSpecs.PS.template.spec.containers[*].resources[*].cpu",
-               [](const FormValues&, const json& v, tfjob::TFJob& job) {
-                 ForContainers(job, {ReplicaType::kPS}, [&](json& c) { SetResource(c, "cpu", v); });
-               }),
-      quantity("psMemory", "2Gi", kPsContainer + ".resources.requests.memory",
-               "spec.tfReplicaSpecs.PS.template.spec.containers[*].resources[*].memory",
-               [](const FormValues&, const json& v, tfjob::TFJob& job) {
-                 ForContainers(job, {ReplicaType::kPS},
-                               [&](json& c) { SetResource(c, "memory", v); });
-               }),
-      quantity("workerCpu", "2", kWorkerContainer + ".resources.requests.cpu",
-               kAnyContainer + ".resources[*].cpu",
-               [](const FormValues&, const json& v, tfjob::TFJob& job) {
-                 ForContainers(job, kWorkerLike, [&](json& c) { SetResource(c, "cpu", v); });
-               }),
-      quantity("workerMemory", "4Gi", kWorkerContainer + ".resources.requests.memory",
-               kAnyContainer + ".resources[*].memory",
-               [](const FormValues&, const json& v, tfjob::TFJob& job) {
-                 ForContainers(job, kWorkerLike, [&](json& c) { SetResource(c, "memory", v); });
-               }),
+      GpusPerWorker(),
+      ResourceField("psCpu", "1", "cpu", /*ps=*/true),
+      ResourceField("psMemory", "2Gi", "memory", /*ps=*/true),
+      ResourceField("workerCpu", "2", "cpu", /*ps=*/false),
+      ResourceField("workerMemory", "4Gi", "memory", /*ps=*/false),
   };
 }
 
+// A list that goes into every container as it is (never through a shell).
+FormField ContainerList(std::string_view key) {
+  return {.key = key,
+          .type = FormType::kTextList,
+          .default_value = json::array(),
+          .path = kWorkerContainer + "." + std::string(key),
+          .belongs = kAnyContainer + "." + std::string(key),
+          .apply = [key](const FormValues&, const json& v, tfjob::TFJob& job) {
+            if (!v.empty()) ForAllContainers(job, [&](json& c) { c[std::string(key)] = v; });
+          }};
+}
+
 std::vector<FormField> ProgramFields() {
-  // The command and its arguments go into the container as they are: never through a shell.
-  auto list = [](std::string_view key) {
-    return FormField{.key = key,
-                     .type = FormType::kTextList,
-                     .default_value = json::array(),
-                     .path = kWorkerContainer + "." + std::string(key),
-                     .belongs = kAnyContainer + "." + std::string(key)};
-  };
-  FormField command = list("command");
-  command.apply = [](const FormValues&, const json& v, tfjob::TFJob& job) {
-    if (!v.empty()) ForAllContainers(job, [&](json& c) { c["command"] = v; });
-  };
-  FormField args = list("args");
-  args.apply = [](const FormValues&, const json& v, tfjob::TFJob& job) {
-    if (!v.empty()) ForAllContainers(job, [&](json& c) { c["args"] = v; });
-  };
   return {
       {.key = "image",
        .default_value = "",
@@ -279,8 +267,8 @@ std::vector<FormField> ProgramFields() {
        },
        .apply = [](const FormValues&, const json& v,
                    tfjob::TFJob& job) { ForAllContainers(job, [&](json& c) { c["image"] = v; }); }},
-      command,
-      args,
+      ContainerList("command"),
+      ContainerList("args"),
   };
 }
 
@@ -320,15 +308,10 @@ std::vector<FormField> TrainingFields() {
              const auto policy = tfjob::ParseRestartPolicy(v.get<std::string>());
              for (auto& [type, spec] : job.spec.replica_specs) spec.restart_policy = *policy;
            }},
-      {.key = "backoffLimit",
-       .type = FormType::kWholeNumber,
-       .default_value = 3,
-       .min = 0,
-       .max = 100,
-       .path = "spec.runPolicy.backoffLimit",
-       .belongs = "spec.runPolicy.backoffLimit",
-       .apply = [](const FormValues&, const json& v,
-                   tfjob::TFJob& job) { job.spec.run_policy.backoff_limit = v.get<int>(); }},
+      WholeNumber("backoffLimit", 3, 0, 100, "spec.runPolicy.backoffLimit",
+                  [](const FormValues&, const json& v, tfjob::TFJob& job) {
+                    job.spec.run_policy.backoff_limit = v.get<int>();
+                  }),
   };
 }
 
@@ -630,7 +613,7 @@ std::optional<std::string> FormKeyOf(std::string_view field) {
   const FormField* best = nullptr;
   std::pair<std::size_t, std::size_t> best_quality{0, 0};
   for (const FormField& f : FormFields()) {
-    const auto quality = MatchQuality(PathSegments(f.belongs), path);
+    const auto quality = MatchQuality(PathSegments(f.belongs.empty() ? f.path : f.belongs), path);
     if (quality && *quality > best_quality) {
       best = &f;
       best_quality = *quality;

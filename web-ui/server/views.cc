@@ -139,21 +139,15 @@ void Add(Resources& to, const Resources& r) {
   to.gpu += r.gpu;
 }
 
-QueuesView QueuesViewOf(const QueuesPage& queues) {
-  QueuesView view;
+// The queues, each ClusterQueue (by name) with the LocalQueues that submit to it.
+QueuesView QueuesViewOf(QueuesView view) {
   std::map<std::string, std::vector<std::string>> local_by_cluster_queue;
-  for (const LocalQueueUsage& q : queues.local_queues) {
+  for (const LocalQueueRow& q : view.local_queues) {
     local_by_cluster_queue[q.cluster_queue].push_back(q.namespace_name + "/" + q.name);
-    view.local_queues.push_back({q.namespace_name, q.name, q.cluster_queue, q.pending, q.admitted});
   }
-  for (const ClusterQueueUsage& q : queues.cluster_queues) {
-    view.cluster_queues.push_back({q.name, std::llround(q.gpu_quota), std::llround(q.gpu_reserved),
-                                   std::llround(q.gpu_in_use), q.pending, q.reserving, q.admitted,
-                                   local_by_cluster_queue[q.name]});
-  }
+  for (ClusterQueueRow& q : view.cluster_queues) q.local_queues = local_by_cluster_queue[q.name];
   std::sort(view.cluster_queues.begin(), view.cluster_queues.end(),
             [](const ClusterQueueRow& a, const ClusterQueueRow& b) { return a.name < b.name; });
-  view.error = queues.error;
   return view;
 }
 

@@ -58,7 +58,7 @@ TEST_CASE("the cluster page counts GPUs set apart in the totals and per node") {
 
 TEST_CASE("queues: each ClusterQueue with its GPU quota, use, workloads and LocalQueues") {
   ClusterPage page;
-  QueuesPage queues;
+  QueuesView queues;
   queues.cluster_queues.push_back({"team-a-cq", 16, 8, 8, 3, 1, 1});
   queues.cluster_queues.push_back({"idle-cq", 4, 0, 0, 0, 0, 0});
   queues.local_queues.push_back({"default", "team-a", "team-a-cq", 3, 1});

@@ -7,11 +7,16 @@ export function canChangeJobs(config: Pick<ConfigAnswer, 'readOnly'> & Partial<P
   return !config.readOnly && !config.localRun;
 }
 
+// All-reduce among the workers: no parameter servers (and no mode: it is synchronous).
+export function isAllReduce(form: Pick<JobForm, 'strategy'>): boolean {
+  return form.strategy === 'collective';
+}
+
 // What the form sends: all of it, but with all-reduce neither the parameter-server fields nor the
 // mode (all-reduce is synchronous), which its inputs hide.
 export function formBody(form: JobForm, command: string[], args: string[]): JobForm {
   const body: JobForm = { ...form, command, args };
-  if (form.strategy === 'collective') {
+  if (isAllReduce(form)) {
     delete body.psReplicas;
     delete body.psCpu;
     delete body.psMemory;

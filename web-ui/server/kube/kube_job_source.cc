@@ -190,13 +190,13 @@ absl::StatusOr<ui_server::ClusterPage> KubeJobSource::Cluster(
   return page;
 }
 
-std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
+std::optional<ui_server::QueuesView> KubeJobSource::Queues(
     const std::vector<std::string>& namespaces) {
   // Whether Kueue is installed, from discovery (which every authenticated user may read): a
   // list refused for want of permission would not tell an absent API from a forbidden one.
   auto served = kube_->Get(KueuePath(""));
   if (absl::IsNotFound(served.status())) return std::nullopt;  // Kueue is not installed
-  ui_server::QueuesPage page;
+  ui_server::QueuesView page;
   if (!served.ok()) {
     page.error = "cannot tell whether Kueue is installed: " + served.status().ToString();
     return page;
@@ -217,7 +217,7 @@ std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
     }
     for (const json& q : ItemsOf(*listed)) local_queues["items"].push_back(q);
   }
-  ui_server::QueuesPage read = QueuesOf(*cluster_queues, local_queues);
+  ui_server::QueuesView read = QueuesOf(*cluster_queues, local_queues);
   read.error = std::move(page.error);
   return read;
 }

@@ -501,29 +501,28 @@ std::optional<ui_server::Waiting> WaitingOf(const tfjob::TFJob& job,
   return ui_server::Waiting{WaitingReason::kUnschedulable, scheduler_message, scheduler_message};
 }
 
-ui_server::QueuesPage QueuesOf(const json& cluster_queues, const json& local_queues) {
-  ui_server::QueuesPage page;
+ui_server::QueuesView QueuesOf(const json& cluster_queues, const json& local_queues) {
+  ui_server::QueuesView page;
   for (const json& q : Items(cluster_queues)) {
-    ui_server::ClusterQueueUsage usage;
-    usage.name = json_fields::StringOr(json_fields::MemberOrNull(q, "metadata"), "name");
+    double quota = 0;
     const json& groups =
         json_fields::MemberOrNull(json_fields::MemberOrNull(q, "spec"), "resourceGroups");
     if (groups.is_array()) {
       for (const json& group : groups) {
-        usage.gpu_quota =
-            std::min(usage.gpu_quota + GpuOverFlavors(json_fields::MemberOrNull(group, "flavors"),
-                                                      "nominalQuota"),
-                     1e18);
+        quota = std::min(
+            quota + GpuOverFlavors(json_fields::MemberOrNull(group, "flavors"), "nominalQuota"),
+            1e18);
       }
     }
     const json& status = json_fields::MemberOrNull(q, "status");
-    usage.gpu_reserved =
-        GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsReservation"), "total");
-    usage.gpu_in_use = GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsUsage"), "total");
-    usage.pending = CountField(status, "pendingWorkloads");
-    usage.reserving = CountField(status, "reservingWorkloads");
-    usage.admitted = CountField(status, "admittedWorkloads");
-    page.cluster_queues.push_back(std::move(usage));
+    page.cluster_queues.push_back(
+        {json_fields::StringOr(json_fields::MemberOrNull(q, "metadata"), "name"),
+         std::llround(quota),
+         std::llround(
+             GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsReservation"), "total")),
+         std::llround(GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsUsage"), "total")),
+         CountField(status, "pendingWorkloads"), CountField(status, "reservingWorkloads"),
+         CountField(status, "admittedWorkloads")});
   }
   for (const json& q : Items(local_queues)) {
     const json& metadata = json_fields::MemberOrNull(q, "metadata");

@@ -356,19 +356,19 @@ TEST_CASE("Kueue's queues: GPU quota over flavors, reservation, usage and worklo
   const json local_queues = json::parse(R"({"items": [
     {"metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "team-a-cq"},
      "status": {"pendingWorkloads": 3, "admittedWorkloads": 1}}]})");
-  const ui_server::QueuesPage page = QueuesOf(cluster_queues, local_queues);
+  const ui_server::QueuesView page = QueuesOf(cluster_queues, local_queues);
   REQUIRE(page.cluster_queues.size() == 1);
   CHECK(page.cluster_queues[0].name == "team-a-cq");
   CHECK(page.cluster_queues[0].gpu_quota == 12);
   CHECK(page.cluster_queues[0].gpu_reserved == 8);
   CHECK(page.cluster_queues[0].gpu_in_use == 4);
-  CHECK(page.cluster_queues[0].pending == 3);
-  CHECK(page.cluster_queues[0].reserving == 2);
-  CHECK(page.cluster_queues[0].admitted == 1);
+  CHECK(page.cluster_queues[0].pending_workloads == 3);
+  CHECK(page.cluster_queues[0].reserving_workloads == 2);
+  CHECK(page.cluster_queues[0].admitted_workloads == 1);
   REQUIRE(page.local_queues.size() == 1);
   CHECK(page.local_queues[0].cluster_queue == "team-a-cq");
   CHECK(page.local_queues[0].namespace_name == "default");
-  CHECK(page.local_queues[0].pending == 3);
+  CHECK(page.local_queues[0].pending_workloads == 3);
 }
 
 }  // namespace

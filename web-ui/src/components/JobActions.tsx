@@ -4,14 +4,16 @@ import { api, ApiError, CreatedAnswer } from '../api';
 import { navigate } from '../util';
 import { ConfirmDialog } from './ConfirmDialog';
 
-function DeleteDialog(props: {
-  namespace: string;
+// What either dialog shows of the request and does with the answer.
+interface DialogProps {
   name: string;
   busy: boolean;
   error: string;
   onCancel: () => void;
   onConfirm: () => void;
-}) {
+}
+
+function DeleteDialog(props: DialogProps & { namespace: string }) {
   return (
     <ConfirmDialog
       title={`Delete ${props.name}?`}
@@ -31,15 +33,7 @@ function DeleteDialog(props: {
 }
 
 // Asks for the copy's name.
-function CloneDialog(props: {
-  name: string;
-  cloneName: string;
-  onCloneName: (name: string) => void;
-  busy: boolean;
-  error: string;
-  onCancel: () => void;
-  onConfirm: () => void;
-}) {
+function CloneDialog(props: DialogProps & { cloneName: string; onCloneName: (name: string) => void }) {
   return (
     <ConfirmDialog
       title={`Clone ${props.name}`}

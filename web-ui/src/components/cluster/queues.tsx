@@ -1,6 +1,7 @@
 // Kueue's queues and the replicas that wait for room, on the cluster page.
 import type { PendingRow, QueuesView } from '../../api';
 import { Link } from '../../util';
+import { Table } from '../Table';
 
 // Kueue's ClusterQueues: GPU quota, what admitted workloads hold, and who waits.
 export function QueuesSection(props: { queues: QueuesView }) {
@@ -12,18 +13,10 @@ export function QueuesSection(props: { queues: QueuesView }) {
       {q.clusterQueues.length === 0 ? (
         <p class="muted">Kueue is installed but has no ClusterQueue.</p>
       ) : (
-        <table data-testid="queues-table">
-          <thead>
-            <tr>
-              <th>ClusterQueue</th>
-              <th>GPUs in use / quota</th>
-              <th>GPUs reserved</th>
-              <th>Pending</th>
-              <th>Admitted</th>
-              <th>LocalQueues</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table
+          testid="queues-table"
+          headers={['ClusterQueue', 'GPUs in use / quota', 'GPUs reserved', 'Pending', 'Admitted', 'LocalQueues']}
+        >
             {q.clusterQueues.map((c) => (
               <tr data-queue={c.name}>
                 <td>{c.name}</td>
@@ -39,8 +32,7 @@ export function QueuesSection(props: { queues: QueuesView }) {
                 <td>{c.localQueues.join(', ') || <span class="muted">none in these namespaces</span>}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       )}
     </>
   );
@@ -56,16 +48,7 @@ export function PendingTable(props: { pending: PendingRow[] }) {
     );
   }
   return (
-    <table data-testid="pending-table">
-      <thead>
-        <tr>
-          <th>Job</th>
-          <th>Pod</th>
-          <th>GPUs</th>
-          <th>Why it waits</th>
-        </tr>
-      </thead>
-      <tbody>
+    <Table testid="pending-table" headers={['Job', 'Pod', 'GPUs', 'Why it waits']}>
         {props.pending.map((p) => (
           <tr>
             <td>
@@ -80,7 +63,6 @@ export function PendingTable(props: { pending: PendingRow[] }) {
             </td>
           </tr>
         ))}
-      </tbody>
-    </table>
+    </Table>
   );
 }

@@ -26,45 +26,48 @@ export function FieldHelp(props: { errors: Map<FormKey, string>; name: FormKey; 
   return props.hint ? <small>{props.hint}</small> : null;
 }
 
-function invalid(state: Pick<FormState, 'errors'>, name: FormKey): 'true' | undefined {
-  return state.errors.has(name) ? 'true' : undefined;
+function invalid(errors: Map<FormKey, string>, name: FormKey): 'true' | undefined {
+  return errors.has(name) ? 'true' : undefined;
+}
+
+// An input under its label, with the key's error or hint below it.
+function Labeled(props: { label: string; errors: Map<FormKey, string>; name: FormKey; hint?: string; children: ComponentChildren }) {
+  return (
+    <label>
+      {props.label}
+      {props.children}
+      <FieldHelp errors={props.errors} name={props.name} hint={props.hint} />
+    </label>
+  );
 }
 
 // A whole number; an empty input is sent as NaN, which the server refuses by name.
 export function NumberField(props: { state: FormState; name: KeysOf<number>; label: string; hint?: string }) {
   const { state, name } = props;
   return (
-    <label>
-      {props.label}
+    <Labeled label={props.label} errors={state.errors} name={name} hint={props.hint}>
       <input
         type="number"
         name={name}
         min={0}
         value={String(state.form[name] ?? '')}
-        aria-invalid={invalid(state, name)}
+        aria-invalid={invalid(state.errors, name)}
         onInput={(e) => {
           const text = (e.target as HTMLInputElement).value;
           state.set(name, text === '' ? Number.NaN : Number(text));
         }}
       />
-      <FieldHelp errors={state.errors} name={name} hint={props.hint} />
-    </label>
+    </Labeled>
   );
 }
 
 export function TextField(props: { state: FormState; name: KeysOf<string>; label: string; hint?: string }) {
   const { state, name } = props;
+  const set = (e: Event) => state.set(name, (e.target as HTMLInputElement).value as never);
   return (
-    <label>
-      {props.label}
-      <input
-        name={name}
-        value={String(state.form[name] ?? '')}
-        aria-invalid={invalid(state, name)}
-        onInput={(e) => state.set(name, (e.target as HTMLInputElement).value as never)}
-      />
-      <FieldHelp errors={state.errors} name={name} hint={props.hint} />
-    </label>
+    <Labeled label={props.label} errors={state.errors} name={name} hint={props.hint}>
+      <input name={name} value={String(state.form[name] ?? '')} aria-invalid={invalid(state.errors, name)} onInput={set} />
+    </Labeled>
   );
 }
 
@@ -77,21 +80,15 @@ export function SelectField(props: {
   hint?: string;
 }) {
   const { state, name } = props;
+  const set = (e: Event) => state.set(name, (e.target as HTMLSelectElement).value as never);
   return (
-    <label>
-      {props.label}
-      <select
-        name={name}
-        value={String(state.form[name] ?? '')}
-        aria-invalid={invalid(state, name)}
-        onChange={(e) => state.set(name, (e.target as HTMLSelectElement).value as never)}
-      >
+    <Labeled label={props.label} errors={state.errors} name={name} hint={props.hint}>
+      <select name={name} value={String(state.form[name] ?? '')} aria-invalid={invalid(state.errors, name)} onChange={set}>
         {props.choices.map(([value, text]) => (
           <option value={value}>{text}</option>
         ))}
       </select>
-      <FieldHelp errors={state.errors} name={name} hint={props.hint} />
-    </label>
+    </Labeled>
   );
 }
 
@@ -121,16 +118,14 @@ export function LinesField(props: {
   onInput: (text: string) => void;
 }) {
   return (
-    <label>
-      {props.label}
+    <Labeled label={props.label} errors={props.errors} name={props.name}>
       <textarea
         name={props.name}
         rows={2}
         value={props.text}
-        aria-invalid={props.errors.has(props.name) ? 'true' : undefined}
+        aria-invalid={invalid(props.errors, props.name)}
         onInput={(e) => props.onInput((e.target as HTMLTextAreaElement).value)}
       />
-      <FieldHelp errors={props.errors} name={props.name} />
-    </label>
+    </Labeled>
   );
 }

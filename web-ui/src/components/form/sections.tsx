@@ -1,6 +1,18 @@
 // The New-job form's sections: which inputs it shows, in what words. Every input is one of the
 // form's keys (fields.tsx); what a key does to the TFJob is the server's (job_form.cc).
+import { isAllReduce } from '../../logic';
 import { FieldHelp, FormState, LinesField, NumberField, SelectField, SwitchField, TextField } from './fields';
+
+// The choices of the form's select inputs, each [value, text].
+const STRATEGIES: [string, string][] = [
+  ['parameter_server', 'Parameter servers'],
+  ['collective', 'All-reduce (no parameter servers)'],
+];
+const MODES: [string, string][] = [
+  ['sync', 'Synchronous (averaged updates)'],
+  ['async', 'Asynchronous'],
+];
+const RESTART_POLICIES = ['OnFailure', 'ExitCode', 'Never', 'Always'].map((p): [string, string] => [p, p]);
 
 export function IdentitySection(props: {
   state: FormState;
@@ -31,9 +43,8 @@ export function IdentitySection(props: {
 }
 
 // All-reduce has no parameter servers: their inputs are hidden (and not sent: logic.ts formBody).
-export function ReplicasSection(props: { state: FormState }) {
-  const { state } = props;
-  const allReduce = state.form.strategy === 'collective';
+export function ReplicasSection({ state }: { state: FormState }) {
+  const allReduce = isAllReduce(state.form);
   return (
     <fieldset>
       <legend>Replicas</legend>
@@ -41,10 +52,7 @@ export function ReplicasSection(props: { state: FormState }) {
         state={state}
         name="strategy"
         label="Strategy"
-        choices={[
-          ['parameter_server', 'Parameter servers'],
-          ['collective', 'All-reduce (no parameter servers)'],
-        ]}
+        choices={STRATEGIES}
         hint={
           allReduce
             ? 'every worker holds the whole model; gradients are averaged across workers each step'
@@ -66,17 +74,16 @@ export function ReplicasSection(props: { state: FormState }) {
   );
 }
 
-export function ResourcesSection(props: { state: FormState }) {
-  const { state } = props;
-  const allReduce = state.form.strategy === 'collective';
+export function ResourcesSection({ state }: { state: FormState }) {
+  const ps = !isAllReduce(state.form);
   return (
     <fieldset>
       <legend>Resources per replica</legend>
       <div class="grid">
         <TextField state={state} name="workerCpu" label="Worker CPU" hint="cores, e.g. 2 or 500m" />
         <TextField state={state} name="workerMemory" label="Worker memory" hint="e.g. 4Gi" />
-        {!allReduce && <TextField state={state} name="psCpu" label="PS CPU" />}
-        {!allReduce && <TextField state={state} name="psMemory" label="PS memory" />}
+        {ps && <TextField state={state} name="psCpu" label="PS CPU" />}
+        {ps && <TextField state={state} name="psMemory" label="PS memory" />}
       </div>
     </fieldset>
   );
@@ -87,6 +94,11 @@ export interface ProgramTexts {
   command: string;
   args: string;
 }
+
+const LISTS: [keyof ProgramTexts, string][] = [
+  ['command', 'Command (one item per line)'],
+  ['args', 'Arguments (one per line)'],
+];
 
 export function ProgramSection(props: {
   state: FormState;
@@ -99,48 +111,33 @@ export function ProgramSection(props: {
       <legend>Program</legend>
       <TextField state={state} name="image" label="Container image" />
       <div class="grid">
-        <LinesField
-          errors={state.errors}
-          name="command"
-          label="Command (one item per line)"
-          text={texts.command}
-          onInput={(command) => props.onTexts({ ...texts, command })}
-        />
-        <LinesField
-          errors={state.errors}
-          name="args"
-          label="Arguments (one per line)"
-          text={texts.args}
-          onInput={(args) => props.onTexts({ ...texts, args })}
-        />
+        {LISTS.map(([name, label]) => (
+          <LinesField
+            errors={state.errors}
+            name={name}
+            label={label}
+            text={texts[name]}
+            onInput={(text) => props.onTexts({ ...texts, [name]: text })}
+          />
+        ))}
       </div>
     </fieldset>
   );
 }
 
-export function TrainingSection(props: { state: FormState }) {
-  const { state } = props;
-  const policies = ['OnFailure', 'ExitCode', 'Never', 'Always'].map((p): [string, string] => [p, p]);
+export function TrainingSection({ state }: { state: FormState }) {
   return (
     <fieldset>
       <legend>Training and failures</legend>
       <div class="grid">
-        {state.form.strategy !== 'collective' && (
-          <SelectField
-            state={state}
-            name="mode"
-            label="Mode"
-            choices={[
-              ['sync', 'Synchronous (averaged updates)'],
-              ['async', 'Asynchronous'],
-            ]}
-          />
+        {!isAllReduce(state.form) && (
+          <SelectField state={state} name="mode" label="Mode" choices={MODES} />
         )}
         <SelectField
           state={state}
           name="restartPolicy"
           label="Restart policy"
-          choices={policies}
+          choices={RESTART_POLICIES}
           hint="ExitCode restarts only transient failures (exit ≥ 128)"
         />
         <NumberField state={state} name="backoffLimit" label="Backoff limit" hint="restarts before the job fails" />

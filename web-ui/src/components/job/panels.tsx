@@ -1,6 +1,7 @@
 // The job page's panels: what the job is waiting for, its figures, and the operator's conditions.
 import type { ConditionRow, JobRow, MetricsPoint, Waiting } from '../../api';
 import { formatAge, formatTime } from '../../logic';
+import { Stat } from '../Stat';
 
 // Why the job is not running yet, in Kubernetes' words (the detail when it says more).
 export function WaitingNote(props: { waiting: Waiting | null | undefined }) {
@@ -16,15 +17,6 @@ export function WaitingNote(props: { waiting: Waiting | null | undefined }) {
         </>
       )}
     </p>
-  );
-}
-
-function Stat(props: { label: string; value: string; testid?: string; wide?: boolean }) {
-  return (
-    <article class={props.wide ? 'stat wide' : 'stat'} data-testid={props.testid}>
-      <small>{props.label}</small>
-      <strong>{props.value}</strong>
-    </article>
   );
 }
 

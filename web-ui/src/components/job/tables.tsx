@@ -2,27 +2,17 @@
 // the events about the job and them.
 import type { EventRow, ReplicaRow } from '../../api';
 import { devicesText, formatTime } from '../../logic';
+import { Table } from '../Table';
 
 export function ReplicasTable(props: { replicas: ReplicaRow[]; onLogs: (replica: string) => void }) {
   return (
     <>
       <div class="overflow-auto">
-        <table class="striped" data-testid="pods-table">
-          <thead>
-            <tr>
-              <th>Replica</th>
-              <th>Pod</th>
-              <th>Node</th>
-              <th>Phase</th>
-              <th>Restarts</th>
-              <th>Exit code</th>
-              <th>GPUs</th>
-              <th>Devices</th>
-              <th>Started</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
+        <Table
+          class="striped"
+          testid="pods-table"
+          headers={['Replica', 'Pod', 'Node', 'Phase', 'Restarts', 'Exit code', 'GPUs', 'Devices', 'Started', '']}
+        >
             {props.replicas.map((p) => (
               <tr data-pod={p.name} data-phase={p.phase}>
                 <td>
@@ -48,8 +38,7 @@ export function ReplicasTable(props: { replicas: ReplicaRow[]; onLogs: (replica:
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       </div>
       {props.replicas.length === 0 && <p class="muted">No pods yet.</p>}
     </>
@@ -61,17 +50,7 @@ export function EventsTable(props: { events: EventRow[] }) {
   if (props.events.length === 0) return <p class="muted">No events.</p>;
   return (
     <div class="overflow-auto">
-      <table data-testid="events-table">
-        <thead>
-          <tr>
-            <th>Time</th>
-            <th>Type</th>
-            <th>Reason</th>
-            <th>Object</th>
-            <th>Message</th>
-          </tr>
-        </thead>
-        <tbody>
+      <Table testid="events-table" headers={['Time', 'Type', 'Reason', 'Object', 'Message']}>
           {[...props.events].reverse().map((e) => (
             <tr class={e.type === 'Warning' ? 'warning-row' : ''}>
               <td>{formatTime(e.time)}</td>
@@ -84,8 +63,7 @@ export function EventsTable(props: { events: EventRow[] }) {
               </td>
             </tr>
           ))}
-        </tbody>
-      </table>
+      </Table>
     </div>
   );
 }

@@ -4,6 +4,7 @@ import { formatAge } from '../../logic';
 import { Link } from '../../util';
 import { JobActions } from '../JobActions';
 import { StateChip } from '../StateChip';
+import { Table } from '../Table';
 
 // The job list's filters: a namespace (all by default) and a text matched against name, state and
 // namespace.
@@ -51,19 +52,7 @@ export function matchingJobs(jobs: JobRow[], filter: string): JobRow[] {
 export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged: () => void }) {
   return (
     <div class="jobs-table">
-      <table class="striped" data-testid="jobs-table">
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Namespace</th>
-            <th>State</th>
-            <th>Replicas ready</th>
-            <th>GPUs</th>
-            <th>Age</th>
-            <th />
-          </tr>
-        </thead>
-        <tbody>
+      <Table class="striped" testid="jobs-table" headers={['Name', 'Namespace', 'State', 'Replicas ready', 'GPUs', 'Age', '']}>
           {props.jobs.map((j) => (
             <tr data-job={j.name} key={`${j.namespace}/${j.name}`}>
               <td>
@@ -89,8 +78,7 @@ export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged
               </td>
             </tr>
           ))}
-        </tbody>
-      </table>
+      </Table>
     </div>
   );
 }

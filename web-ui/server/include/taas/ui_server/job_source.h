@@ -92,37 +92,12 @@ struct PendingReplica {
   std::string message;
 };
 
-// A queue of a quota system (Kueue's ClusterQueue): its GPU quota, the GPUs of the workloads it
-// admitted or reserved quota for, and how many workloads wait in it.
-struct ClusterQueueUsage {
-  std::string name;
-  double gpu_quota = 0;     // nominal quota, over every flavor
-  double gpu_reserved = 0;  // held by workloads with reserved quota
-  double gpu_in_use = 0;    // held by admitted workloads
-  std::int64_t pending = 0;
-  std::int64_t reserving = 0;
-  std::int64_t admitted = 0;
-};
-
-// A namespace's queue (Kueue's LocalQueue) and the ClusterQueue it submits to.
-struct LocalQueueUsage {
-  std::string namespace_name;
-  std::string name;
-  std::string cluster_queue;
-  std::int64_t pending = 0;
-  std::int64_t admitted = 0;
-};
-
-struct QueuesPage {
-  std::vector<ClusterQueueUsage> cluster_queues;
-  std::vector<LocalQueueUsage> local_queues;
-  std::string error;  // why the queues could not be read, when the quota system is installed
-};
-
 struct ClusterPage {
   std::vector<NodeUsage> nodes;
   std::vector<PendingReplica> pending;
-  std::optional<QueuesPage> queues;  // unset when no quota system (Kueue) is installed
+  // Kueue's queues (each ClusterQueue's `local_queues` left empty: the view fills them); unset
+  // when no quota system is installed.
+  std::optional<QueuesView> queues;
 };
 
 class JobSource {

@@ -158,17 +158,20 @@ struct PendingRow {
   std::string message;
 };
 
+// A queue of a quota system (Kueue's ClusterQueue): its GPU quota, the GPUs of the workloads it
+// admitted or reserved quota for, and how many workloads wait in it.
 struct ClusterQueueRow {
   std::string name;
-  std::int64_t gpu_quota = 0;
-  std::int64_t gpu_reserved = 0;
-  std::int64_t gpu_in_use = 0;
+  std::int64_t gpu_quota = 0;     // nominal quota, over every flavor
+  std::int64_t gpu_reserved = 0;  // held by workloads with reserved quota
+  std::int64_t gpu_in_use = 0;    // held by admitted workloads
   std::int64_t pending_workloads = 0;
   std::int64_t reserving_workloads = 0;
   std::int64_t admitted_workloads = 0;
-  std::vector<std::string> local_queues;  // "namespace/name"
+  std::vector<std::string> local_queues = {};  // "namespace/name" of the UI's namespaces
 };
 
+// A namespace's queue (Kueue's LocalQueue) and the ClusterQueue it submits to.
 struct LocalQueueRow {
   std::string namespace_name;
   std::string name;

@@ -50,7 +50,7 @@ class KubeJobSource : public ui_server::JobSource {
                                             const ui_server::JobRecord& record);
   // Kueue's ClusterQueues and the LocalQueues of `namespaces`; nullopt when Kueue's API is not
   // served.
-  std::optional<ui_server::QueuesPage> Queues(const std::vector<std::string>& namespaces);
+  std::optional<ui_server::QueuesView> Queues(const std::vector<std::string>& namespaces);
   // The pod of `request.replica`, checked to be one of the job's.
   absl::StatusOr<nlohmann::json> ReplicaPod(const std::string& namespace_name,
                                             const std::string& job, const std::string& replica);

@@ -74,7 +74,7 @@ ui_server::ClusterPage ClusterPageOf(const nlohmann::json& node_list,
 // Kueue's queues: ClusterQueues (a clusterqueues list) with their nvidia.com/gpu nominal quota,
 // reservation and usage over every flavor, and workload counts; LocalQueues (a localqueues list)
 // with the ClusterQueue each submits to.
-ui_server::QueuesPage QueuesOf(const nlohmann::json& cluster_queues,
+ui_server::QueuesView QueuesOf(const nlohmann::json& cluster_queues,
                                const nlohmann::json& local_queues);
 
 // ui_server::ClusterViewOf of ClusterPageOf.
