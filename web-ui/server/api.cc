@@ -54,12 +54,12 @@ HttpResponse Error(int status, const std::string& message, const std::string& fi
   return Answer(status, answer);
 }
 
-// A dry run's answer to a form with errors: 200, the errors, and the TFJob when it was built.
-HttpResponse DryRunErrors(ErrorAnswer answer, std::optional<json> tfjob) {
-  std::vector<FieldError> errors = answer.errors.value_or(
-      std::vector<FieldError>{FieldErrorAt(answer.field.value_or(""), answer.error)});
-  return Answer(200, DryRunAnswer{std::move(tfjob), std::move(errors), std::move(answer.error),
-                                  std::move(answer.field), std::move(answer.form_key)});
+// A dry run's answer to a form with errors: 200, the errors (the message alone when the error
+// named no field), and the TFJob when it was built.
+HttpResponse DryRunErrors(const ErrorAnswer& answer, std::optional<json> tfjob) {
+  return Answer(200, DryRunAnswer{std::move(tfjob),
+                                  answer.errors.value_or(std::vector<FieldError>{
+                                      FieldErrorAt(answer.field.value_or(""), answer.error)})});
 }
 
 int FromHex(char c) {
@@ -415,14 +415,14 @@ HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) cons
   if (auto failed = AddClusterErrors(form.job, &form.errors)) return *failed;
   if (!form.errors.empty()) {
     ErrorAnswer answer = ErrorsAnswer(std::move(form.errors));
-    return dry_run ? DryRunErrors(std::move(answer), std::move(tfjob)) : Answer(422, answer);
+    return dry_run ? DryRunErrors(answer, std::move(tfjob)) : Answer(422, answer);
   }
   auto created = source_->CreateJob(route.ns, *tfjob, dry_run);
   if (!created.ok()) {
     auto [http, answer] = SourceError(created.status());
-    return dry_run ? DryRunErrors(std::move(answer), std::move(tfjob)) : Answer(http, answer);
+    return dry_run ? DryRunErrors(answer, std::move(tfjob)) : Answer(http, answer);
   }
-  if (dry_run) return Answer(200, DryRunAnswer{std::move(tfjob), {}, {}, {}, {}});
+  if (dry_run) return Answer(200, DryRunAnswer{std::move(tfjob), {}});
   logger_.Info("created tfjob", {{"namespace", route.ns}, {"job", form.job.metadata.name}});
   return Answer(201, CreatedAnswer{*std::move(created), std::nullopt});
 }

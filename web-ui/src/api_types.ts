@@ -185,9 +185,6 @@ export interface JobDetailAnswer {
 export interface DryRunAnswer {
   tfjob: Record<string, unknown> | null;
   errors: FieldError[];
-  error?: string;
-  field?: string;
-  formKey?: FormKey;
 }
 
 export interface CreatedAnswer {

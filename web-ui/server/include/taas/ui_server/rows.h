@@ -235,14 +235,11 @@ struct JobDetailAnswer {
   std::optional<Waiting> waiting = std::nullopt;
 };
 
-// A dry run (the form's preview): the TFJob built, null when the form itself is wrong, and every
-// problem found (none when the API server accepts it).
+// A dry run (the form's preview): the TFJob built, null when the form or the TFJob rules refuse
+// it, and every problem found (none when the API server accepts it).
 struct DryRunAnswer {
   std::optional<nlohmann::json> tfjob = std::nullopt;
   std::vector<FieldError> errors;
-  std::optional<std::string> error = std::nullopt;
-  std::optional<std::string> field = std::nullopt;
-  std::optional<std::string> form_key = std::nullopt;
 };
 
 struct CreatedAnswer {
@@ -365,10 +362,7 @@ TAAS_SCHEMA_ROW(JobDetailAnswer, Field("job", &JobDetailAnswer::job),
                 Field("events", &JobDetailAnswer::events),
                 Field("waiting", &JobDetailAnswer::waiting));
 TAAS_SCHEMA_ROW(DryRunAnswer, Field("tfjob", &DryRunAnswer::tfjob),
-                Field("errors", &DryRunAnswer::errors),
-                Field("error", &DryRunAnswer::error, Unset::kOmit),
-                Field("field", &DryRunAnswer::field, Unset::kOmit),
-                Field("formKey", &DryRunAnswer::form_key, Unset::kOmit, "FormKey"));
+                Field("errors", &DryRunAnswer::errors));
 TAAS_SCHEMA_ROW(CreatedAnswer, Field("tfjob", &CreatedAnswer::tfjob),
                 Field("name", &CreatedAnswer::name, Unset::kOmit));
 TAAS_SCHEMA_ROW(DeletedAnswer, Field("deleted", &DeletedAnswer::deleted),
