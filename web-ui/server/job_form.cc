@@ -646,7 +646,8 @@ JobFormResult ReadJobForm(const json& body, const std::string& namespace_name) {
     result.errors.push_back({"", "the job form must be a JSON object", std::nullopt});
     return result;
   }
-  for (const auto& [key, value] : body.items()) {
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
     const bool known = std::any_of(FormFields().begin(), FormFields().end(),
                                    [&](const FormField& f) { return f.in_body && f.key == key; });
     if (!known) result.errors.push_back({key, "unknown field " + key, std::nullopt});
