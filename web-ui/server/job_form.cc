@@ -308,6 +308,25 @@ std::vector<FormField> TrainingFields() {
              const auto policy = tfjob::ParseRestartPolicy(v.get<std::string>());
              for (auto& [type, spec] : job.spec.replica_specs) spec.restart_policy = *policy;
            }},
+      // The PriorityClass of every replica's pods: how the scheduler ranks them, and whom it may
+      // preempt for them (empty: the cluster's default).
+      {.key = "priorityClassName",
+       .default_value = "",
+       .path = "spec.tfReplicaSpecs.Worker.template.spec.priorityClassName",
+       .belongs = "spec.tfReplicaSpecs[*].template.spec.priorityClassName",
+       .check = [](const FormValues&, const json& v) -> std::string {
+         const std::string name = v.get<std::string>();
+         if (name.empty() || IsDns1123Subdomain(name)) return "";
+         return "priorityClassName \"" + name +
+                "\" is not a PriorityClass name (a DNS-1123 subdomain)";
+       },
+       .apply =
+           [](const FormValues&, const json& v, tfjob::TFJob& job) {
+             if (v == "") return;
+             for (auto& [type, spec] : job.spec.replica_specs) {
+               spec.pod_template["spec"]["priorityClassName"] = v;
+             }
+           }},
       WholeNumber("backoffLimit", 3, 0, 100, "spec.runPolicy.backoffLimit",
                   [](const FormValues&, const json& v, tfjob::TFJob& job) {
                     job.spec.run_policy.backoff_limit = v.get<int>();

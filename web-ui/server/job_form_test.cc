@@ -184,6 +184,25 @@ TEST_CASE("errors from our rules and the API server land on the right input") {
   CHECK(FormKeyOf("spec.tfReplicaSpecs[Worker") == std::nullopt);
 }
 
+TEST_CASE("a priority class goes to every replica's pods") {
+  json body = ValidForm();
+  body["chief"] = true;
+  body["priorityClassName"] = "team-a.high";
+  const json specs = Built(body)["spec"]["tfReplicaSpecs"];
+  for (const auto& spec : specs.items()) {
+    CAPTURE(spec.key());
+    CHECK(spec.value()["template"]["spec"]["priorityClassName"] == "team-a.high");
+  }
+  CHECK_FALSE(Built(ValidForm())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].contains(
+      "priorityClassName"));
+  body["priorityClassName"] = "High Priority";
+  const std::vector<FieldError> errors = Parse(body);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].form_key == "priorityClassName");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[PS].template.spec.priorityClassName") ==
+        "priorityClassName");
+}
+
 TEST_CASE("strategy collective builds a job of workers without PS replicas or TF_SYNC") {
   json body = ValidForm();
   for (const char* ps_field : {"psReplicas", "psCpu", "psMemory", "mode"}) body.erase(ps_field);

@@ -212,7 +212,7 @@ export interface MetricsAnswer {
 }
 
 // The New-job form's keys (job_form.cc), and the body a create request sends.
-export type FormKey = 'namespace' | 'name' | 'strategy' | 'psReplicas' | 'workerReplicas' | 'chief' | 'evaluator' | 'gpusPerWorker' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory' | 'image' | 'command' | 'args' | 'mode' | 'restartPolicy' | 'backoffLimit';
+export type FormKey = 'namespace' | 'name' | 'strategy' | 'psReplicas' | 'workerReplicas' | 'chief' | 'evaluator' | 'gpusPerWorker' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory' | 'image' | 'command' | 'args' | 'mode' | 'restartPolicy' | 'priorityClassName' | 'backoffLimit';
 
 export interface JobForm {
   /** required; TFJob field metadata.name */
@@ -247,6 +247,8 @@ export interface JobForm {
   mode?: 'sync' | 'async';
   /** TFJob field spec.tfReplicaSpecs.Worker.restartPolicy */
   restartPolicy?: 'Always' | 'OnFailure' | 'Never' | 'ExitCode';
+  /** TFJob field spec.tfReplicaSpecs.Worker.template.spec.priorityClassName */
+  priorityClassName?: string;
   /** 0 to 100; TFJob field spec.runPolicy.backoffLimit */
   backoffLimit?: number;
 }

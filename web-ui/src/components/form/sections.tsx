@@ -141,6 +141,7 @@ export function TrainingSection({ state }: { state: FormState }) {
           hint="ExitCode restarts only transient failures (exit ≥ 128)"
         />
         <NumberField state={state} name="backoffLimit" label="Backoff limit" hint="restarts before the job fails" />
+        <TextField state={state} name="priorityClassName" label="Priority class" hint="empty: the cluster's default" />
       </div>
     </fieldset>
   );
