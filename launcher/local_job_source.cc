@@ -108,29 +108,28 @@ LocalMachine LocalMachine::Detect(int gpus) {
   return machine;
 }
 
-json LocalReplicaRow(const tfjob::TFJob& job, const ReplicaProcess& r, const std::string& node) {
+ui_server::ReplicaRow LocalReplicaRow(const tfjob::TFJob& job, const ReplicaProcess& r,
+                                      const std::string& node) {
   const auto [reason, message] = ReasonOf(r);
-  return {{"name", r.name},
-          {"replicaType", std::string(tfjob::ReplicaTypeKey(r.type))},
-          {"index", r.index},
-          {"node", node},
-          {"phase", std::string(tfjob::ToString(r.phase))},
-          {"reason", reason},
-          {"message", message},
-          {"ready", r.running && r.phase == tfjob::ReplicaPhase::kRunning},
-          {"restarts", std::max(0, r.starts - 1)},
-          {"exitCode", r.exit_code ? json(*r.exit_code) : json(nullptr)},
-          {"gpus", std::llround(RequestsOf(job, r.type).gpu)},
-          {"startTime", Rfc3339(r.started_at)}};
+  ui_server::ReplicaRow row;
+  row.name = r.name;
+  row.replica_type = std::string(tfjob::ReplicaTypeKey(r.type));
+  row.index = r.index;
+  row.node = node;
+  row.phase = std::string(tfjob::ToString(r.phase));
+  row.reason = reason;
+  row.message = message;
+  row.ready = r.running && r.phase == tfjob::ReplicaPhase::kRunning;
+  row.restarts = std::max(0, r.starts - 1);
+  row.exit_code = r.exit_code;
+  row.gpus = std::llround(RequestsOf(job, r.type).gpu);
+  row.start_time = Rfc3339(r.started_at);
+  return row;
 }
 
-json LocalEventRow(const LocalEvent& e) {
-  return {{"type", e.warning ? "Warning" : "Normal"},
-          {"reason", e.reason},
-          {"message", e.message},
-          {"object", e.object_kind + "/" + e.object_name},
-          {"count", 1},
-          {"time", tfjob::FormatRfc3339(e.time)}};
+ui_server::EventRow LocalEventRow(const LocalEvent& e) {
+  return {e.warning ? "Warning" : "Normal",    e.reason, e.message,
+          e.object_kind + "/" + e.object_name, 1,        tfjob::FormatRfc3339(e.time)};
 }
 
 LocalJobSource::LocalJobSource(const LocalJobState* state, LocalMachine machine)

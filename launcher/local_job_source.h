@@ -60,8 +60,8 @@ class LocalJobSource : public ui_server::JobSource {
 };
 
 // The rows of a snapshot (pure; exposed for tests).
-nlohmann::json LocalReplicaRow(const tfjob::TFJob& job, const ReplicaProcess& replica,
-                               const std::string& node);
-nlohmann::json LocalEventRow(const LocalEvent& event);
+ui_server::ReplicaRow LocalReplicaRow(const tfjob::TFJob& job, const ReplicaProcess& replica,
+                                      const std::string& node);
+ui_server::EventRow LocalEventRow(const LocalEvent& event);
 
 }  // namespace taas::launcher

@@ -16,21 +16,18 @@ const { outputFiles } = esbuild.buildSync({
 });
 const logic = await import(`data:text/javascript;base64,${Buffer.from(outputFiles[0].text).toString('base64')}`);
 
-test('errors from our validation and the API server land on the right input', () => {
-  const c = 'spec.tfReplicaSpecs.Worker.template.spec.containers[0]';
-  assert.equal(logic.fieldKey('metadata.name'), 'name');
-  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.Worker.replicas'), 'workerReplicas');
-  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.replicas'), 'psReplicas');
-  assert.equal(logic.fieldKey(`${c}.resources.limits[nvidia.com/gpu]`), 'gpusPerWorker');
-  assert.equal(logic.fieldKey(`${c}.resources.requests.memory`), 'workerMemory');
-  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.requests.cpu'), 'psCpu');
-  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.PS.template.spec.containers[0].image'), 'image');
-  assert.equal(logic.fieldKey(`${c}.args[2]`), 'args');
-  assert.equal(logic.fieldKey(`${c}.env[TF_SYNC]`), 'mode');
-  assert.equal(logic.fieldKey('spec.runPolicy.backoffLimit'), 'backoffLimit');
-  assert.equal(logic.fieldKey('spec.tfReplicaSpecs.Worker.restartPolicy'), 'restartPolicy');
-  assert.equal(logic.fieldKey('spec.successPolicy'), null);
-  assert.equal(logic.fieldKey('strategy'), 'strategy');
+test('errors land next to the input the server names, the first per input; the rest above', () => {
+  const { byKey, unplaced } = logic.placeErrors(
+    [
+      { field: 'spec.tfReplicaSpecs.Worker.replicas', message: 'workerReplicas must be between 1 and 1024', formKey: 'workerReplicas' },
+      { field: 'spec.tfReplicaSpecs.Worker.replicas', message: 'a second word on workers', formKey: 'workerReplicas' },
+      { field: 'hostNetwork', message: 'unknown field hostNetwork' },
+      { field: '', message: 'the request failed' },
+    ],
+    'the request failed',
+  );
+  assert.deepEqual([...byKey], [['workerReplicas', 'workerReplicas must be between 1 and 1024']]);
+  assert.deepEqual(unplaced, [{ field: 'hostNetwork', message: 'unknown field hostNetwork' }]);
 });
 
 test('an all-reduce form sends no parameter-server fields and no mode', () => {

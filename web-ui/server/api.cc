@@ -7,6 +7,8 @@
 
 #include "taas/base/json_fields.h"
 #include "taas/base/random_token.h"
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/validation.h"
 #include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
@@ -37,10 +39,27 @@ HttpResponse JsonResponse(int status, const json& body) {
   return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
+// The answer of `status` written by the row's one field list (rows.h).
+template <typename Row>
+HttpResponse Answer(int status, const Row& row) {
+  return JsonResponse(status, schema::ToJson(row));
+}
+
 HttpResponse Error(int status, const std::string& message, const std::string& field = "") {
-  json body = {{"error", message}};
-  if (!field.empty()) body["field"] = field;
-  return JsonResponse(status, body);
+  ErrorAnswer answer{message, std::nullopt, std::nullopt, std::nullopt};
+  if (!field.empty()) {
+    answer.field = field;
+    answer.form_key = FormKeyOf(field);
+  }
+  return Answer(status, answer);
+}
+
+// A dry run's answer to a form with errors: 200, the errors (the message alone when the error
+// named no field), and the TFJob when it was built.
+HttpResponse DryRunErrors(const ErrorAnswer& answer, std::optional<json> tfjob) {
+  return Answer(200, DryRunAnswer{std::move(tfjob),
+                                  answer.errors.value_or(std::vector<FieldError>{
+                                      FieldErrorAt(answer.field.value_or(""), answer.error)})});
 }
 
 int FromHex(char c) {
@@ -125,7 +144,10 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_spa
   return out;
 }
 
-HttpResponse SourceErrorResponse(const absl::Status& status) {
+namespace {
+
+// The HTTP status and error answer for a failed JobSource call (SourceErrorResponse).
+std::pair<int, ErrorAnswer> SourceError(const absl::Status& status) {
   int http = 502;
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
@@ -157,28 +179,39 @@ HttpResponse SourceErrorResponse(const absl::Status& status) {
     default:
       http = 502;  // including Unauthenticated: our own credentials were refused
   }
-  json body = {{"error", std::string(status.message())}};
-  if (auto payload = status.GetPayload(
-          absl::string_view(kKubeStatusPayload.data(), kKubeStatusPayload.size()))) {
-    const json kube = json::parse(std::string(*payload), nullptr, /*allow_exceptions=*/false);
-    if (kube.is_object()) {
-      if (auto message = jf::String(kube, "message")) body["error"] = *message;
-      if (auto code = jf::Int(kube, "code"); code && *code >= 400 && *code < 600 && *code != 401) {
-        http = static_cast<int>(*code);
-      }
-      const json* details = jf::Object(kube, "details");
-      const json* causes = details ? jf::Array(*details, "causes") : nullptr;
-      json errors = json::array();
-      for (const json& cause : causes ? *causes : json::array()) {
-        if (!cause.is_object()) continue;
-        const std::string field = jf::StringOr(cause, "field", "");
-        errors.push_back({{"field", field}, {"message", jf::StringOr(cause, "message", "")}});
-        if (!field.empty() && !body.contains("field")) body["field"] = field;
-      }
-      if (!errors.empty()) body["errors"] = errors;
-    }
+  ErrorAnswer answer{std::string(status.message()), std::nullopt, std::nullopt, std::nullopt};
+  const auto payload =
+      status.GetPayload(absl::string_view(kKubeStatusPayload.data(), kKubeStatusPayload.size()));
+  const json kube = payload
+                        ? json::parse(std::string(*payload), nullptr, /*allow_exceptions=*/false)
+                        : json(nullptr);
+  if (!kube.is_object()) return {http, std::move(answer)};
+  if (auto message = jf::String(kube, "message")) answer.error = *message;
+  if (auto code = jf::Int(kube, "code"); code && *code >= 400 && *code < 600 && *code != 401) {
+    http = static_cast<int>(*code);
   }
-  return JsonResponse(http, body);
+  const json* details = jf::Object(kube, "details");
+  const json* causes = details ? jf::Array(*details, "causes") : nullptr;
+  std::vector<FieldError> errors;
+  for (const json& cause : causes ? *causes : json::array()) {
+    if (!cause.is_object()) continue;
+    FieldError e =
+        FieldErrorAt(jf::StringOr(cause, "field", ""), jf::StringOr(cause, "message", ""));
+    if (!e.field.empty() && !answer.field) {
+      answer.field = e.field;
+      answer.form_key = e.form_key;
+    }
+    errors.push_back(std::move(e));
+  }
+  if (!errors.empty()) answer.errors = std::move(errors);
+  return {http, std::move(answer)};
+}
+
+}  // namespace
+
+HttpResponse SourceErrorResponse(const absl::Status& status) {
+  const auto [http, answer] = SourceError(status);
+  return Answer(http, answer);
 }
 
 absl::Status CheckApiOptions(const ApiOptions& options) {
@@ -324,10 +357,8 @@ HttpResponse Api::Dispatch(const HttpRequest& request, const Route& route) const
 }
 
 HttpResponse Api::GetConfig(const HttpRequest& request) const {
-  return JsonResponse(200, {{"namespaces", options_.namespaces},
-                            {"readOnly", request.authorization.empty()},
-                            {"localRun", options_.local_run},
-                            {"version", "0.1.0"}});
+  return Answer(200, ConfigAnswer{options_.namespaces, request.authorization.empty(),
+                                  options_.local_run, "0.1.0"});
 }
 
 HttpResponse Api::ListJobs(const Route& route) const {
@@ -339,108 +370,93 @@ HttpResponse Api::ListJobs(const Route& route) const {
     namespaces = {it->second};
   }
   const std::string filter = route.query.count("q") ? route.query.at("q") : "";
-  std::vector<json> rows;
+  JobListAnswer answer;
   for (const std::string& ns : namespaces) {
     auto records = source_->ListJobs(ns);
     if (!records.ok()) return SourceErrorResponse(records.status());
     for (JobRecord& record : *records) {
-      json row = JobRow(record.tfjob, std::move(record.replicas), now_());
-      if (!filter.empty() && row["name"].get<std::string>().find(filter) == std::string::npos) {
-        continue;
-      }
-      rows.push_back(std::move(row));
+      JobRow row = JobRowOf(record.tfjob, std::move(record.replicas), now_());
+      if (!filter.empty() && row.name.find(filter) == std::string::npos) continue;
+      row.pods.reset();  // the job page's
+      answer.items.push_back(std::move(row));
     }
   }
-  std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
-    if (a["created"] != b["created"]) return a["created"] > b["created"];
-    return a["name"] < b["name"];
+  std::sort(answer.items.begin(), answer.items.end(), [](const JobRow& a, const JobRow& b) {
+    if (a.created != b.created) return a.created > b.created;
+    return a.name < b.name;
   });
   // The newest rows, at most max_list_items of them.
-  const std::size_t total = rows.size();
-  const auto shown =
-      std::min<std::size_t>(total, static_cast<std::size_t>(options_.max_list_items));
-  json items = json::array();
-  for (std::size_t i = 0; i < shown; ++i) {
-    rows[i].erase("pods");
-    items.push_back(std::move(rows[i]));
+  answer.total = static_cast<std::int64_t>(answer.items.size());
+  if (answer.total > options_.max_list_items) {
+    answer.items.resize(static_cast<std::size_t>(options_.max_list_items));
+    answer.truncated = true;
   }
-  return JsonResponse(200, {{"items", items}, {"total", total}, {"truncated", shown < total}});
+  return Answer(200, answer);
 }
 
-std::optional<HttpResponse> Api::AddClusterErrors(const JobForm& form,
+std::optional<HttpResponse> Api::AddClusterErrors(const tfjob::TFJob& job,
                                                   std::vector<FieldError>* errors) const {
   auto nodes = source_->Nodes();
   if (!nodes.ok()) return SourceErrorResponse(nodes.status());
-  for (FieldError& e : CheckFormAgainstCluster(form, LimitsOf(*nodes))) {
-    const bool seen = std::any_of(errors->begin(), errors->end(),
-                                  [&](const FieldError& f) { return f.field == e.field; });
-    if (!seen) errors->push_back(std::move(e));
-  }
+  AddErrors(errors, CheckJobAgainstCluster(job, LimitsOf(*nodes)));
   return std::nullopt;
 }
 
 HttpResponse Api::CreateJob(const HttpRequest& request, const Route& route) const {
   const json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Error(400, "the request body is not JSON");
-  const bool dry_run = route.query.count("dryRun") && route.query.at("dryRun") != "false";
   // Errors are 422; a dry run (the form's preview) answers 200 with them and the TFJob.
-  auto answer_errors = [&](json out, const json& tfjob) {
-    if (!dry_run) return JsonResponse(422, out);
-    if (!out.contains("errors")) {
-      out["errors"] = json::array({{{"field", jf::StringOr(out, "field", "")},
-                                    {"message", jf::StringOr(out, "error", "")}}});
-    }
-    out["tfjob"] = tfjob;
-    return JsonResponse(200, out);
-  };
-  JobForm form;
-  std::vector<FieldError> errors = ParseJobForm(body, route.ns, &form);
-  const bool form_valid = errors.empty();
-  // What the cluster can never schedule is reported with the form's own errors, each field once.
-  if (auto failed = AddClusterErrors(form, &errors)) return *failed;
-  if (!form_valid) return answer_errors(ErrorsJson(errors), nullptr);
-  const json tfjob = BuildTfJob(form);
-  if (!errors.empty()) return answer_errors(ErrorsJson(errors), tfjob);
-  errors = CheckTfJobRules(tfjob);
-  if (!errors.empty()) return answer_errors(ErrorsJson(errors), tfjob);
-
-  auto created = source_->CreateJob(route.ns, tfjob, dry_run);
-  if (!created.ok()) {
-    HttpResponse failure = SourceErrorResponse(created.status());
-    return dry_run ? answer_errors(json::parse(failure.body), tfjob) : failure;
+  const bool dry_run = route.query.count("dryRun") && route.query.at("dryRun") != "false";
+  JobFormResult form = ReadJobForm(body, route.ns);
+  // The TFJob is shown only when the form and the TFJob rules accept it; what the cluster can
+  // never schedule is reported with their errors, each input once.
+  std::optional<json> tfjob;
+  if (form.errors.empty()) tfjob = tfjob::TFJobToJson(form.job);
+  if (auto failed = AddClusterErrors(form.job, &form.errors)) return *failed;
+  if (!form.errors.empty()) {
+    ErrorAnswer answer = ErrorsAnswer(std::move(form.errors));
+    return dry_run ? DryRunErrors(answer, std::move(tfjob)) : Answer(422, answer);
   }
-  if (dry_run) return JsonResponse(200, {{"tfjob", tfjob}, {"errors", json::array()}});
-  logger_.Info("created tfjob", {{"namespace", route.ns}, {"job", form.name}});
-  return JsonResponse(201, {{"tfjob", *created}});
+  auto created = source_->CreateJob(route.ns, *tfjob, dry_run);
+  if (!created.ok()) {
+    auto [http, answer] = SourceError(created.status());
+    return dry_run ? DryRunErrors(answer, std::move(tfjob)) : Answer(http, answer);
+  }
+  if (dry_run) return Answer(200, DryRunAnswer{std::move(tfjob), {}});
+  logger_.Info("created tfjob", {{"namespace", route.ns}, {"job", form.job.metadata.name}});
+  return Answer(201, CreatedAnswer{*std::move(created), std::nullopt});
 }
 
 HttpResponse Api::GetJob(const Route& route) const {
   auto detail = source_->GetJob(route.ns, route.name);
   if (!detail.ok()) return SourceErrorResponse(detail.status());
-  const json& tfjob = detail->record.tfjob;
-  // The devices each replica reported, known or asked for (read by the scraper's next round).
-  if (devices_ != nullptr) devices_->Annotate(tfjob, &detail->record.replicas);
-  const json* status = jf::Object(tfjob, "status");
-  const json* conditions = status ? jf::Array(*status, "conditions") : nullptr;
-  // The newest events, at most max_list_items of them.
-  json& events = detail->events;
-  const auto limit = static_cast<std::size_t>(options_.max_list_items);
-  if (events.is_array() && events.size() > limit) {
-    events.erase(events.begin(),
-                 events.begin() + static_cast<std::ptrdiff_t>(events.size() - limit));
+  JobRecord& record = detail->record;
+  JobDetailAnswer answer;
+  if (auto job = tfjob::TFJobFromJson(record.tfjob); job.ok()) {
+    // The devices each replica reported, known or asked for (read by the scraper's next round).
+    if (devices_ != nullptr) devices_->Annotate(*job, &record.replicas);
+    answer.job = JobRowOf(*job, std::move(record.replicas), now_());
+    answer.conditions = ConditionRows(job->status);
+  } else {
+    answer.job = JobRowOf(record.tfjob, std::move(record.replicas), now_());
   }
-  return JsonResponse(200, {{"job", JobRow(tfjob, std::move(detail->record.replicas), now_())},
-                            {"tfjob", tfjob},
-                            {"conditions", conditions ? *conditions : json::array()},
-                            {"events", events},
-                            {"waiting", detail->waiting}});
+  answer.tfjob = std::move(record.tfjob);
+  // The newest events, at most max_list_items of them.
+  std::vector<EventRow>& events = detail->events;
+  const auto limit = static_cast<std::size_t>(options_.max_list_items);
+  if (events.size() > limit) {
+    events.erase(events.begin(), events.end() - static_cast<std::ptrdiff_t>(limit));
+  }
+  answer.events = std::move(events);
+  answer.waiting = std::move(detail->waiting);
+  return Answer(200, answer);
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {
   const absl::Status deleted = source_->DeleteJob(route.ns, route.name);
   if (!deleted.ok()) return SourceErrorResponse(deleted);
   logger_.Info("deleted tfjob", {{"namespace", route.ns}, {"job", route.name}});
-  return JsonResponse(200, {{"deleted", route.name}, {"namespace", route.ns}});
+  return Answer(200, DeletedAnswer{route.name, route.ns});
 }
 
 HttpResponse Api::CloneJob(const HttpRequest& request, const Route& route) const {
@@ -457,13 +473,15 @@ HttpResponse Api::CloneJob(const HttpRequest& request, const Route& route) const
   if (!source.ok()) return SourceErrorResponse(source.status());
   // The TFJob rules judge the copy, its new name included.
   const json copy = CloneTfJob(source->record.tfjob, *new_name);
-  const std::vector<FieldError> errors = CheckTfJobRules(copy);
-  if (!errors.empty()) return JsonResponse(422, ErrorsJson(errors));
+  if (auto loaded = tfjob::LoadTFJob(copy); !loaded.ok()) {
+    return Error(422, std::string(loaded.status().message()),
+                 tfjob::ErrorField(loaded.status()).value_or(""));
+  }
   auto created = source_->CreateJob(route.ns, copy, /*dry_run=*/false);
   if (!created.ok()) return SourceErrorResponse(created.status());
   logger_.Info("cloned tfjob",
                {{"namespace", route.ns}, {"job", route.name}, {"clone", *new_name}});
-  return JsonResponse(201, {{"tfjob", *created}, {"name", *new_name}});
+  return Answer(201, CreatedAnswer{*std::move(created), *new_name});
 }
 
 absl::StatusOr<LogRequest> Api::LogRequestOf(const Route& route) const {
@@ -543,7 +561,7 @@ absl::Status Api::FollowLogs(const LogRequest& log,
 }
 
 HttpResponse Api::GetMetrics(const Route& route) const {
-  return JsonResponse(200, metrics_->HistoryJson(route.ns + "/" + route.name));
+  return Answer(200, metrics_->HistoryAnswer(route.ns + "/" + route.name));
 }
 
 HttpResponse Api::GetCluster() const {
@@ -554,7 +572,7 @@ HttpResponse Api::GetCluster() const {
   if (cache.view && now - cache.computed < options_.cluster_max_age) return *cache.view;
   auto page = source_->Cluster(options_.namespaces);
   if (!page.ok()) return SourceErrorResponse(page.status());
-  cache.view = JsonResponse(200, ClusterPageJson(*page));
+  cache.view = Answer(200, ClusterViewOf(*page));
   cache.computed = now;
   return *cache.view;
 }

@@ -2,10 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/validation.h"
+
 namespace taas::ui_server {
 namespace {
 
 using nlohmann::json;
+using tfjob::ReplicaType;
 
 json ValidForm() {
   return {{"name", "mnist"},
@@ -24,9 +28,13 @@ json ValidForm() {
           {"backoffLimit", 5}};
 }
 
-std::vector<FieldError> Parse(const json& body, JobForm* form = nullptr) {
-  JobForm ignored;
-  return ParseJobForm(body, "default", form ? form : &ignored);
+std::vector<FieldError> Parse(const json& body) { return ReadJobForm(body, "default").errors; }
+
+// The job of a valid form, as the common serialiser writes it.
+json Built(const json& body) {
+  JobFormResult form = ReadJobForm(body, "default");
+  REQUIRE(form.errors.empty());
+  return tfjob::TFJobToJson(form.job);
 }
 
 bool HasError(const std::vector<FieldError>& errors, const std::string& field) {
@@ -36,15 +44,14 @@ bool HasError(const std::vector<FieldError>& errors, const std::string& field) {
   return false;
 }
 
-TEST_CASE("a valid form becomes a TFJob built from JSON values") {
-  JobForm form;
-  REQUIRE(Parse(ValidForm(), &form).empty());
-  const json job = BuildTfJob(form);
+TEST_CASE("a valid form becomes a typed TFJob, serialised by the TFJob rules' serialiser") {
+  const json job = Built(ValidForm());
   CHECK(job["apiVersion"] == "kubeflow.org/v1");
   CHECK(job["kind"] == "TFJob");
   CHECK(job["metadata"]["name"] == "mnist");
   CHECK(job["metadata"]["namespace"] == "default");
   CHECK(job["spec"]["runPolicy"]["backoffLimit"] == 5);
+  CHECK(job["spec"]["runPolicy"]["cleanPodPolicy"] == "None");  // logs stay readable
   const json& worker = job["spec"]["tfReplicaSpecs"]["Worker"];
   CHECK(worker["replicas"] == 3);
   CHECK(worker["restartPolicy"] == "ExitCode");
@@ -55,11 +62,33 @@ TEST_CASE("a valid form becomes a TFJob built from JSON values") {
   CHECK(container["resources"]["limits"]["nvidia.com/gpu"] == 2);
   CHECK(container["resources"]["requests"]["memory"] == "8Gi");
   CHECK(container["env"][0] == json{{"name", "TF_SYNC"}, {"value", "false"}});
+  CHECK(container["env"][1] == json{{"name", "TAAS_METRICS_PORT"}, {"value", "9090"}});
+  bool tfjob_port = false;
+  for (const json& port : container["ports"]) {
+    tfjob_port |= port == json{{"name", "tfjob-port"}, {"containerPort", 2222}};
+  }
+  CHECK(tfjob_port);  // the TFJob rules' default
   const json& ps = job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0];
   CHECK_FALSE(ps["resources"]["limits"].contains("nvidia.com/gpu"));
   CHECK(ps["resources"]["requests"]["cpu"] == "1");
   CHECK_FALSE(job["spec"]["tfReplicaSpecs"].contains("Chief"));
-  CHECK(CheckTfJobRules(job).empty());
+  CHECK(tfjob::LoadTFJob(job).ok());
+}
+
+TEST_CASE("a chief runs like a worker, GPUs included; an evaluator needs no GPU") {
+  json body = ValidForm();
+  body["chief"] = true;
+  body["evaluator"] = true;
+  const json specs = Built(body)["spec"]["tfReplicaSpecs"];
+  const json& chief = specs["Chief"]["template"]["spec"]["containers"][0];
+  CHECK(specs["Chief"]["replicas"] == 1);
+  CHECK(chief["resources"]["limits"]["nvidia.com/gpu"] == 2);
+  CHECK(chief["resources"]["requests"]["cpu"] == "4");
+  CHECK(chief["image"] == "registry.local:5000/taas/trainer:1.0");
+  const json& evaluator = specs["Evaluator"]["template"]["spec"]["containers"][0];
+  CHECK_FALSE(evaluator["resources"]["limits"].contains("nvidia.com/gpu"));
+  CHECK(evaluator["resources"]["requests"]["memory"] == "8Gi");
+  CHECK(specs["Evaluator"]["restartPolicy"] == "ExitCode");
 }
 
 TEST_CASE("every field is checked and errors name the TFJob field") {
@@ -100,6 +129,78 @@ TEST_CASE("every field is checked and errors name the TFJob field") {
   CHECK(HasError(Parse(with("chief", "yes")), "spec.tfReplicaSpecs.Chief"));
   CHECK(HasError(Parse(with("hostNetwork", true)), "hostNetwork"));
   CHECK(Parse(json::array()).size() == 1);
+
+  json absent = ValidForm();
+  absent.erase("image");
+  const std::vector<FieldError> errors = Parse(absent);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "image is required");
+}
+
+TEST_CASE("each error carries the form key of its input, from the one table") {
+  json body = ValidForm();
+  body["workerReplicas"] = -1;
+  body["name"] = "1mnist";  // the TFJob rules' verdict, in the form's words
+  body["hostNetwork"] = true;
+  const std::vector<FieldError> errors = Parse(body);
+  REQUIRE(errors.size() == 3);
+  CHECK(errors[0].field == "hostNetwork");
+  CHECK_FALSE(errors[0].form_key.has_value());  // no input to place it at
+  CHECK(errors[1].form_key == "workerReplicas");
+  CHECK(errors[2].field == "metadata.name");
+  CHECK(errors[2].form_key == "name");
+  CHECK(errors[2].message.rfind("name must ", 0) == 0);
+  // Every key's own field belongs to its input.
+  for (const FormKeyType& key : FormKeyTypes()) {
+    CAPTURE(key.field);
+    CHECK(FormKeyOf(key.field) == std::string(key.key));
+  }
+}
+
+TEST_CASE("errors from our rules and the API server land on the right input") {
+  const std::string c = "spec.tfReplicaSpecs.Worker.template.spec.containers[0]";
+  CHECK(FormKeyOf("metadata.name") == "name");
+  CHECK(FormKeyOf("metadata.namespace") == "namespace");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.Worker.replicas") == "workerReplicas");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.PS.replicas") == "psReplicas");
+  CHECK(FormKeyOf(c + ".resources.limits[nvidia.com/gpu]") == "gpusPerWorker");
+  CHECK(FormKeyOf(c + ".resources.requests.memory") == "workerMemory");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.requests.cpu") ==
+        "psCpu");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.PS.template.spec.containers[0].image") == "image");
+  CHECK(FormKeyOf(c + ".args[2]") == "args");
+  CHECK(FormKeyOf(c + ".env[TF_SYNC]") == "mode");
+  CHECK(FormKeyOf("spec.runPolicy.backoffLimit") == "backoffLimit");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.Worker.restartPolicy") == "restartPolicy");
+  CHECK(FormKeyOf("spec.successPolicy") == std::nullopt);
+  CHECK(FormKeyOf("strategy") == "strategy");
+  // Kubeflow's webhook writes replica types as keys; a chief's own fields are the chief's.
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[Chief].template.spec.containers[0].image") == "image");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[Chief].replicas") == "chief");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs.Evaluator.template.spec.containers[0].resources.limits."
+                  "cpu") == "workerCpu");
+  CHECK(FormKeyOf("") == std::nullopt);
+  CHECK(FormKeyOf(std::string(5000, '[')) == std::nullopt);
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[Worker") == std::nullopt);
+}
+
+TEST_CASE("a priority class goes to every replica's pods") {
+  json body = ValidForm();
+  body["chief"] = true;
+  body["priorityClassName"] = "team-a.high";
+  const json specs = Built(body)["spec"]["tfReplicaSpecs"];
+  for (const auto& spec : specs.items()) {
+    CAPTURE(spec.key());
+    CHECK(spec.value()["template"]["spec"]["priorityClassName"] == "team-a.high");
+  }
+  CHECK_FALSE(Built(ValidForm())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].contains(
+      "priorityClassName"));
+  body["priorityClassName"] = "High Priority";
+  const std::vector<FieldError> errors = Parse(body);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].form_key == "priorityClassName");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[PS].template.spec.priorityClassName") ==
+        "priorityClassName");
 }
 
 TEST_CASE("strategy collective builds a job of workers without PS replicas or TF_SYNC") {
@@ -107,10 +208,7 @@ TEST_CASE("strategy collective builds a job of workers without PS replicas or TF
   for (const char* ps_field : {"psReplicas", "psCpu", "psMemory", "mode"}) body.erase(ps_field);
   body["strategy"] = "collective";
   body["evaluator"] = true;
-  JobForm form;
-  REQUIRE(Parse(body, &form).empty());
-  CHECK(form.collective);
-  const json job = BuildTfJob(form);
+  const json job = Built(body);
   const json& specs = job["spec"]["tfReplicaSpecs"];
   CHECK_FALSE(specs.contains("PS"));
   CHECK(specs["Worker"]["replicas"] == 3);
@@ -118,19 +216,16 @@ TEST_CASE("strategy collective builds a job of workers without PS replicas or TF
   const json& container = specs["Worker"]["template"]["spec"]["containers"][0];
   CHECK(container["resources"]["limits"]["nvidia.com/gpu"] == 2);
   for (const json& env : container["env"]) CHECK(env["name"] != "TF_SYNC");
-  CHECK(CheckTfJobRules(job).empty());
+  CHECK(tfjob::LoadTFJob(job).ok());
 
   // PS fields that say nothing (0, or the sync mode all-reduce has anyway) are fine.
   body["psReplicas"] = 0;
   body["mode"] = "sync";
   CHECK(Parse(body).empty());
   // The default and the explicit parameter-server strategy keep today's job.
-  JobForm ps;
   body = ValidForm();
   body["strategy"] = "parameter_server";
-  REQUIRE(Parse(body, &ps).empty());
-  CHECK_FALSE(ps.collective);
-  CHECK(BuildTfJob(ps)["spec"]["tfReplicaSpecs"].contains("PS"));
+  CHECK(Built(body)["spec"]["tfReplicaSpecs"].contains("PS"));
 }
 
 TEST_CASE("a strategy that is no strategy, or contradicted by PS fields, names the field") {
@@ -155,34 +250,34 @@ TEST_CASE("a strategy that is no strategy, or contradicted by PS fields, names t
 }
 
 TEST_CASE("the shared TFJob rules run on the built job") {
-  JobForm form;
-  REQUIRE(Parse(ValidForm(), &form).empty());
-  form.name = "1mnist";  // a DNS-1123 label, but TFJob names must start with a letter
-  const auto errors = CheckTfJobRules(BuildTfJob(form));
-  CHECK(HasError(errors, "metadata.name"));
+  json body = ValidForm();
+  body["name"] = "1mnist";  // a DNS-1123 label, but TFJob names must start with a letter
+  CHECK(HasError(Parse(body), "metadata.name"));
 }
 
 TEST_CASE("requests no node can hold are refused before they wait forever") {
-  JobForm form;
-  REQUIRE(Parse(ValidForm(), &form).empty());
+  auto job = [](int gpus, int workers, const char* memory) {
+    json body = ValidForm();
+    body["gpusPerWorker"] = gpus;
+    body["workerReplicas"] = workers;
+    body["workerMemory"] = memory;
+    return ReadJobForm(body, "default").job;
+  };
   ClusterLimits limits{32, 256.0 * (1 << 30), 8, 16, 2};
-  CHECK(CheckFormAgainstCluster(form, limits).empty());
-  form.gpus_per_worker = 16;
-  auto errors = CheckFormAgainstCluster(form, limits);
+  CHECK(CheckJobAgainstCluster(job(2, 3, "8Gi"), limits).empty());
+  auto errors = CheckJobAgainstCluster(job(16, 3, "8Gi"), limits);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].field == FormFieldPath("gpusPerWorker"));
+  CHECK(errors[0].form_key == "gpusPerWorker");
+  CHECK(errors[0].field ==
+        "spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]");
   CHECK(errors[0].message.find("largest node has 8") != std::string::npos);
-  form.gpus_per_worker = 8;
-  form.worker_replicas = 3;
-  errors = CheckFormAgainstCluster(form, limits);
+  errors = CheckJobAgainstCluster(job(8, 3, "8Gi"), limits);
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].field == "spec.tfReplicaSpecs.Worker.replicas");
-  form.worker_replicas = 1;
-  form.worker_memory = "512Gi";
-  errors = CheckFormAgainstCluster(form, limits);
+  errors = CheckJobAgainstCluster(job(8, 1, "512Gi"), limits);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].field == FormFieldPath("workerMemory"));
-  CHECK(HasError(CheckFormAgainstCluster(form, ClusterLimits{}),
+  CHECK(errors[0].form_key == "workerMemory");
+  CHECK(HasError(CheckJobAgainstCluster(job(8, 1, "512Gi"), ClusterLimits{}),
                  "spec.tfReplicaSpecs.Worker.replicas"));
 }
 
@@ -209,10 +304,14 @@ TEST_CASE("a clone keeps the spec and drops server-set fields") {
 }
 
 TEST_CASE("errors serialise as the API's error object") {
-  const json out = ErrorsJson({{"metadata.name", "bad"}, {"spec.x", "worse"}});
+  const json out = schema::ToJson(
+      ErrorsAnswer({FieldErrorAt("metadata.name", "bad"), FieldErrorAt("spec.x", "worse")}));
   CHECK(out["error"] == "bad");
   CHECK(out["field"] == "metadata.name");
+  CHECK(out["formKey"] == "name");
   CHECK(out["errors"].size() == 2);
+  CHECK(out["errors"][0]["formKey"] == "name");
+  CHECK_FALSE(out["errors"][1].contains("formKey"));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "taas/base/json_fields.h"
 #include "taas/contract/metric_names.h"
 #include "taas/http/client.h"
+#include "taas/tfjob/labels.h"
+#include "taas/tfjob/serialization.h"
 #include "taas/tfjob/tfjob.h"
 
 namespace taas::ui_server {
@@ -34,13 +36,12 @@ const json& ArrayOr(const json& object, std::string_view key) {
   return found ? *found : kEmpty;
 }
 
-bool ConditionTrue(const json& tfjob, std::string_view type) {
-  for (const json& c : ArrayOr(ObjectOr(tfjob, "status"), "conditions")) {
-    if (jf::StringOr(c, "type", "") == type && jf::StringOr(c, "status", "") == "True") {
-      return true;
-    }
-  }
-  return false;
+// Whether the job has ended: Succeeded or Failed (the operator's verdict).
+bool Finished(const tfjob::JobStatus& status) {
+  return std::any_of(status.conditions.begin(), status.conditions.end(), [](const auto& c) {
+    return c.status == tfjob::ConditionStatus::kTrue &&
+           (c.type == tfjob::ConditionType::kSucceeded || c.type == tfjob::ConditionType::kFailed);
+  });
 }
 
 bool IsNameStart(char c) {
@@ -227,22 +228,15 @@ std::vector<DeviceRequest> DeviceBook::TakeWanted(std::size_t max) {
   return taken;
 }
 
-void DeviceBook::Annotate(const json& tfjob, std::vector<json>* replicas) {
-  const std::string ns = jf::StringOr(ObjectOr(tfjob, "metadata"), "namespace", "");
-  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
-  for (json& row : *replicas) {
-    if (!row.is_object()) continue;
-    const std::string name = jf::StringOr(row, "name", "");
-    const std::string start = jf::StringOr(row, "startTime", "");
-    auto devices = name.empty() ? std::nullopt : Devices(ns + "/" + name, start);
-    row["devices"] = devices ? json(*devices) : json(nullptr);
-    if (devices || name.empty() || ns.empty() || jf::StringOr(row, "phase", "") != "Running") {
-      continue;
-    }
-    // The row's type is lower case ("worker"); the spec's key is the TFJob's ("Worker").
-    const auto type = tfjob::ParseReplicaTypeIgnoringCase(jf::StringOr(row, "replicaType", ""));
-    const json* spec = type ? jf::Object(specs, tfjob::ReplicaTypeName(*type)) : nullptr;
-    Want({ns, name, start, spec ? *spec : json(nullptr)});
+void DeviceBook::Annotate(const tfjob::TFJob& job, std::vector<ReplicaRow>* replicas) {
+  const std::string& ns = job.metadata.namespace_name;
+  for (ReplicaRow& row : *replicas) {
+    row.devices = row.name.empty() ? std::nullopt : Devices(ns + "/" + row.name, row.start_time);
+    if (row.devices || row.name.empty() || ns.empty() || row.phase != "Running") continue;
+    const auto type = tfjob::ParseReplicaTypeIgnoringCase(row.replica_type);
+    const auto spec = type ? job.spec.replica_specs.find(*type) : job.spec.replica_specs.end();
+    Want({ns, row.name, row.start_time,
+          spec != job.spec.replica_specs.end() ? spec->second.pod_template : json(nullptr)});
   }
 }
 
@@ -270,22 +264,10 @@ std::vector<MetricsPoint> MetricsStore::History(const std::string& job_key) cons
   return {it->second.begin(), it->second.end()};
 }
 
-json MetricsStore::HistoryJson(const std::string& job_key) const {
-  json points = json::array();
-  auto put = [](json& object, const char* key, const std::optional<double>& v) {
-    object[key] = v ? json(*v) : json(nullptr);
-  };
-  for (const MetricsPoint& p : History(job_key)) {
-    json point = {{"time", p.time_ms}};
-    put(point, "step", p.global_step);
-    put(point, "loss", p.loss);
-    put(point, "examplesPerSecond", p.examples_per_second);
-    put(point, "learningRate", p.learning_rate);
-    put(point, "evalAccuracy", p.eval_accuracy);
-    points.push_back(std::move(point));
-  }
-  json latest = points.empty() ? json(nullptr) : points.back();
-  return {{"points", points}, {"latest", latest}};
+MetricsAnswer MetricsStore::HistoryAnswer(const std::string& job_key) const {
+  MetricsAnswer answer{History(job_key), std::nullopt};
+  if (!answer.points.empty()) answer.latest = answer.points.back();
+  return answer;
 }
 
 MetricsScraper::MetricsScraper(JobSource* source, std::vector<std::string> namespaces,
@@ -328,13 +310,13 @@ void MetricsScraper::Stop() {
 }
 
 std::string MetricsScraper::Address(const std::string& namespace_name, const std::string& replica,
-                                    const json& spec) const {
+                                    const json& pod_template) const {
   if (auto it = options_.overrides.find(namespace_name + "/" + replica);
       it != options_.overrides.end()) {
     return it->second;
   }
   auto port_of = [&] {
-    const json& containers = ArrayOr(ObjectOr(ObjectOr(spec, "template"), "spec"), "containers");
+    const json& containers = ArrayOr(ObjectOr(pod_template, "spec"), "containers");
     for (const json& c : containers) {
       for (const json& p : ArrayOr(c, "ports")) {
         const auto port = jf::Int(p, "containerPort");
@@ -350,25 +332,28 @@ std::string MetricsScraper::Address(const std::string& namespace_name, const std
 }
 
 std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
+  const auto job = tfjob::TFJobFromJson(tfjob);
+  if (!job.ok()) return {};
+  return TargetsOf(*job);
+}
+
+std::vector<std::pair<std::string, std::string>> MetricsScraper::TargetsOf(
+    const tfjob::TFJob& job) const {
   std::vector<std::pair<std::string, std::string>> targets;
-  const json& metadata = ObjectOr(tfjob, "metadata");
-  const std::string name = jf::StringOr(metadata, "name", "");
-  const std::string ns = jf::StringOr(metadata, "namespace", "");
-  const json& specs = ObjectOr(ObjectOr(tfjob, "spec"), "tfReplicaSpecs");
-  if (name.empty() || ns.empty()) return targets;
-  auto add = [&](tfjob::ReplicaType type, const json& spec) {
-    const std::string replica = tfjob::ReplicaName(name, type, 0);
-    targets.emplace_back(replica, Address(ns, replica, spec));
+  if (job.metadata.name.empty()) return targets;
+  const tfjob::TFJobSpec& spec = job.spec;
+  auto add = [&](tfjob::ReplicaType type, const tfjob::ReplicaSpec& replica_spec) {
+    const std::string replica = tfjob::ReplicaName(job.metadata.name, type, 0);
+    targets.emplace_back(replica,
+                         Address(job.metadata.namespace_name, replica, replica_spec.pod_template));
   };
-  if (const json* chief = jf::Object(specs, "Chief")) {
-    add(tfjob::ReplicaType::kChief, *chief);
-  } else if (const json* master = jf::Object(specs, "Master")) {
-    add(tfjob::ReplicaType::kMaster, *master);
-  } else if (const json* worker = jf::Object(specs, "Worker")) {
-    add(tfjob::ReplicaType::kWorker, *worker);
+  // The chief first: its value of a metric wins over the evaluator's (Scrape).
+  for (const auto& [type, replica_spec] : spec.replica_specs) {
+    if (tfjob::IsMasterRole(spec, type, 0)) add(type, replica_spec);
   }
-  if (const json* evaluator = jf::Object(specs, "Evaluator")) {
-    add(tfjob::ReplicaType::kEvaluator, *evaluator);
+  if (auto evaluator = spec.replica_specs.find(tfjob::ReplicaType::kEvaluator);
+      evaluator != spec.replica_specs.end()) {
+    add(evaluator->first, evaluator->second);
   }
   return targets;
 }
@@ -376,7 +361,7 @@ std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const j
 void MetricsScraper::ScrapeDevices() {
   if (devices_ == nullptr) return;
   for (const DeviceRequest& r : devices_->TakeWanted(kDeviceScrapesPerRound)) {
-    const std::string address = Address(r.namespace_name, r.replica, r.spec);
+    const std::string address = Address(r.namespace_name, r.replica, r.pod_template);
     auto text = http::Get(address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
     if (!text.ok()) {
       logger_.Debug("reading a replica's devices failed",
@@ -401,21 +386,20 @@ void MetricsScraper::ScrapeOnce() {
                     {{"namespace", ns}, {"error", std::string(jobs.status().message())}});
       continue;
     }
-    for (const json& job : *jobs) {
-      if (ConditionTrue(job, "Succeeded") || ConditionTrue(job, "Failed")) continue;
-      if (auto point = Scrape(job)) {
-        store_->Add(ns + "/" + jf::StringOr(ObjectOr(job, "metadata"), "name", ""), *point);
-      }
+    for (const json& object : *jobs) {
+      const auto job = tfjob::TFJobFromJson(object);
+      if (!job.ok() || Finished(job->status)) continue;
+      if (auto point = Scrape(*job)) store_->Add(ns + "/" + job->metadata.name, *point);
     }
   }
   ScrapeDevices();
 }
 
-std::optional<MetricsPoint> MetricsScraper::Scrape(const json& job) const {
+std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) const {
   MetricsPoint point;
   point.time_ms = NowMs();
   bool any = false;
-  for (const auto& [replica, address] : Targets(job)) {
+  for (const auto& [replica, address] : TargetsOf(job)) {
     auto text = http::Get(address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
     if (!text.ok()) continue;
     const auto samples = ParsePrometheusText(*text);

@@ -143,7 +143,7 @@ TEST_CASE("the metrics store keeps a bounded history per job and a bounded numbe
   store.Add("default/c", {});
   CHECK(store.History("default/a").empty());  // least recently updated, dropped
   CHECK(store.History("default/c").size() == 1);
-  const json j = store.HistoryJson("default/c");
+  const json j = schema::ToJson(store.HistoryAnswer("default/c"));
   CHECK(j["points"][0]["step"].is_null());
   CHECK(j["latest"]["time"] == 0);
 }
@@ -151,7 +151,7 @@ TEST_CASE("the metrics store keeps a bounded history per job and a bounded numbe
 // A JobSource that lists one TFJob in "default" and serves nothing else.
 class OneJobSource : public JobSource {
  public:
-  explicit OneJobSource(json job, std::vector<json> replicas = {})
+  explicit OneJobSource(json job, std::vector<ReplicaRow> replicas = {})
       : job_(std::move(job)), replicas_(std::move(replicas)) {}
   absl::StatusOr<std::vector<json>> ListJobObjects(const std::string& ns) override {
     if (ns == "default") return std::vector<json>{job_};
@@ -191,7 +191,7 @@ class OneJobSource : public JobSource {
 
  private:
   json job_;
-  std::vector<json> replicas_;
+  std::vector<ReplicaRow> replicas_;
 };
 
 // Prometheus endpoints for a scraper test: one HTTP server per name, each serving a `metrics`
@@ -292,18 +292,16 @@ TEST_CASE("the job page shows the devices each Running replica reported, read on
   const json job = {{"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
                     {"spec", {{"tfReplicaSpecs", {{"Worker", {{"replicas", 4}}}}}}}};
   auto row = [](int index, const std::string& phase) {
-    return json{{"name", "mnist-worker-" + std::to_string(index)},
-                {"replicaType", "worker"},
-                {"index", index},
-                {"node", "n"},
-                {"phase", phase},
-                {"reason", ""},
-                {"message", ""},
-                {"ready", phase == "Running"},
-                {"restarts", 0},
-                {"exitCode", nullptr},
-                {"gpus", 2},
-                {"startTime", "2026-11-22T00:00:00Z"}};
+    ReplicaRow r;
+    r.name = "mnist-worker-" + std::to_string(index);
+    r.replica_type = "worker";
+    r.index = index;
+    r.node = "n";
+    r.phase = phase;
+    r.ready = phase == "Running";
+    r.gpus = 2;
+    r.start_time = "2026-11-22T00:00:00Z";
+    return r;
   };
   OneJobSource source(job,
                       {row(0, "Running"), row(1, "Running"), row(2, "Pending"), row(3, "Running")});

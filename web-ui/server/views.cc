@@ -1,7 +1,6 @@
 #include "taas/ui_server/views.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -11,134 +10,95 @@
 #include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/rfc3339.h"
+#include "taas/tfjob/serialization.h"
 
 namespace taas::ui_server {
 namespace {
 
 using nlohmann::json;
 
-// The replica types in the order a job's rows and pods are shown.
-constexpr std::array<std::string_view, 5> kTypeOrder = {"Chief", "Master", "PS", "Worker",
-                                                        "Evaluator"};
-
+// Where a replica row's type ranks among the job's: tfjob::ReplicaType's order (Chief, Master,
+// PS, Worker, Evaluator, as a spec's replica types iterate); unknown types last.
 int TypeRank(std::string_view type) {
-  for (std::size_t i = 0; i < kTypeOrder.size(); ++i) {
-    if (AsciiLower(kTypeOrder[i]) == AsciiLower(type)) return static_cast<int>(i);
-  }
-  return static_cast<int>(kTypeOrder.size());
+  const auto parsed = tfjob::ParseReplicaTypeIgnoringCase(type);
+  return parsed ? static_cast<int>(*parsed) : 1 << 20;
 }
 
-json ToJson(const Resources& r) {
-  return {{"cpu", r.cpu}, {"memory", r.memory}, {"gpu", std::llround(r.gpu)}};
-}
-
-void Add(Resources& to, const Resources& r) {
-  to.cpu += r.cpu;
-  to.memory += r.memory;
-  to.gpu += r.gpu;
-}
-
-// Replica rows in the order shown: by type (kTypeOrder), then index.
-void SortReplicas(std::vector<json>* replicas) {
-  std::sort(replicas->begin(), replicas->end(), [](const json& a, const json& b) {
-    const int ra = TypeRank(a["replicaType"].get<std::string>());
-    const int rb = TypeRank(b["replicaType"].get<std::string>());
-    if (ra != rb) return ra < rb;
-    return a["index"].get<int>() < b["index"].get<int>();
-  });
+void SortReplicaRows(std::vector<ReplicaRow>* replicas) {
+  std::stable_sort(replicas->begin(), replicas->end(),
+                   [](const ReplicaRow& a, const ReplicaRow& b) {
+                     const int ra = TypeRank(a.replica_type);
+                     const int rb = TypeRank(b.replica_type);
+                     return ra != rb ? ra < rb : a.index < b.index;
+                   });
 }
 
 // Replicas ready (running or done) over desired, per type: `replicas` and `replicasText`.
-void AddReplicaCounts(const json& tfjob, const std::vector<json>& rows, json* view) {
-  json replicas = json::array();
-  std::string replicas_text;
-  const json& specs =
-      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "tfReplicaSpecs");
-  std::vector<std::pair<std::string, json>> ordered;
-  if (specs.is_object()) {
-    for (const auto& [type, spec] : specs.items()) ordered.emplace_back(type, spec);
-  }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return TypeRank(a.first) < TypeRank(b.first); });
-  for (const auto& [type, spec] : ordered) {
-    const std::int64_t desired = json_fields::Int(spec, "replicas").value_or(1);
-    std::int64_t ready = 0;
-    for (const json& p : rows) {
-      const std::string phase = p["phase"].get<std::string>();
-      if (p["replicaType"] == AsciiLower(type) && (phase == "Running" || phase == "Succeeded"))
-        ++ready;
+void AddReplicaCounts(const tfjob::TFJobSpec& spec, const std::vector<ReplicaRow>& rows,
+                      JobRow* view) {
+  for (const auto& [type, replica_spec] : spec.replica_specs) {
+    ReplicaCount count{std::string(tfjob::ReplicaTypeName(type)), 0, replica_spec.replicas};
+    for (const ReplicaRow& r : rows) {
+      if (AsciiLower(r.replica_type) == tfjob::ReplicaTypeKey(type) &&
+          (r.phase == "Running" || r.phase == "Succeeded")) {
+        ++count.ready;
+      }
     }
-    replicas.push_back({{"type", type}, {"ready", ready}, {"desired", desired}});
-    if (!replicas_text.empty()) replicas_text += " \u00b7 ";
-    replicas_text += type + " " + std::to_string(ready) + "/" + std::to_string(desired);
+    if (!view->replicas_text.empty()) view->replicas_text += " \u00b7 ";
+    view->replicas_text +=
+        count.type + " " + std::to_string(count.ready) + "/" + std::to_string(count.desired);
+    view->replicas.push_back(std::move(count));
   }
-  (*view)["replicas"] = replicas;
-  (*view)["replicasText"] = replicas_text;
 }
 
 // Restarts as the operator counts them (a recreated pod starts again from 0), else the replicas'.
-std::int64_t JobRestarts(const json& tfjob, const std::vector<json>& rows) {
+std::int64_t JobRestarts(const tfjob::JobStatus& status, const std::vector<ReplicaRow>& rows) {
   std::int64_t restarts = 0;
-  const json& replica_statuses =
-      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "status"), "replicaStatuses");
-  if (replica_statuses.is_object()) {
-    for (const auto& [type, status] : replica_statuses.items()) {
-      const std::int64_t count = json_fields::Int(status, "restarts").value_or(0);
-      restarts += std::clamp<std::int64_t>(count, 0, 1000000000);
-    }
+  for (const auto& [type, replica_status] : status.replica_statuses) {
+    restarts += std::max(0, replica_status.restarts);
   }
-  for (const json& p : rows) restarts = std::max<std::int64_t>(restarts, p["restarts"]);
+  for (const ReplicaRow& r : rows) restarts = std::max<std::int64_t>(restarts, r.restarts);
   return restarts;
 }
 
 struct Verdict {
-  std::string state;
+  JobState state = JobState::kPending;
   std::string reason;
-  std::string severity;
+  Severity severity = Severity::kOk;
 };
 
 // The job's state from its conditions (the operator's verdict), most decisive first.
-Verdict VerdictOf(const json& tfjob) {
-  std::map<std::string, json> true_conditions;
-  const json& conditions =
-      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "status"), "conditions");
-  if (conditions.is_array()) {
-    for (const json& c : conditions) {
-      if (json_fields::StringOr(c, "status") == "True")
-        true_conditions[json_fields::StringOr(c, "type")] = c;
+Verdict VerdictOf(const tfjob::JobStatus& status) {
+  using tfjob::ConditionType;
+  static constexpr std::pair<ConditionType, JobState> kDecisive[] = {
+      {ConditionType::kFailed, JobState::kFailed},
+      {ConditionType::kSucceeded, JobState::kSucceeded},
+      {ConditionType::kRestarting, JobState::kRestarting},
+      {ConditionType::kRunning, JobState::kRunning},
+      {ConditionType::kCreated, JobState::kCreated}};
+  for (const auto& [type, state] : kDecisive) {
+    for (const tfjob::JobCondition& c : status.conditions) {
+      if (c.type != type || c.status != tfjob::ConditionStatus::kTrue) continue;
+      Verdict verdict{state, c.message.empty() ? c.reason : c.message, Severity::kOk};
+      if (state == JobState::kFailed) verdict.severity = Severity::kError;
+      if (state == JobState::kRestarting) verdict.severity = Severity::kWarning;
+      return verdict;
     }
   }
-  Verdict verdict{"Pending", "waiting for the operator to create its replicas", "ok"};
-  for (const char* candidate : {"Failed", "Succeeded", "Restarting", "Running", "Created"}) {
-    if (auto it = true_conditions.find(candidate); it != true_conditions.end()) {
-      verdict.state = candidate;
-      verdict.reason = json_fields::StringOr(it->second, "message");
-      if (verdict.reason.empty()) verdict.reason = json_fields::StringOr(it->second, "reason");
-      break;
-    }
-  }
-  if (verdict.state == "Failed") verdict.severity = "error";
-  if (verdict.state == "Restarting") verdict.severity = "warning";
-  return verdict;
+  return {JobState::kPending, "waiting for the operator to create its replicas", Severity::kOk};
 }
 
 // What is wrong with a replica ("worker-1: OOMKilled (exit 137, 2 restarts)"); "" when nothing.
-std::string ProblemOf(const json& p) {
-  const std::string why = p["reason"].get<std::string>();
-  const std::string phase = p["phase"].get<std::string>();
-  const bool failed_exit = p["exitCode"].is_number_integer() && p["exitCode"].get<int>() != 0;
-  if (why.empty() && !failed_exit && p["restarts"].get<int>() == 0) return "";
-  if (why == "Completed" && !failed_exit) return "";
-  std::string line = p["replicaType"].get<std::string>() + "-" +
-                     std::to_string(p["index"].get<int>()) + ": " + (why.empty() ? phase : why);
+std::string ProblemOf(const ReplicaRow& r) {
+  const bool failed_exit = r.exit_code.value_or(0) != 0;
+  if (r.reason.empty() && !failed_exit && r.restarts == 0) return "";
+  if (r.reason == "Completed" && !failed_exit) return "";
+  std::string line = r.replica_type + "-" + std::to_string(r.index) + ": " +
+                     (r.reason.empty() ? r.phase : r.reason);
   std::vector<std::string> details;
-  if (failed_exit) details.push_back("exit " + std::to_string(p["exitCode"].get<int>()));
-  if (p["restarts"].get<int>() > 0) {
-    details.push_back(std::to_string(p["restarts"].get<int>()) + " restarts");
-  }
-  if (why == "Unschedulable" && !p["message"].get<std::string>().empty()) {
-    details.push_back(p["message"]);
-  }
+  if (failed_exit) details.push_back("exit " + std::to_string(*r.exit_code));
+  if (r.restarts > 0) details.push_back(std::to_string(r.restarts) + " restarts");
+  if (r.reason == "Unschedulable" && !r.message.empty()) details.push_back(r.message);
   if (!details.empty()) {
     line += " (";
     for (std::size_t i = 0; i < details.size(); ++i) line += (i ? ", " : "") + details[i];
@@ -147,33 +107,76 @@ std::string ProblemOf(const json& p) {
   return line;
 }
 
-json QueuesJson(const QueuesPage& queues) {
-  std::map<std::string, json> local_by_cluster_queue;
-  json local_queues = json::array();
-  for (const LocalQueueUsage& q : queues.local_queues) {
+// Adds the replicas' trouble that a job-level "Running" would otherwise hide to the verdict.
+void AddReplicaProblems(const std::vector<ReplicaRow>& replicas, Verdict* verdict) {
+  bool any_unschedulable = false;
+  std::string problems;
+  for (const ReplicaRow& replica : replicas) {
+    const std::string line = ProblemOf(replica);
+    if (line.empty()) continue;
+    any_unschedulable |= replica.reason == "Unschedulable";
+    problems += (problems.empty() ? "" : "; ") + line;
+  }
+  if (problems.empty()) return;
+  if (verdict->state == JobState::kCreated && any_unschedulable)
+    verdict->state = JobState::kPending;
+  if (verdict->severity == Severity::kOk && verdict->state != JobState::kSucceeded) {
+    verdict->severity = Severity::kWarning;
+  }
+  verdict->reason = verdict->reason.empty() ? problems : verdict->reason + " \u2014 " + problems;
+}
+
+std::int64_t AgeSeconds(const std::string& created, std::int64_t now) {
+  const auto created_at = ParseTimestamp(created);
+  return created_at ? std::max<std::int64_t>(0, now - *created_at) : 0;
+}
+
+ResourceAmounts AmountsOf(const Resources& r) { return {r.cpu, r.memory, std::llround(r.gpu)}; }
+
+void Add(Resources& to, const Resources& r) {
+  to.cpu += r.cpu;
+  to.memory += r.memory;
+  to.gpu += r.gpu;
+}
+
+// The queues, each ClusterQueue (by name) with the LocalQueues that submit to it.
+QueuesView QueuesViewOf(QueuesView view) {
+  std::map<std::string, std::vector<std::string>> local_by_cluster_queue;
+  for (const LocalQueueRow& q : view.local_queues) {
     local_by_cluster_queue[q.cluster_queue].push_back(q.namespace_name + "/" + q.name);
-    local_queues.push_back({{"namespace", q.namespace_name},
-                            {"name", q.name},
-                            {"clusterQueue", q.cluster_queue},
-                            {"pendingWorkloads", q.pending},
-                            {"admittedWorkloads", q.admitted}});
   }
-  json cluster_queues = json::array();
-  for (const ClusterQueueUsage& q : queues.cluster_queues) {
-    const json& locals = local_by_cluster_queue[q.name];
-    cluster_queues.push_back({{"name", q.name},
-                              {"gpuQuota", std::llround(q.gpu_quota)},
-                              {"gpuReserved", std::llround(q.gpu_reserved)},
-                              {"gpuInUse", std::llround(q.gpu_in_use)},
-                              {"pendingWorkloads", q.pending},
-                              {"reservingWorkloads", q.reserving},
-                              {"admittedWorkloads", q.admitted},
-                              {"localQueues", locals.is_null() ? json::array() : locals}});
+  for (ClusterQueueRow& q : view.cluster_queues) q.local_queues = local_by_cluster_queue[q.name];
+  std::sort(view.cluster_queues.begin(), view.cluster_queues.end(),
+            [](const ClusterQueueRow& a, const ClusterQueueRow& b) { return a.name < b.name; });
+  return view;
+}
+
+NodeRow NodeRowOf(const NodeUsage& node) {
+  const GpuSlots gpu_slots = ClassifyGpuSlots(node);
+  NodeRow row{node.name,
+              node.ready,
+              node.unschedulable,
+              {},
+              gpu_slots.access,
+              gpu_slots.note,
+              AmountsOf(node.capacity),
+              AmountsOf(node.allocatable),
+              AmountsOf(node.in_use),
+              node.pods};
+  for (const Taint& taint : node.taints) row.taints.push_back(TaintText(taint));
+  return row;
+}
+
+GpuCount& SlotsOf(GpuSlotCounts& counts, GpuAccess access) {
+  switch (access) {
+    case GpuAccess::kTainted:
+      return counts.tainted;
+    case GpuAccess::kCordoned:
+      return counts.cordoned;
+    case GpuAccess::kOpen:
+      break;
   }
-  std::sort(cluster_queues.begin(), cluster_queues.end(),
-            [](const json& a, const json& b) { return a["name"] < b["name"]; });
-  return {
-      {"clusterQueues", cluster_queues}, {"localQueues", local_queues}, {"error", queues.error}};
+  return counts.open;
 }
 
 }  // namespace
@@ -249,54 +252,65 @@ Resources PodRequests(const json& pod) {
   return total;
 }
 
-std::int64_t JobGpus(const json& tfjob) {
-  const json& specs =
-      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "tfReplicaSpecs");
-  if (!specs.is_object()) return 0;
+std::int64_t JobGpus(const tfjob::TFJobSpec& spec) {
   double total = 0;
-  for (const auto& [type, spec] : specs.items()) {
-    const json& replicas = json_fields::MemberOrNull(spec, "replicas");
-    const double count = replicas.is_number() ? std::clamp(replicas.get<double>(), 0.0, 1e9) : 1;
-    total += count * PodRequests(json_fields::MemberOrNull(spec, "template")).gpu;
+  for (const auto& [type, replica_spec] : spec.replica_specs) {
+    total += std::max(0, replica_spec.replicas) * PodRequests(replica_spec.pod_template).gpu;
   }
   // Clamped so that rounding stays defined for absurd replica counts.
   return std::llround(std::clamp(total, 0.0, 1e15));
 }
 
-json JobRow(const json& tfjob, std::vector<json> replicas, std::int64_t now) {
-  const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
-  json view;
-  view["namespace"] = json_fields::StringOr(metadata, "namespace");
-  view["name"] = json_fields::StringOr(metadata, "name");
-  const std::string created = json_fields::StringOr(metadata, "creationTimestamp");
-  view["created"] = created;
-  const auto created_at = ParseTimestamp(created);
-  view["ageSeconds"] = created_at ? std::max<std::int64_t>(0, now - *created_at) : 0;
-  view["gpus"] = JobGpus(tfjob);
-  SortReplicas(&replicas);
-  AddReplicaCounts(tfjob, replicas, &view);
-  view["restarts"] = JobRestarts(tfjob, replicas);
-
-  Verdict verdict = VerdictOf(tfjob);
-  // Replica-level trouble that a job-level "Running" would otherwise hide.
-  bool any_unschedulable = false;
-  std::string problems;
-  for (const json& replica : replicas) {
-    const std::string line = ProblemOf(replica);
-    if (line.empty()) continue;
-    any_unschedulable |= replica["reason"] == "Unschedulable";
-    problems += (problems.empty() ? "" : "; ") + line;
+JobRow JobRowOf(const tfjob::TFJob& job, std::vector<ReplicaRow> replicas, std::int64_t now) {
+  JobRow view;
+  view.namespace_name = job.metadata.namespace_name;
+  view.name = job.metadata.name;
+  if (job.metadata.creation_timestamp) {
+    view.created = tfjob::FormatRfc3339(*job.metadata.creation_timestamp);
   }
-  if (!problems.empty()) {
-    if (verdict.state == "Created" && any_unschedulable) verdict.state = "Pending";
-    if (verdict.severity == "ok" && verdict.state != "Succeeded") verdict.severity = "warning";
-    verdict.reason = verdict.reason.empty() ? problems : verdict.reason + " \u2014 " + problems;
-  }
-  view["state"] = verdict.state;
-  view["reason"] = verdict.reason;
-  view["severity"] = verdict.severity;
-  view["pods"] = replicas;
+  view.age_seconds = AgeSeconds(view.created, now);
+  view.gpus = JobGpus(job.spec);
+  SortReplicaRows(&replicas);
+  AddReplicaCounts(job.spec, replicas, &view);
+  view.restarts = JobRestarts(job.status, replicas);
+  Verdict verdict = VerdictOf(job.status);
+  AddReplicaProblems(replicas, &verdict);
+  view.state = verdict.state;
+  view.reason = std::move(verdict.reason);
+  view.severity = verdict.severity;
+  view.pods = std::move(replicas);
   return view;
+}
+
+JobRow JobRowOf(const json& tfjob, std::vector<ReplicaRow> replicas, std::int64_t now) {
+  auto job = tfjob::TFJobFromJson(tfjob);
+  if (job.ok()) return JobRowOf(*job, std::move(replicas), now);
+  // No operator runs a job its rules cannot read: say so, with their words, instead of a
+  // "Pending" that would never end.
+  const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
+  JobRow view;
+  view.namespace_name = json_fields::StringOr(metadata, "namespace");
+  view.name = json_fields::StringOr(metadata, "name");
+  view.created = json_fields::StringOr(metadata, "creationTimestamp");
+  view.age_seconds = AgeSeconds(view.created, now);
+  view.state = JobState::kInvalid;
+  view.severity = Severity::kError;
+  view.reason = "the TFJob rules cannot read this job: " + std::string(job.status().message());
+  SortReplicaRows(&replicas);
+  view.pods = std::move(replicas);
+  return view;
+}
+
+std::vector<ConditionRow> ConditionRows(const tfjob::JobStatus& status) {
+  std::vector<ConditionRow> rows;
+  auto time = [](const std::optional<tfjob::Time>& t) {
+    return t ? std::optional<std::string>(tfjob::FormatRfc3339(*t)) : std::nullopt;
+  };
+  for (const tfjob::JobCondition& c : status.conditions) {
+    rows.push_back({std::string(tfjob::ToString(c.type)), std::string(tfjob::ToString(c.status)),
+                    c.reason, c.message, time(c.last_transition_time), time(c.last_update_time)});
+  }
+  return rows;
 }
 
 ClusterLimits LimitsOf(const std::vector<NodeUsage>& nodes) {
@@ -328,70 +342,37 @@ GpuSlots ClassifyGpuSlots(const NodeUsage& node) {
   return {GpuAccess::kTainted, note};
 }
 
-std::string_view GpuAccessName(GpuAccess access) {
-  switch (access) {
-    case GpuAccess::kTainted:
-      return "tainted";
-    case GpuAccess::kCordoned:
-      return "cordoned";
-    case GpuAccess::kOpen:
-      break;
-  }
-  return "open";
-}
-
-json ClusterPageJson(const ClusterPage& page) {
-  json nodes = json::array();
-  Resources total_capacity, total_allocatable, total_in_use;
-  // GPUs allocatable and in use by who may take them (GpuAccess).
-  std::map<std::string_view, std::pair<double, double>> slots = {
-      {"open", {0, 0}}, {"tainted", {0, 0}}, {"cordoned", {0, 0}}};
+ClusterView ClusterViewOf(const ClusterPage& page) {
+  ClusterView view;
+  Resources capacity, allocatable, in_use;
   for (const NodeUsage& node : page.nodes) {
-    Add(total_capacity, node.capacity);
-    Add(total_allocatable, node.allocatable);
-    Add(total_in_use, node.in_use);
-    const GpuSlots gpu_slots = ClassifyGpuSlots(node);
-    auto& [allocatable, in_use] = slots[GpuAccessName(gpu_slots.access)];
-    allocatable += node.allocatable.gpu;
-    in_use += node.in_use.gpu;
-    json taints = json::array();
-    for (const Taint& taint : node.taints) taints.push_back(TaintText(taint));
-    nodes.push_back({{"name", node.name},
-                     {"ready", node.ready},
-                     {"unschedulable", node.unschedulable},
-                     {"taints", taints},
-                     {"gpuAccess", GpuAccessName(gpu_slots.access)},
-                     {"gpuNote", gpu_slots.note},
-                     {"capacity", ToJson(node.capacity)},
-                     {"allocatable", ToJson(node.allocatable)},
-                     {"inUse", ToJson(node.in_use)},
-                     {"pods", node.pods}});
+    Add(capacity, node.capacity);
+    Add(allocatable, node.allocatable);
+    Add(in_use, node.in_use);
+    view.nodes.push_back(NodeRowOf(node));
   }
-  json gpu_slots = json::object();
+  // GPUs allocatable and in use by who may take them, summed before rounding.
+  std::map<GpuAccess, std::pair<double, double>> slots;
+  for (const NodeUsage& node : page.nodes) {
+    auto& [slot_allocatable, slot_in_use] = slots[ClassifyGpuSlots(node).access];
+    slot_allocatable += node.allocatable.gpu;
+    slot_in_use += node.in_use.gpu;
+  }
   for (const auto& [access, counts] : slots) {
-    gpu_slots[std::string(access)] = {{"allocatable", std::llround(counts.first)},
-                                      {"inUse", std::llround(counts.second)}};
+    SlotsOf(view.totals.gpu_slots, access) = {std::llround(counts.first),
+                                              std::llround(counts.second)};
   }
-  std::sort(nodes.begin(), nodes.end(),
-            [](const json& a, const json& b) { return a["name"] < b["name"]; });
-  json pending = json::array();
+  view.totals.capacity = AmountsOf(capacity);
+  view.totals.allocatable = AmountsOf(allocatable);
+  view.totals.in_use = AmountsOf(in_use);
+  view.totals.nodes = static_cast<std::int64_t>(page.nodes.size());
+  std::sort(view.nodes.begin(), view.nodes.end(),
+            [](const NodeRow& a, const NodeRow& b) { return a.name < b.name; });
   for (const PendingReplica& p : page.pending) {
-    pending.push_back({{"namespace", p.namespace_name},
-                       {"job", p.job},
-                       {"pod", p.replica},
-                       {"gpus", p.gpus},
-                       {"reason", p.reason},
-                       {"message", p.message}});
+    view.pending.push_back({p.namespace_name, p.job, p.replica, p.gpus, p.reason, p.message});
   }
-  return {{"totals",
-           {{"capacity", ToJson(total_capacity)},
-            {"allocatable", ToJson(total_allocatable)},
-            {"inUse", ToJson(total_in_use)},
-            {"nodes", nodes.size()},
-            {"gpuSlots", gpu_slots}}},
-          {"nodes", nodes},
-          {"pending", pending},
-          {"queues", page.queues ? QueuesJson(*page.queues) : json(nullptr)}};
+  if (page.queues) view.queues = QueuesViewOf(*page.queues);
+  return view;
 }
 
 }  // namespace taas::ui_server

@@ -29,7 +29,7 @@ TEST_CASE("a node's GPU slots: open, usable only by pods that tolerate its taint
   node.unschedulable = true;
   CHECK(ClassifyGpuSlots(node).access == GpuAccess::kCordoned);
   CHECK(ClassifyGpuSlots(node).note == "cordoned: no new pods");
-  CHECK(GpuAccessName(GpuAccess::kCordoned) == "cordoned");
+  CHECK(schema::Name(GpuAccess::kCordoned) == "cordoned");
   CHECK(TaintText({"k", "v", "NoExecute"}) == "k=v:NoExecute");
 }
 
@@ -42,7 +42,7 @@ TEST_CASE("the cluster page counts GPUs set apart in the totals and per node") {
   NodeUsage cordoned = GpuNode("c-cordoned", 2, 0);
   cordoned.unschedulable = true;
   page.nodes.push_back(cordoned);
-  const nlohmann::json view = ClusterPageJson(page);
+  const nlohmann::json view = schema::ToJson(ClusterViewOf(page));
   const nlohmann::json& slots = view["totals"]["gpuSlots"];
   CHECK(slots["open"] == nlohmann::json{{"allocatable", 8}, {"inUse", 6}});
   CHECK(slots["tainted"] == nlohmann::json{{"allocatable", 4}, {"inUse", 1}});
@@ -58,13 +58,13 @@ TEST_CASE("the cluster page counts GPUs set apart in the totals and per node") {
 
 TEST_CASE("queues: each ClusterQueue with its GPU quota, use, workloads and LocalQueues") {
   ClusterPage page;
-  QueuesPage queues;
+  QueuesView queues;
   queues.cluster_queues.push_back({"team-a-cq", 16, 8, 8, 3, 1, 1});
   queues.cluster_queues.push_back({"idle-cq", 4, 0, 0, 0, 0, 0});
   queues.local_queues.push_back({"default", "team-a", "team-a-cq", 3, 1});
   queues.local_queues.push_back({"team-b", "b", "team-a-cq", 0, 0});
   page.queues = queues;
-  const nlohmann::json view = ClusterPageJson(page)["queues"];
+  const nlohmann::json view = schema::ToJson(ClusterViewOf(page))["queues"];
   REQUIRE(view["clusterQueues"].size() == 2);
   const nlohmann::json& team = view["clusterQueues"][1];  // sorted by name
   CHECK(team["name"] == "team-a-cq");

@@ -1,19 +1,22 @@
 // Pure logic of the front end (no DOM, no framework), unit-tested by tests/web-ui/logic_test.mjs.
-import type { Config, GpuAccess, GpuCount, JobForm, MetricsPoint } from './api';
-
-export type FormKey = keyof JobForm | 'namespace';
+import type { ConfigAnswer, FieldError, FormKey, GpuAccess, GpuCount, JobForm, MetricsPoint } from './api';
 
 // Whether the UI offers creating, cloning and deleting jobs: not when read-only, and not in a
 // local run (`taas run` serves one job and answers those requests 405).
-export function canChangeJobs(config: Pick<Config, 'readOnly' | 'localRun'>): boolean {
+export function canChangeJobs(config: Pick<ConfigAnswer, 'readOnly'> & Partial<Pick<ConfigAnswer, 'localRun'>>): boolean {
   return !config.readOnly && !config.localRun;
+}
+
+// All-reduce among the workers: no parameter servers (and no mode: it is synchronous).
+export function isAllReduce(form: Pick<JobForm, 'strategy'>): boolean {
+  return form.strategy === 'collective';
 }
 
 // What the form sends: all of it, but with all-reduce neither the parameter-server fields nor the
 // mode (all-reduce is synchronous), which its inputs hide.
-export function formBody(form: JobForm, command: string[], args: string[]): Partial<JobForm> {
-  const body: Partial<JobForm> = { ...form, command, args };
-  if (form.strategy === 'collective') {
+export function formBody(form: JobForm, command: string[], args: string[]): JobForm {
+  const body: JobForm = { ...form, command, args };
+  if (isAllReduce(form)) {
     delete body.psReplicas;
     delete body.psCpu;
     delete body.psMemory;
@@ -22,30 +25,23 @@ export function formBody(form: JobForm, command: string[], args: string[]): Part
   return body;
 }
 
-// Which input an error belongs to, from the TFJob field path our server or the API server named.
-export function fieldKey(path: string): FormKey | null {
-  const rules: [RegExp, FormKey][] = [
-    [/^strategy$/, 'strategy'],
-    [/^metadata\.name$/, 'name'],
-    [/^metadata\.namespace$/, 'namespace'],
-    [/\.image$/, 'image'],
-    [/\.command(\[\d+\])?$/, 'command'],
-    [/\.args(\[\d+\])?$/, 'args'],
-    [/tfReplicaSpecs\.PS\.replicas$/, 'psReplicas'],
-    [/tfReplicaSpecs\.Worker\.replicas$/, 'workerReplicas'],
-    [/nvidia\.com\/gpu/, 'gpusPerWorker'],
-    [/tfReplicaSpecs\.PS\..*\.cpu$/, 'psCpu'],
-    [/tfReplicaSpecs\.PS\..*\.memory$/, 'psMemory'],
-    [/tfReplicaSpecs\.\w+\..*\.cpu$/, 'workerCpu'],
-    [/tfReplicaSpecs\.\w+\..*\.memory$/, 'workerMemory'],
-    [/env\[TF_SYNC\]$/, 'mode'],
-    [/restartPolicy$/, 'restartPolicy'],
-    [/runPolicy\.backoffLimit$/, 'backoffLimit'],
-    [/tfReplicaSpecs\.Chief$/, 'chief'],
-    [/tfReplicaSpecs\.Evaluator$/, 'evaluator'],
-  ];
-  for (const [pattern, key] of rules) if (pattern.test(path)) return key;
-  return null;
+// Where the form shows each error: next to its input (the server names it: `formKey`), the first
+// per input; the others in a list above the form, but not the message already shown as the
+// request's own error.
+export function placeErrors(
+  errors: FieldError[],
+  shownMessage: string,
+): { byKey: Map<FormKey, string>; unplaced: FieldError[] } {
+  const byKey = new Map<FormKey, string>();
+  const unplaced: FieldError[] = [];
+  for (const e of errors) {
+    if (e.formKey) {
+      if (!byKey.has(e.formKey)) byKey.set(e.formKey, e.message);
+    } else if (e.message !== shownMessage) {
+      unplaced.push(e);
+    }
+  }
+  return { byKey, unplaced };
 }
 
 // The class of a node's GPU slot `index`: used, free, or beyond allocatable (reserved by the

@@ -5,12 +5,13 @@ import './style.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 
-import { adoptTokenFromUrl, api, Config, setToken, setUnauthorizedListener, token } from './api';
+import { adoptTokenFromUrl, api, ConfigAnswer, setToken, setUnauthorizedListener, token } from './api';
 import { ClusterPage } from './pages/Cluster';
 import { JobDetailPage } from './pages/JobDetail';
 import { JobsPage } from './pages/Jobs';
 import { LocalRunNewJobPage, NewJobPage } from './pages/NewJob';
-import { Link, usePath } from './util';
+import { TopBar } from './components/TopBar';
+import { usePath } from './util';
 
 function TokenDialog(props: { onSaved: () => void }) {
   const [value, setValue] = useState('');
@@ -46,15 +47,28 @@ function TokenDialog(props: { onSaved: () => void }) {
   );
 }
 
+// The page of `path`: the job list unless the path names another.
+function Page(props: { path: string; config: ConfigAnswer | undefined }) {
+  const { path, config } = props;
+  const detail = /^\/jobs\/([^/]+)\/([^/]+)\/?$/.exec(path);
+  if (!config) return <p aria-busy="true">Connecting…</p>;
+  if (path === '/new' || path.startsWith('/new/')) {
+    return config.localRun ? <LocalRunNewJobPage /> : <NewJobPage config={config} />;
+  }
+  if (detail) return <JobDetailPage config={config} namespace={detail[1]} name={detail[2]} />;
+  if (path === '/cluster') return <ClusterPage />;
+  return <JobsPage config={config} />;
+}
+
 function App() {
   const path = usePath();
-  const [config, setConfig] = useState<Config>();
+  const [config, setConfig] = useState<ConfigAnswer>();
   const [needToken, setNeedToken] = useState(false);
   const [generation, setGeneration] = useState(0);
 
   useEffect(() => {
     setUnauthorizedListener(() => setNeedToken(true));
-    api<Config>('GET', 'config')
+    api<ConfigAnswer>('GET', 'config')
       .then((c) => {
         setConfig(c);
         setNeedToken(false);
@@ -62,71 +76,21 @@ function App() {
       .catch(() => {});
   }, [generation]);
 
-  let page;
-  const detail = /^\/jobs\/([^/]+)\/([^/]+)\/?$/.exec(path);
-  if (!config) {
-    page = <p aria-busy="true">Connecting…</p>;
-  } else if (path === '/new' || path.startsWith('/new/')) {
-    page = config.localRun ? <LocalRunNewJobPage /> : <NewJobPage config={config} />;
-  } else if (detail) {
-    page = <JobDetailPage config={config} namespace={detail[1]} name={detail[2]} />;
-  } else if (path === '/cluster') {
-    page = <ClusterPage />;
-  } else {
-    page = <JobsPage config={config} />;
-  }
-  const nav = (href: string, label: string, active: boolean) => (
-    <li>
-      <Link href={href} class={active ? 'active' : ''}>
-        {label}
-      </Link>
-    </li>
-  );
   return (
     <>
-      <header class="container-fluid topbar">
-        <nav>
-          <ul>
-            <li>
-              <strong class="brand">taas</strong>
-            </li>
-            {nav('/', 'Jobs', path === '/' || (path.startsWith('/jobs') && !detail))}
-            {config && !config.localRun && nav('/new', 'New job', path.startsWith('/new'))}
-            {nav('/cluster', 'Cluster', path === '/cluster')}
-          </ul>
-          <ul>
-            {config?.localRun && (
-              <li>
-                <small class="muted" data-testid="local-run" data-tooltip="served by taas run for its own job" data-placement="left">
-                  local run
-                </small>
-              </li>
-            )}
-            {config?.readOnly && (
-              <li>
-                <small class="muted">read-only</small>
-              </li>
-            )}
-            {token() && (
-              <li>
-                <a
-                  href="#"
-                  class="secondary"
-                  onClick={(e) => {
-                    e.preventDefault();
-                    setToken('');
-                    setConfig(undefined);
-                    setNeedToken(true);
-                  }}
-                >
-                  Sign out
-                </a>
-              </li>
-            )}
-          </ul>
-        </nav>
-      </header>
-      <main class="container-fluid">{page}</main>
+      <TopBar
+        path={path}
+        config={config}
+        signedIn={token() !== ''}
+        onSignOut={() => {
+          setToken('');
+          setConfig(undefined);
+          setNeedToken(true);
+        }}
+      />
+      <main class="container-fluid">
+        <Page path={path} config={config} />
+      </main>
       {needToken && (
         <TokenDialog
           onSaved={() => {

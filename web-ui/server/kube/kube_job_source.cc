@@ -5,6 +5,7 @@
 
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/serialization.h"
 #include "taas/tfjob/tfjob.h"
 #include "taas/ui_kube/views.h"
 #include "taas/ui_server/job_form.h"
@@ -59,7 +60,7 @@ absl::StatusOr<std::vector<json>> KubeJobSource::ListJobObjects(const std::strin
 absl::StatusOr<std::vector<ui_server::JobRecord>> KubeJobSource::ListJobs(const std::string& ns) {
   TAAS_ASSIGN_OR_RETURN(const std::vector<json> jobs, ListJobObjects(ns));
   TAAS_ASSIGN_OR_RETURN(const json pods, kube_->Get(PodsPath(ns)));
-  std::map<std::string, std::vector<json>> by_job;
+  std::map<std::string, std::vector<ui_server::ReplicaRow>> by_job;
   for (const json& pod : ItemsOf(pods)) {
     const std::string job = JobNameOfPod(pod);
     if (!job.empty()) by_job[job].push_back(PodView(pod));
@@ -87,19 +88,21 @@ absl::StatusOr<ui_server::JobDetail> KubeJobSource::GetJob(const std::string& ns
   return detail;
 }
 
-json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
-                            const ui_server::JobRecord& record) {
-  const json& tfjob = record.tfjob;
+std::optional<ui_server::Waiting> KubeJobSource::Waiting(const std::string& ns,
+                                                         const std::string& name,
+                                                         const ui_server::JobRecord& record) {
+  // A job the TFJob rules cannot read waits for nothing: no operator runs it (its row says so).
+  const auto job = tfjob::TFJobFromJson(record.tfjob);
+  if (!job.ok()) return std::nullopt;
   // The queue's and the gang scheduler's objects are read only when they can tell something (a
   // queued job, a replica without a node), and only where their API is served: any error (the
   // API or the object absent, no permission) leaves them out.
-  const json* metadata = jf::Object(tfjob, "metadata");
-  const json* labels = metadata ? jf::Object(*metadata, "labels") : nullptr;
   json workloads = nullptr;
-  if (labels && !jf::StringOr(*labels, tfjob::kLabelKueueQueueName, "").empty()) {
+  if (auto queue = job->metadata.labels.find(std::string(tfjob::kLabelKueueQueueName));
+      queue != job->metadata.labels.end() && !queue->second.empty()) {
     // Only the job's own Workload (Kueue labels it with the job's uid), not the namespace's
     // every Workload on each poll of the page; a uid that is not one cannot be a query.
-    const std::string uid = jf::StringOr(*metadata, "uid", "");
+    const std::string& uid = job->metadata.uid;
     std::string path = KueuePath("/namespaces/" + ns + "/workloads");
     if (!uid.empty() && uid.size() <= 64 &&
         uid.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) {
@@ -120,7 +123,7 @@ json KubeJobSource::Waiting(const std::string& ns, const std::string& name,
       }
     }
   }
-  return WaitingOf(tfjob, record.replicas, workloads, pod_group);
+  return WaitingOf(*job, record.replicas, workloads, pod_group);
 }
 
 absl::StatusOr<json> KubeJobSource::CreateJob(const std::string& ns, const json& tfjob,
@@ -187,13 +190,13 @@ absl::StatusOr<ui_server::ClusterPage> KubeJobSource::Cluster(
   return page;
 }
 
-std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
+std::optional<ui_server::QueuesView> KubeJobSource::Queues(
     const std::vector<std::string>& namespaces) {
   // Whether Kueue is installed, from discovery (which every authenticated user may read): a
   // list refused for want of permission would not tell an absent API from a forbidden one.
   auto served = kube_->Get(KueuePath(""));
   if (absl::IsNotFound(served.status())) return std::nullopt;  // Kueue is not installed
-  ui_server::QueuesPage page;
+  ui_server::QueuesView page;
   if (!served.ok()) {
     page.error = "cannot tell whether Kueue is installed: " + served.status().ToString();
     return page;
@@ -214,7 +217,7 @@ std::optional<ui_server::QueuesPage> KubeJobSource::Queues(
     }
     for (const json& q : ItemsOf(*listed)) local_queues["items"].push_back(q);
   }
-  ui_server::QueuesPage read = QueuesOf(*cluster_queues, local_queues);
+  ui_server::QueuesView read = QueuesOf(*cluster_queues, local_queues);
   read.error = std::move(page.error);
   return read;
 }

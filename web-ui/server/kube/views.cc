@@ -133,10 +133,10 @@ double GpuOverFlavors(const json& flavors, std::string_view field) {
 
 // The Workload that Kueue made for the TFJob (owned by it: kind, name and, when both are known,
 // uid, so that a Workload left from an earlier job of the same name is not taken), or null.
-const json& WorkloadOf(const json& workloads, const json& tfjob_metadata) {
+const json& WorkloadOf(const json& workloads, const tfjob::ObjectMeta& tfjob_metadata) {
   static const json kNull;  // NOLINT: immutable.
-  const std::string job = json_fields::StringOr(tfjob_metadata, "name");
-  const std::string uid = json_fields::StringOr(tfjob_metadata, "uid");
+  const std::string& job = tfjob_metadata.name;
+  const std::string& uid = tfjob_metadata.uid;
   for (const json& w : Items(workloads)) {
     const json& owners =
         json_fields::MemberOrNull(json_fields::MemberOrNull(w, "metadata"), "ownerReferences");
@@ -220,12 +220,12 @@ struct ContainerSummary {
   std::string message;
   bool ready = false;
   int restarts = 0;
-  json exit_code = nullptr;
+  std::optional<int> exit_code;
 };
 
 ContainerSummary SummarizeContainers(const json& status, bool running) {
   ContainerSummary out{json_fields::StringOr(status, "reason"),
-                       json_fields::StringOr(status, "message"), running, 0, nullptr};
+                       json_fields::StringOr(status, "message"), running, 0, std::nullopt};
   const json& containers = json_fields::MemberOrNull(status, "containerStatuses");
   if (!containers.is_array()) return out;
   for (const json& c : containers) {
@@ -258,7 +258,7 @@ ContainerSummary SummarizeContainers(const json& status, bool running) {
     } else if (last.is_object() && out.reason.empty()) {
       out.reason = "Restarted (last: " + json_fields::StringOr(last, "reason") + ")";
     }
-    if (out.exit_code.is_null() && json_fields::Int(last, "exitCode")) {
+    if (!out.exit_code && json_fields::Int(last, "exitCode")) {
       out.exit_code = IntField(last, "exitCode", 0);
     }
   }
@@ -294,46 +294,45 @@ std::string JobNameOfPod(const json& pod) {
   return "";
 }
 
-json PodView(const json& pod) {
+ui_server::ReplicaRow PodView(const json& pod) {
   const json& metadata = json_fields::MemberOrNull(pod, "metadata");
   const json& status = json_fields::MemberOrNull(pod, "status");
-  json view;
-  const std::string name = json_fields::StringOr(metadata, "name");
-  view["name"] = name;
+  ui_server::ReplicaRow row;
+  row.name = json_fields::StringOr(metadata, "name");
   const auto [type, index] = ReplicaOfPod(pod);
-  view["replicaType"] = AsciiLower(type);
-  view["index"] = LabelNumber(index);
-  view["node"] = json_fields::StringOr(json_fields::MemberOrNull(pod, "spec"), "nodeName");
-  std::string phase = json_fields::StringOr(status, "phase");
-  if (phase.empty()) phase = "Pending";
-  if (!json_fields::MemberOrNull(metadata, "deletionTimestamp").is_null()) phase = "Terminating";
-  view["phase"] = phase;
+  row.replica_type = AsciiLower(type);
+  row.index = LabelNumber(index);
+  row.node = json_fields::StringOr(json_fields::MemberOrNull(pod, "spec"), "nodeName");
+  row.phase = json_fields::StringOr(status, "phase");
+  if (row.phase.empty()) row.phase = "Pending";
+  if (!json_fields::MemberOrNull(metadata, "deletionTimestamp").is_null())
+    row.phase = "Terminating";
 
-  ContainerSummary summary = SummarizeContainers(status, phase == "Running");
+  ContainerSummary summary = SummarizeContainers(status, row.phase == "Running");
   std::string scheduled_reason, scheduled_message;
-  if (phase == "Pending" && IsPodScheduledFalse(pod, &scheduled_reason, &scheduled_message)) {
+  if (row.phase == "Pending" && IsPodScheduledFalse(pod, &scheduled_reason, &scheduled_message)) {
     summary.reason = scheduled_reason.empty() ? "Unschedulable" : scheduled_reason;
     summary.message = scheduled_message;
   }
-  view["reason"] = summary.reason;
-  view["message"] = summary.message;
-  view["ready"] = summary.ready;
-  view["restarts"] = summary.restarts;
-  view["exitCode"] = summary.exit_code;
-  view["gpus"] = std::llround(PodRequests(pod).gpu);
-  view["startTime"] = json_fields::StringOr(status, "startTime");
-  return view;
+  row.reason = std::move(summary.reason);
+  row.message = std::move(summary.message);
+  row.ready = summary.ready;
+  row.restarts = summary.restarts;
+  row.exit_code = summary.exit_code;
+  row.gpus = std::llround(PodRequests(pod).gpu);
+  row.start_time = json_fields::StringOr(status, "startTime");
+  return row;
 }
 
-json JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now) {
-  std::vector<json> replicas;
+ui_server::JobRow JobView(const json& tfjob, const std::vector<json>& pods, std::int64_t now) {
+  std::vector<ui_server::ReplicaRow> replicas;
   for (const json& pod : pods) replicas.push_back(PodView(pod));
-  return ui_server::JobRow(tfjob, std::move(replicas), now);
+  return ui_server::JobRowOf(tfjob, std::move(replicas), now);
 }
 
-json EventsView(const json& event_list, std::string_view job,
-                const std::vector<std::string>& pod_names) {
-  std::vector<json> events;
+std::vector<ui_server::EventRow> EventsView(const json& event_list, std::string_view job,
+                                            const std::vector<std::string>& pod_names) {
+  std::vector<ui_server::EventRow> events;
   for (const json& e : Items(event_list)) {
     const json& object = json_fields::MemberOrNull(e, "involvedObject");
     const std::string kind = json_fields::StringOr(object, "kind");
@@ -347,17 +346,14 @@ json EventsView(const json& event_list, std::string_view job,
     if (time.empty()) time = json_fields::StringOr(e, "firstTimestamp");
     if (time.empty())
       time = json_fields::StringOr(json_fields::MemberOrNull(e, "metadata"), "creationTimestamp");
-    events.push_back({{"type", json_fields::StringOr(e, "type")},
-                      {"reason", json_fields::StringOr(e, "reason")},
-                      {"message", json_fields::StringOr(e, "message")},
-                      {"object", kind + "/" + name},
-                      {"count", IntField(e, "count", 1)},
-                      {"time", time}});
+    events.push_back({json_fields::StringOr(e, "type"), json_fields::StringOr(e, "reason"),
+                      json_fields::StringOr(e, "message"), kind + "/" + name,
+                      IntField(e, "count", 1), time});
   }
-  std::stable_sort(events.begin(), events.end(), [](const json& a, const json& b) {
-    return ParseTimestamp(a["time"].get<std::string>()).value_or(0) <
-           ParseTimestamp(b["time"].get<std::string>()).value_or(0);
-  });
+  std::stable_sort(events.begin(), events.end(),
+                   [](const ui_server::EventRow& a, const ui_server::EventRow& b) {
+                     return ParseTimestamp(a.time).value_or(0) < ParseTimestamp(b.time).value_or(0);
+                   });
   return events;
 }
 
@@ -443,53 +439,47 @@ ClusterPage ClusterPageOf(const json& node_list, const json& active_pods,
   return page;
 }
 
-bool ReplicaUnplaced(const json& replica) {
-  return json_fields::StringOr(replica, "node").empty() &&
-         json_fields::StringOr(replica, "phase") == "Pending";
+bool ReplicaUnplaced(const ui_server::ReplicaRow& replica) {
+  return replica.node.empty() && replica.phase == "Pending";
 }
 
-json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json& workloads,
-               const json& pod_group) {
-  const json& metadata = json_fields::MemberOrNull(tfjob, "metadata");
-  const json& status = json_fields::MemberOrNull(tfjob, "status");
-  const json& conditions = json_fields::MemberOrNull(status, "conditions");
-  if (conditions.is_array()) {
-    for (const json& c : conditions) {
-      const std::string type = json_fields::StringOr(c, "type");
-      if ((type == "Succeeded" || type == "Failed") &&
-          json_fields::StringOr(c, "status") == "True") {
-        return nullptr;
-      }
+std::optional<ui_server::Waiting> WaitingOf(const tfjob::TFJob& job,
+                                            const std::vector<ui_server::ReplicaRow>& replicas,
+                                            const json& workloads, const json& pod_group) {
+  using ui_server::WaitingReason;
+  for (const tfjob::JobCondition& c : job.status.conditions) {
+    if ((c.type == tfjob::ConditionType::kSucceeded || c.type == tfjob::ConditionType::kFailed) &&
+        c.status == tfjob::ConditionStatus::kTrue) {
+      return std::nullopt;
     }
   }
-  auto waiting = [](std::string_view reason, std::string message, std::string detail) {
-    return json{{"reason", reason}, {"message", std::move(message)}, {"detail", std::move(detail)}};
-  };
-  const json& run_policy =
-      json_fields::MemberOrNull(json_fields::MemberOrNull(tfjob, "spec"), "runPolicy");
-  if (json_fields::Bool(run_policy, "suspend").value_or(false)) {
-    const std::string queue = Label(tfjob, {tfjob::kLabelKueueQueueName});
-    if (queue.empty()) return waiting("suspended", "suspended (spec.runPolicy.suspend)", "");
-    const json& workload = WorkloadOf(workloads, metadata);
-    return waiting("queued", "queued in LocalQueue " + queue + " (Kueue)",
-                   PendingConditionMessage(workload, {"QuotaReserved", "Admitted"}));
+  if (job.spec.run_policy.suspend) {
+    const auto queue = job.metadata.labels.find(std::string(tfjob::kLabelKueueQueueName));
+    if (queue == job.metadata.labels.end() || queue->second.empty()) {
+      return ui_server::Waiting{WaitingReason::kSuspended, "suspended (spec.runPolicy.suspend)",
+                                ""};
+    }
+    const json& workload = WorkloadOf(workloads, job.metadata);
+    return ui_server::Waiting{WaitingReason::kQueued,
+                              "queued in LocalQueue " + queue->second + " (Kueue)",
+                              PendingConditionMessage(workload, {"QuotaReserved", "Admitted"})};
   }
 
   // Replicas not yet on a node, and the scheduler's word on them.
   int placed = 0;
   int unplaced = 0;
   std::string scheduler_message;
-  for (const json& r : replicas) {
-    if (!json_fields::StringOr(r, "node").empty()) ++placed;
+  for (const ui_server::ReplicaRow& r : replicas) {
+    if (!r.node.empty()) ++placed;
     if (!ReplicaUnplaced(r)) continue;
     ++unplaced;
-    if (json_fields::StringOr(r, "reason") == "Unschedulable") {
-      const std::string message = json_fields::StringOr(r, "message");
-      // The GPU shortage is the message worth showing when replicas differ.
-      if (scheduler_message.empty() || SaysInsufficientGpus(message)) scheduler_message = message;
+    // The GPU shortage is the message worth showing when replicas differ.
+    if (r.reason == "Unschedulable" &&
+        (scheduler_message.empty() || SaysInsufficientGpus(r.message))) {
+      scheduler_message = r.message;
     }
   }
-  if (unplaced == 0) return nullptr;
+  if (unplaced == 0) return std::nullopt;
 
   const std::int64_t min_member =
       json_fields::Int(json_fields::MemberOrNull(pod_group, "spec"), "minMember").value_or(0);
@@ -500,38 +490,39 @@ json WaitingOf(const json& tfjob, const std::vector<json>& replicas, const json&
                           std::to_string(std::min<std::int64_t>(min_member, 1000000000)) +
                           " pods placed";
     if (SaysInsufficientGpus(detail)) message += " (insufficient GPUs)";
-    return waiting("gangIncomplete", std::move(message), std::move(detail));
+    return ui_server::Waiting{WaitingReason::kGangIncomplete, std::move(message),
+                              std::move(detail)};
   }
-  if (scheduler_message.empty()) return nullptr;
+  if (scheduler_message.empty()) return std::nullopt;
   if (SaysInsufficientGpus(scheduler_message)) {
-    return waiting("insufficientGpus", "insufficient GPUs", scheduler_message);
+    return ui_server::Waiting{WaitingReason::kInsufficientGpus, "insufficient GPUs",
+                              scheduler_message};
   }
-  return waiting("unschedulable", scheduler_message, scheduler_message);
+  return ui_server::Waiting{WaitingReason::kUnschedulable, scheduler_message, scheduler_message};
 }
 
-ui_server::QueuesPage QueuesOf(const json& cluster_queues, const json& local_queues) {
-  ui_server::QueuesPage page;
+ui_server::QueuesView QueuesOf(const json& cluster_queues, const json& local_queues) {
+  ui_server::QueuesView page;
   for (const json& q : Items(cluster_queues)) {
-    ui_server::ClusterQueueUsage usage;
-    usage.name = json_fields::StringOr(json_fields::MemberOrNull(q, "metadata"), "name");
+    double quota = 0;
     const json& groups =
         json_fields::MemberOrNull(json_fields::MemberOrNull(q, "spec"), "resourceGroups");
     if (groups.is_array()) {
       for (const json& group : groups) {
-        usage.gpu_quota =
-            std::min(usage.gpu_quota + GpuOverFlavors(json_fields::MemberOrNull(group, "flavors"),
-                                                      "nominalQuota"),
-                     1e18);
+        quota = std::min(
+            quota + GpuOverFlavors(json_fields::MemberOrNull(group, "flavors"), "nominalQuota"),
+            1e18);
       }
     }
     const json& status = json_fields::MemberOrNull(q, "status");
-    usage.gpu_reserved =
-        GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsReservation"), "total");
-    usage.gpu_in_use = GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsUsage"), "total");
-    usage.pending = CountField(status, "pendingWorkloads");
-    usage.reserving = CountField(status, "reservingWorkloads");
-    usage.admitted = CountField(status, "admittedWorkloads");
-    page.cluster_queues.push_back(std::move(usage));
+    page.cluster_queues.push_back(
+        {json_fields::StringOr(json_fields::MemberOrNull(q, "metadata"), "name"),
+         std::llround(quota),
+         std::llround(
+             GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsReservation"), "total")),
+         std::llround(GpuOverFlavors(json_fields::MemberOrNull(status, "flavorsUsage"), "total")),
+         CountField(status, "pendingWorkloads"), CountField(status, "reservingWorkloads"),
+         CountField(status, "admittedWorkloads")});
   }
   for (const json& q : Items(local_queues)) {
     const json& metadata = json_fields::MemberOrNull(q, "metadata");
@@ -544,9 +535,9 @@ ui_server::QueuesPage QueuesOf(const json& cluster_queues, const json& local_que
   return page;
 }
 
-json ClusterView(const json& node_list, const json& active_pods, const std::vector<json>& job_pods,
-                 const json& events) {
-  return ui_server::ClusterPageJson(ClusterPageOf(node_list, active_pods, job_pods, events));
+ui_server::ClusterView ClusterView(const json& node_list, const json& active_pods,
+                                   const std::vector<json>& job_pods, const json& events) {
+  return ui_server::ClusterViewOf(ClusterPageOf(node_list, active_pods, job_pods, events));
 }
 
 }  // namespace taas::ui_kube

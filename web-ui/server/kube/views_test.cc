@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/tfjob/serialization.h"
+
 namespace taas::ui_kube {
 namespace {
 
@@ -10,6 +12,7 @@ using ui_server::ParseQuantity;
 using ui_server::ParseTimestamp;
 
 using nlohmann::json;
+using ui_server::schema::ToJson;
 
 json Pod(const std::string& name, const std::string& type, int index, const std::string& phase) {
   return {{"metadata",
@@ -84,7 +87,7 @@ TEST_CASE("a pod view names the container-level reason") {
        {"restartCount", 3},
        {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 40s"}}}}},
        {"lastState", {{"terminated", {{"reason", "OOMKilled"}, {"exitCode", 137}}}}}}};
-  const json view = PodView(pod);
+  const json view = ToJson(PodView(pod));
   CHECK(view["replicaType"] == "worker");
   CHECK(view["index"] == 1);
   CHECK(view["node"] == "taas-node-0");
@@ -100,7 +103,7 @@ TEST_CASE("a pod view names the container-level reason") {
        {"status", "False"},
        {"reason", "Unschedulable"},
        {"message", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}};
-  CHECK(PodView(pending)["reason"] == "Unschedulable");
+  CHECK(PodView(pending).reason == "Unschedulable");
 }
 
 TEST_CASE("a job row counts replicas per type and surfaces pod failures behind Running") {
@@ -113,7 +116,7 @@ TEST_CASE("a job row counts replicas per type and surfaces pod failures behind R
        {"restartCount", 2},
        {"state", {{"running", json::object()}}},
        {"lastState", {{"terminated", {{"reason", "OOMKilled"}, {"exitCode", 137}}}}}}};
-  const json view = JobView(Job(), pods, *ParseTimestamp("2026-11-22T00:01:30Z"));
+  const json view = ToJson(JobView(Job(), pods, *ParseTimestamp("2026-11-22T00:01:30Z")));
   CHECK(view["replicasText"] == "PS 1/1 \u00b7 Worker 3/4");
   CHECK(view["restarts"] == 2);  // worker-1's container restarts
   CHECK(view["gpus"] == 8);
@@ -130,19 +133,19 @@ TEST_CASE("a job row counts replicas per type and surfaces pod failures behind R
   json restarted = Job();
   restarted["status"]["replicaStatuses"] = {{"Worker", {{"active", 4}, {"restarts", 3}}},
                                             {"PS", {{"active", 1}}}};
-  CHECK(JobView(restarted, {}, 0)["restarts"] == 3);  // recreated pods count from 0 again
+  CHECK(JobView(restarted, {}, 0).restarts == 3);  // recreated pods count from 0 again
 
   json failed = Job();
   failed["status"]["conditions"].push_back(
       {{"type", "Failed"}, {"status", "True"}, {"message", "worker 0 exited with code 1"}});
-  const json failed_view = JobView(failed, {}, 0);
+  const json failed_view = ToJson(JobView(failed, {}, 0));
   CHECK(failed_view["state"] == "Failed");
   CHECK(failed_view["severity"] == "error");
   CHECK(failed_view["reason"] == "worker 0 exited with code 1");
 
   json fresh = Job();
   fresh.erase("status");
-  CHECK(JobView(fresh, {}, 0)["state"] == "Pending");
+  CHECK(ToJson(JobView(fresh, {}, 0))["state"] == "Pending");
 }
 
 TEST_CASE("pods are matched to jobs by label or owner reference") {
@@ -165,7 +168,7 @@ TEST_CASE("events of the job and its pods, oldest first") {
                     {"lastTimestamp", "2026-11-22T00:00:01Z"}},
                    {{"involvedObject", {{"kind", "Pod"}, {"name", "other-worker-0"}}},
                     {"reason", "Started"}}}}};
-  const json view = EventsView(events, "mnist", {"mnist-worker-0"});
+  const json view = ToJson(EventsView(events, "mnist", {"mnist-worker-0"}));
   REQUIRE(view.size() == 2);
   CHECK(view[0]["reason"] == "SuccessfulCreatePod");
   CHECK(view[1]["object"] == "Pod/mnist-worker-0");
@@ -191,7 +194,7 @@ TEST_CASE("the cluster view sums requests per node and lists pending pods with t
                           {"reason", "FailedScheduling"},
                           {"message", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."},
                           {"lastTimestamp", "2026-11-22T00:00:05Z"}}}}};
-  const json view = ClusterView(nodes, active, {running, pending}, events);
+  const json view = ToJson(ClusterView(nodes, active, {running, pending}, events));
   REQUIRE(view["nodes"].size() == 2);
   CHECK(view["nodes"][0]["name"] == "taas-node-0");
   CHECK(view["nodes"][0]["inUse"]["gpu"] == 2);
@@ -241,13 +244,19 @@ TEST_CASE("a node's taints: NoSchedule and NoExecute kept, the rest skipped") {
   CHECK(NodesOf(cordoned)[0].taints.empty());
 }
 
-json Pending(const std::string& name, const std::string& message) {
+ui_server::ReplicaRow Pending(const std::string& name, const std::string& message) {
   json pod = Pod(name, "worker", name.back() - '0', "Pending");
   pod["status"]["conditions"] = {{{"type", "PodScheduled"},
                                   {"status", "False"},
                                   {"reason", "Unschedulable"},
                                   {"message", message}}};
   return PodView(pod);
+}
+
+// WaitingOf of the TFJob object `job` read by the TFJob rules, as the API answers it.
+json WaitingOf(const json& job, const std::vector<ui_server::ReplicaRow>& replicas,
+               const json& workloads, const json& pod_group) {
+  return ToJson(ui_kube::WaitingOf(*tfjob::TFJobFromJson(job), replicas, workloads, pod_group));
 }
 
 TEST_CASE("why a job waits: queued in Kueue, suspended, gang incomplete, insufficient GPUs") {
@@ -272,7 +281,7 @@ TEST_CASE("why a job waits: queued in Kueue, suspended, gang incomplete, insuffi
   CHECK(waiting["message"] == "0/2 nodes: untolerated taint");
 
   // A gang: 1 of minMember 4 placed, the PodGroup not scheduled.
-  json placed = PodView(Pod("mnist-worker-0", "worker", 0, "Running"));
+  const ui_server::ReplicaRow placed = PodView(Pod("mnist-worker-0", "worker", 0, "Running"));
   json scheduler_plugins = {{"spec", {{"minMember", 4}}}, {"status", {{"phase", "Pending"}}}};
   waiting = WaitingOf(job, {placed, Pending("mnist-worker-1", kNoGpu)}, nullptr, scheduler_plugins);
   CHECK(waiting["reason"] == "gangIncomplete");
@@ -347,19 +356,19 @@ TEST_CASE("Kueue's queues: GPU quota over flavors, reservation, usage and worklo
   const json local_queues = json::parse(R"({"items": [
     {"metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "team-a-cq"},
      "status": {"pendingWorkloads": 3, "admittedWorkloads": 1}}]})");
-  const ui_server::QueuesPage page = QueuesOf(cluster_queues, local_queues);
+  const ui_server::QueuesView page = QueuesOf(cluster_queues, local_queues);
   REQUIRE(page.cluster_queues.size() == 1);
   CHECK(page.cluster_queues[0].name == "team-a-cq");
   CHECK(page.cluster_queues[0].gpu_quota == 12);
   CHECK(page.cluster_queues[0].gpu_reserved == 8);
   CHECK(page.cluster_queues[0].gpu_in_use == 4);
-  CHECK(page.cluster_queues[0].pending == 3);
-  CHECK(page.cluster_queues[0].reserving == 2);
-  CHECK(page.cluster_queues[0].admitted == 1);
+  CHECK(page.cluster_queues[0].pending_workloads == 3);
+  CHECK(page.cluster_queues[0].reserving_workloads == 2);
+  CHECK(page.cluster_queues[0].admitted_workloads == 1);
   REQUIRE(page.local_queues.size() == 1);
   CHECK(page.local_queues[0].cluster_queue == "team-a-cq");
   CHECK(page.local_queues[0].namespace_name == "default");
-  CHECK(page.local_queues[0].pending == 3);
+  CHECK(page.local_queues[0].pending_workloads == 3);
 }
 
 }  // namespace

@@ -1,8 +1,60 @@
 import { useState } from 'preact/hooks';
 
-import { api, ApiError } from '../api';
+import { api, ApiError, CreatedAnswer } from '../api';
 import { navigate } from '../util';
 import { ConfirmDialog } from './ConfirmDialog';
+
+// What either dialog shows of the request and does with the answer.
+interface DialogProps {
+  name: string;
+  busy: boolean;
+  error: string;
+  onCancel: () => void;
+  onConfirm: () => void;
+}
+
+function DeleteDialog(props: DialogProps & { namespace: string }) {
+  return (
+    <ConfirmDialog
+      title={`Delete ${props.name}?`}
+      confirmLabel="Delete"
+      danger
+      busy={props.busy}
+      onCancel={props.onCancel}
+      onConfirm={props.onConfirm}
+    >
+      <p>
+        The TFJob <strong>{props.namespace}/{props.name}</strong> and all its pods and services
+        will be removed. Checkpoints on shared storage stay.
+      </p>
+      {props.error && <p class="error-text">{props.error}</p>}
+    </ConfirmDialog>
+  );
+}
+
+// Asks for the copy's name.
+function CloneDialog(props: DialogProps & { cloneName: string; onCloneName: (name: string) => void }) {
+  return (
+    <ConfirmDialog
+      title={`Clone ${props.name}`}
+      confirmLabel="Create copy"
+      busy={props.busy}
+      onCancel={props.onCancel}
+      onConfirm={props.onConfirm}
+    >
+      <label>
+        Name of the copy
+        <input
+          name="cloneName"
+          value={props.cloneName}
+          aria-invalid={props.error ? 'true' : undefined}
+          onInput={(e) => props.onCloneName((e.target as HTMLInputElement).value)}
+        />
+        {props.error && <small class="error-text">{props.error}</small>}
+      </label>
+    </ConfirmDialog>
+  );
+}
 
 // Clone and delete (with confirmation) for one job.
 export function JobActions(props: {
@@ -49,11 +101,11 @@ export function JobActions(props: {
         Delete
       </button>
       {asking === 'delete' && (
-        <ConfirmDialog
-          title={`Delete ${props.name}?`}
-          confirmLabel="Delete"
-          danger
+        <DeleteDialog
+          namespace={props.namespace}
+          name={props.name}
           busy={busy}
+          error={error}
           onCancel={() => setAsking(null)}
           onConfirm={() =>
             run(async () => {
@@ -61,40 +113,23 @@ export function JobActions(props: {
               props.afterDelete?.();
             })
           }
-        >
-          <p>
-            The TFJob <strong>{props.namespace}/{props.name}</strong> and all its pods and services
-            will be removed. Checkpoints on shared storage stay.
-          </p>
-          {error && <p class="error-text">{error}</p>}
-        </ConfirmDialog>
+        />
       )}
       {asking === 'clone' && (
-        <ConfirmDialog
-          title={`Clone ${props.name}`}
-          confirmLabel="Create copy"
+        <CloneDialog
+          name={props.name}
+          cloneName={cloneName}
+          onCloneName={setCloneName}
           busy={busy}
+          error={error}
           onCancel={() => setAsking(null)}
           onConfirm={() =>
             run(async () => {
-              const created = await api<{ name: string }>('POST', `${base}/clone`, {
-                name: cloneName,
-              });
+              const created = await api<CreatedAnswer>('POST', `${base}/clone`, { name: cloneName });
               navigate(`/jobs/${props.namespace}/${created.name}`);
             })
           }
-        >
-          <label>
-            Name of the copy
-            <input
-              name="cloneName"
-              value={cloneName}
-              aria-invalid={error ? 'true' : undefined}
-              onInput={(e) => setCloneName((e.target as HTMLInputElement).value)}
-            />
-            {error && <small class="error-text">{error}</small>}
-          </label>
-        </ConfirmDialog>
+        />
       )}
     </span>
   );

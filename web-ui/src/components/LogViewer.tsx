@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-import { follow, PodRow, text } from '../api';
+import { follow, ReplicaRow, text } from '../api';
 
 const MAX_CHARS = 2_000_000;
 
 // Streams the logs of one replica; follows new lines while "Follow" is on.
-export function LogViewer(props: { namespace: string; job: string; pods: PodRow[]; selected?: string; onSelect: (pod: string) => void }) {
+export function LogViewer(props: { namespace: string; job: string; pods: ReplicaRow[]; selected?: string; onSelect: (pod: string) => void }) {
   const pod = props.selected ?? props.pods[0]?.name;
   const [content, setContent] = useState('');
   const [following, setFollowing] = useState(true);

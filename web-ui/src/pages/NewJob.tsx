@@ -1,15 +1,22 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import YAML from 'yaml';
+import { useMemo, useState } from 'preact/hooks';
 
-import { api, ApiError, Cluster, Config, DryRun, FieldError, JobForm } from '../api';
-import { FormKey as Key, fieldKey, formBody } from '../logic';
+import { api, ApiError, ClusterView, ConfigAnswer, FieldError, JobForm } from '../api';
+import { CapacityHint, ErrorBanners, useDryRun, YamlPreview } from '../components/form/feedback';
+import { FormState } from '../components/form/fields';
+import {
+  IdentitySection,
+  ProgramSection,
+  ProgramTexts,
+  ReplicasSection,
+  ResourcesSection,
+  TrainingSection,
+} from '../components/form/sections';
+import { formBody, placeErrors } from '../logic';
 import { navigate, usePoll } from '../util';
 
+// What a new form holds; a key left out is the server's default (job_form.cc).
 const DEFAULTS: JobForm = {
-  name: '',
   image: 'taas/trainer:latest',
-  command: ['/opt/taas/bin/fashion-mnist-cnn'],
-  args: [],
   strategy: 'parameter_server',
   psReplicas: 1,
   workerReplicas: 2,
@@ -53,117 +60,32 @@ export function LocalRunNewJobPage() {
   );
 }
 
-export function NewJobPage(props: { config: Config }) {
+export function NewJobPage(props: { config: ConfigAnswer }) {
   const [namespace, setNamespace] = useState(props.config.namespaces[0] ?? '');
-  const [form, setForm] = useState<JobForm>({
-    ...DEFAULTS,
-    name: `fmnist-${Math.random().toString(36).slice(2, 7)}`,
-  });
-  const [commandText, setCommandText] = useState(DEFAULTS.command.join('\n'));
-  const [argsText, setArgsText] = useState('--max_steps=1000');
-  const [preview, setPreview] = useState<Record<string, unknown> | null>(null);
-  const [liveErrors, setLiveErrors] = useState<FieldError[]>([]);
+  const [form, setForm] = useState<JobForm>({ ...DEFAULTS, name: `fmnist-${Math.random().toString(36).slice(2, 7)}` });
+  const [texts, setTexts] = useState<ProgramTexts>({ command: '/opt/taas/bin/fashion-mnist-cnn', args: '--max_steps=1000' });
   const [submitErrors, setSubmitErrors] = useState<FieldError[] | null>(null);
   const [submitMessage, setSubmitMessage] = useState('');
   const [busy, setBusy] = useState(false);
-  const cluster = usePoll(() => api<Cluster>('GET', 'cluster'), 5000, []);
-
-  const body = useMemo(
-    () => formBody(form, lines(commandText), lines(argsText)),
-    [form, commandText, argsText],
-  );
-  const allReduce = form.strategy === 'collective';
+  const cluster = usePoll(() => api<ClusterView>('GET', 'cluster'), 5000, []);
+  const body = useMemo(() => formBody(form, lines(texts.command), lines(texts.args)), [form, texts]);
   const base = `namespaces/${encodeURIComponent(namespace)}/tfjobs`;
+  const live = useDryRun(base, body);
+  const { byKey, unplaced } = placeErrors(submitErrors ?? live.errors, submitMessage);
 
-  // Live preview: the server builds and dry-runs the TFJob after each pause in typing.
-  const generation = useRef(0);
-  useEffect(() => {
-    const mine = ++generation.current;
-    const timer = window.setTimeout(async () => {
-      try {
-        const result = await api<DryRun>('POST', `${base}?dryRun=true`, body);
-        if (mine !== generation.current) return;
-        if (result.tfjob) setPreview(result.tfjob);
-        setLiveErrors(result.errors);
-      } catch (e) {
-        if (mine !== generation.current) return;
-        const err = e as ApiError;
-        setLiveErrors(err.errors.length ? err.errors : [{ field: '', message: err.message }]);
-      }
-    }, 350);
-    return () => window.clearTimeout(timer);
-  }, [body, base]);
-
-  const errors = submitErrors ?? liveErrors;
-  const byKey = new Map<Key, string>();
-  const unplaced: FieldError[] = [];
-  for (const e of errors) {
-    const key = fieldKey(e.field);
-    if (key && !byKey.has(key)) byKey.set(key, e.message);
-    else if (!key && e.message !== submitMessage) unplaced.push(e);  // not twice in the banners
-  }
-
-  const set = <K extends keyof JobForm>(key: K, value: JobForm[K]) => {
+  // A change makes the last submission's errors stale.
+  const changed = () => {
     setSubmitErrors(null);
     setSubmitMessage('');
-    setForm((f) => ({ ...f, [key]: value }));
   };
-  const invalid = (key: Key) => (byKey.has(key) ? 'true' : undefined);
-  const help = (key: Key, fallback?: string) =>
-    byKey.has(key) ? (
-      <small class="field-error" data-field-error={key}>
-        {byKey.get(key)}
-      </small>
-    ) : fallback ? (
-      <small>{fallback}</small>
-    ) : null;
-  const numberInput = (key: 'psReplicas' | 'workerReplicas' | 'gpusPerWorker' | 'backoffLimit', label: string, hint?: string) => (
-    <label>
-      {label}
-      <input
-        type="number"
-        name={key}
-        min={0}
-        value={String(form[key])}
-        aria-invalid={invalid(key)}
-        onInput={(e) => {
-          const text = (e.target as HTMLInputElement).value;
-          set(key, (text === '' ? Number.NaN : Number(text)) as never);
-        }}
-      />
-      {help(key, hint)}
-    </label>
-  );
-  // A choice among fixed values, each [value, text].
-  const selectInput = (key: 'strategy' | 'mode' | 'restartPolicy', label: string, choices: [string, string][], hint?: string) => (
-    <label>
-      {label}
-      <select
-        name={key}
-        value={form[key]}
-        aria-invalid={invalid(key)}
-        onChange={(e) => set(key, (e.target as HTMLSelectElement).value as never)}
-      >
-        {choices.map(([value, text]) => (
-          <option value={value}>{text}</option>
-        ))}
-      </select>
-      {help(key, hint)}
-    </label>
-  );
-  const textInput = (key: 'name' | 'image' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory', label: string, hint?: string) => (
-    <label>
-      {label}
-      <input
-        name={key}
-        value={form[key]}
-        aria-invalid={invalid(key)}
-        onInput={(e) => set(key, (e.target as HTMLInputElement).value)}
-      />
-      {help(key, hint)}
-    </label>
-  );
-
+  const state: FormState = {
+    form,
+    errors: byKey,
+    set: (key, value) => {
+      changed();
+      setForm((f) => ({ ...f, [key]: value }));
+    },
+  };
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
@@ -173,174 +95,37 @@ export function NewJobPage(props: { config: Config }) {
       navigate(`/jobs/${namespace}/${form.name}`);
     } catch (err) {
       const apiError = err as ApiError;
-      setSubmitErrors(
-        apiError.errors.length ? apiError.errors : [{ field: apiError.field ?? '', message: apiError.message }],
-      );
+      setSubmitErrors(apiError.errors.length ? apiError.errors : [{ field: apiError.field ?? '', message: apiError.message }]);
       setSubmitMessage(apiError.message);
     } finally {
       setBusy(false);
     }
   };
 
-  const c = cluster.data;
-  const freeGpus = c ? c.totals.allocatable.gpu - c.totals.inUse.gpu : undefined;
-  const maxFreeOnNode = c
-    ? Math.max(0, ...c.nodes.filter((n) => n.ready).map((n) => n.allocatable.gpu - n.inUse.gpu))
-    : undefined;
-  const gpusWanted = (form.gpusPerWorker || 0) * (form.workerReplicas || 0);
-  // JSON.stringify first: the payload shown is exactly what is applied.
-  const yaml = preview ? YAML.stringify(JSON.parse(JSON.stringify(preview))) : '';
-
   return (
     <section>
       <h2>New training job</h2>
-      {c && (
-        <p class="capacity-hint" data-testid="capacity-hint">
-          <strong>{freeGpus}</strong> of {c.totals.allocatable.gpu} GPUs free on {c.totals.nodes}{' '}
-          nodes (at most {maxFreeOnNode} free on one node). This job asks for{' '}
-          <strong>{gpusWanted}</strong> GPUs.
-        </p>
-      )}
+      <CapacityHint cluster={cluster.data} form={form} />
       <div class="grid new-job">
         <form onSubmit={submit} data-testid="job-form" noValidate>
-          {submitMessage && (
-            <p class="error-banner" role="alert" data-testid="submit-error">
-              {submitMessage}
-            </p>
-          )}
-          {unplaced.length > 0 && (
-            <ul class="error-banner">
-              {unplaced.map((u) => (
-                <li>{u.field ? `${u.field}: ${u.message}` : u.message}</li>
-              ))}
-            </ul>
-          )}
-          <fieldset class="grid">
-            <label>
-              Namespace
-              <select
-                name="namespace"
-                value={namespace}
-                aria-invalid={invalid('namespace')}
-                onChange={(e) => setNamespace((e.target as HTMLSelectElement).value)}
-              >
-                {props.config.namespaces.map((ns) => (
-                  <option value={ns}>{ns}</option>
-                ))}
-              </select>
-              {help('namespace')}
-            </label>
-            {textInput('name', 'Job name')}
-          </fieldset>
-          <fieldset>
-            <legend>Replicas</legend>
-            {selectInput(
-              'strategy',
-              'Strategy',
-              [
-                ['parameter_server', 'Parameter servers'],
-                ['collective', 'All-reduce (no parameter servers)'],
-              ],
-              allReduce
-                ? 'every worker holds the whole model; gradients are averaged across workers each step'
-                : 'variables live on the parameter servers; workers pull values and push gradients',
-            )}
-            <div class="grid">
-              {!allReduce && numberInput('psReplicas', 'Parameter servers')}
-              {numberInput('workerReplicas', 'Workers')}
-              {numberInput('gpusPerWorker', 'GPUs per worker')}
-            </div>
-            <label>
-              <input
-                type="checkbox"
-                role="switch"
-                name="chief"
-                checked={form.chief}
-                onChange={(e) => set('chief', (e.target as HTMLInputElement).checked)}
-              />
-              Separate chief (else worker 0 is the chief)
-            </label>
-            <label>
-              <input
-                type="checkbox"
-                role="switch"
-                name="evaluator"
-                checked={form.evaluator}
-                onChange={(e) => set('evaluator', (e.target as HTMLInputElement).checked)}
-              />
-              Evaluator
-            </label>
-          </fieldset>
-          <fieldset>
-            <legend>Resources per replica</legend>
-            <div class="grid">
-              {textInput('workerCpu', 'Worker CPU', 'cores, e.g. 2 or 500m')}
-              {textInput('workerMemory', 'Worker memory', 'e.g. 4Gi')}
-              {!allReduce && textInput('psCpu', 'PS CPU')}
-              {!allReduce && textInput('psMemory', 'PS memory')}
-            </div>
-          </fieldset>
-          <fieldset>
-            <legend>Program</legend>
-            {textInput('image', 'Container image')}
-            <div class="grid">
-              <label>
-                Command (one item per line)
-                <textarea
-                  name="command"
-                  rows={2}
-                  value={commandText}
-                  aria-invalid={invalid('command')}
-                  onInput={(e) => {
-                    setSubmitErrors(null);
-                    setCommandText((e.target as HTMLTextAreaElement).value);
-                  }}
-                />
-                {help('command')}
-              </label>
-              <label>
-                Arguments (one per line)
-                <textarea
-                  name="args"
-                  rows={2}
-                  value={argsText}
-                  aria-invalid={invalid('args')}
-                  onInput={(e) => {
-                    setSubmitErrors(null);
-                    setArgsText((e.target as HTMLTextAreaElement).value);
-                  }}
-                />
-                {help('args')}
-              </label>
-            </div>
-          </fieldset>
-          <fieldset>
-            <legend>Training and failures</legend>
-            <div class="grid">
-              {!allReduce &&
-                selectInput('mode', 'Mode', [
-                  ['sync', 'Synchronous (averaged updates)'],
-                  ['async', 'Asynchronous'],
-                ])}
-              {selectInput(
-                'restartPolicy',
-                'Restart policy',
-                ['OnFailure', 'ExitCode', 'Never', 'Always'].map((policy): [string, string] => [policy, policy]),
-                'ExitCode restarts only transient failures (exit ≥ 128)',
-              )}
-              {numberInput('backoffLimit', 'Backoff limit', 'restarts before the job fails')}
-            </div>
-          </fieldset>
+          <ErrorBanners message={submitMessage} unplaced={unplaced} />
+          <IdentitySection state={state} namespaces={props.config.namespaces} namespace={namespace} onNamespace={setNamespace} />
+          <ReplicasSection state={state} />
+          <ResourcesSection state={state} />
+          <ProgramSection
+            state={state}
+            texts={texts}
+            onTexts={(t) => {
+              setSubmitErrors(null);
+              setTexts(t);
+            }}
+          />
+          <TrainingSection state={state} />
           <button type="submit" aria-busy={busy ? 'true' : 'false'} disabled={busy || props.config.readOnly} data-testid="submit">
             Create job
           </button>
         </form>
-        <aside>
-          <h4>TFJob to be applied</h4>
-          <pre class={`yaml-preview ${liveErrors.length ? 'stale' : ''}`} data-testid="yaml-preview">
-            {yaml || (liveErrors.length ? 'Fix the errors on the left to see the TFJob.' : '…')}
-          </pre>
-        </aside>
+        <YamlPreview tfjob={live.preview} stale={live.errors.length > 0} />
       </div>
     </section>
   );

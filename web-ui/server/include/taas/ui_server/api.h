@@ -4,8 +4,9 @@
 //
 // Every request needs `Authorization: Bearer <token>` (compared in constant time) unless the
 // server allows anonymous reads and the request is a GET. Only the configured namespaces are
-// reachable (403 elsewhere). Errors are {"error": "...", "field": "..."} (plus "errors": [...]
-// when there are several), with the field named as in the TFJob so the form can place it.
+// reachable (403 elsewhere). Every answer is a row of rows.h, written by its one field list.
+// Errors are {"error": "...", "field": "...", "formKey": "..."} (plus "errors": [...] when there
+// are several), with the field named as in the TFJob and the New-job form's input it belongs to.
 #pragma once
 
 #include <chrono>
@@ -92,7 +93,7 @@ class Api {
   HttpResponse CreateJob(const HttpRequest& request, const Route& route) const;
   // Adds what the cluster can never schedule to `errors` (each field once); an error response
   // when the nodes could not be read.
-  std::optional<HttpResponse> AddClusterErrors(const JobForm& form,
+  std::optional<HttpResponse> AddClusterErrors(const tfjob::TFJob& job,
                                                std::vector<FieldError>* errors) const;
   HttpResponse GetJob(const Route& route) const;
   HttpResponse DeleteJob(const Route& route) const;

@@ -3,8 +3,9 @@
 // (`taas run`, its one job from the launcher's own state). The API handlers (api.h) and the
 // metrics scraper (metrics.h) only see this interface.
 //
-// Rows are JSON objects in the API's shape (docs/web-ui.md): the API passes them on and computes
-// the job row (views.h) from them; the cluster page is typed, for the API to sum and serialise.
+// Rows are the structs of rows.h (the API serialises them, through their one field list); the
+// job itself is the TFJob object as the source stores it, which the API shows as it is and reads
+// with the shared TFJob rules (taas::tfjob).
 //
 // Errors: a Status whose code the API maps to HTTP (NotFound 404, AlreadyExists 409,
 // InvalidArgument 422, PermissionDenied 403, Unimplemented 405, Unavailable 503, ...), with an
@@ -23,6 +24,7 @@
 
 #include "taas/base/cancellation.h"
 #include "taas/base/status.h"
+#include "taas/ui_server/rows.h"
 
 namespace taas::ui_server {
 
@@ -31,21 +33,15 @@ inline constexpr std::string_view kKubeStatusPayload = "taas.kube.Status";
 
 // A job with its replicas: what a row of the job list is computed from.
 struct JobRecord {
-  nlohmann::json tfjob;  // the TFJob object (metadata, spec, status)
-  // One row per replica: {name, replicaType (lower case), index, node, phase, reason, message,
-  // ready, restarts, exitCode (number or null), gpus, startTime}.
-  std::vector<nlohmann::json> replicas;
+  nlohmann::json tfjob;  // the TFJob object as stored (metadata, spec, status); any JSON
+  std::vector<ReplicaRow> replicas;
 };
 
 struct JobDetail {
   JobRecord record;
-  // Events about the job or its replicas, oldest first: {type, reason, message, object, count,
-  // time}.
-  nlohmann::json events = nlohmann::json::array();
-  // Why the job waits, when it does: {reason, message, detail}, reason one of queued, suspended,
-  // gangIncomplete, insufficientGpus, unschedulable; null when it does not wait (or nothing says
-  // why).
-  nlohmann::json waiting = nullptr;
+  std::vector<EventRow> events;  // about the job or its replicas, oldest first
+  // Why the job waits; unset when it does not wait (or nothing says why).
+  std::optional<Waiting> waiting;
 };
 
 // One replica's output. `tail_lines` >= 1; `limit_bytes` bounds the answer (a followed stream
@@ -96,37 +92,12 @@ struct PendingReplica {
   std::string message;
 };
 
-// A queue of a quota system (Kueue's ClusterQueue): its GPU quota, the GPUs of the workloads it
-// admitted or reserved quota for, and how many workloads wait in it.
-struct ClusterQueueUsage {
-  std::string name;
-  double gpu_quota = 0;     // nominal quota, over every flavor
-  double gpu_reserved = 0;  // held by workloads with reserved quota
-  double gpu_in_use = 0;    // held by admitted workloads
-  std::int64_t pending = 0;
-  std::int64_t reserving = 0;
-  std::int64_t admitted = 0;
-};
-
-// A namespace's queue (Kueue's LocalQueue) and the ClusterQueue it submits to.
-struct LocalQueueUsage {
-  std::string namespace_name;
-  std::string name;
-  std::string cluster_queue;
-  std::int64_t pending = 0;
-  std::int64_t admitted = 0;
-};
-
-struct QueuesPage {
-  std::vector<ClusterQueueUsage> cluster_queues;
-  std::vector<LocalQueueUsage> local_queues;
-  std::string error;  // why the queues could not be read, when the quota system is installed
-};
-
 struct ClusterPage {
   std::vector<NodeUsage> nodes;
   std::vector<PendingReplica> pending;
-  std::optional<QueuesPage> queues;  // unset when no quota system (Kueue) is installed
+  // Kueue's queues (each ClusterQueue's `local_queues` left empty: the view fills them); unset
+  // when no quota system is installed.
+  std::optional<QueuesView> queues;
 };
 
 class JobSource {

@@ -21,7 +21,10 @@
 #include "taas/base/log.h"
 #include "taas/base/status.h"
 #include "taas/contract/ports.h"
+#include "taas/tfjob/tfjob.h"
 #include "taas/ui_server/job_source.h"
+#include "taas/ui_server/rows.h"
+#include "taas/ui_server/schema.h"
 
 namespace taas::ui_server {
 
@@ -55,9 +58,9 @@ std::vector<std::string> ReportedDevices(const std::vector<PrometheusSample>& sa
 // A replica whose devices the job page wants: the scraper reads its metrics endpoint once.
 struct DeviceRequest {
   std::string namespace_name;
-  std::string replica;            // the pod / process name, "mnist-worker-1"
-  std::string start;              // the replica run's startTime: a restarted replica asks anew
-  nlohmann::json spec = nullptr;  // its TFJob replica spec, for the metrics port
+  std::string replica;  // the pod / process name, "mnist-worker-1"
+  std::string start;    // the replica run's startTime: a restarted replica asks anew
+  nlohmann::json pod_template = nullptr;  // its replica type's, for the metrics port
 };
 
 // The devices each replica run reported, keyed "namespace/replica" plus the run's startTime, for at
@@ -76,9 +79,9 @@ class DeviceBook {
   // Up to `max` requests, oldest first, removed from the queue.
   std::vector<DeviceRequest> TakeWanted(std::size_t max);
 
-  // Adds "devices" (a list of strings, or null while unknown) to each replica row (JobRecord's
-  // rows) of the TFJob `tfjob`, and asks for those of the Running replicas not known yet.
-  void Annotate(const nlohmann::json& tfjob, std::vector<nlohmann::json>* replicas);
+  // Sets the devices of each replica row (JobRecord's rows) of `job` that reported them, and
+  // asks for those of the Running replicas not known yet.
+  void Annotate(const tfjob::TFJob& job, std::vector<ReplicaRow>* replicas);
 
  private:
   struct Entry {
@@ -103,6 +106,26 @@ struct MetricsPoint {
   std::optional<double> eval_accuracy;
 };
 
+// A job's history as the API answers it; `latest` is the last point.
+struct MetricsAnswer {
+  std::vector<MetricsPoint> points;
+  std::optional<MetricsPoint> latest;
+};
+
+}  // namespace taas::ui_server
+
+namespace taas::ui_server::schema {
+TAAS_SCHEMA_ROW(MetricsPoint, Field("time", &MetricsPoint::time_ms),
+                Field("step", &MetricsPoint::global_step), Field("loss", &MetricsPoint::loss),
+                Field("examplesPerSecond", &MetricsPoint::examples_per_second),
+                Field("learningRate", &MetricsPoint::learning_rate),
+                Field("evalAccuracy", &MetricsPoint::eval_accuracy));
+TAAS_SCHEMA_ROW(MetricsAnswer, Field("points", &MetricsAnswer::points),
+                Field("latest", &MetricsAnswer::latest));
+}  // namespace taas::ui_server::schema
+
+namespace taas::ui_server {
+
 // Bounded history per job ("namespace/name"): at most `points_per_job` points (oldest dropped)
 // for at most `max_jobs` jobs (the least recently updated dropped). Thread-safe.
 class MetricsStore {
@@ -111,8 +134,7 @@ class MetricsStore {
 
   void Add(const std::string& job_key, const MetricsPoint& point);
   std::vector<MetricsPoint> History(const std::string& job_key) const;
-  // {"points": [{"time": ms, "step":..., "loss":..., ...}], "latest": {...} or null}
-  nlohmann::json HistoryJson(const std::string& job_key) const;
+  MetricsAnswer HistoryAnswer(const std::string& job_key) const;
 
  private:
   const std::size_t points_per_job_;
@@ -153,19 +175,21 @@ class MetricsScraper {
   void Stop();
   // One round over all jobs, on the calling thread.
   void ScrapeOnce();
-  // The replicas scraped for a job: its chief (Chief/Master, else Worker 0) and evaluator, as
-  // {replica name, "host:port"}.
+  // The replicas scraped for a TFJob object (any JSON): its chief (tfjob::IsMasterRole: the
+  // Chief or Master, else worker 0) and evaluator, as {replica name, "host:port"}; none for a job
+  // the TFJob rules cannot read.
   std::vector<std::pair<std::string, std::string>> Targets(const nlohmann::json& tfjob) const;
   // "host:port" of a replica's metrics endpoint: the override, else its headless service on the
-  // port its replica spec names contract::kMetricsPortName (else the default port).
+  // port its pod template names contract::kMetricsPortName (else the default port).
   std::string Address(const std::string& namespace_name, const std::string& replica,
-                      const nlohmann::json& spec) const;
+                      const nlohmann::json& pod_template) const;
   // Reads the devices of the replicas the DeviceBook wants (at most kDeviceScrapesPerRound).
   void ScrapeDevices();
 
  private:
+  std::vector<std::pair<std::string, std::string>> TargetsOf(const tfjob::TFJob& job) const;
   // One point from the job's targets; nullopt when none answered with a known metric.
-  std::optional<MetricsPoint> Scrape(const nlohmann::json& job) const;
+  std::optional<MetricsPoint> Scrape(const tfjob::TFJob& job) const;
 
   JobSource* source_;
   const std::vector<std::string> namespaces_;

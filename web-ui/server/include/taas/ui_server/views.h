@@ -1,4 +1,4 @@
-// The JSON views the UI API returns, computed from what a JobSource gives (job_source.h): the
+// The rows the UI API answers (rows.h), computed from what a JobSource gives (job_source.h): the
 // job row from a TFJob and its replica rows, and the cluster page. Pure functions: no I/O, `now`
 // is passed in, so each rule is tested on fixtures.
 #pragma once
@@ -10,7 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "taas/tfjob/tfjob.h"
 #include "taas/ui_server/job_source.h"
+#include "taas/ui_server/rows.h"
 
 namespace taas::ui_server {
 
@@ -37,17 +39,23 @@ Resources ResourcesOf(const nlohmann::json& list);
 // missing request defaults to the limit (as the API server defaults it).
 Resources PodRequests(const nlohmann::json& pod);
 
-// GPUs requested by every replica of the TFJob (replicas x nvidia.com/gpu of the template).
-std::int64_t JobGpus(const nlohmann::json& tfjob);
+// GPUs requested by every replica of the job (replicas x nvidia.com/gpu of each template).
+std::int64_t JobGpus(const tfjob::TFJobSpec& spec);
 
-// A TFJob row: {namespace, name, created, ageSeconds, state, reason, replicas: [{type, ready,
-// desired}], replicasText ("PS 1/1 · Worker 3/4"), restarts, gpus, pods}, from the TFJob and its
-// replica rows (JobRecord::replicas). `state` is one of Pending, Created, Running, Restarting,
-// Succeeded, Failed; `reason` explains it and names replica-level failures that a plain
-// "Running" would hide; `severity` is ok, warning or error; `pods` are the replica rows in the
-// order shown (by type, then index).
-nlohmann::json JobRow(const nlohmann::json& tfjob, std::vector<nlohmann::json> replicas,
-                      std::int64_t now);
+// The job row of a TFJob and its replica rows (JobRecord::replicas). `state` comes from the
+// operator's conditions; `reason` explains it and names replica-level failures that a plain
+// "Running" would hide; `replicas` counts them per type; `pods` holds the replica rows in the
+// order shown: by type (in tfjob::ReplicaType order, as the spec's replica types iterate), then
+// index.
+JobRow JobRowOf(const tfjob::TFJob& job, std::vector<ReplicaRow> replicas, std::int64_t now);
+
+// The same for a TFJob object as a source stores it (any JSON): read by the TFJob rules
+// (taas::tfjob::TFJobFromJson), or, when they cannot read it, a row of state Invalid with their
+// message as the reason (and its name, namespace and age, as far as they can be read).
+JobRow JobRowOf(const nlohmann::json& tfjob, std::vector<ReplicaRow> replicas, std::int64_t now);
+
+// The conditions of the job's status, as the operator wrote them.
+std::vector<ConditionRow> ConditionRows(const tfjob::JobStatus& status);
 
 // Largest allocatable cpu (cores), memory (bytes) and nvidia.com/gpu over Ready nodes, and the
 // cluster's total allocatable GPUs: the bounds of a request that can ever be scheduled.
@@ -59,11 +67,6 @@ struct ClusterLimits {
   int nodes = 0;
 };
 ClusterLimits LimitsOf(const std::vector<NodeUsage>& nodes);
-
-// Who may be placed on a node's GPUs, as the scheduler sees it: any pod (open), only pods that
-// tolerate every one of its NoSchedule/NoExecute taints (tainted), or no new pod (cordoned,
-// whatever its taints).
-enum class GpuAccess { kOpen, kTainted, kCordoned };
 
 struct GpuSlots {
   GpuAccess access = GpuAccess::kOpen;
@@ -77,16 +80,9 @@ std::string TaintText(const Taint& taint);
 
 GpuSlots ClassifyGpuSlots(const NodeUsage& node);
 
-// "open", "tainted" or "cordoned".
-std::string_view GpuAccessName(GpuAccess access);
-
-// The cluster page: {totals: {capacity, allocatable, inUse: {cpu, memory, gpu}, nodes,
-// gpuSlots: {open, tainted, cordoned: {allocatable, inUse}}}, nodes: [{name, ready,
-// unschedulable, taints: ["k=v:Effect"], gpuAccess, gpuNote, capacity, allocatable, inUse, pods}]
-// by name, pending: [{namespace, job, pod, gpus, reason, message}], queues: null or
-// {clusterQueues: [{name, gpuQuota, gpuReserved, gpuInUse, pendingWorkloads, reservingWorkloads,
-// admittedWorkloads, localQueues: ["ns/name"]}], localQueues: [{namespace, name, clusterQueue,
-// pendingWorkloads, admittedWorkloads}], error}}.
-nlohmann::json ClusterPageJson(const ClusterPage& page);
+// The cluster page as the API answers it: totals (GPUs also by who may take them), every node
+// by name with its taints, GPU access and use, the pending replicas, and Kueue's queues (each
+// ClusterQueue by name with the LocalQueues of the UI's namespaces that submit to it).
+ClusterView ClusterViewOf(const ClusterPage& page);
 
 }  // namespace taas::ui_server

@@ -45,11 +45,12 @@ class KubeJobSource : public ui_server::JobSource {
  private:
   // Why the job waits (views.h WaitingOf), reading its Kueue Workload and its PodGroup when they
   // can tell.
-  nlohmann::json Waiting(const std::string& namespace_name, const std::string& name,
-                         const ui_server::JobRecord& record);
+  std::optional<ui_server::Waiting> Waiting(const std::string& namespace_name,
+                                            const std::string& name,
+                                            const ui_server::JobRecord& record);
   // Kueue's ClusterQueues and the LocalQueues of `namespaces`; nullopt when Kueue's API is not
   // served.
-  std::optional<ui_server::QueuesPage> Queues(const std::vector<std::string>& namespaces);
+  std::optional<ui_server::QueuesView> Queues(const std::vector<std::string>& namespaces);
   // The pod of `request.replica`, checked to be one of the job's.
   absl::StatusOr<nlohmann::json> ReplicaPod(const std::string& namespace_name,
                                             const std::string& job, const std::string& replica);

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "taas/tfjob/tfjob.h"
 #include "taas/ui_server/job_source.h"
 #include "taas/ui_server/views.h"
 
@@ -24,18 +26,18 @@ std::string JobNameOfPod(const nlohmann::json& pod);
 // One replica's pod as a replica row (ui_server::JobRecord::replicas). `reason` is the most
 // telling container-level reason (OOMKilled, CrashLoopBackOff, ImagePullBackOff, Error...) or
 // the scheduler's (Unschedulable).
-nlohmann::json PodView(const nlohmann::json& pod);
+ui_server::ReplicaRow PodView(const nlohmann::json& pod);
 
-// The job row (ui_server::JobRow) of a TFJob and its pods.
-nlohmann::json JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& pods,
-                       std::int64_t now);
+// The job row (ui_server::JobRowOf) of a TFJob object and its pods.
+ui_server::JobRow JobView(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& pods,
+                          std::int64_t now);
 
-// Events about the job or its pods, oldest first: {type, reason, message, object, count, time}.
-nlohmann::json EventsView(const nlohmann::json& event_list, std::string_view job,
-                          const std::vector<std::string>& pod_names);
+// Events about the job or its pods, oldest first.
+std::vector<ui_server::EventRow> EventsView(const nlohmann::json& event_list, std::string_view job,
+                                            const std::vector<std::string>& pod_names);
 
 // Whether a replica row (PodView) waits for a node: Pending and not yet bound.
-bool ReplicaUnplaced(const nlohmann::json& replica);
+bool ReplicaUnplaced(const ui_server::ReplicaRow& replica);
 
 // Why a job waits ({reason, message, detail}, ui_server::JobDetail::waiting), from what
 // Kubernetes says, first rule that applies:
@@ -49,10 +51,12 @@ bool ReplicaUnplaced(const nlohmann::json& replica);
 //   incomplete;
 // - a replica the scheduler could not place (PodScheduled False, Unschedulable): insufficient
 //   GPUs when the scheduler says `Insufficient nvidia.com/gpu`, else its message.
-// Null for a finished job, when no replica waits for a node, or when nothing says why.
-// `replicas` are PodView rows. Any field of any object may hold any JSON type.
-nlohmann::json WaitingOf(const nlohmann::json& tfjob, const std::vector<nlohmann::json>& replicas,
-                         const nlohmann::json& workloads, const nlohmann::json& pod_group);
+// Unset for a finished job, when no replica waits for a node, or when nothing says why.
+// `replicas` are PodView rows. Any field of the Kueue and PodGroup objects may hold any JSON type.
+std::optional<ui_server::Waiting> WaitingOf(const tfjob::TFJob& job,
+                                            const std::vector<ui_server::ReplicaRow>& replicas,
+                                            const nlohmann::json& workloads,
+                                            const nlohmann::json& pod_group);
 
 // Every node of a node list, with its capacity and allocatable resources (nothing in use).
 std::vector<ui_server::NodeUsage> NodesOf(const nlohmann::json& node_list);
@@ -70,12 +74,13 @@ ui_server::ClusterPage ClusterPageOf(const nlohmann::json& node_list,
 // Kueue's queues: ClusterQueues (a clusterqueues list) with their nvidia.com/gpu nominal quota,
 // reservation and usage over every flavor, and workload counts; LocalQueues (a localqueues list)
 // with the ClusterQueue each submits to.
-ui_server::QueuesPage QueuesOf(const nlohmann::json& cluster_queues,
+ui_server::QueuesView QueuesOf(const nlohmann::json& cluster_queues,
                                const nlohmann::json& local_queues);
 
-// ui_server::ClusterPageJson of ClusterPageOf.
-nlohmann::json ClusterView(const nlohmann::json& node_list, const nlohmann::json& active_pods,
-                           const std::vector<nlohmann::json>& job_pods,
-                           const nlohmann::json& events);
+// ui_server::ClusterViewOf of ClusterPageOf.
+ui_server::ClusterView ClusterView(const nlohmann::json& node_list,
+                                   const nlohmann::json& active_pods,
+                                   const std::vector<nlohmann::json>& job_pods,
+                                   const nlohmann::json& events);
 
 }  // namespace taas::ui_kube

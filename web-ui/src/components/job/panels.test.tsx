@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import type { JobRow } from '../../api';
+import { render } from '../../testing/render';
+import { ConditionsPanel, formatMetric, JobStats, WaitingNote } from './panels';
+
+const job: JobRow = {
+  namespace: 'default', name: 'mnist', created: '2026-11-22T00:00:00Z', ageSeconds: 3720, state: 'Running',
+  reason: '', severity: 'ok', replicas: [], replicasText: 'PS 1/1 · Worker 2/2', restarts: 3, gpus: 4,
+};
+
+test('a waiting job says why, with the detail when it says more', () => {
+  const r = render(<WaitingNote waiting={{ reason: 'insufficientGpus', message: 'insufficient GPUs', detail: '0/2 nodes are available' }} />);
+  assert.match(r.html, /data-reason="insufficientGpus"/);
+  assert.match(r.html, /<strong>Waiting: insufficient GPUs<\/strong><br\/><small>0\/2 nodes are available<\/small>/);
+  const same = render(<WaitingNote waiting={{ reason: 'unschedulable', message: 'taint', detail: 'taint' }} />);
+  assert.doesNotMatch(same.html, /<small>/);
+  assert.equal(render(<WaitingNote waiting={null} />).html, '');
+});
+
+test("the job's figures: replicas, GPUs, restarts, the latest metrics, age", () => {
+  const r = render(<JobStats job={job} latest={{ time: 0, step: 12345, loss: 0.123456, examplesPerSecond: null, learningRate: null, evalAccuracy: 0.9 }} />);
+  assert.match(r.html, /data-testid="stat-replicas"><small>Replicas ready<\/small><strong>PS 1\/1 · Worker 2\/2/);
+  assert.match(r.html, /data-testid="stat-restarts"><small>Restarts<\/small><strong>3</);
+  assert.match(r.html, /data-testid="stat-step"><small>Global step<\/small><strong>12,345</);
+  assert.match(r.html, /<small>Loss<\/small><strong>0.1235</);
+  assert.match(r.html, /<small>Age<\/small><strong>1h2m</);
+  assert.equal(formatMetric(null), '–');
+  assert.equal(formatMetric(undefined), '–');
+});
+
+test('conditions are a timeline, oldest first', () => {
+  const r = render(
+    <ConditionsPanel
+      conditions={[
+        { type: 'Running', status: 'True', reason: 'TFJobRunning', message: 'is running', lastTransitionTime: '2026-11-22T00:02:00Z', lastUpdateTime: null },
+        { type: 'Created', status: 'False', reason: 'TFJobCreated', message: '', lastTransitionTime: '2026-11-22T00:01:00Z', lastUpdateTime: null },
+      ]}
+    />,
+  );
+  assert.ok(r.html.indexOf('Created') < r.html.indexOf('Running'));
+  assert.match(r.html, /<li class="off"><strong>Created/);
+  assert.match(r.html, /TFJobRunning — is running/);
+  assert.match(render(<ConditionsPanel conditions={[]} />).html, /has not reported on this job yet/);
+});
