@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 std::string Usage() {
   return "usage: taas run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR]\n"
          "                [--env KEY=VALUE]... [--progress-secs S] [--verbose]\n"
+         "                [--evaluator-grace-seconds S]\n"
          "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]\n"
          "       taas new NAME [DIR]   (a model project from the SDK's template; taas new --help)";
 }
@@ -29,6 +30,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
   set.KeyValues("env", &o.env);
   set.Double("progress-secs", 0, 86400, &o.progress_secs);
   set.Switch("verbose", &o.verbose);
+  set.Int("evaluator-grace-seconds", 0, tfjob::kMaxEvaluatorGrace.count(), &o.evaluator_grace);
   set.Int("ui-port", 0, 65535, &o.ui_port);
   set.Switch("no-ui", &no_ui);
   set.Switch("keep-ui", &o.keep_ui);

@@ -1,11 +1,13 @@
 // The command line of `taas run`: what the user asked for, checked, with the defaults filled in.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "taas/base/status.h"
+#include "taas/tfjob/status.h"
 
 namespace taas::launcher {
 
@@ -30,6 +32,9 @@ struct Options {
   // Every replica's output on the console too, each line behind its replica's name (it always
   // goes to <model dir>/logs/<replica>.log).
   bool verbose = false;
+  // How long a job with an Evaluator waits, once training succeeded, for the evaluator to score
+  // the final checkpoint (tfjob::StatusOptions; the operator's default).
+  std::chrono::seconds evaluator_grace = tfjob::StatusOptions{}.evaluator_grace;
 
   // The web UI for this job (taas::ui_server over LocalJobSource), on 127.0.0.1.
   bool ui = true;
@@ -52,7 +57,7 @@ struct Options {
 std::string Usage();
 
 // Parses `run JOB.yaml [--bin-dir DIR] [--build-dir DIR] [--model-dir DIR] [--env K=V]...
-// [--progress-secs S] [--verbose]
+// [--progress-secs S] [--verbose] [--evaluator-grace-seconds S]
 // [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]`.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
                                   const std::string& self_path);

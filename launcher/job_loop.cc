@@ -1,8 +1,11 @@
 #include "job_loop.h"
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "progress_view.h"
 
 extern char** environ;
 
@@ -29,12 +32,13 @@ ExitDecision DecideExit(tfjob::RestartPolicy policy, int exit_code) {
 }
 
 JobLoop::JobLoop(tfjob::TFJob& job, std::deque<Replica>& replicas, ProcessTable& processes,
-                 LoopReporter& reporter, LoopClocks clocks)
+                 LoopReporter& reporter, LoopClocks clocks, tfjob::StatusOptions status_options)
     : job_(job),
       replicas_(replicas),
       processes_(processes),
       reporter_(reporter),
-      clocks_(std::move(clocks)) {}
+      clocks_(std::move(clocks)),
+      status_options_(status_options) {}
 
 absl::Status JobLoop::Start(Replica& r) {
   ProcessSpec spec;
@@ -47,6 +51,7 @@ absl::Status JobLoop::Start(Replica& r) {
   ++r.starts;
   r.observed.phase = tfjob::ReplicaPhase::kRunning;
   r.observed.exit_code.reset();
+  r.observed.finished_at.reset();
   r.start_at.reset();
   r.started_at = clocks_.wall();
   r.stopped = false;
@@ -86,6 +91,7 @@ void JobLoop::TakeExits(Clock::time_point now) {
     } else {
       r.observed.phase =
           *code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+      r.observed.finished_at = r.finished_at;
     }
   }
 }
@@ -101,21 +107,35 @@ absl::Status JobLoop::Turn() {
   TakeExits(now);
   std::vector<tfjob::ObservedReplica> observed;
   for (const Replica& r : replicas_) observed.push_back(r.observed);
-  tfjob::StatusUpdate update = tfjob::ComputeJobStatus(job_, observed, clocks_.wall());
+  tfjob::StatusUpdate update =
+      tfjob::ComputeJobStatus(job_, observed, clocks_.wall(), status_options_);
   job_.status = std::move(update.status);
   for (const tfjob::JobEvent& e : update.events) {
     reporter_.Say(std::string(e.warning ? "warning: " : "") + e.reason + ": " + e.message);
     reporter_.Event(e.warning, e.reason, e.message, nullptr);
   }
+  if (update.awaiting_evaluator_until) SayAwaitingEvaluator(*update.awaiting_evaluator_until);
   for (const tfjob::ReplicaRef& ref : update.restart) {
     for (Replica& r : replicas_) {
       if (r.type != ref.type || r.index != ref.index) continue;
       r.observed.phase = tfjob::ReplicaPhase::kPending;
       r.observed.exit_code.reset();
+      r.observed.finished_at.reset();
       r.start_at = now + kRestartDelay;
     }
   }
   return absl::OkStatus();
+}
+
+void JobLoop::SayAwaitingEvaluator(tfjob::Time until) {
+  if (said_awaiting_evaluator_) return;
+  said_awaiting_evaluator_ = true;
+  const std::string message =
+      "training succeeded; the job waits for its evaluator to score the final checkpoint, " +
+      FormatDuration(std::max(until - clocks_.wall(), std::chrono::seconds(0))) +
+      " at most (--evaluator-grace-seconds)";
+  reporter_.Say(message);
+  reporter_.Event(false, "AwaitingEvaluator", message, nullptr);
 }
 
 void JobLoop::Stopped(Replica& r, std::optional<int> exit_code) {
@@ -125,6 +145,7 @@ void JobLoop::Stopped(Replica& r, std::optional<int> exit_code) {
   r.finished_at = clocks_.wall();
   r.observed.phase =
       *exit_code == 0 ? tfjob::ReplicaPhase::kSucceeded : tfjob::ReplicaPhase::kFailed;
+  r.observed.finished_at = r.finished_at;
 }
 
 void JobLoop::StopAll(const std::string& why) {

@@ -83,15 +83,19 @@ class JobLoop {
  public:
   // `job` and `replicas` belong to the caller, who may read them between calls; each must outlive
   // the loop, as must `processes` and `reporter`.
+  // `status_options` go to every tfjob::ComputeJobStatus (the evaluator's grace:
+  // --evaluator-grace-seconds).
   JobLoop(tfjob::TFJob& job, std::deque<Replica>& replicas, ProcessTable& processes,
-          LoopReporter& reporter, LoopClocks clocks = {});
+          LoopReporter& reporter, LoopClocks clocks = {}, tfjob::StatusOptions status_options = {});
   JobLoop(const JobLoop&) = delete;
   JobLoop& operator=(const JobLoop&) = delete;
 
-  // One turn: starts every replica whose start is due, takes in the exits (DecideExit), computes
-  // the job status (tfjob::ComputeJobStatus, into job.status; its events are said and reported)
-  // and schedules the restarts it lists. An error ("cannot start NAME: ...") when a process could
-  // not be started; the caller then stops the others. Never blocks on a process.
+  // One turn: starts every replica whose start is due, takes in the exits (DecideExit; a replica
+  // that ended is observed with its exit's wall time as finished_at), computes the job status
+  // (tfjob::ComputeJobStatus, into job.status; its events are said and reported, and once, that
+  // the job waits for its evaluator) and schedules the restarts it lists. An error ("cannot start
+  // NAME: ...") when a process could not be started; the caller then stops the others. Never
+  // blocks on a process.
   absl::Status Turn();
 
   // Stops every process (SIGTERM to its group; SIGKILL after kStopGrace) and cancels every
@@ -104,12 +108,16 @@ class JobLoop {
   absl::Status Start(Replica& r);
   void TakeExits(Clock::time_point now);
   void Stopped(Replica& r, std::optional<int> exit_code);
+  // Says once that the job's success waits for its evaluator, until `until` at most.
+  void SayAwaitingEvaluator(tfjob::Time until);
 
   tfjob::TFJob& job_;
   std::deque<Replica>& replicas_;
   ProcessTable& processes_;
   LoopReporter& reporter_;
   const LoopClocks clocks_;
+  const tfjob::StatusOptions status_options_;
+  bool said_awaiting_evaluator_ = false;
 };
 
 }  // namespace taas::launcher

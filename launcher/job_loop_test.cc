@@ -328,6 +328,69 @@ TEST_CASE("the job succeeds with its chief; StopAll stops the rest, SIGKILL afte
   }
 }
 
+TEST_CASE("a job with an evaluator waits for it after the chief's success, within the grace") {
+  Fixture f({{"Chief", 1, "ExitCode"},
+             {"PS", 1, "ExitCode"},
+             {"Worker", 1, "ExitCode"},
+             {"Evaluator", 1, "ExitCode"}});
+  f.TurnAt(0s);
+  Replica& chief = f.Get("linear-chief-0");
+  Replica& evaluator = f.Get("linear-evaluator-0");
+  f.processes.Exit(f.Get("linear-worker-0").pid, 0);
+  f.processes.Exit(chief.pid, 0);
+  f.TurnAt(1s);
+  // The chief's exit is its finish time; the evaluator still scores the final checkpoint.
+  CHECK(chief.observed.phase == ReplicaPhase::kSucceeded);
+  CHECK(chief.observed.finished_at == f.wall);
+  const tfjob::Time chief_done = f.wall;
+  CHECK_FALSE(tfjob::IsFinished(f.job.status));
+  CHECK(evaluator.pid > 0);
+  CHECK(f.reporter.Said(
+      "training succeeded; the job waits for its evaluator to score the final checkpoint, "
+      "2m00s at most (--evaluator-grace-seconds)"));
+  CHECK(f.reporter.Count("AwaitingEvaluator") == 1);
+  f.TurnAt(30s);
+  CHECK_FALSE(tfjob::IsFinished(f.job.status));
+  CHECK(f.reporter.Count("AwaitingEvaluator") == 1);  // said once
+
+  SUBCASE("the evaluator exits 0 once it scored the final checkpoint: the job succeeds then") {
+    f.processes.Exit(evaluator.pid, 0);
+    f.TurnAt(1s);
+    REQUIRE(tfjob::IsSucceeded(f.job.status));
+    CHECK(evaluator.observed.phase == ReplicaPhase::kSucceeded);
+    CHECK(f.job.status.completion_time == chief_done + 31s);
+  }
+  SUBCASE("the grace passes: the job succeeds, StopAll stops the evaluator") {
+    f.TurnAt(89s);
+    CHECK_FALSE(tfjob::IsFinished(f.job.status));
+    f.TurnAt(1s);
+    REQUIRE(tfjob::IsSucceeded(f.job.status));
+    CHECK(f.job.status.completion_time == chief_done + 120s);
+    f.loop.StopAll("the job succeeded");
+    CHECK(evaluator.stopped);
+    CHECK(evaluator.last_exit_code == 143);
+  }
+}
+
+TEST_CASE("the evaluator's grace is the loop's status option; 0 succeeds with the chief") {
+  Fixture f({{"Chief", 1, "ExitCode"}, {"Evaluator", 1, "ExitCode"}});
+  tfjob::StatusOptions options;
+  options.evaluator_grace = 0s;
+  JobLoop loop{f.job,
+               f.replicas,
+               f.processes,
+               f.reporter,
+               LoopClocks{[&f] { return f.now; }, [&f] { return f.wall; }},
+               options};
+  REQUIRE(loop.Turn().ok());
+  f.processes.Exit(f.Get("linear-chief-0").pid, 0);
+  f.now += 1s;
+  f.wall += 1s;
+  REQUIRE(loop.Turn().ok());
+  CHECK(tfjob::IsSucceeded(f.job.status));
+  CHECK(f.reporter.Count("AwaitingEvaluator") == 0);
+}
+
 TEST_CASE("StopAll cancels a scheduled restart") {
   Fixture f({{"Worker", 1, "OnFailure"}});
   f.TurnAt(0s);

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "binary_locator.h"
 #include "job_loop.h"
+#include "job_result.h"
 #include "job_secret_files.h"
 #include "local_job_source.h"
 #include "local_job_state.h"
@@ -124,6 +125,13 @@ std::optional<std::int64_t> MaxStepsOf(const tfjob::TFJobSpec& spec,
   return std::nullopt;
 }
 
+// The TFJob status rules as this run applies them: the operator's, with --evaluator-grace-seconds.
+tfjob::StatusOptions StatusOptionsOf(const Options& options) {
+  tfjob::StatusOptions status;
+  status.evaluator_grace = options.evaluator_grace;
+  return status;
+}
+
 // Where this run looks for the executables that commands under /opt/taas/bin name.
 BinarySearchInputs BinarySearchInputsOf(const Options& options) {
   const auto env = [](const char* name) {
@@ -155,6 +163,12 @@ class JobRunner final : private LoopReporter {
   void Progress();
   // The view once every replica stopped: the final step the chief recorded, when it did.
   void FinalProgress();
+  // Removes the reports an earlier run in the same model dir left, so that only this run's
+  // chief can give the result.
+  absl::Status RemoveOldReports();
+  // The console's last line: the job's end and, when it succeeded, the final metrics of the
+  // chief's report (a missing or bad one is a warning line before it).
+  std::string ResultLine(bool succeeded);
   // A replica's last lines on the console when it failed (without --verbose they are only in its
   // log file and the UI).
   void ShowTail(const Replica& replica);
@@ -190,7 +204,7 @@ class JobRunner final : private LoopReporter {
   // Declared last: destroying the table stops any process left, whose output still reaches
   // state_ and console_ until then.
   LocalProcesses processes_;
-  JobLoop loop_{job_, replicas_, processes_, *this};
+  JobLoop loop_{job_, replicas_, processes_, *this, {}, StatusOptionsOf(options_)};
 };
 
 void JobRunner::Publish() {
@@ -338,7 +352,7 @@ absl::Status JobRunner::Prepare() {
                                      [this](const std::string& line) { Say(line); }));
   fs::create_directories(model_dir_, ec);
   if (ec) return absl::InternalError("cannot create model dir " + model_dir_ + ": " + ec.message());
-  TAAS_ASSIGN_OR_RETURN(logs_, ReplicaLogFiles::Create((fs::path(model_dir_) / "logs").string()));
+  TAAS_ASSIGN_OR_RETURN(logs_, ReplicaLogFiles::Create(ReplicaFilesDir(model_dir_)));
   job_.metadata.creation_timestamp = SystemNow();
   console_.Say("job " + job_.metadata.name + ": model dir " + model_dir_);
   console_.Say("each replica's output: " + logs_->dir() + "/<replica>.log" +
@@ -348,7 +362,37 @@ absl::Status JobRunner::Prepare() {
   for (ReplicaLaunch& launch : launches) {
     replicas_.push_back(PendingReplica(std::move(launch), now));
   }
+  return RemoveOldReports();
+}
+
+absl::Status JobRunner::RemoveOldReports() {
+  for (const Replica& r : replicas_) {
+    const std::string path = TerminationMessagePath(logs_->dir(), r.name);
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec)
+      return absl::InternalError("cannot remove an earlier run's " + path + ": " + ec.message());
+  }
   return absl::OkStatus();
+}
+
+std::string JobRunner::ResultLine(bool succeeded) {
+  const std::string job = "job " + job_.metadata.name;
+  const std::string where = " (model dir " + model_dir_ + ")";
+  const auto* cond = tfjob::FindCondition(
+      job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
+  const std::string plain = job + (succeeded ? " succeeded" : " failed") +
+                            (cond ? ": " + cond->message : std::string()) + where;
+  if (!succeeded) return plain;
+  for (const Replica& r : replicas_) {
+    if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
+    const absl::StatusOr<job_report::JobReport> report =
+        ReadJobReport(TerminationMessagePath(logs_->dir(), r.name));
+    if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
+    console_.Say("warning: the job's final metrics are unknown: " +
+                 std::string(report.status().message()));
+  }
+  return plain;
 }
 
 bool JobRunner::ProgressDue() const {
@@ -445,10 +489,7 @@ int JobRunner::Run() {
   loop_.StopAll(succeeded ? "the job succeeded" : "the job failed");
   if (bar_) console_.Bar("");
   if (options_.progress_secs > 0) FinalProgress();
-  const auto* cond = tfjob::FindCondition(
-      job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
-  console_.Say("job " + job_.metadata.name + (succeeded ? " succeeded" : " failed") +
-               (cond ? ": " + cond->message : std::string()) + " (model dir " + model_dir_ + ")");
+  console_.Say(ResultLine(succeeded));
   return Finish(succeeded ? 0 : 1);
 }
 

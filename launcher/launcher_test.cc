@@ -37,6 +37,19 @@ TEST_CASE("run arguments: job file, options, errors") {
             .rfind("--env: expected KEY=VALUE", 0) == 0);
 }
 
+TEST_CASE("run arguments: the evaluator's grace, the operator's by default, bounded") {
+  auto o = ParseArgs({"run", "job.yaml"}, "taas");
+  REQUIRE(o.ok());
+  CHECK(o->evaluator_grace == tfjob::StatusOptions{}.evaluator_grace);
+  o = ParseArgs({"run", "job.yaml", "--evaluator-grace-seconds", "0"}, "taas");
+  REQUIRE(o.ok());
+  CHECK(o->evaluator_grace == std::chrono::seconds(0));
+  CHECK(std::string(
+            ParseArgs({"run", "j", "--evaluator-grace-seconds=3601"}, "taas").status().message())
+            .rfind("--evaluator-grace-seconds: expected a number from 0 to 3600, got 3601", 0) ==
+        0);
+}
+
 TEST_CASE("run arguments: the web UI") {
   auto o = ParseArgs({"run", "job.yaml", "--build-dir", "/b"}, "taas");
   REQUIRE(o.ok());

@@ -151,9 +151,12 @@ def check_trained(run, max_steps):
     if code != 0:
         run.dump()
     assert code == 0, f"job exit code {code}"
-    # The launcher's last word on the job (a progress line, "job linear: ... succeeded=0;", is not).
-    done = rf"^\[taas\] job linear succeeded: .* \(model dir {re.escape(run.model_dir)}\)$"
-    assert any(re.search(done, l) for l in lines), "no line saying the job succeeded"
+    # The launcher's last word on the job is the console's last line: the chief's final step and
+    # final metrics, from the report it left (TAAS_TERMINATION_MESSAGE_PATH).
+    done = (rf"^\[taas\] job linear succeeded at step {max_steps}"
+            rf"(: final .*|; its model reported no final metrics .*)"
+            rf" \(model dir {re.escape(run.model_dir)}\)$")
+    assert re.search(done, lines[-1]), f"the last line is not the job's result: {lines[-1]}"
     trained = losses(lines, "linear-worker-[01]")
     assert len(trained) >= 3, trained
     assert trained[-1] < 0.05 * trained[0], f"loss did not fall: {trained[0]} -> {trained[-1]}"
@@ -166,6 +169,22 @@ def check_trained(run, max_steps):
     return lines
 
 
+def evaluated_steps(lines):
+    """The global steps of the checkpoints the evaluator scored, in order."""
+    return [int(m.group(1)) for m in
+            (re.search(r"^\[linear-evaluator-0\] .*evaluated checkpoint.* global_step=(\d+)", l)
+             for l in lines) if m]
+
+
+def check_final_checkpoint_evaluated(run, lines, max_steps):
+    """The job waited for its evaluator (tfjob::StatusOptions::evaluator_grace): it scored the
+    final checkpoint and exited 0 before the job succeeded, rather than being stopped."""
+    scored = evaluated_steps(lines)
+    assert scored and scored[-1] == max_steps, scored
+    assert run.count(r"^\[taas\] linear-evaluator-0 exited with code 0 ") == 1, run.dump()
+    assert run.count(r"^\[taas\] training succeeded; the job waits for its evaluator") <= 1
+
+
 def nice_of(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -174,7 +193,8 @@ def nice_of(pid):
 
 def scenario_async(tmp):
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2), ("Evaluator", 1)],
-                 {"TF_MAX_STEPS": "300", "TAAS_EVALUATOR_NICE": "10"}, args=["--step_ms=10"])
+                 {"TF_MAX_STEPS": "300", "TAAS_EVALUATOR_NICE": "10", "TAAS_EVAL_ON_CHIEF": "end"},
+                 args=["--step_ms=10"])
     # TAAS_EVALUATOR_NICE lowers the evaluator's priority alone (never above what it was started
     # with): on shared cores evaluation takes only what training leaves.
     ours = nice_of(os.getpid())
@@ -184,10 +204,13 @@ def scenario_async(tmp):
     assert nice_of(run.pid_of("linear-worker-0")) == ours
     lines = check_trained(run, 300)
     assert run.count(r"^\[linear-worker-1\] .*msg=training") > 0
-    # The evaluator followed the checkpoints and wrote its own summaries under eval/. (The job
-    # succeeds when the chief does, as in Kubeflow, so the evaluator may be stopped before it
-    # scores the very last checkpoint.)
-    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*accuracy=") >= 1
+    # The console's last line names the chief's final evaluation (TAAS_EVAL_ON_CHIEF=end), the
+    # job's result.
+    assert re.search(r"^\[taas\] job linear succeeded at step 300: final accuracy \d\.\d{4}, "
+                     r"loss \S+ \(model dir ", lines[-1]), lines[-1]
+    # The evaluator followed the checkpoints, the final one included, and wrote its own
+    # summaries under eval/.
+    check_final_checkpoint_evaluated(run, lines, 300)
     assert os.listdir(os.path.join(run.model_dir, "eval"))
     ckpts = [f for f in os.listdir(run.model_dir) if f.endswith(".index")]
     assert 1 <= len(ckpts) <= 5, ckpts  # keep-K (default 5)
@@ -589,7 +612,7 @@ def scenario_allreduce(tmp):
     finals = {final_parameters(lines, f"linear-worker-{w}") for w in range(3)}
     assert len(finals) == 1, finals
     assert run.count(r"^\[linear-worker-2\] .*msg=training") > 0
-    assert run.count(r"^\[linear-evaluator-0\] .*evaluated checkpoint.*accuracy=") >= 1
+    check_final_checkpoint_evaluated(run, lines, 300)  # worker 0's success starts the wait
     assert run.count("hold variables whose checksum differs") == 0
 
 

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "absl/strings/numbers.h"
+#include "job_result.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/tfjob/tf_config.h"
@@ -54,6 +55,17 @@ std::map<std::string, std::string> EnvironmentOf(char* const* entries) {
     if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   return env;
+}
+
+// Sets a variable whose value is the launcher's, saying so when the manifest or --env gave
+// another (`what` names the launcher's).
+void SetLaunchersOwn(ReplicaLaunch& r, std::string_view name, const std::string& value,
+                     std::string_view what, const std::function<void(const std::string&)>& say) {
+  std::string& set = r.env[std::string(name)];
+  if (!set.empty() && set != value) {
+    say(r.name + ": " + std::string(name) + " " + set + " replaced by " + std::string(what));
+  }
+  set = value;
 }
 
 }  // namespace
@@ -183,12 +195,10 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
     for (const auto& [k, v] : settings.env) r.env[k] = v;
     for (const auto& [k, v] : settings.defaults) r.env.try_emplace(k, v);
     for (const auto& [k, v] : secrets.EnvFor(job.spec, r.type, r.index)) r.env[k] = v;
-    const std::string model_dir_env(contract::kModelDirEnv);
-    if (r.env.count(model_dir_env) && r.env[model_dir_env] != settings.model_dir) {
-      say(r.name + ": " + model_dir_env + " " + r.env[model_dir_env] +
-          " replaced by the local model dir");
-    }
-    r.env[model_dir_env] = settings.model_dir;
+    SetLaunchersOwn(r, contract::kModelDirEnv, settings.model_dir, "the local model dir", say);
+    SetLaunchersOwn(r, contract::kTerminationMessagePathEnv,
+                    TerminationMessagePath(ReplicaFilesDir(settings.model_dir), r.name),
+                    "the launcher's file for the job's report", say);
     r.env[std::string(contract::kJobNameEnv)] = job.metadata.name;
     r.env[std::string(contract::kMetricsPortEnv)] = std::to_string(r.metrics_port);
     if (distributed) {

@@ -1,7 +1,8 @@
 // What each replica of a local job runs with: a name, two loopback ports (gRPC and metrics), its
 // container's command resolved to a local executable, and the environment the operator would give
 // its pod (the manifest's env, the job secret's files, TF_LOGDIR, TF_CONFIG from the TFJob rules
-// library with 127.0.0.1 addresses).
+// library with 127.0.0.1 addresses, and TAAS_TERMINATION_MESSAGE_PATH for what a pod's
+// /dev/termination-log holds).
 #pragma once
 
 #include <functional>
@@ -66,8 +67,10 @@ int EphemeralPortsStart(std::string_view ip_local_port_range);
 absl::StatusOr<std::vector<int>> FreePorts(int count);
 
 // Every replica of `job`, in tfjob::kStatusOrder then by index, the i-th taking ports[2i] and
-// ports[2i+1] (so `ports` holds 2 * tfjob::TotalReplicas). Errors name the manifest field: a
-// replica type without a `tensorflow` container, or without a command, or a command
+// ports[2i+1] (so `ports` holds 2 * tfjob::TotalReplicas), its termination message in
+// TerminationMessagePath (job_result.h) under the model dir, whatever the manifest says. Errors
+// name the manifest field: a replica type without a `tensorflow` container, or without a command,
+// or a command
 // `/opt/taas/bin/<name>` whose executable is nowhere in `binary_places`. `say` gets a line for
 // what the user should know (which executable a command runs, env entries skipped or replaced).
 absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(

@@ -24,6 +24,7 @@ json Container(json command) {
           {"command", std::move(command)},
           {"env",
            {{{"name", "TF_LOGDIR"}, {"value", "/elsewhere"}},
+            {{"name", "TAAS_TERMINATION_MESSAGE_PATH"}, {"value", "/dev/termination-log"}},
             {{"name", "A"}, {"value", "1"}},
             {{"name", "S"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}}}}}}}}};
 }
@@ -85,6 +86,9 @@ TEST_CASE("each replica: name, two ports, the local executable, the operator's e
   CHECK(w1.argv == std::vector<std::string>{(dirs.root / "bin" / "model").string(), "--x"});
   CHECK(w1.env.at("A") == "2");  // --env after the manifest's
   CHECK(w1.env.at(std::string(contract::kModelDirEnv)) == "/models/linear");
+  // Where a pod's /dev/termination-log would be: beside the replica's log in the model dir.
+  CHECK(w1.env.at(std::string(contract::kTerminationMessagePathEnv)) ==
+        "/models/linear/logs/linear-worker-1.termination-log");
   CHECK(w1.env.at(std::string(contract::kJobNameEnv)) == "linear");
   CHECK(w1.env.at(std::string(contract::kMetricsPortEnv)) == "1006");
   CHECK(w1.env.at(std::string(contract::kJobTokenFileEnv)) == dirs.secrets->job_token_file());
@@ -96,12 +100,15 @@ TEST_CASE("each replica: name, two ports, the local executable, the operator's e
                                    "worker":["127.0.0.1:1003","127.0.0.1:1005"]},
                         "task":{"type":"worker","index":1},"environment":"cloud"})"));
   const std::set<std::string> lines(said.begin(), said.end());
-  CHECK(said.size() == 7);  // which executable, once; two lines for each of the 3 replicas
+  CHECK(said.size() == 10);  // which executable, once; three lines for each of the 3 replicas
   CHECK(lines.contains("using " + (dirs.root / "bin" / "model").string() +
                        " for /opt/taas/bin/model"));
   CHECK(
       lines.contains("linear-worker-1: env S uses valueFrom, which has no local meaning; skipped"));
   CHECK(lines.contains("linear-worker-1: TF_LOGDIR /elsewhere replaced by the local model dir"));
+  CHECK(
+      lines.contains("linear-worker-1: TAAS_TERMINATION_MESSAGE_PATH /dev/termination-log "
+                     "replaced by the launcher's file for the job's report"));
 }
 
 TEST_CASE("a single replica gets no TF_CONFIG; a command not under /opt/taas/bin runs as written") {

@@ -1,7 +1,7 @@
 // Fuzz target: a user's TFJob as JSON (what the API server, the operator and the UI take) through
 // parsing, Kubeflow's defaults and validation, back to JSON, to the TF_CONFIG of its replicas and
-// to a first status computation. Any input must give a value or an error: never a crash, an
-// exception or an invalid TF_CONFIG.
+// to a first status computation, then a second with its replicas succeeded at a hostile time. Any
+// input must give a value or an error: never a crash, an exception or an invalid TF_CONFIG.
 //
 // YAML is fuzzed as `taas run` reads it, in a child process with limits, by fuzz_manifest_yaml
 // (launcher): yaml-cpp 0.7 loops allocating on an unclosed quoted scalar inside a
@@ -39,6 +39,27 @@ void CheckTfConfigs(const TFJob& job) {
   }
 }
 
+// A second round with the first replica of every type observed: Succeeded at the job's
+// creationTimestamp (any time the input holds, or none) and the rest Running, so the success
+// rule holds and the wait for an evaluator meets a hostile finish time. The wait is bounded by
+// the grace.
+void CheckSecondRound(const TFJob& job) {
+  std::vector<ObservedReplica> observed;
+  for (const auto& [type, replica] : job.spec.replica_specs) {
+    ObservedReplica& r = observed.emplace_back();
+    r.type = type;
+    r.phase = type == ReplicaType::kEvaluator ? ReplicaPhase::kRunning : ReplicaPhase::kSucceeded;
+    r.exit_code = 0;
+    r.finished_at = job.metadata.creation_timestamp;
+  }
+  const Time now = Time(std::chrono::seconds(1'800'000'000));
+  const StatusUpdate update = ComputeJobStatus(job, observed, now);
+  if (update.awaiting_evaluator_until) {
+    Require(*update.awaiting_evaluator_until > now &&
+            *update.awaiting_evaluator_until <= now + 2 * kMaxEvaluatorGrace);
+  }
+}
+
 void Exercise(const json& document) {
   absl::StatusOr<TFJob> job = LoadTFJob(document);
   if (!job.ok()) return;
@@ -51,6 +72,7 @@ void Exercise(const json& document) {
   with_status.status = update.status;
   (void)ReplicasToCreate(with_status, {});
   (void)StatusToJson(update.status).dump();
+  CheckSecondRound(with_status);
 }
 
 }  // namespace

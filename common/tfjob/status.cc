@@ -233,8 +233,10 @@ class StatusComputation {
 
   // Kubeflow's order: backoff limit, deadline (ReconcileJobs), a permanent ExitCode failure
   // (ReconcilePods), success and Running, a failure under Never (UpdateJobStatus), restarts.
+  // A job that may wait for its evaluator decides its success first (rule 7 in status.h).
   // Returns false when the job finished.
   bool Decide() {
+    if (MayAwaitEvaluator() && SucceededBy()) return !UpdateSuccessAndRunning();
     if (PastBackoffLimit()) {
       Finish(ConditionType::kFailed, kReasonFailed,
              "Job " + job_.metadata.name + std::string(kBackoffLimitSuffix));
@@ -291,34 +293,120 @@ class StatusComputation {
     return total > *limit;
   }
 
-  // Kubeflow's UpdateJobStatus for success and Running. Returns true when the job succeeded.
+  // Kubeflow's UpdateJobStatus for success and Running. Returns true when the job succeeded;
+  // false while it waits for its evaluator.
   bool UpdateSuccessAndRunning() {
     const bool has_chief = HasChiefOrMaster(job_.spec);
     for (ReplicaType type : kStatusOrder) {
-      const auto spec = job_.spec.replica_specs.find(type);
-      if (spec == job_.spec.replica_specs.end()) continue;
-      const ReplicaStatus& counts = status().replica_statuses[type];
-      const int expected = spec->second.replicas - counts.succeeded;
-      const bool running = counts.active > 0;
-      bool succeeded = false;
-      if (has_chief) {
-        if (!IsChiefOrMaster(type)) continue;
-        if (running) SetRunning();
-        succeeded = expected <= 0;
-      } else if (type == ReplicaType::kWorker) {
-        const auto& indexes = counts.succeeded_indexes;
-        const bool worker0_done = std::binary_search(indexes.begin(), indexes.end(), 0);
-        succeeded = expected <= 0 ||
-                    (worker0_done && job_.spec.success_policy != SuccessPolicy::kAllWorkers);
-        if (!succeeded && running) SetRunning();
-      }
-      if (succeeded) {
-        Finish(ConditionType::kSucceeded, kReasonSucceeded,
-               "TFJob " + Key() + " successfully completed.");
-        return true;
-      }
+      if (!DecidesSuccess(type)) continue;
+      const bool succeeded = TypeSucceeded(type);
+      if (ActiveCount(type) > 0 && (has_chief || !succeeded)) SetRunning();
+      if (succeeded) return SucceedOrAwaitEvaluator(type);
     }
     return false;
+  }
+
+  // Whether `type`'s success may be the job's: the chief's (or master's) type; without one, the
+  // workers.
+  bool DecidesSuccess(ReplicaType type) const {
+    return HasChiefOrMaster(job_.spec) ? IsChiefOrMaster(type) : type == ReplicaType::kWorker;
+  }
+
+  // The success rule for one deciding type: every replica succeeded; for workers under the
+  // default successPolicy, worker 0 did.
+  bool TypeSucceeded(ReplicaType type) const {
+    const auto spec = job_.spec.replica_specs.find(type);
+    const auto counts = update_.status.replica_statuses.find(type);
+    if (spec == job_.spec.replica_specs.end() || counts == update_.status.replica_statuses.end()) {
+      return false;
+    }
+    if (spec->second.replicas - counts->second.succeeded <= 0) return true;
+    if (!WorkerZeroDecides(type)) return false;
+    const auto& indexes = counts->second.succeeded_indexes;
+    return std::binary_search(indexes.begin(), indexes.end(), 0);
+  }
+
+  bool WorkerZeroDecides(ReplicaType type) const {
+    return type == ReplicaType::kWorker && !HasChiefOrMaster(job_.spec) &&
+           job_.spec.success_policy != SuccessPolicy::kAllWorkers;
+  }
+
+  int ActiveCount(ReplicaType type) const {
+    const auto counts = update_.status.replica_statuses.find(type);
+    return counts == update_.status.replica_statuses.end() ? 0 : counts->second.active;
+  }
+
+  // The type whose success is the job's, once the success rule holds.
+  std::optional<ReplicaType> SucceededBy() const {
+    for (ReplicaType type : kStatusOrder) {
+      if (DecidesSuccess(type) && TypeSucceeded(type)) return type;
+    }
+    return std::nullopt;
+  }
+
+  bool SucceedOrAwaitEvaluator(ReplicaType decided_by) {
+    if (const std::optional<Time> until = EvaluatorWaitEnd(decided_by)) {
+      update_.awaiting_evaluator_until = *until;
+      Requeue(*until);
+      return false;
+    }
+    Finish(ConditionType::kSucceeded, kReasonSucceeded,
+           "TFJob " + Key() + " successfully completed.");
+    return true;
+  }
+
+  std::chrono::seconds EvaluatorGrace() const {
+    return std::min(options_.evaluator_grace, kMaxEvaluatorGrace);
+  }
+
+  // A job with an Evaluator, and a grace to give it.
+  bool MayAwaitEvaluator() const {
+    const auto evaluator = job_.spec.replica_specs.find(ReplicaType::kEvaluator);
+    return EvaluatorGrace().count() > 0 && evaluator != job_.spec.replica_specs.end() &&
+           evaluator->second.replicas > 0;
+  }
+
+  // Until when the job's success waits for its evaluator (rule 7 in status.h); std::nullopt when
+  // it does not wait.
+  std::optional<Time> EvaluatorWaitEnd(ReplicaType decided_by) const {
+    if (!MayAwaitEvaluator() || !EvaluatorActive()) return std::nullopt;
+    const std::optional<Time> finished = SucceededAt(decided_by);
+    const std::chrono::seconds grace = EvaluatorGrace();
+    if (!finished || *finished > now_ + grace) return std::nullopt;
+    const Time until = *finished + grace;
+    if (now_ >= until) return std::nullopt;
+    return until;
+  }
+
+  bool EvaluatorActive() const {
+    return std::any_of(observed_.begin(), observed_.end(), [this](const ObservedReplica& r) {
+      return r.type == ReplicaType::kEvaluator && InSpec(job_.spec, r.type, r.index) &&
+             !r.terminating &&
+             (r.phase == ReplicaPhase::kRunning || r.phase == ReplicaPhase::kPending);
+    });
+  }
+
+  // When the replicas whose success is the job's ended: the latest finished_at of those the
+  // success rule counts (every replica of `type`; worker 0 alone under the default
+  // successPolicy). std::nullopt when one of them is not observed Succeeded with a finished_at
+  // (a pod garbage-collected, a status without finishedAt).
+  std::optional<Time> SucceededAt(ReplicaType type) const {
+    const bool worker_zero = WorkerZeroDecides(type);
+    const auto spec = job_.spec.replica_specs.find(type);
+    if (spec == job_.spec.replica_specs.end()) return std::nullopt;
+    const std::size_t needed = worker_zero ? 1 : static_cast<std::size_t>(spec->second.replicas);
+    std::set<int> seen;
+    std::optional<Time> latest;
+    for (const ObservedReplica& r : observed_) {
+      if (r.type != type || !InSpec(job_.spec, type, r.index) || (worker_zero && r.index != 0) ||
+          r.phase != ReplicaPhase::kSucceeded || !r.finished_at) {
+        continue;
+      }
+      seen.insert(r.index);
+      if (!latest || *r.finished_at > *latest) latest = r.finished_at;
+    }
+    if (seen.size() < needed) return std::nullopt;
+    return latest;
   }
 
   void SetRunning() {
@@ -378,7 +466,11 @@ class StatusComputation {
 
   void ScheduleDeadline() {
     const auto& deadline = job_.spec.run_policy.active_deadline_seconds;
-    if (IsFinished(status()) || !deadline || !status().start_time) return;
+    // A job waiting for its evaluator has succeeded already: its deadline no longer applies.
+    if (IsFinished(status()) || update_.awaiting_evaluator_until || !deadline ||
+        !status().start_time) {
+      return;
+    }
     // A deadline past the clock's range (activeDeadlineSeconds up to 2^63-1) is never reached:
     // adding it would overflow and requeue the job in the past, every second.
     const auto start = status().start_time->time_since_epoch().count();

@@ -728,6 +728,221 @@ TEST_CASE("a running replica in CrashLoopBackOff is stuck; a plain running one i
 }
 
 // ---------------------------------------------------------------------------------------------
+// Waiting for the evaluator (taas)
+
+// A replica that ended at `at` (its container's finishedAt, its process's exit).
+ObservedReplica Ended(ReplicaType type, int index, ReplicaPhase phase, int exit_code,
+                      std::optional<Time> at) {
+  ObservedReplica replica = Replica(type, index, phase, exit_code);
+  replica.finished_at = at;
+  return replica;
+}
+
+// Chief, PS, 2 workers and an evaluator under cleanPodPolicy Running (what Kubeflow users set so
+// that the evaluator does not outlive the job), every replica running.
+TFJob RunningJobWithEvaluator() {
+  TFJob job = TestJob({{kChief, 1}, {kPS, 1}, {kWorker, 2}, {kEvaluator, 1}});
+  job.spec.run_policy.clean_pod_policy = CleanPodPolicy::kRunning;
+  Step(job,
+       {Replica(kChief, 0, kRunning), Replica(kPS, 0, kRunning), Replica(kWorker, 0, kRunning),
+        Replica(kWorker, 1, kRunning), Replica(kEvaluator, 0, kRunning)},
+       At(0));
+  REQUIRE(IsRunning(job.status));
+  return job;
+}
+
+TEST_CASE("the default grace after the chief's success is 2 minutes, at most an hour") {
+  CHECK(StatusOptions{}.evaluator_grace == std::chrono::minutes(2));
+  CHECK(kMaxEvaluatorGrace == std::chrono::hours(1));
+}
+
+TEST_CASE("a job with an evaluator succeeds once the evaluator scored the final checkpoint") {
+  TFJob job = RunningJobWithEvaluator();
+  // The chief ended at 100; the evaluator still scores the final checkpoint.
+  const std::vector<ObservedReplica> waiting = {
+      Ended(kChief, 0, kSucceeded, 0, At(100)), Replica(kPS, 0, kRunning),
+      Replica(kWorker, 0, kSucceeded, 0), Replica(kWorker, 1, kSucceeded, 0),
+      Replica(kEvaluator, 0, kRunning)};
+  const StatusUpdate first = Step(job, waiting, At(101));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(IsRunning(job.status));
+  CHECK_FALSE(job.status.completion_time.has_value());
+  CHECK(first.events.empty());
+  CHECK(first.requeue_at == At(220));
+  CHECK(first.awaiting_evaluator_until == At(220));
+  // Nothing is removed while it waits: the evaluator keeps its pod.
+  CHECK(ReplicasToDelete(job, waiting).empty());
+
+  const StatusUpdate later = Step(job, waiting, At(150));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(later.requeue_at == At(220));
+  CHECK(later.events.empty());
+
+  SUBCASE("the evaluator exits 0: Succeeded then, not at the grace's end") {
+    std::vector<ObservedReplica> done = waiting;
+    done.back() = Ended(kEvaluator, 0, kSucceeded, 0, At(160));
+    const StatusUpdate update = Step(job, done, At(161));
+    REQUIRE(IsSucceeded(job.status));
+    CHECK(Condition(job.status, ConditionType::kSucceeded).message ==
+          "TFJob default/j successfully completed.");
+    CHECK(job.status.completion_time == At(161));
+    CHECK(job.status.replica_statuses.at(kEvaluator).succeeded == 1);
+    CHECK_FALSE(update.awaiting_evaluator_until.has_value());
+    CHECK_FALSE(update.requeue_at.has_value());
+    CHECK(update.events.back().reason == "TFJobSucceeded");
+    CHECK(ReplicasToDelete(job, done) == std::vector<ReplicaRef>{{kPS, 0}});
+  }
+  SUBCASE("the evaluator fails: the chief's success stands, without a wait or a restart") {
+    for (RestartPolicy policy : {RestartPolicy::kNever, RestartPolicy::kExitCode}) {
+      CAPTURE(ToString(policy));
+      TFJob copy = job;
+      copy.spec.replica_specs.at(kEvaluator).restart_policy = policy;
+      std::vector<ObservedReplica> failed = waiting;
+      failed.back() = Ended(kEvaluator, 0, kFailed, 137, At(160));
+      const StatusUpdate update = Step(copy, failed, At(161));
+      CHECK(IsSucceeded(copy.status));
+      CHECK(update.restart.empty());
+    }
+  }
+  SUBCASE("the grace passed: Succeeded, and cleanPodPolicy removes the evaluator as before") {
+    const StatusUpdate update = Step(job, waiting, At(220));
+    REQUIRE(IsSucceeded(job.status));
+    CHECK(job.status.completion_time == At(220));
+    CHECK_FALSE(update.awaiting_evaluator_until.has_value());
+    CHECK(ReplicasToDelete(job, waiting) == std::vector<ReplicaRef>{{kPS, 0}, {kEvaluator, 0}});
+  }
+  SUBCASE("a Pending evaluator is waited for too; one being deleted is not") {
+    std::vector<ObservedReplica> pending = waiting;
+    pending.back().phase = kPending;
+    CHECK_FALSE(IsFinished(ComputeJobStatus(job, pending, At(150)).status));
+    std::vector<ObservedReplica> deleted = waiting;
+    deleted.back().terminating = true;
+    CHECK(IsSucceeded(ComputeJobStatus(job, deleted, At(150)).status));
+  }
+}
+
+TEST_CASE("while it waits for the evaluator, no failure or restart undoes the chief's success") {
+  TFJob job = RunningJobWithEvaluator();
+  job.spec.replica_specs.at(kWorker).restart_policy = RestartPolicy::kExitCode;
+  job.spec.replica_specs.at(kPS).restart_policy = RestartPolicy::kNever;
+  job.spec.run_policy.backoff_limit = 0;
+  job.spec.run_policy.active_deadline_seconds = 120;
+  // The PS fails under Never, a worker with a permanent code, another past the backoff limit,
+  // and the deadline passes: each would fail the job (rules 5, 6, 8) had the chief not succeeded.
+  const std::vector<ObservedReplica> observed = {
+      Ended(kChief, 0, kSucceeded, 0, At(100)), Ended(kPS, 0, kFailed, 1, At(101)),
+      Ended(kWorker, 0, kFailed, 1, At(101)), Ended(kWorker, 1, kFailed, 137, At(101)),
+      Replica(kEvaluator, 0, kRunning)};
+  const StatusUpdate waiting = Step(job, observed, At(130));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(waiting.restart.empty());
+  CHECK(waiting.awaiting_evaluator_until == At(220));
+  CHECK(waiting.requeue_at == At(220));
+  const StatusUpdate done = Step(job, observed, At(220));
+  CHECK(IsSucceeded(job.status));
+  CHECK_FALSE(IsFailed(job.status));
+  CHECK(done.restart.empty());
+
+  SUBCASE("without an evaluator Kubeflow's order stands: the failure in the same round wins") {
+    TFJob plain = TestJob({{kChief, 1}, {kWorker, 1}}, RestartPolicy::kExitCode);
+    Step(plain, {Ended(kChief, 0, kSucceeded, 0, At(1)), Ended(kWorker, 0, kFailed, 1, At(1))},
+         At(2));
+    CHECK(IsFailed(plain.status));
+  }
+}
+
+TEST_CASE("without a chief, worker 0's finish starts the grace; AllWorkers the last worker's") {
+  TFJob job = TestJob({{kPS, 1}, {kWorker, 2}, {kEvaluator, 1}});
+  const ObservedReplica evaluating = Replica(kEvaluator, 0, kRunning);
+  const StatusUpdate worker0 = Step(
+      job, {Ended(kWorker, 0, kSucceeded, 0, At(10)), Replica(kWorker, 1, kRunning), evaluating},
+      At(11));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(worker0.awaiting_evaluator_until == At(130));
+
+  TFJob all = TestJob({{kPS, 1}, {kWorker, 2}, {kEvaluator, 1}});
+  all.spec.success_policy = SuccessPolicy::kAllWorkers;
+  const StatusUpdate first = Step(
+      all, {Ended(kWorker, 0, kSucceeded, 0, At(10)), Replica(kWorker, 1, kRunning), evaluating},
+      At(11));
+  CHECK_FALSE(first.awaiting_evaluator_until.has_value());  // the rule does not hold yet
+  const StatusUpdate last = Step(all,
+                                 {Ended(kWorker, 0, kSucceeded, 0, At(10)),
+                                  Ended(kWorker, 1, kSucceeded, 0, At(50)), evaluating},
+                                 At(51));
+  CHECK_FALSE(IsFinished(all.status));
+  CHECK(last.awaiting_evaluator_until == At(170));
+}
+
+TEST_CASE("no evaluator, or no grace: the job succeeds with its chief, as Kubeflow's") {
+  SUBCASE("no Evaluator in the spec") {
+    TFJob job = TestJob({{kChief, 1}, {kWorker, 1}});
+    const StatusUpdate update =
+        Step(job, {Ended(kChief, 0, kSucceeded, 0, At(10)), Replica(kWorker, 0, kRunning)}, At(11));
+    CHECK(IsSucceeded(job.status));
+    CHECK_FALSE(update.awaiting_evaluator_until.has_value());
+  }
+  SUBCASE("an Evaluator with 0 replicas, and a stray evaluator outside the spec") {
+    TFJob job = TestJob({{kChief, 1}, {kEvaluator, 0}});
+    Step(job, {Ended(kChief, 0, kSucceeded, 0, At(10)), Replica(kEvaluator, 0, kRunning)}, At(11));
+    CHECK(IsSucceeded(job.status));
+  }
+  SUBCASE("grace 0") {
+    TFJob job = TestJob({{kChief, 1}, {kEvaluator, 1}});
+    StatusOptions options;
+    options.evaluator_grace = std::chrono::seconds(0);
+    Step(job, {Ended(kChief, 0, kSucceeded, 0, At(10)), Replica(kEvaluator, 0, kRunning)}, At(11),
+         options);
+    CHECK(IsSucceeded(job.status));
+  }
+}
+
+TEST_CASE("hostile finish times never make the wait unbounded") {
+  TFJob job = TestJob({{kChief, 1}, {kEvaluator, 1}});
+  const ObservedReplica evaluating = Replica(kEvaluator, 0, kRunning);
+  const auto succeeds = [&](std::optional<Time> finished_at, Time now,
+                            const StatusOptions& options = {}) {
+    TFJob copy = job;
+    Step(copy, {Ended(kChief, 0, kSucceeded, 0, finished_at), evaluating}, now, options);
+    return IsSucceeded(copy.status);
+  };
+  SUBCASE("missing: no wait (a grace from `now` would move with every round)") {
+    CHECK(succeeds(std::nullopt, At(10)));
+  }
+  SUBCASE("ahead of the clock by less than the grace (another node's clock): waited from it") {
+    const StatusUpdate update =
+        ComputeJobStatus(job, {Ended(kChief, 0, kSucceeded, 0, At(130)), evaluating}, At(100));
+    CHECK_FALSE(IsFinished(update.status));
+    CHECK(update.requeue_at == At(250));
+    CHECK(succeeds(At(130), At(250)));
+  }
+  SUBCASE("further ahead than the grace, up to the clock's end: not believed, no wait") {
+    CHECK(succeeds(At(221), At(100)));
+    CHECK(succeeds(Time::max(), At(100)));
+  }
+  SUBCASE("long ago, or at the clock's start: the grace is over") {
+    CHECK(succeeds(Time::min(), At(100)));
+    CHECK(succeeds(Time{}, At(100)));
+  }
+  SUBCASE("a grace past the clock's range is cut to an hour") {
+    StatusOptions options;
+    options.evaluator_grace = std::chrono::seconds::max();
+    CHECK_FALSE(succeeds(At(0), At(3599), options));
+    CHECK(succeeds(At(0), At(3600), options));
+    options.evaluator_grace = std::chrono::seconds(-5);
+    CHECK(succeeds(At(0), At(1), options));
+  }
+  SUBCASE("a finish time on a replica that did not succeed starts nothing") {
+    TFJob copy = job;
+    ObservedReplica running = Replica(kChief, 0, kRunning);
+    running.finished_at = At(0);
+    Step(copy, {running, evaluating}, At(500));
+    CHECK_FALSE(IsFinished(copy.status));
+    CHECK(IsRunning(copy.status));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Cleanup helpers
 
 TEST_CASE("replicas outside the spec are deleted and ignored by the counts") {

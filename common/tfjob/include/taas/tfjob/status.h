@@ -89,13 +89,25 @@ struct ObservedReplica {
   std::string message;
   // Since when it has been Pending or waiting for `reason` (for the Stuck condition).
   std::optional<Time> waiting_since;
+  // When it ended, for a replica Succeeded or Failed: its container's state.terminated.finishedAt
+  // (a pod), its process's exit (the launcher). Read for the chief's success (rule 7); it may be
+  // missing, or ahead of `now` (another machine's clock).
+  std::optional<Time> finished_at;
 };
+
+// The longest StatusOptions::evaluator_grace that counts (the flags' upper bound): a longer one
+// is cut to it.
+inline constexpr std::chrono::seconds kMaxEvaluatorGrace{std::chrono::hours(1)};
 
 struct StatusOptions {
   // A replica that is Pending, or waits in ImagePullBackOff, ErrImagePull, CrashLoopBackOff,
   // CreateContainerConfigError, CreateContainerError or InvalidImageName, for at least this long
   // makes the Stuck condition True. Zero disables the Stuck condition.
   std::chrono::seconds stuck_after{std::chrono::minutes(5)};
+  // How long after the chief's success a job with an Evaluator waits for it to score the final
+  // checkpoint before it is reported Succeeded (rule 7; docs/operator.md, "Waiting for the
+  // evaluator", says why 2 minutes). Zero: Succeeded at the chief's success, as Kubeflow.
+  std::chrono::seconds evaluator_grace{std::chrono::minutes(2)};
 };
 
 // An event worth a Kubernetes Event (or a log line locally): one per condition change.
@@ -116,8 +128,11 @@ struct StatusUpdate {
   std::vector<ReplicaRef> restart;
   std::vector<JobEvent> events;
   // When the status may change with no new observation (activeDeadlineSeconds, the Stuck
-  // timeout); the caller should reconcile again then.
+  // timeout, the end of the evaluator's grace); the caller should reconcile again then.
   std::optional<Time> requeue_at;
+  // Set while the chief has succeeded and the job waits for its evaluator (rule 7): the end of
+  // the grace, when the job is reported Succeeded at the latest.
+  std::optional<Time> awaiting_evaluator_until;
 };
 
 // The new status of `job` (whose `status` is the previous one) given what is observed now.
@@ -148,6 +163,15 @@ struct StatusUpdate {
 //  7. Success: the Chief/Master has succeeded; without a chief, worker 0 has succeeded (default
 //     successPolicy) or every worker has (AllWorkers). Running (TFJobRunning) while the chief, or
 //     without a chief any worker, is active.
+//     Waiting for the evaluator (taas): in a job with an Evaluator, once the success rule holds,
+//     success is decided first (before rules 5 and 6), so a wait never ends in a failure; the job
+//     is reported Succeeded once no Evaluator replica is active (Running or Pending, not being
+//     deleted: it exits once it scored the final checkpoint), or options.evaluator_grace after the
+//     deciding replicas' finished_at (the latest of them), whichever comes first. Meanwhile
+//     conditions stay, no replica is failed or restarted, requeue_at and awaiting_evaluator_until
+//     are the grace's end. No wait when the grace is zero, a finished_at is missing, or one is
+//     more than the grace ahead of `now` (no clock is that far off: waiting from it would not be
+//     bounded).
 //  8. Failed (TFJobFailed) when a replica under Never failed, except workers under
 //     enableDynamicWorker; Restarting (TFJobRestarting) when a replica is restarted, now or in
 //     place.

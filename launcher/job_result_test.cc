@@ -1,0 +1,85 @@
+#include "job_result.h"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace taas::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("taas-result-test-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary) << text;
+    return (path / name).string();
+  }
+};
+
+TEST_CASE("a replica's termination message lives beside its log in the model dir") {
+  CHECK(ReplicaFilesDir("/m/run") == "/m/run/logs");
+  CHECK(TerminationMessagePath("/m/run/logs", "mnist-worker-0") ==
+        "/m/run/logs/mnist-worker-0.termination-log");
+}
+
+TEST_CASE("the chief's report is read from its file") {
+  TempDir tmp;
+  const std::string path =
+      tmp.Write("chief", R"({"finalMetrics":{"accuracy":0.9087,"loss":0.2571},"globalStep":6000})");
+  auto report = ReadJobReport(path);
+  REQUIRE(report.ok());
+  CHECK(report->global_step == 6000);
+  CHECK(report->final_metrics.at("accuracy") == doctest::Approx(0.9087));
+  CHECK(DescribeReport(*report) == "at step 6000: final accuracy 0.9087, loss 0.2571");
+}
+
+TEST_CASE("a missing, bad or hostile report is an error naming the file, never a wait") {
+  TempDir tmp;
+  SUBCASE("none") {
+    const auto missing = ReadJobReport((tmp.path / "none").string());
+    CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+    CHECK(missing.status().message().find((tmp.path / "none").string()) != std::string::npos);
+  }
+  SUBCASE("not JSON, or the wrong types") {
+    for (const char* text : {"", "garbage", "[]", R"({"globalStep":"6000","finalMetrics":{}})",
+                             R"({"globalStep":1,"finalMetrics":{"a":"x"}})"}) {
+      CAPTURE(text);
+      const std::string path = tmp.Write("bad", text);
+      const auto bad = ReadJobReport(path);
+      CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+      CHECK(bad.status().message().rfind(path + ": job report: ", 0) == 0);
+    }
+  }
+  SUBCASE("too large: refused after reading one byte more than a report may hold") {
+    const std::string path = tmp.Write("big", std::string(10 << 20, ' '));
+    const auto big = ReadJobReport(path);
+    CHECK(big.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(big.status().message().find("2049 bytes, more than the 2048") != std::string::npos);
+  }
+  SUBCASE("a FIFO in its place is refused without blocking; so is a folder") {
+    const fs::path fifo = tmp.path / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK(ReadJobReport(fifo.string()).status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(ReadJobReport(tmp.path.string()).status().code() ==
+          absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST_CASE("the console's words for a report") {
+  job_report::JobReport report;
+  report.global_step = 300;
+  CHECK(DescribeReport(report) ==
+        "at step 300; its model reported no final metrics (Session::ReportFinalMetrics)");
+  report.final_metrics = {{"accuracy", 1}, {"mse", 0.0000123}, {"zero", 0}, {"big", 12345.678}};
+  CHECK(DescribeReport(report) ==
+        "at step 300: final accuracy 1.0000, big 12345.6780, mse 1.23e-05, zero 0.0000");
+}
+
+}  // namespace
+}  // namespace taas::launcher
