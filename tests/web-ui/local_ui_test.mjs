@@ -94,6 +94,9 @@ try {
     }, 60000);
     await sleep(2500); // one more poll of the page, so the screenshot has the chart's points
     await shot('local-job-detail.png');
+    // The README's picture (docs/ui-job.png is a copy): the page's top as a browser window shows it.
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(args.artifacts, 'readme-job.png') });
   });
 
   await check('the cluster page shows this machine as the one node', async () => {
