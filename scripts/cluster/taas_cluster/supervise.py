@@ -75,8 +75,14 @@ class Components:
         return (self.pids / component).exists()
 
     def alive(self, component) -> bool:
-        """The recorded process runs and is this instance's (names the state folder)."""
+        """The recorded process runs and is this instance's: one this object started while it
+        has not exited, any other while its command line names the state folder. A child of
+        ours is judged by its handle because the kernel lets Popen return (vfork) before the
+        exec'd program's arguments are readable: for that moment /proc/<pid>/cmdline is empty,
+        and a loaded machine made `up` take a component that had just started for dead."""
         pid = self.pid_of(component)
+        if pid in self._children:
+            return self._children[pid].poll() is None
         if pid is None or not pid_running(pid):
             return False
         try:

@@ -104,6 +104,14 @@ class Components(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline, f"{component} never got ready")
                 time.sleep(0.05)
 
+    def test_a_child_is_alive_while_its_command_line_is_not_yet_readable(self):
+        # Between vfork's return and the end of exec, /proc/<pid>/cmdline reads empty.
+        self.start("etcd", "60", f"{self.state}/")
+        with mock.patch.object(Path, "read_bytes", return_value=b""):
+            self.assertTrue(self.components.alive("etcd"))
+        self.components.stop_all(ORDER)
+        self.assertFalse(self.components.alive("etcd"))
+
     def test_a_recycled_pid_is_not_the_component(self):
         self.components.pids.mkdir(parents=True)
         (self.components.pids / "etcd").write_text(f"{os.getpid()}\n")
