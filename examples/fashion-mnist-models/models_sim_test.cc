@@ -102,7 +102,9 @@ TEST_CASE("the CNN on two simulated devices: only the loss leaves them, and the 
   }
 
   REQUIRE(on_sim.final_values.size() == 10);  // five layers' kernels and biases
-  for (const auto& [name, values] : on_cpu.final_values) {
+  for (const auto& [variable, values] : on_cpu.final_values) {
+    // A named copy: clang 14 cannot capture a structured binding in CAPTURE's lambda.
+    const std::string& name = variable;
     CAPTURE(name);
     const auto& device_values = on_sim.final_values[name];
     REQUIRE(device_values.size() == values.size());

@@ -218,7 +218,9 @@ TEST_CASE("checkpoints, summaries, warm start and resuming work from device stat
   REQUIRE(saved.ok());
   REQUIRE(saved->has_value());
   CHECK((*saved)->global_step == 10);
-  for (const auto& [name, values] : at_ten.final_values) {
+  for (const auto& [variable, values] : at_ten.final_values) {
+    // A named copy: clang 14 cannot capture a structured binding in CAPTURE's lambda.
+    const std::string& name = variable;
     CAPTURE(name);
     const checkpoint::Entry* entry = (*saved)->Find(name);
     REQUIRE(entry != nullptr);
