@@ -394,7 +394,12 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
   std::atomic<bool> create_blocked{false};
   std::vector<TaskPool::Task> tasks;
   absl::Status acted;
-  if (decision.delete_pods.empty()) {
+  if (decision.delete_pods.empty() && decision.create_pods.empty() &&
+      decision.delete_services.empty()) {
+    // The status alone (a running job's progress, a condition): written here, so it never waits
+    // in the shared pool ahead of other jobs' creations, nor holds a thread of it.
+    acted = WriteDecidedStatus(ctx, object, job, seen, now, decision, gone);
+  } else if (decision.delete_pods.empty()) {
     for (const auto& ref : decision.create_pods)
       tasks.push_back(CreatePodTask(ctx, job, ref, create_blocked));
     for (const auto& svc : decision.delete_services) tasks.push_back(DeleteServiceTask(ctx, svc));

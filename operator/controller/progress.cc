@@ -36,7 +36,7 @@ std::string LabelValue(const prometheus::PrometheusSample& sample, std::string_v
   return "";
 }
 
-// The first of each gauge wins: a page that repeats one is not trusted to override itself.
+// The first valid value of each gauge wins: a page that repeats one cannot override itself.
 template <typename T>
 void SetOnce(std::optional<T>& field, std::optional<T> value) {
   if (!field) field = value;

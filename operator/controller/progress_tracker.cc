@@ -5,14 +5,15 @@
 namespace taas::controller {
 namespace {
 
-// Between half and all of `interval`, the same for the same key: jobs that start together are
-// read at different times.
+// Between one and one and a half `interval`, the same for the same key: jobs that start together
+// are read at different times.
 ProgressTracker::Clock::duration FirstReadDelay(const std::string& key,
                                                 std::chrono::seconds interval) {
-  const auto half = std::chrono::duration_cast<ProgressTracker::Clock::duration>(interval) / 2;
-  if (half.count() <= 0) return half;
-  return half + ProgressTracker::Clock::duration(std::hash<std::string>{}(key) %
-                                                 static_cast<std::size_t>(half.count()));
+  const auto whole = std::chrono::duration_cast<ProgressTracker::Clock::duration>(interval);
+  const auto half = whole / 2;
+  if (half.count() <= 0) return whole;
+  return whole + ProgressTracker::Clock::duration(std::hash<std::string>{}(key) %
+                                                  static_cast<std::size_t>(half.count()));
 }
 
 }  // namespace

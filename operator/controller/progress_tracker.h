@@ -49,8 +49,9 @@ class ProgressTracker {
   // A running job ("namespace/name", its UID), where its progress is read and the spec's max
   // steps. Cheap when nothing changed (every reconcile of a running job calls it). A job seen for
   // the first time (or again with another UID: a new job of the same name) is first read after
-  // between half and all of `interval` (spread by its key): its pods have just started, and jobs
-  // started together are not read together.
+  // between one and one and a half `interval` (spread by its key): its chief has just started
+  // (there is little to show yet), the cluster is often still starting the jobs started with it
+  // (their pods and services come first), and jobs started together are not read together.
   void Track(const std::string& key, const std::string& uid, const ScrapeTargets& targets,
              std::optional<std::int64_t> spec_max_steps);
   // No more reads (the job finished, was suspended or deleted); a read in flight is dropped.

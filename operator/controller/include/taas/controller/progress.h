@@ -52,7 +52,7 @@ struct TrainerReport {
   std::optional<double> loss;
   std::optional<double> eval_accuracy;
   // taas_final_metric{metric="accuracy"}: at most tfjob::kMaxProgressMetrics, names that
-  // tfjob::IsProgressMetricName accepts; the first sample of a name wins.
+  // tfjob::IsProgressMetricName accepts; the first valid sample of a name wins.
   std::map<std::string, double> final_metrics;
 
   bool operator==(const TrainerReport&) const = default;
