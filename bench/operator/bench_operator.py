@@ -12,7 +12,14 @@ Starts its own control plane (scripts/cluster/taas-cluster), runs taas-operator,
     its API requests, status writes and Events posted, and the load average.
 
 Usage: bench_operator.py --operator BIN [--peer-operator BIN] [--jobs 500] [--workers 4]
-                         [--nodes 100] [--gpus-per-node 24] [--parallel 16]
+                         [--nodes 100] [--gpus-per-node 24] [--parallel 16] [--progress]
+                         [--progress-seconds 30] [--no-floors]
+With --progress, taas runs the jobs three times in the same run: without reading the jobs'
+progress (--progress-seconds 0), with it, and without it again (the spread of the two is the
+noise), every job's chief answered by one fake metrics endpoint in this process whose step rises
+with time (so every read finds new progress and is written); it prints the times to all Running,
+the progress writes made until then, and the writes per second once every job runs
+(docs/operator.md, "Progress writes at 500 jobs").
 With --peer-operator (Kubeflow's training-operator, `scripts/cluster/training-operator build`
 prints where it is), the same jobs then run under it twice in the same run, on the same control
 plane: with its default settings (one controller thread) and with --controller-threads equal to
@@ -38,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -200,6 +208,44 @@ def tfjob(ns, i, workers):
                            "template": {"spec": {"containers": [container(1)]}}}}}}
 
 
+class FakeChiefs:
+    """One metrics endpoint answering for every job's chief: a trainer's page whose global step
+    rises 20 per second, so each read finds new progress (the most writes the operator makes)."""
+
+    def __init__(self):
+        start = time.time()
+        reads = [0]
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                reads[0] += 1
+                step = int((time.time() - start) * 20)
+                body = (f"taas_global_step {step}\ntaas_max_steps 1000000\n"
+                        f"taas_examples_per_second 2000\ntaas_loss {1 / (1 + step):.6f}\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.reads = reads
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def flags(self, ns, jobs, seconds):
+        out = ["--progress-seconds", str(seconds)]
+        for i in range(jobs):
+            out += ["--metrics-target", f"{ns}/job-{i}-worker-0={self.address}"]
+        return out
+
+    def close(self):
+        self.server.shutdown()
+
+
 def process_usage(pid):
     """Peak RSS (MiB) and CPU seconds of a process."""
     with open(f"/proc/{pid}/status") as f:
@@ -279,6 +325,7 @@ def run_jobs(api, args, ns, total, floors, label, metrics_text, bucket, pid):
     jobs_created = time.time() - t0
     created, jobs_running = (t - t0 for t in tracker.wait(total, 3600))
     text = metrics_text()
+    writes = metric(text, "taas_operator_progress_writes_total")
     rss, cpu = process_usage(pid)
     print(f"{label}: {args.jobs} TFJobs created in {jobs_created:.1f}s, every pod created after "
           f"{created:.1f}s, all {total} pods Running after {jobs_running:.1f}s")
@@ -289,7 +336,19 @@ def run_jobs(api, args, ns, total, floors, label, metrics_text, bucket, pid):
     print(f"{label}: operator peak RSS {rss:.1f} MiB, CPU {cpu:.1f} s; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     return {"label": label, "running": jobs_running, "created": created, "rss": rss, "cpu": cpu,
-            "ratios": [jobs_running / running for _, _, running in floors]}
+            "ratios": [jobs_running / running for _, _, running in floors],
+            "progress_writes": writes}
+
+
+def steady_progress_writes(port, args):
+    """Progress writes per second once every job runs: counted over two intervals."""
+    window = 2 * args.progress_seconds
+    before = metric(metrics(port), "taas_operator_progress_writes_total")
+    time.sleep(window)
+    after = metric(metrics(port), "taas_operator_progress_writes_total")
+    print(f"progress writes once every job runs: {after - before:.0f} in {window}s, "
+          f"{(after - before) / window:.1f}/s ({(after - before) / args.jobs:.2f} per job; load "
+          f"average {os.getloadavg()[0]:.1f})", flush=True)
 
 
 def metric(text, name):
@@ -335,6 +394,10 @@ def main():
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--gpus-per-node", type=int, default=24)
     parser.add_argument("--parallel", type=int, default=16)
+    parser.add_argument("--progress", action="store_true",
+                        help="run taas without and with reading the jobs' progress")
+    parser.add_argument("--progress-seconds", type=int, default=30)
+    parser.add_argument("--no-floors", action="store_true", help="skip the two floors")
     args = parser.parse_args()
     pods_per_job = 1 + args.workers
     total = args.jobs * pods_per_job
@@ -366,10 +429,11 @@ def main():
             os.environ[key] = value.strip("'\"").replace("$PATH", os.environ.get("PATH", ""))
         kubeconfig = os.environ["KUBECONFIG"]
         api = Api(kubeconfig, tmp)
-        floors = [measure_floor(api, args, total, services=False),
-                  measure_floor(api, args, total, services=True)]
+        floors = [] if args.no_floors else [measure_floor(api, args, total, services=False),
+                                             measure_floor(api, args, total, services=True)]
+        chiefs = FakeChiefs() if args.progress else None
 
-        def taas_phase(ns, label):
+        def taas_phase(ns, label, progress=None, steady=False):
             nonlocal op
             subprocess.run(["kubectl", "apply", "-f", CRD], check=True, stdout=subprocess.DEVNULL)
             subprocess.run(["kubectl", "wait", "--for=condition=established", "--timeout=120s",
@@ -379,7 +443,7 @@ def main():
             op = subprocess.Popen([args.operator, "--kubeconfig", kubeconfig, "--health-port", "0",
                                    "--health-address", "127.0.0.1", "--port-file", port_file,
                                    "--leader-elect=false", "--workers", str(TAAS_WORKERS),
-                                   "--namespaces", ns],
+                                   "--namespaces", ns, *(progress or [])],
                                   stdout=open(os.path.join(tmp, f"operator-{ns}.log"), "w"),
                                   stderr=subprocess.STDOUT)
             while not os.path.exists(port_file):
@@ -388,10 +452,13 @@ def main():
             time.sleep(2)
             results.append(run_jobs(api, args, ns, total, floors, label, lambda: metrics(port),
                                     "taas_operator_reconcile_duration_seconds_bucket", op.pid))
+            if steady:
+                steady_progress_writes(port, args)
             for line in metrics(port).splitlines():
                 if line.startswith(("taas_operator_reconcile_total", "taas_operator_api_",
                                     "taas_operator_pods_created", "taas_operator_services_created",
-                                    "taas_operator_status_updates", "taas_operator_events_")):
+                                    "taas_operator_status_", "taas_operator_events_",
+                                    "taas_operator_progress_")):
                     print(line)
             sys.stdout.flush()
             op.terminate()
@@ -401,7 +468,15 @@ def main():
             subprocess.run(["kubectl", "delete", "crd", "tfjobs.kubeflow.org"], check=True,
                            stdout=subprocess.DEVNULL)
 
-        taas_phase("jobs", "taas")
+        if args.progress:
+            taas_phase("jobs-off", "taas, progress off", ["--progress-seconds", "0"])
+            taas_phase("jobs", "taas, progress on",
+                       chiefs.flags("jobs", args.jobs, args.progress_seconds), steady=True)
+            print(f"fake chiefs answered {chiefs.reads[0]} reads")
+            chiefs.close()
+            taas_phase("jobs-off-again", "taas, progress off again", ["--progress-seconds", "0"])
+        else:
+            taas_phase("jobs", "taas")
         if args.peer_operator:
             # Kubeflow's CRD and webhook, installed as the conformance suite does.
             sys.path.insert(0, os.path.join(ROOT, "tests", "conformance"))
@@ -429,6 +504,13 @@ def main():
             shutil.rmtree(env.tmp, ignore_errors=True)  # the peer's certificates and logs
             # taas again, last: what running first or after a phase costs shows in the spread.
             taas_phase("jobs-again", "taas, again after Kubeflow")
+        if args.progress:
+            off, on, again = results[0], results[1], results[2]
+            mean_off = (off["running"] + again["running"]) / 2
+            print(f"\nprogress on against off, time to all Running: {on['running']:.1f}s against "
+                  f"{off['running']:.1f}s and {again['running']:.1f}s "
+                  f"({(on['running'] / mean_off - 1) * 100:+.1f}% of their mean); "
+                  f"{on['progress_writes']:.0f} progress writes until then")
         print("\n| operator | every pod created | all Running | " + " | ".join(
             f"x {name} ({running:.1f}s)" for name, _, running in floors) +
             " | peak RSS | CPU |\n|---|---|---|" + "---|" * len(floors) + "---|---|")

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/tfjob.h"
 #include "taas/tfjob/validation.h"
 
@@ -64,6 +65,42 @@ TEST_CASE("the CRD requires an image on every container, as Kubeflow's webhook a
   for (const YAML::Node& field : container["required"]) required.push_back(field.as<std::string>());
   CHECK(std::find(required.begin(), required.end(), "image") != required.end());
   CHECK(container["properties"]["image"]["minLength"].as<int>() == 1);
+}
+
+TEST_CASE("the CRD's status.progress holds what ProgressToJson writes, and its columns read it") {
+  const YAML::Node crd = YAML::LoadFile(TAAS_TFJOB_CRD_PATH);
+  const YAML::Node version = crd["spec"]["versions"][0];
+  const YAML::Node progress =
+      version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["progress"];
+  REQUIRE(progress["properties"]);
+  for (const char* map : {"metrics", "finalMetrics"})
+    CHECK(progress["properties"][map]["maxProperties"].as<std::size_t>() == kMaxProgressMetrics);
+  CHECK(progress["properties"]["percent"]["maximum"].as<int>() == 100);
+  JobProgress full;
+  full.global_step = 1;
+  full.max_steps = 2;
+  full.examples_per_second = 3;
+  full.eta_seconds = 4;
+  full.metrics = {{"loss", 1}, {"accuracy", 0.5}};
+  full.final_metrics = {{"accuracy", 0.5}};
+  full.update_time = Time(std::chrono::seconds(0));
+  const nlohmann::json written = ProgressToJson(full);
+  for (auto it = written.begin(); it != written.end(); ++it) {
+    CAPTURE(it.key());
+    CHECK(progress["properties"][it.key()]);
+  }
+  // The default view: Kubeflow's State and Age around the progress; the rest is -o wide.
+  std::vector<std::string> default_view;
+  for (const YAML::Node& column : version["additionalPrinterColumns"]) {
+    if (!column["priority"] || column["priority"].as<int>() == 0)
+      default_view.push_back(column["name"].as<std::string>() + " " +
+                             column["jsonPath"].as<std::string>());
+  }
+  CHECK(default_view == std::vector<std::string>{"State .status.conditions[-1:].type",
+                                                 "Progress .status.progress.percent",
+                                                 "ETA .status.progress.eta",
+                                                 "Accuracy .status.progress.accuracy",
+                                                 "Age .metadata.creationTimestamp"});
 }
 
 }  // namespace

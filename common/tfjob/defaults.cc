@@ -17,11 +17,12 @@ nlohmann::json* DefaultContainerForDefaults(nlohmann::json& pod_template) {
   return containers->front().is_object() ? &containers->front() : nullptr;
 }
 
-const nlohmann::json* FindNamedPort(const nlohmann::json& container) {
+const nlohmann::json* FindNamedPort(const nlohmann::json& container,
+                                    std::string_view name = kDefaultPortName) {
   const auto ports = container.find("ports");
   if (ports == container.end() || !ports->is_array()) return nullptr;
   for (const auto& port : *ports) {
-    if (port.is_object() && port.value("name", nlohmann::json()) == kDefaultPortName) return &port;
+    if (port.is_object() && port.value("name", nlohmann::json()) == name) return &port;
   }
   return nullptr;
 }
@@ -45,13 +46,20 @@ int TfJobPort(const nlohmann::json& pod_template) {
 }
 
 std::optional<int> DeclaredTfJobPort(const nlohmann::json& pod_template) {
+  return DeclaredContainerPort(pod_template, kDefaultPortName);
+}
+
+std::optional<int> DeclaredContainerPort(const nlohmann::json& pod_template,
+                                         std::string_view name) {
   const nlohmann::json* container = FindDefaultContainer(pod_template);
   if (container == nullptr) return std::nullopt;
-  const nlohmann::json* port = FindNamedPort(*container);
+  const nlohmann::json* port = FindNamedPort(*container, name);
   if (port == nullptr) return std::nullopt;
   const auto number = port->find("containerPort");
   if (number == port->end() || !number->is_number_integer()) return std::nullopt;
-  return number->get<int>();
+  const std::int64_t value = number->get<std::int64_t>();
+  if (value < 1 || value > 65535) return std::nullopt;
+  return static_cast<int>(value);
 }
 
 }  // namespace taas::tfjob

@@ -36,6 +36,22 @@ TEST_CASE("a declared tfjob-port is kept and other ports are left alone") {
   CHECK(Containers(job, ReplicaType::kPS)[0]["ports"] == before);
   CHECK(TfJobPort(job.spec.replica_specs[ReplicaType::kPS].pod_template) == 3333);
   CHECK(DeclaredTfJobPort(job.spec.replica_specs[ReplicaType::kPS].pod_template) == 3333);
+  CHECK(DeclaredContainerPort(job.spec.replica_specs[ReplicaType::kPS].pod_template, "metrics") ==
+        9090);
+  CHECK_FALSE(DeclaredContainerPort(job.spec.replica_specs[ReplicaType::kPS].pod_template, "grpc"));
+}
+
+TEST_CASE("a declared port outside 1-65535 or of another type is no port") {
+  for (const char* port : {"0", "65536", "4294967296", "-1", "\"9090\"", "9090.5"}) {
+    TFJob job = TestJob({{ReplicaType::kWorker, 1}});
+    json& container =
+        job.spec.replica_specs[ReplicaType::kWorker].pod_template["spec"]["containers"][0];
+    container["ports"] =
+        json::parse(std::string(R"([{"name":"metrics","containerPort":)") + port + "}]");
+    CAPTURE(port);
+    CHECK_FALSE(DeclaredContainerPort(job.spec.replica_specs[ReplicaType::kWorker].pod_template,
+                                      "metrics"));
+  }
 }
 
 TEST_CASE("other ports get the tfjob-port appended") {

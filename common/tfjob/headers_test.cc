@@ -1,6 +1,7 @@
 // Every public header compiles on its own.
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/restart.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"

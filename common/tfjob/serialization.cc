@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/validation.h"
 
@@ -357,6 +358,9 @@ JobStatus ReadStatus(const json& value, const std::string& path) {
   IfPresent(value, "lastReconcileTime", path, [&](const json& v, const std::string& p) {
     status.last_reconcile_time = ReadTime(v, p);
   });
+  // Advisory and rewritten by the operator: what cannot be read of it is dropped, field by field.
+  IfPresent(value, "progress", path,
+            [&](const json& v, const std::string&) { status.progress = ProgressFromJson(v); });
   return status;
 }
 
@@ -510,6 +514,7 @@ nlohmann::json StatusToJson(const JobStatus& status) {
   if (status.last_reconcile_time) {
     out["lastReconcileTime"] = FormatRfc3339(*status.last_reconcile_time);
   }
+  if (status.progress) out["progress"] = ProgressToJson(*status.progress);
   return out;
 }
 

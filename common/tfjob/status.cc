@@ -5,6 +5,7 @@
 #include <set>
 
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/restart.h"
 
 namespace taas::tfjob {
@@ -556,7 +557,8 @@ bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus conditi
 bool StatusChanged(const JobStatus& before, const JobStatus& after) {
   return before.conditions != after.conditions ||
          before.replica_statuses != after.replica_statuses ||
-         before.start_time != after.start_time || before.completion_time != after.completion_time;
+         before.start_time != after.start_time || before.completion_time != after.completion_time ||
+         ProgressChanged(before.progress, after.progress);
 }
 
 std::string_view ToString(ReplicaPhase phase) {

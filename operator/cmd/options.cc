@@ -17,6 +17,8 @@ constexpr std::string_view kUsage =
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
+    "                     [--progress-seconds S] [--scrape-parallelism N]\n"
+    "                     [--metrics-target NS/REPLICA=HOST:PORT]...\n"
     "                     [--gang-scheduler-name none|volcano|NAME]  (default none: no gang\n"
     "                      scheduling, even for a runPolicy.schedulingPolicy, as Kubeflow)\n"
     "                     [--log-level debug|info|warning|error]\n"
@@ -48,6 +50,9 @@ void BindFlags(flags::FlagSet& set, OperatorOptions& o) {
   // Lowers the installation's limit; the CRD's bound (kMaxReplicasPerJob) cannot be raised.
   set.Int("max-replicas-per-job", 1, tfjob::kMaxReplicasPerJob, &c.limits.max_replicas_per_job);
   set.String("port-file", &o.port_file);
+  set.Int("progress-seconds", 0, 3600, &c.progress.interval);
+  set.Int("scrape-parallelism", 1, 64, &c.progress.parallelism);
+  set.KeyValues("metrics-target", &c.progress.targets);
   set.Choice<LogLevel>("log-level",
                        {{"debug", LogLevel::kDebug},
                         {"info", LogLevel::kInfo},
@@ -68,6 +73,12 @@ absl::Status Complete(OperatorOptions& o) {
   o.lease.renew_deadline = std::max(std::chrono::seconds(1), o.lease.lease_duration * 2 / 3);
   o.lease.retry_period = std::max(std::chrono::seconds(1), o.lease.lease_duration / 7);
   TAAS_RETURN_IF_ERROR(kube::ValidateLeaderElectionOptions(o.lease));
+  for (const auto& [replica, address] : o.controller.progress.targets) {
+    if (replica.find('/') == std::string::npos || address.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError("--metrics-target: expected NS/REPLICA=HOST:PORT, got " +
+                                        replica + "=" + address);
+    }
+  }
   // The UI lists and creates jobs where the operator runs them; an operator watching every
   // namespace offers "default" unless told otherwise (the chart does the same).
   if (o.ui.api.namespaces.empty()) {
@@ -107,8 +118,9 @@ void ResolveWithCluster(std::string_view config_namespace, std::string_view defa
   if (options->lease.namespace_name.empty()) options->lease.namespace_name = config_namespace;
   if (options->lease.identity.empty()) options->lease.identity = default_identity;
   options->controller.host = options->lease.identity;
-  // The UI server runs beside the operator (the chart installs both in one namespace): the jobs'
-  // NetworkPolicies admit that namespace to the metrics port.
+  // The operator reads running jobs' progress from their chiefs, and the UI server runs beside it
+  // (the chart installs both in one namespace): the jobs' NetworkPolicies admit that namespace to
+  // the metrics port.
   options->controller.build.metrics_scraper_namespace = config_namespace;
 }
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <regex>
 #include <set>
 
@@ -38,6 +39,9 @@ TEST_CASE("without flags the operator runs with the documented defaults") {
   CHECK(o.controller.create_parallelism == 16);
   CHECK(o.controller.child_event_delay == std::chrono::milliseconds(250));
   CHECK(o.controller.limits.max_replicas_per_job == tfjob::kMaxReplicasPerJob);
+  CHECK(o.controller.progress.interval == std::chrono::seconds(30));
+  CHECK(o.controller.progress.parallelism == 4);
+  CHECK(o.controller.progress.targets.empty());
   CHECK(o.port_file.empty());
   CHECK(o.log_level == LogLevel::kInfo);
   CHECK(o.ui_listen.empty());
@@ -83,6 +87,13 @@ TEST_CASE("every flag lands in the option of the part it configures") {
                             "64",
                             "--port-file",
                             "/p",
+                            "--progress-seconds",
+                            "0",
+                            "--scrape-parallelism",
+                            "8",
+                            "--metrics-target",
+                            "ns/j-worker-0=127.0.0.1:9100",
+                            "--metrics-target=ns/j-evaluator-0=127.0.0.1:9101",
                             "--log-level",
                             "debug",
                             "--ui-listen",
@@ -117,6 +128,11 @@ TEST_CASE("every flag lands in the option of the part it configures") {
   CHECK(o.controller.child_event_delay == std::chrono::milliseconds(0));
   CHECK(o.controller.limits.max_replicas_per_job == 64);
   CHECK(o.port_file == "/p");
+  CHECK(o.controller.progress.interval == std::chrono::seconds(0));
+  CHECK(o.controller.progress.parallelism == 8);
+  CHECK(o.controller.progress.targets ==
+        std::map<std::string, std::string>{{"ns/j-worker-0", "127.0.0.1:9100"},
+                                           {"ns/j-evaluator-0", "127.0.0.1:9101"}});
   CHECK(o.log_level == LogLevel::kDebug);
   CHECK(o.ui_listen == "0.0.0.0:8080");
   CHECK(o.ui.http.host == "0.0.0.0");
@@ -163,6 +179,14 @@ TEST_CASE("every mistake names the flag and the range or form it expects") {
       {{"--max-replicas-per-job", past_max_replicas},
        "--max-replicas-per-job: expected a number from 1 to " + max_replicas + ", got " +
            past_max_replicas},
+      {{"--progress-seconds", "3601"},
+       "--progress-seconds: expected a number from 0 to 3600, got 3601"},
+      {{"--scrape-parallelism", "0"},
+       "--scrape-parallelism: expected a number from 1 to 64, got 0"},
+      {{"--metrics-target", "j-worker-0=127.0.0.1:9100"},
+       "--metrics-target: expected NS/REPLICA=HOST:PORT, got j-worker-0=127.0.0.1:9100"},
+      {{"--metrics-target", "ns/j-worker-0=9100"},
+       "--metrics-target: expected NS/REPLICA=HOST:PORT, got ns/j-worker-0=9100"},
       {{"--log-level", "verbose"}, "--log-level: expected debug|info|warning|error, got verbose"},
       {{"--leader-elect=no"}, "--leader-elect: expected true or false, got no"},
       {{"--kubeconfig"}, "--kubeconfig: needs a value"},
@@ -187,7 +211,7 @@ TEST_CASE("--help asks for the usage, which names every flag there is") {
        it != std::sregex_iterator(); ++it) {
     named.insert((*it)[1]);
   }
-  CHECK(named.size() == 24);
+  CHECK(named.size() == 27);
   for (const std::string& name : named) {
     CAPTURE(name);
     // Declared: alone, a flag is either a switch or wants its value, never unknown.

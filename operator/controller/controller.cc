@@ -5,8 +5,10 @@
 #include <set>
 
 #include "internal.h"
+#include "progress_tracker.h"
 #include "status_write.h"
 #include "taas/base/status.h"
+#include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/validation.h"
@@ -121,17 +123,29 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   }
   logger_.Info("caches synced; starting workers", {{"workers", options_.workers}});
   pool_ = std::make_unique<TaskPool>(std::max(1, options_.create_parallelism));
+  if (options_.progress.interval.count() > 0) {
+    const ProgressOptions& p = options_.progress;
+    progress_ = std::make_unique<ProgressTracker>(
+        p,
+        [timeout = p.timeout](const std::string& address) {
+          return http::Get(address, "/metrics", {timeout, kMaxProgressPageBytes});
+        },
+        [this](const std::string& key) { queue_.Add(key); }, logger_);
+    progress_->Start();
+  }
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
   return true;
 }
 
 void Controller::Stop() {
+  if (progress_) progress_->Stop();  // before the queue: a due read adds to it
   queue_.ShutDown();
   for (auto& t : workers_) {
     if (t.joinable()) t.join();
   }
   workers_.clear();
   pool_.reset();
+  progress_.reset();
   for (auto& [ns, w] : watched_) {
     w.jobs->Stop();
     w.pods->Stop();
@@ -159,6 +173,7 @@ void Controller::OnJob(const kube::Delta& delta) {
     expectations_.erase(key);
     written_.erase(key);
     secured_.erase(MetaString(*delta.object, "uid"));
+    if (progress_) progress_->Untrack(key);
     return;
   }
   queue_.Add(key);
@@ -328,8 +343,8 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
         return StatusWriteOps::Redecision{true, std::nullopt};
       }
       job = std::move(*reloaded);
-      decision = Decide(job, LedgerFromStatus(fresh.value("status", json::object())), seen, now,
-                        options_.status);
+      decision =
+          DecideAll(ctx, job, LedgerFromStatus(fresh.value("status", json::object())), seen, now);
       if (!decision.write_status) return StatusWriteOps::Redecision{};
       return StatusWriteOps::Redecision{false, StatusJson(decision.update.status, decision.ledger)};
     };
@@ -343,6 +358,11 @@ absl::Status Controller::WriteDecidedStatus(const JobContext& ctx, json object, 
       {
         std::lock_guard<std::mutex> lock(mu_);
         written_[ctx.key] = std::make_shared<const json>(std::move(*result.written));
+      }
+      if (const auto& progress = decision.update.status.progress;
+          progress && tf::ProgressChanged(job.status.progress, progress)) {
+        metrics_.progress_writes.fetch_add(1);
+        if (progress_) progress_->Written(ctx.key, *progress, SteadyClock::now());
       }
       for (const auto& event : decision.update.events) {  // once, with the status that says it
         ctx.log.Info("job condition changed",
@@ -374,7 +394,12 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
   std::atomic<bool> create_blocked{false};
   std::vector<TaskPool::Task> tasks;
   absl::Status acted;
-  if (decision.delete_pods.empty()) {
+  if (decision.delete_pods.empty() && decision.create_pods.empty() &&
+      decision.delete_services.empty()) {
+    // The status alone (a running job's progress, a condition): written here, so it never waits
+    // in the shared pool ahead of other jobs' creations, nor holds a thread of it.
+    acted = WriteDecidedStatus(ctx, object, job, seen, now, decision, gone);
+  } else if (decision.delete_pods.empty()) {
     for (const auto& ref : decision.create_pods)
       tasks.push_back(CreatePodTask(ctx, job, ref, create_blocked));
     for (const auto& svc : decision.delete_services) tasks.push_back(DeleteServiceTask(ctx, svc));
@@ -440,9 +465,35 @@ absl::Status Controller::FollowUp(const JobContext& ctx, const tf::TFJob& job,
   return absl::OkStatus();
 }
 
+Decision Controller::DecideAll(const JobContext& ctx, const tf::TFJob& job,
+                               const RestartLedger& ledger, const Observation& seen, tf::Time now) {
+  Decision decision = Decide(job, ledger, seen, now, options_.status);
+  if (progress_) {
+    const ProgressTracker::Snapshot snapshot = progress_->Get(ctx.key);
+    const bool due = snapshot.latest &&
+                     ProgressWriteDue(job.status.progress, *snapshot.latest, snapshot.last_write,
+                                      SteadyClock::now(), options_.progress.interval);
+    DecideProgress(job.status, snapshot.latest, due, decision);
+  }
+  return decision;
+}
+
+// `job` carries the status just decided (and written).
+void Controller::FollowProgress(const JobContext& ctx, const tf::TFJob& job) {
+  if (!progress_) return;
+  if (tf::IsFinished(job.status) || tf::IsSuspended(job.status)) {
+    progress_->Untrack(ctx.key);
+  } else if (tf::IsRunning(job.status)) {
+    progress_->Track(ctx.key, ctx.uid,
+                     ProgressTargets(job, options_.build.addressing, options_.progress.targets),
+                     MaxStepsFromSpec(job.spec));
+  }
+}
+
 absl::Status Controller::Reconcile(const std::string& key) {
   kube::ObjectPtr object = CurrentJob(key);
   if (object == nullptr) {
+    if (progress_) progress_->Untrack(key);
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     return absl::OkStatus();
@@ -472,12 +523,13 @@ absl::Status Controller::Reconcile(const std::string& key) {
   // observe -> decide -> act
   const Observation seen = Observe(ctx, *watched);
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  Decision decision = Decide(job, LedgerFromStatus(object->value("status", json::object())), seen,
-                             now, options_.status);
+  Decision decision =
+      DecideAll(ctx, job, LedgerFromStatus(object->value("status", json::object())), seen, now);
   bool gone = false;
   bool blocked = false;
   absl::Status acted = Act(ctx, *object, job, seen, now, decision, gone, blocked);
   if (gone) return absl::OkStatus();
+  FollowProgress(ctx, job);
   absl::Status followed = FollowUp(ctx, job, decision, blocked, acted.ok(), now);
   return acted.ok() ? followed : acted;
 }

@@ -11,41 +11,21 @@
 #include <thread>
 #include <vector>
 
+#include "controller_test_support.h"
 #include "taas/controller/controller.h"
 #include "taas/kube_testing/test_server.h"
 
 namespace {
 
 using nlohmann::json;
-using taas::kube::testing::Chunk;
+using taas::controller::testing::EndedWatch;
+using taas::controller::testing::ListBody;
+using taas::controller::testing::RequestBody;
+using taas::controller::testing::TFJobObject;
 using taas::kube::testing::Response;
 using taas::kube::testing::TestServer;
 
-json Job(const std::string& rv) {
-  json container = {{"name", "tensorflow"}, {"image", "taas/trainer"}};
-  return {{"apiVersion", "kubeflow.org/v1"},
-          {"kind", "TFJob"},
-          {"metadata",
-           {{"name", "j"},
-            {"namespace", "ns"},
-            {"uid", "uid-1"},
-            {"resourceVersion", rv},
-            {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
-          {"spec",
-           {{"tfReplicaSpecs",
-             {{"Worker",
-               {{"replicas", 1}, {"template", {{"spec", {{"containers", {container}}}}}}}}}}}}};
-}
-
-std::string List(const std::vector<json>& items) {
-  return json{{"kind", "List"}, {"metadata", {{"resourceVersion", "5"}}}, {"items", items}}.dump();
-}
-
-// The test server passes a request as its head, "\n" and the body.
-std::string Body(const std::string& request) {
-  auto end = request.find('\n', request.rfind("\r\n") + 2);
-  return end == std::string::npos ? "" : request.substr(end + 1);
-}
+json Job(const std::string& rv) { return TFJobObject("j", "uid-1", 1, rv); }
 
 }  // namespace
 
@@ -57,18 +37,16 @@ TEST_CASE("controller: a 409 on the status write re-reads the job and writes ont
   fresh["metadata"]["labels"] = {{"owner", "someone-else"}};
   TestServer server([&](const std::string& request) -> std::vector<std::string> {
     const std::string line = request.substr(0, request.find("\r\n"));
-    if (line.find("watch=1") != std::string::npos)
-      return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP200", Chunk(""),
-              "CLOSE"};
+    if (line.find("watch=1") != std::string::npos) return EndedWatch();
     if (line.rfind("GET /apis/kubeflow.org/v1/namespaces/ns/tfjobs/j ", 0) == 0) {
       gets.fetch_add(1);
       return {Response(200, fresh.dump())};
     }
     if (line.rfind("GET /apis/kubeflow.org/v1/namespaces/ns/tfjobs", 0) == 0)
-      return {Response(200, List({Job("5")}))};
-    if (line.rfind("GET ", 0) == 0) return {Response(200, List({}))};
+      return {Response(200, ListBody({Job("5")}))};
+    if (line.rfind("GET ", 0) == 0) return {Response(200, ListBody({}))};
     if (line.rfind("PUT /apis/kubeflow.org/v1/namespaces/ns/tfjobs/j/status ", 0) == 0) {
-      json body = json::parse(Body(request));
+      json body = json::parse(RequestBody(request));
       std::lock_guard<std::mutex> lock(mu);
       status_puts.push_back(body);
       if (status_puts.size() == 1)
@@ -77,7 +55,7 @@ TEST_CASE("controller: a 409 on the status write re-reads the job and writes ont
       body["metadata"]["resourceVersion"] = "9";
       return {Response(200, body.dump())};
     }
-    if (line.rfind("POST ", 0) == 0) return {Response(201, Body(request))};
+    if (line.rfind("POST ", 0) == 0) return {Response(201, RequestBody(request))};
     return {Response(404, R"({"kind":"Status","reason":"NotFound","code":404})")};
   });
   taas::kube::ClientConfig config;

@@ -11,36 +11,24 @@
 #include <thread>
 #include <vector>
 
+#include "controller_test_support.h"
 #include "taas/controller/controller.h"
 #include "taas/kube_testing/test_server.h"
 
 namespace {
 
 using nlohmann::json;
-using taas::kube::testing::Chunk;
+using taas::controller::testing::EndedWatch;
+using taas::controller::testing::ListBody;
+using taas::controller::testing::RequestBody;
+using taas::controller::testing::TFJobObject;
 using taas::kube::testing::Response;
 using taas::kube::testing::TestServer;
 
 json Job(const std::string& name, const json& run_policy) {
-  json container = {{"name", "tensorflow"}, {"image", "taas/trainer"}};
-  json job = {{"apiVersion", "kubeflow.org/v1"},
-              {"kind", "TFJob"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", "ns"},
-                {"uid", "uid-" + name},
-                {"resourceVersion", "5"},
-                {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
-              {"spec",
-               {{"tfReplicaSpecs",
-                 {{"Worker",
-                   {{"replicas", 2}, {"template", {{"spec", {{"containers", {container}}}}}}}}}}}}};
+  json job = TFJobObject(name, "uid-" + name, 2);
   if (!run_policy.is_null()) job["spec"]["runPolicy"] = run_policy;
   return job;
-}
-
-std::string List(const std::vector<json>& items) {
-  return json{{"kind", "List"}, {"metadata", {{"resourceVersion", "5"}}}, {"items", items}}.dump();
 }
 
 }  // namespace
@@ -61,19 +49,16 @@ TEST_CASE("controller: jobs managed by another controller are left alone") {
   std::vector<std::string> writes;
   TestServer server([&](const std::string& request) -> std::vector<std::string> {
     const std::string line = request.substr(0, request.find("\r\n"));
-    if (line.find("watch=1") != std::string::npos)
-      return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "SLEEP200", Chunk(""),
-              "CLOSE"};
+    if (line.find("watch=1") != std::string::npos) return EndedWatch();
     if (line.rfind("GET /apis/kubeflow.org/v1/namespaces/ns/tfjobs", 0) == 0)
-      return {Response(200, List({kueue, kueue_invalid, other, ours, plain}))};
-    if (line.rfind("GET ", 0) == 0) return {Response(200, List({}))};
+      return {Response(200, ListBody({kueue, kueue_invalid, other, ours, plain}))};
+    if (line.rfind("GET ", 0) == 0) return {Response(200, ListBody({}))};
     {
       std::lock_guard<std::mutex> lock(mu);
       writes.push_back(request);
     }
     if (line.rfind("POST ", 0) == 0 || line.rfind("PUT ", 0) == 0) {
-      const std::string body = request.substr(request.find('\n', request.rfind("\r\n") + 2) + 1);
-      return {Response(line.rfind("POST ", 0) == 0 ? 201 : 200, body)};
+      return {Response(line.rfind("POST ", 0) == 0 ? 201 : 200, RequestBody(request))};
     }
     return {Response(404, R"({"kind":"Status","reason":"NotFound","code":404})")};
   });

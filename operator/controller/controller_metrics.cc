@@ -1,6 +1,7 @@
 // The controller's Prometheus text (/metrics).
 #include <map>
 
+#include "progress_tracker.h"
 #include "taas/controller/controller.h"
 
 namespace taas::controller {
@@ -45,6 +46,17 @@ std::string Controller::RenderMetrics() const {
           "Kubernetes Events posted (a repeat or an aggregate counts once).", events_.posted());
   counter("taas_operator_jobs_ttl_deleted_total", "TFJobs deleted after ttlSecondsAfterFinished.",
           metrics_.jobs_deleted_ttl.load());
+  counter("taas_operator_progress_writes_total",
+          "TFJob status writes that changed status.progress.", metrics_.progress_writes.load());
+  if (progress_) {
+    counter("taas_operator_progress_scrapes_total", "Metrics pages of chiefs and evaluators read.",
+            progress_->Scrapes());
+    counter("taas_operator_progress_scrape_errors_total",
+            "Reads of a chief's or evaluator's metrics page that failed.",
+            progress_->ScrapeErrors());
+    gauge("taas_operator_progress_jobs", "Running jobs whose progress is read.",
+          static_cast<double>(progress_->Tracked()));
+  }
 
   std::map<std::string, int> by_state = {{"Created", 0},   {"Running", 0}, {"Restarting", 0},
                                          {"Succeeded", 0}, {"Failed", 0},  {"Suspended", 0},

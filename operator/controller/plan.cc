@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "taas/controller/progress.h"
 #include "taas/tfjob/labels.h"
 
 namespace taas::controller {
@@ -191,6 +192,22 @@ Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observa
   }
   out.write_status = ledger_grew || tf::StatusChanged(job.status, out.update.status);
   return out;
+}
+
+void DecideProgress(const tf::JobStatus& before, const std::optional<tf::JobProgress>& latest,
+                    bool due, Decision& decision) {
+  tf::JobStatus& after = decision.update.status;
+  if (tf::IsFinished(before)) return;  // `after` kept the progress it had
+  if (tf::IsFinished(after)) {
+    const std::optional<tf::JobProgress>& newest = latest ? latest : before.progress;
+    if (newest) after.progress = FinishedProgress(*newest, after);
+  } else if (latest && (due || decision.write_status)) {
+    after.progress = latest;
+  } else if (tf::IsSuspended(after) && decision.write_status && after.progress) {
+    after.progress->eta_seconds.reset();
+  }
+  decision.write_status =
+      decision.write_status || tf::ProgressChanged(before.progress, after.progress);
 }
 
 }  // namespace taas::controller

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "taas/tfjob/tfjob.h"
 
@@ -19,7 +20,11 @@ void SetDefaults(TFJob& job);
 // `tensorflow` container, else kDefaultPort (2222), like Kubeflow's GetPortFromTFJob.
 int TfJobPort(const nlohmann::json& pod_template);
 
-// The `tfjob-port` containerPort the `tensorflow` container declares, if any.
+// The `tfjob-port` containerPort (1-65535) the `tensorflow` container declares, if any.
 std::optional<int> DeclaredTfJobPort(const nlohmann::json& pod_template);
+
+// The containerPort (1-65535) the `tensorflow` container declares under the port name `name`
+// (e.g. contract::kMetricsPortName), if any.
+std::optional<int> DeclaredContainerPort(const nlohmann::json& pod_template, std::string_view name);
 
 }  // namespace taas::tfjob

@@ -51,7 +51,8 @@ bool FailedByLimit(const JobStatus& status);
 bool SetCondition(JobStatus& status, ConditionType type, ConditionStatus condition_status,
                   std::string_view reason, std::string message, Time now);
 
-// Whether the status must be written: any difference except lastReconcileTime.
+// Whether the status must be written: any difference except lastReconcileTime (and the
+// progress's lastUpdateTime, ProgressChanged).
 bool StatusChanged(const JobStatus& before, const JobStatus& after);
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 //
 // Companion headers: rfc3339.h (timestamps), serialization.h (JSON/YAML), defaults.h,
 // validation.h (field errors), labels.h (names, labels, selectors), restart.h (exit codes),
-// status.h (conditions and job status), tf_config.h (TF_CONFIG).
+// status.h (conditions and job status), progress.h (status.progress), tf_config.h (TF_CONFIG).
 #pragma once
 
 #include <chrono>
@@ -200,12 +200,27 @@ struct ReplicaStatus {
   bool operator==(const ReplicaStatus&) const = default;
 };
 
+// status.progress, a taas extension: the job's training progress as its chief reports it (the
+// field by field meaning, the derived fields and the rules: progress.h).
+struct JobProgress {
+  std::optional<std::int64_t> global_step;
+  std::optional<std::int64_t> max_steps;
+  std::optional<double> examples_per_second;
+  std::optional<std::int64_t> eta_seconds;
+  std::map<std::string, double> metrics;        // latest, by name ("loss", "accuracy")
+  std::map<std::string, double> final_metrics;  // the job's result, once training ended
+  std::optional<Time> update_time;              // when these were read from the trainer
+
+  bool operator==(const JobProgress&) const = default;
+};
+
 struct JobStatus {
   std::vector<JobCondition> conditions;  // in the order they were first set
   std::map<ReplicaType, ReplicaStatus> replica_statuses;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<Time> last_reconcile_time;
+  std::optional<JobProgress> progress;  // JSON "progress"; absent until the operator read one
 
   bool operator==(const JobStatus&) const = default;
 };

@@ -31,6 +31,7 @@
 #include "taas/controller/builders.h"
 #include "taas/controller/metrics.h"
 #include "taas/controller/plan.h"
+#include "taas/controller/progress.h"
 #include "taas/kube/client.h"
 #include "taas/kube/events.h"
 #include "taas/kube/informer.h"
@@ -40,6 +41,7 @@
 
 namespace taas::controller {
 
+class ProgressTracker;
 class TaskPool;
 
 struct ControllerOptions {
@@ -58,6 +60,8 @@ struct ControllerOptions {
   taas::tfjob::Limits limits;
   std::chrono::seconds resync_period{std::chrono::minutes(5)};
   std::string host = "taas-operator";  // Event source.host
+  // Running jobs' status.progress, read from their chiefs (progress.h).
+  ProgressOptions progress;
 };
 
 class Controller {
@@ -74,7 +78,7 @@ class Controller {
   bool Synced() const;
 
   // Prometheus text: reconcile counts and latency histogram, queue depth, API requests/errors,
-  // jobs by state, children created/deleted.
+  // jobs by state, children created/deleted, progress reads and writes.
   std::string RenderMetrics() const;
   const Metrics& metrics() const { return metrics_; }
 
@@ -99,6 +103,11 @@ class Controller {
 
   void Worker();
   absl::Status Reconcile(const std::string& key);
+  // Decide (plan.h), with the job's newest progress (DecideProgress) when progress is on.
+  Decision DecideAll(const JobContext& ctx, const taas::tfjob::TFJob& job,
+                     const RestartLedger& ledger, const Observation& seen, taas::tfjob::Time now);
+  // Reads a running job's progress from now on; stops once it finished or is suspended.
+  void FollowProgress(const JobContext& ctx, const taas::tfjob::TFJob& job);
   Observation Observe(const JobContext& job, const Watched& watched);
   // Writes the decided status when it changed; on a 409 reads the job again, decides again
   // (replacing `job` and `decision`) and retries. `gone`: the job no longer exists (or became
@@ -143,7 +152,8 @@ class Controller {
   kube::EventRecorder events_;
   std::map<std::string, Watched> watched_;  // by namespace ("" = all); fixed after construction
   std::vector<std::thread> workers_;
-  std::unique_ptr<TaskPool> pool_;  // created by Start
+  std::unique_ptr<TaskPool> pool_;             // created by Start
+  std::unique_ptr<ProgressTracker> progress_;  // created by Start unless progress is off
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, Expectations> expectations_;  // guarded by mu_

@@ -41,6 +41,7 @@ struct Metrics {
   std::atomic<std::uint64_t> status_updates{0};
   std::atomic<std::uint64_t> status_conflicts{0};
   std::atomic<std::uint64_t> jobs_deleted_ttl{0};
+  std::atomic<std::uint64_t> progress_writes{0};  // status writes that changed status.progress
   Histogram reconcile_latency;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tfjob.h"
 
@@ -99,5 +100,19 @@ std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& s
 // given what is observed now. Pure.
 Decision Decide(const taas::tfjob::TFJob& job, const RestartLedger& ledger, const Observation& seen,
                 taas::tfjob::Time now, const taas::tfjob::StatusOptions& options);
+
+// The status.progress that goes out with the decided status (taas/tfjob/progress.h), given the
+// tracker's newest progress of the job (`latest`; ProgressTracker) and whether it is due for a
+// write on its own (`due`: ProgressWriteDue):
+//  - a job finished before this decision keeps what it has: nothing more is written for it;
+//  - a job this decision finishes gets FinishedProgress of the newest progress it has, in the
+//    same write as the condition that finishes it (no write of its own);
+//  - a running job gets `latest` when it is due, and whenever the status is written anyway (a
+//    condition or a count changed: the progress rides along for free);
+//  - a suspended job's progress loses its ETA when its status is written anyway.
+// Sets decision.write_status when the progress changes what is written. Pure.
+void DecideProgress(const taas::tfjob::JobStatus& before,
+                    const std::optional<taas::tfjob::JobProgress>& latest, bool due,
+                    Decision& decision);
 
 }  // namespace taas::controller

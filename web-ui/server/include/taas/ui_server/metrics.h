@@ -21,6 +21,7 @@
 #include "taas/base/log.h"
 #include "taas/base/status.h"
 #include "taas/contract/ports.h"
+#include "taas/prometheus/text.h"
 #include "taas/tfjob/tfjob.h"
 #include "taas/ui_server/job_source.h"
 #include "taas/ui_server/rows.h"
@@ -28,26 +29,14 @@
 
 namespace taas::ui_server {
 
-// One sample of a Prometheus text exposition: `name{label="value",...} value [timestamp]`.
-struct PrometheusSample {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;  // values unescaped (\\, \", \n)
-  double value = 0;
-};
-
-// What a replica's page may hold; a sample (line) beyond a bound is skipped, not cut.
-inline constexpr std::size_t kMaxPrometheusNameBytes = 256;    // metric and label names
-inline constexpr std::size_t kMaxPrometheusLabels = 16;        // per sample
-inline constexpr std::size_t kMaxPrometheusLabelBytes = 1024;  // per label value, escaped
-inline constexpr std::size_t kMaxPrometheusSamples = 10000;    // per page; the rest is ignored
-
-// The samples of a Prometheus text exposition in page order. Comments, malformed lines (a bad
-// name, an unterminated or unknown escape, a missing quote or brace, a duplicate label), samples
-// over the bounds above and non-numeric or NaN values are skipped.
-std::vector<PrometheusSample> ParsePrometheusSamples(std::string_view text);
-
-// The samples by metric name (labels ignored; the first sample of a name wins).
-std::map<std::string, double> ParsePrometheusText(std::string_view text);
+// The page parser is common/prometheus (one copy for every scraper); its names are the UI's too.
+using prometheus::kMaxPrometheusLabelBytes;
+using prometheus::kMaxPrometheusLabels;
+using prometheus::kMaxPrometheusNameBytes;
+using prometheus::kMaxPrometheusSamples;
+using prometheus::ParsePrometheusSamples;
+using prometheus::ParsePrometheusText;
+using prometheus::PrometheusSample;
 
 // The devices a replica reported: per kReplicaDeviceInfoMetric sample of value 1 with a non-empty
 // device label, "DEVICE NAME" ("cuda:0 NVIDIA H100 80GB HBM3") or "DEVICE" ("cpu"), in page order,

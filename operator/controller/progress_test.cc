@@ -1,0 +1,324 @@
+// The pure parts of a job's progress: what a trainer's page says, where it is read, the estimate
+// (percent, ETA), when it is written, and how it rides with the decided status.
+#include "taas/controller/progress.h"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "taas/controller/plan.h"
+#include "taas/tfjob/serialization.h"
+#include "taas/tfjob/validation.h"
+
+namespace taas::controller {
+namespace {
+
+namespace tf = taas::tfjob;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+const tf::Time kNow = std::chrono::floor<std::chrono::seconds>(
+    std::chrono::sys_days{std::chrono::year{2026} / 1 / 1} + std::chrono::hours(12));
+const Clock::time_point kT0{};
+
+TrainerReport Report(std::string_view page) {
+  return ReadTrainerReport(prometheus::ParsePrometheusSamples(page));
+}
+
+json Container(json env = json::array(), json ports = json::array()) {
+  json c = {{"name", "tensorflow"}, {"image", "taas/trainer"}};
+  if (!env.empty()) c["env"] = env;
+  if (!ports.empty()) c["ports"] = ports;
+  return c;
+}
+
+tf::TFJob Job(json replica_specs) {
+  auto job = tf::LoadTFJob({{"apiVersion", "kubeflow.org/v1"},
+                            {"kind", "TFJob"},
+                            {"metadata", {{"name", "j"}, {"namespace", "ns"}, {"uid", "u"}}},
+                            {"spec", {{"tfReplicaSpecs", replica_specs}}}});
+  REQUIRE_MESSAGE(job.ok(), job.status().ToString());
+  return *job;
+}
+
+json Spec(json container, int replicas = 1) {
+  return {{"replicas", replicas}, {"template", {{"spec", {{"containers", {container}}}}}}};
+}
+
+TEST_CASE("progress: a trainer's page, as the runtime writes it") {
+  const TrainerReport r = Report(
+      "# HELP taas_global_step Global training step this replica last saw\n"
+      "# TYPE taas_global_step gauge\n"
+      "taas_global_step 2520\n"
+      "taas_max_steps 6000\n"
+      "taas_loss 0.412\n"
+      "taas_examples_per_second 3310.5\n"
+      "taas_learning_rate 0.001\n"
+      "taas_eval_accuracy 0.884\n"
+      "taas_final_metric{metric=\"accuracy\"} 0.9087\n"
+      "taas_final_metric{metric=\"loss\"} 0.26\n"
+      "taas_replica_device_info{device=\"cpu\",name=\"\"} 1\n");
+  CHECK(r.global_step == 2520);
+  CHECK(r.max_steps == 6000);
+  CHECK(r.loss == doctest::Approx(0.412));
+  CHECK(r.examples_per_second == doctest::Approx(3310.5));
+  CHECK(r.eval_accuracy == doctest::Approx(0.884));
+  CHECK(r.final_metrics == std::map<std::string, double>{{"accuracy", 0.9087}, {"loss", 0.26}});
+  CHECK(Report("") == TrainerReport{});
+}
+
+TEST_CASE("progress: a hostile page gives nothing out of range, and the first value of a gauge") {
+  std::string page =
+      "taas_global_step -5\n"
+      "taas_global_step 2520.9\n"  // the first valid one wins over the next
+      "taas_global_step 9\n"
+      "taas_max_steps 0\n"
+      "taas_max_steps 1e300\n"
+      "taas_loss +Inf\n"
+      "taas_examples_per_second -3\n"
+      "taas_eval_accuracy -Inf\n"
+      "taas_final_metric 1\n"  // no metric label
+      "taas_final_metric{metric=\"bad name\"} 1\n"
+      "taas_final_metric{metric=\"accuracy\"} Inf\n"
+      "taas_final_metric{metric=\"accuracy\"} 0.5\n"
+      "taas_final_metric{metric=\"accuracy\"} 0.7\n";
+  for (int i = 0; i < 40; ++i)
+    page += "taas_final_metric{metric=\"m" + std::to_string(i) + "\"} 1\n";
+  const TrainerReport r = Report(page);
+  CHECK(r.global_step == 2520);
+  CHECK_FALSE(r.max_steps.has_value());
+  CHECK_FALSE(r.loss.has_value());
+  CHECK_FALSE(r.examples_per_second.has_value());
+  CHECK_FALSE(r.eval_accuracy.has_value());
+  CHECK(r.final_metrics.size() == tf::kMaxProgressMetrics);
+  CHECK(r.final_metrics.at("accuracy") == 0.5);
+  CHECK(Report("taas_global_step 1e16\n").global_step == std::nullopt);  // > 2^53
+}
+
+TEST_CASE("progress: the chief's word on steps, the evaluator's accuracy when the chief has none") {
+  TrainerReport chief = Report("taas_global_step 2000\ntaas_loss 0.5\n");
+  const TrainerReport evaluator = Report(
+      "taas_global_step 1000\ntaas_eval_accuracy 0.8\ntaas_final_metric{metric=\"accuracy\"} "
+      "0.9\n");
+  TrainerReport merged = MergeReports(chief, evaluator);
+  CHECK(merged.global_step == 2000);  // not the evaluator's checkpoint step
+  CHECK(merged.eval_accuracy == 0.8);
+  CHECK(merged.final_metrics.at("accuracy") == 0.9);
+  chief.eval_accuracy = 0.85;  // evaluating on the chief
+  chief.final_metrics = {{"accuracy", 0.95}};
+  merged = MergeReports(chief, evaluator);
+  CHECK(merged.eval_accuracy == 0.85);
+  CHECK(merged.final_metrics.at("accuracy") == 0.95);
+  // The chief did not answer: no step from the evaluator either.
+  merged = MergeReports(std::nullopt, evaluator);
+  CHECK_FALSE(merged.global_step.has_value());
+  CHECK(merged.eval_accuracy == 0.8);
+  CHECK(MergeReports(std::nullopt, std::nullopt) == TrainerReport{});
+}
+
+TEST_CASE("progress: read from the chief's and the evaluator's headless services") {
+  const json metrics_port = json::array({{{"name", "metrics"}, {"containerPort", 9100}}});
+  tf::TFJob job = Job({{"PS", Spec(Container())},
+                       {"Worker", Spec(Container(json::array(), metrics_port), 2)},
+                       {"Evaluator", Spec(Container())}});
+  CHECK(ProgressTargets(job, {}, {}) ==
+        ScrapeTargets{"j-worker-0.ns.svc:9100", "j-evaluator-0.ns.svc:9090"});
+  tf::ServiceAddressing domain;
+  domain.cluster_domain = "cluster.local";
+  CHECK(ProgressTargets(job, domain, {{"ns/j-evaluator-0", "127.0.0.1:4000"}}) ==
+        ScrapeTargets{"j-worker-0.ns.svc.cluster.local:9100", "127.0.0.1:4000"});
+
+  job = Job({{"Chief", Spec(Container())}, {"Worker", Spec(Container(), 2)}});
+  CHECK(ProgressTargets(job, {}, {}) == ScrapeTargets{"j-chief-0.ns.svc:9090", ""});
+  job = Job({{"Master", Spec(Container())}});
+  CHECK(ProgressTargets(job, {}, {}).chief == "j-master-0.ns.svc:9090");
+  job = Job({{"PS", Spec(Container())}, {"Worker", Spec(Container(), 0)}});
+  CHECK(ProgressTargets(job, {}, {}) == ScrapeTargets{});
+}
+
+TEST_CASE("progress: max steps from the chief's TF_MAX_STEPS until the trainer says") {
+  const auto env = [](json value) {
+    return json::array(
+        {{{"name", "OTHER"}, {"value", "1"}}, {{"name", "TF_MAX_STEPS"}, {"value", value}}});
+  };
+  CHECK(MaxStepsFromSpec(Job({{"Worker", Spec(Container(env("6000")))}}).spec) == 6000);
+  // The chief's, not another type's.
+  CHECK(MaxStepsFromSpec(
+            Job({{"Chief", Spec(Container(env("100")))}, {"Worker", Spec(Container(env("200")))}})
+                .spec) == 100);
+  for (json bad : {json("6k"), json(""), json("-1"), json("0"), json(6000),
+                   json("99999999999999999999"), json(nullptr)}) {
+    CAPTURE(bad.dump());
+    CHECK_FALSE(MaxStepsFromSpec(Job({{"Worker", Spec(Container(env(bad)))}}).spec).has_value());
+  }
+  json from = json::array({{{"name", "TF_MAX_STEPS"}, {"valueFrom", {{"configMapKeyRef", {}}}}}});
+  CHECK_FALSE(MaxStepsFromSpec(Job({{"Worker", Spec(Container(from))}}).spec).has_value());
+  CHECK_FALSE(MaxStepsFromSpec(Job({{"Worker", Spec(Container())}}).spec).has_value());
+}
+
+TEST_CASE("progress: percent and ETA from successive reports") {
+  ProgressEstimator estimator;
+  TrainerReport r = Report("taas_global_step 1000\ntaas_loss 0.9\ntaas_examples_per_second 500\n");
+  tf::JobProgress p = estimator.Add(r, 6000, kT0, kNow);
+  CHECK(p.global_step == 1000);
+  CHECK(p.max_steps == 6000);  // the spec's, until the trainer reports its own
+  CHECK(tf::ProgressPercent(p) == 16);
+  CHECK_FALSE(p.eta_seconds.has_value());  // one report: no rate yet
+  CHECK(p.metrics == std::map<std::string, double>{{"loss", 0.9}});
+  CHECK(p.update_time == kNow);
+
+  r = Report("taas_global_step 1600\ntaas_max_steps 4000\ntaas_eval_accuracy 0.7\n");
+  p = estimator.Add(r, 6000, kT0 + std::chrono::seconds(30), kNow + std::chrono::seconds(30));
+  CHECK(p.max_steps == 4000);  // the trainer's word wins
+  CHECK(tf::ProgressPercent(p) == 40);
+  CHECK(p.eta_seconds == 120);          // 20 steps/s, 2400 left
+  CHECK(p.examples_per_second == 500);  // kept from before
+  CHECK(p.metrics == std::map<std::string, double>{{"loss", 0.9}, {"accuracy", 0.7}});
+  CHECK_FALSE(estimator.Finishing());
+
+  r = Report("taas_global_step 4000\n");
+  p = estimator.Add(r, 6000, kT0 + std::chrono::seconds(60), kNow + std::chrono::seconds(60));
+  CHECK(tf::ProgressPercent(p) == 100);
+  CHECK_FALSE(p.eta_seconds.has_value());
+  CHECK(estimator.Finishing());  // training done, the final metrics not read yet
+
+  r = Report("taas_final_metric{metric=\"accuracy\"} 0.91\n");
+  p = estimator.Add(r, 6000, kT0 + std::chrono::seconds(62), kNow + std::chrono::seconds(62));
+  CHECK(p.final_metrics.at("accuracy") == 0.91);
+  CHECK_FALSE(estimator.Finishing());
+}
+
+TEST_CASE("progress: read again each interval, about when training ends, often at its end") {
+  const auto interval = std::chrono::seconds(30);
+  tf::JobProgress p;
+  CHECK(ReadAgainIn(std::nullopt, false, interval) == interval);
+  CHECK(ReadAgainIn(p, false, interval) == interval);  // no ETA
+  p.eta_seconds = 300;
+  CHECK(ReadAgainIn(p, false, interval) == interval);
+  p.eta_seconds = 12;  // ends before the next read would come: read then
+  CHECK(ReadAgainIn(p, false, interval) == std::chrono::seconds(12));
+  p.eta_seconds = 0;
+  CHECK(ReadAgainIn(p, false, interval) == kFinishingScrapeInterval);
+  CHECK(ReadAgainIn(p, true, interval) == kFinishingScrapeInterval);  // waiting for the end
+  CHECK(ReadAgainIn(p, true, std::chrono::seconds(1)) == std::chrono::seconds(1));
+}
+
+tf::JobProgress At(std::int64_t step, double loss = 0.5) {
+  tf::JobProgress p;
+  p.global_step = step;
+  p.max_steps = 6000;
+  p.metrics = {{"loss", loss}};
+  p.update_time = kNow;
+  return p;
+}
+
+TEST_CASE("progress: written at most once an interval, and only when it changed") {
+  const auto interval = std::chrono::seconds(30);
+  const auto t = [](int s) { return kT0 + std::chrono::seconds(s); };
+  // Never written (or not since the operator started): at once.
+  CHECK(ProgressWriteDue(std::nullopt, At(10), std::nullopt, t(0), interval));
+  CHECK(ProgressWriteDue(At(5), At(10), std::nullopt, t(0), interval));
+  // Within the interval: not even a big change.
+  CHECK_FALSE(ProgressWriteDue(At(10), At(3000), t(0), t(29), interval));
+  CHECK(ProgressWriteDue(At(10), At(3000), t(0), t(30), interval));
+  // Unchanged (a stalled job; only the read time differs): never.
+  tf::JobProgress later = At(10);
+  later.update_time = kNow + std::chrono::seconds(300);
+  CHECK_FALSE(ProgressWriteDue(At(10), later, t(0), t(300), interval));
+  // The final metrics: at once, once.
+  tf::JobProgress final_metrics = At(6000);
+  final_metrics.final_metrics = {{"accuracy", 0.9}};
+  CHECK(ProgressWriteDue(At(5990), final_metrics, t(0), t(1), interval));
+  CHECK_FALSE(ProgressWriteDue(final_metrics, final_metrics, t(1), t(2), interval));
+}
+
+tf::JobStatus WithCondition(tf::ConditionType type) {
+  tf::JobStatus status;
+  tf::SetCondition(status, type, tf::ConditionStatus::kTrue, "Reason", "", kNow);
+  return status;
+}
+
+Decision Decided(const tf::JobStatus& after, bool write_status) {
+  Decision d;
+  d.update.status = after;
+  d.write_status = write_status;
+  return d;
+}
+
+TEST_CASE("progress: rides with the decided status") {
+  tf::JobStatus running = WithCondition(tf::ConditionType::kRunning);
+  running.progress = At(10);
+
+  SUBCASE("a due progress makes a write of its own") {
+    Decision d = Decided(running, false);
+    DecideProgress(running, At(500), true, d);
+    CHECK(d.write_status);
+    CHECK(d.update.status.progress == At(500));
+  }
+  SUBCASE("one not due waits, unless the status is written anyway") {
+    Decision d = Decided(running, false);
+    DecideProgress(running, At(500), false, d);
+    CHECK_FALSE(d.write_status);
+    CHECK(d.update.status.progress == At(10));
+    d = Decided(running, true);
+    DecideProgress(running, At(500), false, d);
+    CHECK(d.update.status.progress == At(500));
+  }
+  SUBCASE("no read yet: the status keeps what it has") {
+    Decision d = Decided(running, false);
+    DecideProgress(running, std::nullopt, false, d);
+    CHECK_FALSE(d.write_status);
+    CHECK(d.update.status.progress == At(10));
+  }
+  SUBCASE("the write that finishes the job carries its final progress") {
+    tf::JobStatus succeeded = running;
+    tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
+                     kNow);
+    tf::JobProgress last = At(5990);
+    last.eta_seconds = 3;
+    last.final_metrics = {{"accuracy", 0.9}};
+    Decision d = Decided(succeeded, true);
+    DecideProgress(running, last, false, d);
+    REQUIRE(d.update.status.progress.has_value());
+    CHECK(d.update.status.progress->global_step == 6000);  // the chief stops at max steps
+    CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
+    CHECK(d.update.status.progress->final_metrics.at("accuracy") == 0.9);
+
+    tf::JobStatus failed = running;
+    tf::SetCondition(failed, tf::ConditionType::kFailed, tf::ConditionStatus::kTrue, "R", "", kNow);
+    d = Decided(failed, true);
+    DecideProgress(running, last, false, d);
+    CHECK(d.update.status.progress->global_step == 5990);  // what it reached
+    CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
+  }
+  SUBCASE("a job that never reported has no progress, finished or not") {
+    tf::JobStatus before = WithCondition(tf::ConditionType::kRunning);
+    tf::JobStatus succeeded = before;
+    tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
+                     kNow);
+    Decision d = Decided(succeeded, true);
+    DecideProgress(before, std::nullopt, false, d);
+    CHECK_FALSE(d.update.status.progress.has_value());
+  }
+  SUBCASE("a finished job is never written for its progress again") {
+    tf::JobStatus done = running;
+    tf::SetCondition(done, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
+                     kNow);
+    Decision d = Decided(done, false);
+    DecideProgress(done, At(6000, 0.1), true, d);
+    CHECK_FALSE(d.write_status);
+    CHECK(d.update.status.progress == At(10));
+  }
+  SUBCASE("a suspended job loses its ETA with the write that suspends it") {
+    tf::JobStatus suspended = running;
+    suspended.progress->eta_seconds = 40;
+    tf::SetCondition(suspended, tf::ConditionType::kSuspended, tf::ConditionStatus::kTrue, "R", "",
+                     kNow);
+    Decision d = Decided(suspended, true);
+    DecideProgress(running, std::nullopt, false, d);
+    CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
+  }
+}
+
+}  // namespace
+}  // namespace taas::controller
