@@ -290,7 +290,8 @@ void JobRunner::StartUi() {
   // Only the server's problems are worth a line next to the replicas' output.
   const Logger logger = Logger(stderr, LogLevel::kWarning)
                             .With({{"component", "taas-ui"}, {"job", job_.metadata.name}});
-  source_ = std::make_unique<LocalJobSource>(&state_, LocalMachine::Detect(options_.local_gpus));
+  source_ = std::make_unique<LocalJobSource>(&state_, LocalMachine::Detect(options_.local_gpus),
+                                             logs_->dir());
   ui_ = std::make_unique<ui_server::UiServer>(source_.get(), o, logger);
   absl::Status started = ui_->Start();
   if (!started.ok() && !options_.ui_port_given && o.http.port != 0) {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "job_result.h"
+#include "taas/tfjob/labels.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/ui_server/views.h"
@@ -132,19 +134,43 @@ ui_server::EventRow LocalEventRow(const LocalEvent& e) {
           e.object_kind + "/" + e.object_name, 1,        tfjob::FormatRfc3339(e.time)};
 }
 
-LocalJobSource::LocalJobSource(const LocalJobState* state, LocalMachine machine)
-    : state_(state), machine_(std::move(machine)) {}
+tfjob::TFJob WithReport(tfjob::TFJob job, const std::vector<ReplicaProcess>& replicas,
+                        const std::string& files_dir) {
+  for (const ReplicaProcess& r : replicas) {
+    // A running chief may be writing its report: read it only once the process is gone.
+    if (!tfjob::IsMasterRole(job.spec, r.type, r.index) || r.running ||
+        r.phase != tfjob::ReplicaPhase::kSucceeded) {
+      continue;
+    }
+    const absl::StatusOr<job_report::JobReport> report =
+        ReadJobReport(TerminationMessagePath(files_dir, r.name));
+    if (!report.ok()) continue;
+    tfjob::JobProgress& progress = job.status.progress.emplace();
+    progress.global_step = report->global_step;
+    progress.final_metrics = report->final_metrics;
+    break;
+  }
+  return job;
+}
+
+LocalJobSource::LocalJobSource(const LocalJobState* state, LocalMachine machine,
+                               std::string files_dir)
+    : state_(state), machine_(std::move(machine)), files_dir_(std::move(files_dir)) {}
+
+json LocalJobSource::JobObject(const LocalJobState::Snapshot& snapshot) const {
+  return tfjob::TFJobToJson(WithReport(snapshot.job, snapshot.replicas, files_dir_));
+}
 
 absl::StatusOr<std::vector<json>> LocalJobSource::ListJobObjects(const std::string& ns) {
   const LocalJobState::Snapshot snapshot = state_->Get();
   if (!IsOurs(snapshot, ns)) return std::vector<json>{};
-  return std::vector<json>{tfjob::TFJobToJson(snapshot.job)};
+  return std::vector<json>{JobObject(snapshot)};
 }
 
 absl::StatusOr<std::vector<ui_server::JobRecord>> LocalJobSource::ListJobs(const std::string& ns) {
   const LocalJobState::Snapshot snapshot = state_->Get();
   if (!IsOurs(snapshot, ns)) return std::vector<ui_server::JobRecord>{};
-  ui_server::JobRecord record{tfjob::TFJobToJson(snapshot.job), {}};
+  ui_server::JobRecord record{JobObject(snapshot), {}};
   for (const ReplicaProcess& r : snapshot.replicas) {
     record.replicas.push_back(LocalReplicaRow(snapshot.job, r, machine_.name));
   }
@@ -156,7 +182,7 @@ absl::StatusOr<ui_server::JobDetail> LocalJobSource::GetJob(const std::string& n
   const LocalJobState::Snapshot snapshot = state_->Get();
   if (!IsOurs(snapshot, ns, name)) return JobNotFound(snapshot, ns, name);
   ui_server::JobDetail detail;
-  detail.record.tfjob = tfjob::TFJobToJson(snapshot.job);
+  detail.record.tfjob = JobObject(snapshot);
   for (const ReplicaProcess& r : snapshot.replicas) {
     detail.record.replicas.push_back(LocalReplicaRow(snapshot.job, r, machine_.name));
   }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "local_job_state.h"
 #include "taas/ui_server/job_source.h"
@@ -27,8 +28,11 @@ struct LocalMachine {
 
 class LocalJobSource : public ui_server::JobSource {
  public:
-  // `state` is not owned and must outlive this object. Thread-safe (state is).
-  LocalJobSource(const LocalJobState* state, LocalMachine machine);
+  // `state` is not owned and must outlive this object. Thread-safe (state is). `files_dir`: the
+  // folder of the replicas' files (ReplicaFilesDir, job_result.h), where the chief leaves its
+  // report: once the chief has finished, the job's status.progress carries the report's final
+  // metrics and step (WithReport).
+  LocalJobSource(const LocalJobState* state, LocalMachine machine, std::string files_dir);
 
   absl::StatusOr<std::vector<nlohmann::json>> ListJobObjects(
       const std::string& namespace_name) override;
@@ -55,13 +59,23 @@ class LocalJobSource : public ui_server::JobSource {
       const std::vector<std::string>& namespaces) override;
 
  private:
+  // The published job with its chief's report (WithReport), as the UI serves it.
+  nlohmann::json JobObject(const LocalJobState::Snapshot& snapshot) const;
+
   const LocalJobState* state_;
   const LocalMachine machine_;
+  const std::string files_dir_;
 };
 
 // The rows of a snapshot (pure; exposed for tests).
 ui_server::ReplicaRow LocalReplicaRow(const tfjob::TFJob& job, const ReplicaProcess& replica,
                                       const std::string& node);
 ui_server::EventRow LocalEventRow(const LocalEvent& event);
+
+// `job` with the chief's report in its status.progress (global step and final metrics) once the
+// chief (tfjob::IsMasterRole) has finished and left a report that ReadJobReport accepts in
+// `files_dir`; else `job` as it is (no report yet, or a bad one: the console says why at the end).
+tfjob::TFJob WithReport(tfjob::TFJob job, const std::vector<ReplicaProcess>& replicas,
+                        const std::string& files_dir);
 
 }  // namespace taas::launcher

@@ -3,10 +3,14 @@
 #include "local_job_source.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "job_result.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/validation.h"
@@ -85,15 +89,25 @@ void Publish(LocalJobState& state, tfjob::TFJob& job, const std::vector<ReplicaP
 }
 
 struct Fixture {
+  // The replicas' files (ReplicaFilesDir), where the chief leaves its report.
+  const std::filesystem::path files = std::filesystem::temp_directory_path() /
+                                      ("taas-local-source-test-" + std::to_string(::getpid()));
   LocalJobState state;
   LocalMachine machine{"localhost", 2, 8.0 * (1 << 30), 0};
-  LocalJobSource source{&state, machine};
+  LocalJobSource source{&state, machine, files.string()};
   ui_server::MetricsStore metrics;
   ui_server::Api api{
       {{"default"}, kToken, false, true}, &source, &metrics, Logger(stderr, LogLevel::kError), [] {
         return (kT0 + std::chrono::seconds(60)).time_since_epoch().count();
       }};
   tfjob::TFJob job = LinearJob();
+
+  Fixture() { std::filesystem::create_directories(files); }
+  ~Fixture() { std::filesystem::remove_all(files); }
+
+  void WriteReport(const std::string& replica, const std::string& text) const {
+    std::ofstream(TerminationMessagePath(files.string(), replica), std::ios::binary) << text;
+  }
 
   ui_server::HttpResponse Call(const std::string& method, const std::string& target,
                                const std::string& token = kToken, const std::string& body = "") {
@@ -333,6 +347,64 @@ TEST_CASE_FIXTURE(Fixture, "a finished job: stopped replicas, exit codes and the
   REQUIRE(cluster.ok());
   CHECK(cluster->nodes.at(0).pods == 0);
   CHECK(cluster->pending.empty());
+}
+
+TEST_CASE_FIXTURE(Fixture,
+                  "a finished job's final metrics: the chief's report, read once it ended") {
+  auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kRunning, true);  // the chief
+  auto w1 = Process(ReplicaType::kWorker, 1, ReplicaPhase::kRunning, true);
+  auto ps = Process(ReplicaType::kPS, 0, ReplicaPhase::kRunning, true);
+  WriteReport("linear-worker-0",
+              R"({"globalStep":200,"finalMetrics":{"accuracy":0.875,"loss":0.03}})");
+  // The scraper's last point: the step before the end, where training ends, the latest figures.
+  metrics.Add("default/linear", {(kT0 + std::chrono::seconds(50)).time_since_epoch().count() * 1000,
+                                 190, 0.05, 400, 0.01, 0.8, 200});
+  Publish(state, job, {ps, w0, w1}, kT0 + std::chrono::seconds(50));
+  // A running chief may still be writing its report: not read yet, the scraped figures only.
+  json row = CallJson("GET", "tfjobs")["items"][0];
+  CHECK(row["progress"]["step"] == 190);
+  CHECK(row["progress"]["percent"] == 95);
+  CHECK(row["progress"]["finalMetrics"].empty());
+
+  w0.phase = w1.phase = ReplicaPhase::kSucceeded;
+  w0.running = w1.running = false;
+  w0.exit_code = w1.exit_code = 0;
+  Publish(state, job, {ps, w0, w1}, kT0 + std::chrono::seconds(55));
+  for (const json& answer : {CallJson("GET", "tfjobs")["items"][0],
+                             CallJson("GET", "namespaces/default/tfjobs/linear")["job"]}) {
+    const json& progress = answer["progress"];
+    CHECK(answer["state"] == "Succeeded");
+    CHECK(progress["step"] == 200);
+    CHECK(progress["maxSteps"] == 200);
+    CHECK(progress["percent"] == 100);
+    CHECK(progress["finalMetrics"] ==
+          json::parse(R"([{"name":"accuracy","value":0.875},{"name":"loss","value":0.03}])"));
+    // Training ended: the last scrape's rate and time left are not the job's any more.
+    CHECK(progress["examplesPerSecond"].is_null());
+    CHECK(progress["eta"] == "");
+  }
+  // The report is also the status the UI serves, as the operator's status.progress would be.
+  const json tfjob = source.ListJobObjects("default")->at(0);
+  CHECK(tfjob["status"]["progress"]["finalMetrics"]["accuracy"] == 0.875);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a missing or hostile report leaves the job without final metrics") {
+  auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kSucceeded, false);
+  w0.exit_code = 0;
+  auto w1 = w0;
+  w1.index = 1;
+  w1.name = "linear-worker-1";
+  Publish(state, job, {w0, w1}, kT0 + std::chrono::seconds(30));
+  CHECK(CallJson("GET", "tfjobs")["items"][0]["progress"].is_null());
+  // Not the chief's: worker 1's report is no result of the job.
+  WriteReport("linear-worker-1", R"({"globalStep":5,"finalMetrics":{"accuracy":1}})");
+  CHECK(CallJson("GET", "tfjobs")["items"][0]["progress"].is_null());
+  for (const std::string& text :
+       std::vector<std::string>{"{", R"({"globalStep":-1})", std::string(5000, ' '),
+                                R"({"globalStep":1,"finalMetrics":{"accuracy":"high"}})"}) {
+    WriteReport("linear-worker-0", text);
+    CHECK_MESSAGE(CallJson("GET", "tfjobs")["items"][0]["progress"].is_null(), text);
+  }
 }
 
 TEST_CASE_FIXTURE(Fixture, "the metrics scraper reaches the chief through the local address") {

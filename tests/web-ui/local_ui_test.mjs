@@ -25,10 +25,11 @@ const job = 'local-browser'; // metadata.name in testdata/local-job.yaml
 const manifest = fileURLToPath(new URL('./testdata/local-job.yaml', import.meta.url));
 
 let output = '';
-// About 20 s of training: time to see Running replicas and several scrapes of the chief.
+// About 20 s of training: time to see Running replicas and several scrapes of the chief. The
+// chief evaluates once at the end (TAAS_EVAL_ON_CHIEF), so its report has the final accuracy.
 const launcher = spawn(
   args.taas,
-  ['run', manifest, '--model-dir', path.join(tmp, 'model'), '--ui-port', '0', '--keep-ui', '--ui-assets', args.assets, '--progress-secs', '0', '--env', 'TF_MAX_STEPS=200', '--env', 'TAAS_LOG_STEPS=5', '--env', 'TF_SAVE_CHECKPOINTS_SECS=0', '--env', 'TAAS_SAVE_CHECKPOINTS_STEPS=50', '--env', 'TAAS_EVAL_INTERVAL_SECS=0.5', '--env', 'TAAS_WAIT_TIMEOUT_SECS=60'],
+  ['run', manifest, '--model-dir', path.join(tmp, 'model'), '--ui-port', '0', '--keep-ui', '--ui-assets', args.assets, '--progress-secs', '0', '--env', 'TF_MAX_STEPS=200', '--env', 'TAAS_LOG_STEPS=5', '--env', 'TF_SAVE_CHECKPOINTS_SECS=0', '--env', 'TAAS_SAVE_CHECKPOINTS_STEPS=50', '--env', 'TAAS_EVAL_INTERVAL_SECS=0.5', '--env', 'TAAS_WAIT_TIMEOUT_SECS=60', '--env', 'TAAS_EVAL_ON_CHIEF=end'],
   { stdio: ['ignore', 'pipe', 'pipe'] },
 );
 launcher.stdout.on('data', (d) => (output += d));
@@ -84,6 +85,9 @@ try {
 
   await check('the loss chart gets points scraped from the chief', async () => {
     await waitFor('a global step', async () => Number((await page.getByTestId('stat-step').locator('strong').textContent()).replace(/,/g, '')) > 0, 60000);
+    // The step against the chief's taas_max_steps (TF_MAX_STEPS=200): the progress in percent.
+    await waitFor('the progress in percent', async () => /^\d+%$/.test(await page.getByTestId('stat-progress').locator('strong').textContent()), 60000);
+    await waitText(page.getByTestId('stat-progress'), 'of 200');
     const loss = page.locator('figure.chart', { hasText: 'Loss' });
     await waitFor('loss samples', async () => (await loss.locator('.chart-empty').count()) === 0, 60000);
     const base = url.replace(/\/#token=.*/, '');
@@ -137,8 +141,21 @@ try {
   await check('the job finishes, the UI keeps its final state, and Ctrl-C exits with its code', async () => {
     await waitFor('the job to finish', () => /\[taas\] the UI keeps serving/.test(output), 180000);
     await page.getByRole('link', { name: 'Jobs' }).click();
-    await waitText(page.locator(`tr[data-job=${job}]`).getByTestId('state-chip'), 'Succeeded');
+    const row = page.locator(`tr[data-job=${job}]`);
+    await waitText(row.getByTestId('state-chip'), 'Succeeded');
+    // The final accuracy of the chief's report, as the console's last line names it.
+    const said = /\[taas\] job local-browser succeeded at step \d+: final .*?accuracy ([0-9.e-]+)/.exec(output);
+    assert(said, `no final accuracy in the last line:\n${output.split('\n').slice(-5).join('\n')}`);
+    const near = (text) => Math.abs(Number(text) - Number(said[1])) < 5e-4;
+    await waitText(row.getByTestId('job-progress'), '100%');
+    const listed = row.locator('[data-testid=job-accuracy][data-final=true]');
+    await waitFor('the final accuracy in the job list', async () => (await listed.count()) === 1 && near(await listed.textContent()), 10000);
     await shot('local-jobs-succeeded.png');
+    await page.getByRole('link', { name: job, exact: true }).click();
+    const final = page.getByTestId('stat-final-accuracy').locator('strong');
+    await waitFor('the final accuracy on the job page', async () => (await final.count()) === 1 && near(await final.textContent()), 10000);
+    await waitText(page.getByTestId('stat-progress'), '100%');
+    await shot('local-job-succeeded.png');
     launcher.kill('SIGINT');
     const { code } = await exited;
     assert(code === 0, `exit code ${code}`);

@@ -101,3 +101,18 @@ test("a replica's devices: as reported, joined; a dash while unknown or none", (
   assert.equal(logic.devicesText(undefined), '\u2013');
   assert.equal(logic.devicesText([]), '\u2013');
 });
+
+test("a job's accuracy is the final one once known, else the latest; its percent as text", () => {
+  const progress = { step: 10, maxSteps: 40, percent: 25, examplesPerSecond: null, etaSeconds: null, eta: '', loss: null,
+    accuracy: 0.8, finalMetrics: [], updated: '' };
+  assert.deepEqual(logic.jobAccuracy(progress), { value: 0.8, final: false });
+  assert.deepEqual(logic.jobAccuracy({ ...progress, finalMetrics: [{ name: 'loss', value: 0.2 }, { name: 'accuracy', value: 0.91 }] }),
+    { value: 0.91, final: true });
+  assert.equal(logic.jobAccuracy({ ...progress, accuracy: null }), null);
+  assert.equal(logic.jobAccuracy(null), null);
+  assert.equal(logic.percentText(progress), '25%');
+  assert.equal(logic.percentText({ ...progress, percent: 0 }), '0%');
+  assert.equal(logic.percentText({ ...progress, percent: null }), '');
+  assert.equal(logic.percentText(undefined), '');
+  assert.equal(logic.formatMetric(12345.6), '12,346');
+});

@@ -375,7 +375,10 @@ HttpResponse Api::ListJobs(const Route& route) const {
     auto records = source_->ListJobs(ns);
     if (!records.ok()) return SourceErrorResponse(records.status());
     for (JobRecord& record : *records) {
-      JobRow row = JobRowOf(record.tfjob, std::move(record.replicas), now_());
+      auto job = tfjob::TFJobFromJson(record.tfjob);
+      JobRow row = job.ok() ? JobRowOf(WithScrapedProgress(*std::move(job)),
+                                       std::move(record.replicas), now_())
+                            : JobRowOf(record.tfjob, std::move(record.replicas), now_());
       if (!filter.empty() && row.name.find(filter) == std::string::npos) continue;
       row.pods.reset();  // the job page's
       answer.items.push_back(std::move(row));
@@ -435,8 +438,8 @@ HttpResponse Api::GetJob(const Route& route) const {
   if (auto job = tfjob::TFJobFromJson(record.tfjob); job.ok()) {
     // The devices each replica reported, known or asked for (read by the scraper's next round).
     if (devices_ != nullptr) devices_->Annotate(*job, &record.replicas);
-    answer.job = JobRowOf(*job, std::move(record.replicas), now_());
     answer.conditions = ConditionRows(job->status);
+    answer.job = JobRowOf(WithScrapedProgress(*std::move(job)), std::move(record.replicas), now_());
   } else {
     answer.job = JobRowOf(record.tfjob, std::move(record.replicas), now_());
   }
@@ -450,6 +453,14 @@ HttpResponse Api::GetJob(const Route& route) const {
   answer.events = std::move(events);
   answer.waiting = std::move(detail->waiting);
   return Answer(200, answer);
+}
+
+tfjob::TFJob Api::WithScrapedProgress(tfjob::TFJob job) const {
+  if (metrics_ == nullptr) return job;
+  job.status.progress =
+      MergeProgress(std::move(job.status.progress),
+                    metrics_->Progress(job.metadata.namespace_name + "/" + job.metadata.name));
+  return job;
 }
 
 HttpResponse Api::DeleteJob(const Route& route) const {

@@ -45,9 +45,9 @@ std::string ApiTypeScript() {
          "// Regenerate with `cmake --build build --target web-ui-api-types`; the test\n"
          "// web_ui_api_types and the web-ui-dist build fail while this file differs.\n\n" +
          Unions<JobState, Severity, WaitingReason, GpuAccess>() + "\n" +
-         Interfaces<ReplicaRow, ReplicaCount, JobRow, EventRow, Waiting, ConditionRow,
-                    ResourceAmounts, GpuCount, GpuSlotCounts, ClusterTotals, NodeRow, PendingRow,
-                    ClusterQueueRow, LocalQueueRow, QueuesView, ClusterView, FieldError,
+         Interfaces<ReplicaRow, ReplicaCount, MetricValue, ProgressRow, JobRow, EventRow, Waiting,
+                    ConditionRow, ResourceAmounts, GpuCount, GpuSlotCounts, ClusterTotals, NodeRow,
+                    PendingRow, ClusterQueueRow, LocalQueueRow, QueuesView, ClusterView, FieldError,
                     ErrorAnswer, ConfigAnswer, JobListAnswer, JobDetailAnswer, DryRunAnswer,
                     CreatedAnswer, DeletedAnswer, MetricsPoint, MetricsAnswer>() +
          FormTypes();

@@ -1,11 +1,13 @@
 #include "taas/ui_server/metrics.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "taas/base/json_fields.h"
 #include "taas/contract/metric_names.h"
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/tfjob.h"
 
@@ -31,6 +33,14 @@ const json& ArrayOr(const json& object, std::string_view key) {
   static const json kEmpty = json::array();  // NOLINT: an immutable empty value, not state.
   const json* found = jf::Array(object, key);
   return found ? *found : kEmpty;
+}
+
+// A scraped step count as a progress holds it: a whole number from 0 to tfjob::kMaxProgressStep.
+std::optional<std::int64_t> StepOf(const std::optional<double>& value) {
+  if (!value || !(*value >= 0) || *value > static_cast<double>(tfjob::kMaxProgressStep)) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(*value);
 }
 
 // Whether the job has ended: Succeeded or Failed (the operator's verdict).
@@ -146,6 +156,40 @@ MetricsAnswer MetricsStore::HistoryAnswer(const std::string& job_key) const {
   MetricsAnswer answer{History(job_key), std::nullopt};
   if (!answer.points.empty()) answer.latest = answer.points.back();
   return answer;
+}
+
+std::optional<tfjob::JobProgress> MetricsStore::Progress(const std::string& job_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = history_.find(job_key);
+  if (it == history_.end() || it->second.empty()) return std::nullopt;
+  const std::deque<MetricsPoint>& points = it->second;
+  const MetricsPoint& latest = points.back();
+  // The points inside the window and one before it, oldest first (StepRate's samples).
+  const std::int64_t window_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kProgressRateWindow).count();
+  auto first = points.end() - 1;
+  while (first != points.begin() && latest.time_ms - first->time_ms < window_ms) --first;
+  tfjob::StepRate rate(kProgressRateWindow);
+  for (auto p = first; p != points.end(); ++p) {
+    if (auto step = StepOf(p->global_step)) {
+      rate.Add(tfjob::StepRate::Clock::time_point(std::chrono::milliseconds(p->time_ms)), *step);
+    }
+  }
+  tfjob::JobProgress progress;
+  progress.global_step = StepOf(latest.global_step);
+  progress.max_steps = StepOf(latest.max_steps);
+  progress.examples_per_second = latest.examples_per_second;
+  if (progress.global_step && progress.max_steps) {
+    progress.eta_seconds =
+        tfjob::EtaSeconds(*progress.global_step, *progress.max_steps, rate.PerSecond());
+  }
+  if (latest.loss) progress.metrics[std::string(tfjob::kLossMetricName)] = *latest.loss;
+  if (latest.eval_accuracy) {
+    progress.metrics[std::string(tfjob::kAccuracyMetricName)] = *latest.eval_accuracy;
+  }
+  progress.update_time = std::chrono::floor<std::chrono::seconds>(
+      std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(latest.time_ms)));
+  return progress;
 }
 
 MetricsScraper::MetricsScraper(JobSource* source, std::vector<std::string> namespaces,
@@ -293,6 +337,7 @@ std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) cons
     take(contract::kExamplesPerSecondMetric, &point.examples_per_second);
     take(contract::kLearningRateMetric, &point.learning_rate);
     take(contract::kEvalAccuracyMetric, &point.eval_accuracy);
+    take(contract::kMaxStepsMetric, &point.max_steps);
   }
   if (!any) return std::nullopt;
   return point;

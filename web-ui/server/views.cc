@@ -1,6 +1,7 @@
 #include "taas/ui_server/views.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"
 
@@ -261,6 +263,44 @@ std::int64_t JobGpus(const tfjob::TFJobSpec& spec) {
   return std::llround(std::clamp(total, 0.0, 1e15));
 }
 
+ProgressRow ProgressRowOf(const tfjob::JobProgress& progress) {
+  ProgressRow row;
+  row.step = progress.global_step;
+  row.max_steps = progress.max_steps;
+  row.percent = tfjob::ProgressPercent(progress);
+  row.examples_per_second = progress.examples_per_second;
+  row.eta_seconds = progress.eta_seconds;
+  if (progress.eta_seconds) row.eta = tfjob::FormatEta(std::chrono::seconds(*progress.eta_seconds));
+  auto metric = [&](std::string_view name) -> std::optional<double> {
+    auto it = progress.metrics.find(std::string(name));
+    return it == progress.metrics.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  row.loss = metric(tfjob::kLossMetricName);
+  row.accuracy = metric(tfjob::kAccuracyMetricName);
+  for (const auto& [name, value] : progress.final_metrics)
+    row.final_metrics.push_back({name, value});
+  if (progress.update_time) row.updated = tfjob::FormatRfc3339(*progress.update_time);
+  return row;
+}
+
+std::optional<tfjob::JobProgress> MergeProgress(std::optional<tfjob::JobProgress> status,
+                                                const std::optional<tfjob::JobProgress>& scraped) {
+  if (!scraped) return status;
+  if (!status) status.emplace();
+  auto fill = [](auto& into, const auto& from) {
+    if (!into) into = from;
+  };
+  fill(status->global_step, scraped->global_step);
+  fill(status->max_steps, scraped->max_steps);
+  if (status->final_metrics.empty()) {
+    fill(status->examples_per_second, scraped->examples_per_second);
+    fill(status->eta_seconds, scraped->eta_seconds);
+  }
+  status->metrics.insert(scraped->metrics.begin(), scraped->metrics.end());  // keeps the status's
+  fill(status->update_time, scraped->update_time);
+  return status;
+}
+
 JobRow JobRowOf(const tfjob::TFJob& job, std::vector<ReplicaRow> replicas, std::int64_t now) {
   JobRow view;
   view.namespace_name = job.metadata.namespace_name;
@@ -278,6 +318,7 @@ JobRow JobRowOf(const tfjob::TFJob& job, std::vector<ReplicaRow> replicas, std::
   view.state = verdict.state;
   view.reason = std::move(verdict.reason);
   view.severity = verdict.severity;
+  if (job.status.progress) view.progress = ProgressRowOf(*job.status.progress);
   view.pods = std::move(replicas);
   return view;
 }

@@ -30,6 +30,24 @@ export interface ReplicaCount {
   desired: number;
 }
 
+export interface MetricValue {
+  name: string;
+  value: number;
+}
+
+export interface ProgressRow {
+  step: number | null;
+  maxSteps: number | null;
+  percent: number | null;
+  examplesPerSecond: number | null;
+  etaSeconds: number | null;
+  eta: string;
+  loss: number | null;
+  accuracy: number | null;
+  finalMetrics: MetricValue[];
+  updated: string;
+}
+
 export interface JobRow {
   namespace: string;
   name: string;
@@ -42,6 +60,7 @@ export interface JobRow {
   replicasText: string;
   restarts: number;
   gpus: number;
+  progress: ProgressRow | null;
   pods?: ReplicaRow[];
 }
 
@@ -204,6 +223,7 @@ export interface MetricsPoint {
   examplesPerSecond: number | null;
   learningRate: number | null;
   evalAccuracy: number | null;
+  maxSteps: number | null;
 }
 
 export interface MetricsAnswer {

@@ -1,5 +1,5 @@
 // Pure logic of the front end (no DOM, no framework), unit-tested by tests/web-ui/logic_test.mjs.
-import type { ConfigAnswer, FieldError, FormKey, GpuAccess, GpuCount, JobForm, MetricsPoint } from './api';
+import type { ConfigAnswer, FieldError, FormKey, GpuAccess, GpuCount, JobForm, MetricsPoint, ProgressRow } from './api';
 
 // Whether the UI offers creating, cloning and deleting jobs: not when read-only, and not in a
 // local run (`taas run` serves one job and answers those requests 405).
@@ -92,6 +92,27 @@ export function toCsv(points: MetricsPoint[]): string {
       ].join(','),
     ),
   ].join('\n');
+}
+
+// A metric as a figure: 4 significant digits, whole thousands grouped; a dash while unknown.
+export function formatMetric(v: number | null | undefined, digits = 4): string {
+  if (v === null || v === undefined) return '–';
+  return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString() : Number(v.toPrecision(digits)).toString();
+}
+
+// The job's accuracy as `kubectl get tfjobs` shows it (ACCURACY): the final one once training
+// ended, else the latest evaluation's; null while neither is known.
+export function jobAccuracy(progress: ProgressRow | null | undefined): { value: number; final: boolean } | null {
+  const final = progress?.finalMetrics.find((m) => m.name === 'accuracy');
+  if (final) return { value: final.value, final: true };
+  const latest = progress?.accuracy;
+  return latest === null || latest === undefined ? null : { value: latest, final: false };
+}
+
+// "42%", or '' while the job's progress (its step against its max steps) is unknown.
+export function percentText(progress: ProgressRow | null | undefined): string {
+  const percent = progress?.percent;
+  return percent === null || percent === undefined ? '' : `${percent}%`;
 }
 
 export function formatAge(seconds: number): string {

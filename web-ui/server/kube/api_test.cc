@@ -466,6 +466,99 @@ TEST_CASE("metrics history and cluster view") {
         "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
 }
 
+// MnistJob with the status.progress the operator writes (common/tfjob/progress.h).
+json MnistJobWithProgress(const json& progress) {
+  json job = MnistJob();
+  job["status"]["progress"] = progress;
+  return job;
+}
+
+void SetMnist(Fixture& f, const json& job) {
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs"] = {{"items", {job}}};
+  f.kube.objects["/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist"] = job;
+}
+
+// The job list's row and the job page's, which show the same progress.
+std::vector<json> MnistRows(Fixture& f) {
+  const HttpResponse list = f.Call("GET", "/api/v1/tfjobs");
+  const HttpResponse detail = f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist");
+  REQUIRE(list.status == 200);
+  REQUIRE(detail.status == 200);
+  return {Body(list)["items"][0], Body(detail)["job"]};
+}
+
+TEST_CASE("a job's progress is its TFJob's status.progress, not the UI's own scrape") {
+  Fixture f;
+  SetMnist(f, MnistJobWithProgress(json::parse(R"({
+    "globalStep": 2520, "maxSteps": 6000, "examplesPerSecond": 3310.5, "etaSeconds": 65,
+    "metrics": {"loss": 0.412, "accuracy": 0.884}, "lastUpdateTime": "2026-11-22T00:00:50Z"})")));
+  // The chief as the UI scraped it, at another moment: every figure differs from the status's.
+  MetricsPoint scraped{1795305655000, 2000, 0.5, 1000, 0.01, 0.7, 9000};
+  f.metrics.Add("default/mnist", scraped);
+  for (const json& row : MnistRows(f)) {
+    const json& progress = row["progress"];
+    CHECK(progress["step"] == 2520);
+    CHECK(progress["maxSteps"] == 6000);
+    CHECK(progress["percent"] == 42);
+    CHECK(progress["examplesPerSecond"] == 3310.5);
+    CHECK(progress["etaSeconds"] == 65);
+    CHECK(progress["eta"] == "1m05s");
+    CHECK(progress["loss"] == 0.412);
+    CHECK(progress["accuracy"] == 0.884);
+    CHECK(progress["finalMetrics"] == json::array());
+    CHECK(progress["updated"] == "2026-11-22T00:00:50Z");
+  }
+}
+
+TEST_CASE("a finished job's final metrics come from status.progress.finalMetrics") {
+  Fixture f;
+  json job = MnistJobWithProgress(json::parse(R"({
+    "globalStep": 6000, "maxSteps": 6000, "metrics": {"loss": 0.25, "accuracy": 0.9},
+    "finalMetrics": {"accuracy": 0.9087, "loss": 0.2571}})"));
+  job["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
+  SetMnist(f, job);
+  // The last scrape before the end: its rate and time left are not the finished job's.
+  f.metrics.Add("default/mnist", {1795305600000, 5990, 0.3, 3000, 0.01, 0.89, 6000});
+  for (const json& row : MnistRows(f)) {
+    CHECK(row["state"] == "Succeeded");
+    CHECK(row["progress"]["percent"] == 100);
+    CHECK(row["progress"]["finalMetrics"] ==
+          json::parse(R"([{"name":"accuracy","value":0.9087},{"name":"loss","value":0.2571}])"));
+    CHECK(row["progress"]["examplesPerSecond"].is_null());
+    CHECK(row["progress"]["eta"] == "");
+  }
+}
+
+TEST_CASE("what status.progress lacks comes from the UI's scrape; without either, none") {
+  Fixture f;
+  CHECK(MnistRows(f)[0]["progress"].is_null());
+  CHECK(MnistRows(f)[1]["progress"].is_null());
+  // No progress in the status (the operator's first read is still to come): the scraped one,
+  // its time left at the step rate of the last minute (10 steps a second).
+  f.metrics.Add("default/mnist", {1795305600000, 1000, 0.6, 800, 0.01, std::nullopt, 4000});
+  f.metrics.Add("default/mnist", {1795305610000, 1100, 0.5, 820, 0.01, 0.81, 4000});
+  for (const json& row : MnistRows(f)) {
+    CHECK(row["progress"]["step"] == 1100);
+    CHECK(row["progress"]["percent"] == 27);
+    CHECK(row["progress"]["etaSeconds"] == 290);
+    CHECK(row["progress"]["eta"] == "4m50s");
+    CHECK(row["progress"]["accuracy"] == 0.81);
+    CHECK(row["progress"]["updated"] == "2026-11-22T00:00:10Z");
+  }
+  // A status that has some figures keeps them; the scrape fills only the others.
+  SetMnist(f, MnistJobWithProgress({{"globalStep", 1200}, {"metrics", {{"loss", 0.45}}}}));
+  for (const json& row : MnistRows(f)) {
+    CHECK(row["progress"]["step"] == 1200);
+    CHECK(row["progress"]["maxSteps"] == 4000);
+    CHECK(row["progress"]["percent"] == 30);
+    CHECK(row["progress"]["loss"] == 0.45);
+    CHECK(row["progress"]["accuracy"] == 0.81);
+  }
+  // A status.progress of the wrong type is no progress (the rules drop it): the scrape's.
+  SetMnist(f, MnistJobWithProgress("42%"));
+  CHECK(MnistRows(f)[0]["progress"]["step"] == 1100);
+}
+
 // A real HTTP round trip against HttpServer.
 struct Fetched {
   int status = 0;

@@ -49,7 +49,7 @@ export function JobDetailPage(props: { config: ConfigAnswer; namespace: string; 
         </p>
       )}
       <WaitingNote waiting={waiting} />
-      <JobStats job={job} latest={metrics.data?.latest} />
+      <JobStats job={job} />
       <div class="grid">
         <ConditionsPanel conditions={conditions} />
         <ProgressPanel points={metrics.data?.points ?? []} csvName={`${props.namespace}-${props.name}-metrics.csv`} />

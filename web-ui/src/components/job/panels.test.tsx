@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import type { JobRow } from '../../api';
+import type { JobRow, ProgressRow } from '../../api';
+import { formatMetric } from '../../logic';
 import { render } from '../../testing/render';
-import { ConditionsPanel, formatMetric, JobStats, WaitingNote } from './panels';
+import { ConditionsPanel, JobStats, WaitingNote } from './panels';
 
 const job: JobRow = {
   namespace: 'default', name: 'mnist', created: '2026-11-22T00:00:00Z', ageSeconds: 3720, state: 'Running',
-  reason: '', severity: 'ok', replicas: [], replicasText: 'PS 1/1 · Worker 2/2', restarts: 3, gpus: 4,
+  reason: '', severity: 'ok', replicas: [], replicasText: 'PS 1/1 · Worker 2/2', restarts: 3, gpus: 4, progress: null,
+};
+
+const running: ProgressRow = {
+  step: 12345, maxSteps: 20000, percent: 61, examplesPerSecond: null, etaSeconds: 185, eta: '3m05s', loss: 0.123456,
+  accuracy: 0.9, finalMetrics: [], updated: '2026-11-22T01:00:00Z',
 };
 
 test('a waiting job says why, with the detail when it says more', () => {
@@ -19,15 +25,32 @@ test('a waiting job says why, with the detail when it says more', () => {
   assert.equal(render(<WaitingNote waiting={null} />).html, '');
 });
 
-test("the job's figures: replicas, GPUs, restarts, the latest metrics, age", () => {
-  const r = render(<JobStats job={job} latest={{ time: 0, step: 12345, loss: 0.123456, examplesPerSecond: null, learningRate: null, evalAccuracy: 0.9 }} />);
+test("the job's figures: replicas, GPUs, restarts, its progress, age", () => {
+  const r = render(<JobStats job={{ ...job, progress: running }} />);
   assert.match(r.html, /data-testid="stat-replicas"><small>Replicas ready<\/small><strong>PS 1\/1 · Worker 2\/2/);
   assert.match(r.html, /data-testid="stat-restarts"><small>Restarts<\/small><strong>3</);
+  assert.match(r.html, /data-testid="stat-progress"><small>Progress<\/small><strong>61%<\/strong><small class="muted">step 12,345 of 20,000<\/small>/);
+  assert.match(r.html, /data-testid="stat-eta"><small>ETA<\/small><strong>3m05s</);
   assert.match(r.html, /data-testid="stat-step"><small>Global step<\/small><strong>12,345</);
   assert.match(r.html, /<small>Loss<\/small><strong>0.1235</);
+  assert.match(r.html, /<small>Eval accuracy<\/small><strong>0.9</);
   assert.match(r.html, /<small>Age<\/small><strong>1h2m</);
+  assert.doesNotMatch(r.html, /Final/);
   assert.equal(formatMetric(null), '–');
   assert.equal(formatMetric(undefined), '–');
+});
+
+test('a finished job shows each final metric; a job without progress shows dashes', () => {
+  const done: ProgressRow = { ...running, step: 20000, percent: 100, etaSeconds: null, eta: '',
+    finalMetrics: [{ name: 'accuracy', value: 0.90871 }, { name: 'loss', value: 0.2571 }] };
+  const r = render(<JobStats job={{ ...job, state: 'Succeeded', progress: done }} />);
+  assert.match(r.html, /data-testid="stat-progress"><small>Progress<\/small><strong>100%/);
+  assert.match(r.html, /data-testid="stat-eta"><small>ETA<\/small><strong>–</);
+  assert.match(r.html, /data-testid="stat-final-accuracy"><small>Final accuracy<\/small><strong>0.9087</);
+  assert.match(r.html, /data-testid="stat-final-loss"><small>Final loss<\/small><strong>0.2571</);
+  const none = render(<JobStats job={job} />);
+  assert.match(none.html, /data-testid="stat-progress"><small>Progress<\/small><strong>–<\/strong><\/article>/);
+  assert.match(none.html, /data-testid="stat-step"><small>Global step<\/small><strong>–</);
 });
 
 test('conditions are a timeline, oldest first', () => {

@@ -1,6 +1,6 @@
 // The job page's panels: what the job is waiting for, its figures, and the operator's conditions.
-import type { ConditionRow, JobRow, MetricsPoint, Waiting } from '../../api';
-import { formatAge, formatTime } from '../../logic';
+import type { ConditionRow, JobRow, Waiting } from '../../api';
+import { formatAge, formatMetric, formatTime, percentText } from '../../logic';
 import { Stat } from '../Stat';
 
 // Why the job is not running yet, in Kubernetes' words (the detail when it says more).
@@ -20,23 +20,31 @@ export function WaitingNote(props: { waiting: Waiting | null | undefined }) {
   );
 }
 
-// A metric as a figure: 4 significant digits, whole thousands grouped; a dash while unknown.
-export function formatMetric(v: number | null | undefined, digits = 4): string {
-  if (v === null || v === undefined) return '–';
-  return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString() : Number(v.toPrecision(digits)).toString();
-}
-
-export function JobStats(props: { job: JobRow; latest: MetricsPoint | null | undefined }) {
-  const { job, latest } = props;
+// The job's figures: its replicas and GPUs, its progress (the TFJob's status.progress, what it
+// lacks from the UI's own scrape), and once training ended its final metrics, each as a figure.
+export function JobStats(props: { job: JobRow }) {
+  const { job } = props;
+  const p = job.progress;
+  const steps = p?.step !== null && p?.step !== undefined && p.maxSteps !== null ? `step ${formatMetric(p.step)} of ${formatMetric(p.maxSteps)}` : '';
   return (
     <div class="stats">
       <Stat label="Replicas ready" value={job.replicasText} testid="stat-replicas" wide />
       <Stat label="GPUs" value={String(job.gpus)} />
       <Stat label="Restarts" value={String(job.restarts)} testid="stat-restarts" />
-      <Stat label="Global step" value={formatMetric(latest?.step)} testid="stat-step" />
-      <Stat label="Examples/sec" value={formatMetric(latest?.examplesPerSecond)} />
-      <Stat label="Loss" value={formatMetric(latest?.loss)} />
-      <Stat label="Eval accuracy" value={formatMetric(latest?.evalAccuracy)} />
+      <Stat
+        label="Progress"
+        value={percentText(p) || '–'}
+        testid="stat-progress"
+        note={steps && <small class="muted">{steps}</small>}
+      />
+      <Stat label="ETA" value={p?.eta || '–'} testid="stat-eta" />
+      <Stat label="Global step" value={formatMetric(p?.step)} testid="stat-step" />
+      <Stat label="Examples/sec" value={formatMetric(p?.examplesPerSecond)} />
+      <Stat label="Loss" value={formatMetric(p?.loss)} />
+      <Stat label="Eval accuracy" value={formatMetric(p?.accuracy)} />
+      {p?.finalMetrics.map((m) => (
+        <Stat label={`Final ${m.name}`} value={formatMetric(m.value)} testid={`stat-final-${m.name}`} />
+      ))}
       <Stat label="Age" value={formatAge(job.ageSeconds)} />
     </div>
   );

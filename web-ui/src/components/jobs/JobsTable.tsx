@@ -1,6 +1,6 @@
 // The job list: its filters and its table.
 import type { JobRow } from '../../api';
-import { formatAge } from '../../logic';
+import { formatAge, formatMetric, jobAccuracy, percentText } from '../../logic';
 import { Link } from '../../util';
 import { JobActions } from '../JobActions';
 import { StateChip } from '../StateChip';
@@ -47,12 +47,13 @@ export function matchingJobs(jobs: JobRow[], filter: string): JobRow[] {
   );
 }
 
-// One row per job: its state (with the reason in the tooltip), replicas ready, GPUs, age, and
-// clone and delete unless the UI may not change jobs.
+// One row per job: its state (with the reason in the tooltip), replicas ready, progress (percent
+// and time left), accuracy (the final one, else the latest marked so), GPUs, age, and clone and
+// delete unless the UI may not change jobs.
 export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged: () => void }) {
   return (
     <div class="jobs-table">
-      <Table class="striped" testid="jobs-table" headers={['Name', 'Namespace', 'State', 'Replicas ready', 'GPUs', 'Age', '']}>
+      <Table class="striped" testid="jobs-table" headers={['Name', 'Namespace', 'State', 'Replicas ready', 'Progress', 'Accuracy', 'GPUs', 'Age', '']}>
           {props.jobs.map((j) => (
             <tr data-job={j.name} key={`${j.namespace}/${j.name}`}>
               <td>
@@ -71,6 +72,11 @@ export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged
                   </small>
                 )}
               </td>
+              <td data-testid="job-progress">
+                {percentText(j.progress)}
+                {j.progress?.eta && <small class="muted"> · {j.progress.eta} left</small>}
+              </td>
+              <JobAccuracyCell job={j} />
               <td>{j.gpus}</td>
               <td title={j.created}>{formatAge(j.ageSeconds)}</td>
               <td class="right">
@@ -80,5 +86,20 @@ export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged
           ))}
       </Table>
     </div>
+  );
+}
+
+// The final accuracy, or the latest evaluation's (muted, "latest" in its tooltip) while training.
+function JobAccuracyCell(props: { job: JobRow }) {
+  const accuracy = jobAccuracy(props.job.progress);
+  if (!accuracy) return <td data-testid="job-accuracy" />;
+  return accuracy.final ? (
+    <td data-testid="job-accuracy" data-final="true">
+      {formatMetric(accuracy.value)}
+    </td>
+  ) : (
+    <td data-testid="job-accuracy" class="muted" title="the latest evaluation's; training has not ended">
+      {formatMetric(accuracy.value)}
+    </td>
   );
 }

@@ -96,6 +96,9 @@ class Api {
   std::optional<HttpResponse> AddClusterErrors(const tfjob::TFJob& job,
                                                std::vector<FieldError>* errors) const;
   HttpResponse GetJob(const Route& route) const;
+  // `job` with its status.progress completed by the UI's own scrape (MergeProgress): the figures
+  // of the job's rows.
+  tfjob::TFJob WithScrapedProgress(tfjob::TFJob job) const;
   HttpResponse DeleteJob(const Route& route) const;
   HttpResponse CloneJob(const HttpRequest& request, const Route& route) const;
   HttpResponse GetLogs(const Route& route) const;

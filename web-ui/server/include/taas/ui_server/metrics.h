@@ -93,6 +93,7 @@ struct MetricsPoint {
   std::optional<double> examples_per_second;
   std::optional<double> learning_rate;
   std::optional<double> eval_accuracy;
+  std::optional<double> max_steps;  // where training ends (the chief's taas_max_steps)
 };
 
 // A job's history as the API answers it; `latest` is the last point.
@@ -108,7 +109,8 @@ TAAS_SCHEMA_ROW(MetricsPoint, Field("time", &MetricsPoint::time_ms),
                 Field("step", &MetricsPoint::global_step), Field("loss", &MetricsPoint::loss),
                 Field("examplesPerSecond", &MetricsPoint::examples_per_second),
                 Field("learningRate", &MetricsPoint::learning_rate),
-                Field("evalAccuracy", &MetricsPoint::eval_accuracy));
+                Field("evalAccuracy", &MetricsPoint::eval_accuracy),
+                Field("maxSteps", &MetricsPoint::max_steps));
 TAAS_SCHEMA_ROW(MetricsAnswer, Field("points", &MetricsAnswer::points),
                 Field("latest", &MetricsAnswer::latest));
 }  // namespace taas::ui_server::schema
@@ -124,6 +126,12 @@ class MetricsStore {
   void Add(const std::string& job_key, const MetricsPoint& point);
   std::vector<MetricsPoint> History(const std::string& job_key) const;
   MetricsAnswer HistoryAnswer(const std::string& job_key) const;
+  // The job's progress as scraped: the latest point's figures, and the time left at the step
+  // rate of its last kProgressRateWindow of points; nullopt without points. For what a TFJob's
+  // status.progress lacks (MergeProgress, views.h).
+  std::optional<tfjob::JobProgress> Progress(const std::string& job_key) const;
+  // As the operator's estimate and the launcher's progress view: the pace of the last minute.
+  static constexpr std::chrono::seconds kProgressRateWindow{60};
 
  private:
   const std::size_t points_per_job_;

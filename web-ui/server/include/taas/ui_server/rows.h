@@ -50,6 +50,28 @@ struct ReplicaCount {
 enum class JobState { kPending, kCreated, kRunning, kRestarting, kSucceeded, kFailed, kInvalid };
 enum class Severity { kOk, kWarning, kError };
 
+// A named figure of a job's result ("accuracy" 0.9087).
+struct MetricValue {
+  std::string name;
+  double value = 0;
+};
+
+// A job's training progress (tfjob::JobProgress, read from the TFJob's status.progress, which the
+// operator writes; what the status lacks, from the UI's own scrape: docs/web-ui.md, "Progress").
+// A figure not known is unset.
+struct ProgressRow {
+  std::optional<std::int64_t> step = std::nullopt;  // the chief's global step
+  std::optional<std::int64_t> max_steps = std::nullopt;
+  std::optional<int> percent = std::nullopt;  // step / max_steps, rounded down, 0-100
+  std::optional<double> examples_per_second = std::nullopt;
+  std::optional<std::int64_t> eta_seconds = std::nullopt;
+  std::string eta;                            // eta_seconds as read at a glance ("1m05s"), or ""
+  std::optional<double> loss = std::nullopt;  // the latest
+  std::optional<double> accuracy = std::nullopt;  // the latest evaluation's
+  std::vector<MetricValue> final_metrics;         // by name; none until training ended
+  std::string updated;                            // RFC 3339: when read from the trainer, or ""
+};
+
 struct JobRow {
   std::string namespace_name;
   std::string name;
@@ -63,6 +85,7 @@ struct JobRow {
   std::string replicas_text;           // "PS 1/1 · Worker 3/4"
   std::int64_t restarts = 0;
   std::int64_t gpus = 0;
+  std::optional<ProgressRow> progress = std::nullopt;  // unset while nothing is known
   // The replica rows in the order shown (by type, then index); the job page only.
   std::optional<std::vector<ReplicaRow>> pods = std::nullopt;
 };
@@ -284,12 +307,22 @@ TAAS_SCHEMA_ROW(ReplicaRow, Field("name", &ReplicaRow::name),
                 Field("devices", &ReplicaRow::devices));
 TAAS_SCHEMA_ROW(ReplicaCount, Field("type", &ReplicaCount::type),
                 Field("ready", &ReplicaCount::ready), Field("desired", &ReplicaCount::desired));
+TAAS_SCHEMA_ROW(MetricValue, Field("name", &MetricValue::name),
+                Field("value", &MetricValue::value));
+TAAS_SCHEMA_ROW(ProgressRow, Field("step", &ProgressRow::step),
+                Field("maxSteps", &ProgressRow::max_steps), Field("percent", &ProgressRow::percent),
+                Field("examplesPerSecond", &ProgressRow::examples_per_second),
+                Field("etaSeconds", &ProgressRow::eta_seconds), Field("eta", &ProgressRow::eta),
+                Field("loss", &ProgressRow::loss), Field("accuracy", &ProgressRow::accuracy),
+                Field("finalMetrics", &ProgressRow::final_metrics),
+                Field("updated", &ProgressRow::updated));
 TAAS_SCHEMA_ROW(JobRow, Field("namespace", &JobRow::namespace_name), Field("name", &JobRow::name),
                 Field("created", &JobRow::created), Field("ageSeconds", &JobRow::age_seconds),
                 Field("state", &JobRow::state), Field("reason", &JobRow::reason),
                 Field("severity", &JobRow::severity), Field("replicas", &JobRow::replicas),
                 Field("replicasText", &JobRow::replicas_text), Field("restarts", &JobRow::restarts),
-                Field("gpus", &JobRow::gpus), Field("pods", &JobRow::pods, Unset::kOmit));
+                Field("gpus", &JobRow::gpus), Field("progress", &JobRow::progress),
+                Field("pods", &JobRow::pods, Unset::kOmit));
 TAAS_SCHEMA_ROW(EventRow, Field("type", &EventRow::type), Field("reason", &EventRow::reason),
                 Field("message", &EventRow::message), Field("object", &EventRow::object),
                 Field("count", &EventRow::count), Field("time", &EventRow::time));

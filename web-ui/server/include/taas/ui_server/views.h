@@ -42,11 +42,23 @@ Resources PodRequests(const nlohmann::json& pod);
 // GPUs requested by every replica of the job (replicas x nvidia.com/gpu of each template).
 std::int64_t JobGpus(const tfjob::TFJobSpec& spec);
 
+// A job's progress as the API shows it: the figures of `progress` plus the derived ones of the
+// TFJob rules (percent, the ETA's text; taas/tfjob/progress.h).
+ProgressRow ProgressRowOf(const tfjob::JobProgress& progress);
+
+// The progress a TFJob's status says (the operator's), each figure it lacks taken from what the
+// UI scraped itself (a local run, whose status has only the final metrics; an operator with
+// progress off; the first interval before its first write). Once the status holds final
+// metrics, training has ended: no scraped rate or time left is added. nullopt when neither has
+// one.
+std::optional<tfjob::JobProgress> MergeProgress(std::optional<tfjob::JobProgress> status,
+                                                const std::optional<tfjob::JobProgress>& scraped);
+
 // The job row of a TFJob and its replica rows (JobRecord::replicas). `state` comes from the
 // operator's conditions; `reason` explains it and names replica-level failures that a plain
 // "Running" would hide; `replicas` counts them per type; `pods` holds the replica rows in the
 // order shown: by type (in tfjob::ReplicaType order, as the spec's replica types iterate), then
-// index.
+// index; `progress` is the status's (ProgressRowOf).
 JobRow JobRowOf(const tfjob::TFJob& job, std::vector<ReplicaRow> replicas, std::int64_t now);
 
 // The same for a TFJob object as a source stores it (any JSON): read by the TFJob rules
