@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace taas::launcher {
 namespace {
@@ -70,6 +71,23 @@ absl::StatusOr<job_report::JobReport> ReadJobReport(const std::string& path) {
     return absl::InvalidArgumentError(path + ": " + std::string(report.status().message()));
   }
   return report;
+}
+
+absl::StatusOr<job_report::JobReport> ReadJobResult(const std::string& files_dir,
+                                                    const std::string& chief,
+                                                    const std::string& evaluator) {
+  absl::StatusOr<job_report::JobReport> chief_report =
+      ReadJobReport(TerminationMessagePath(files_dir, chief));
+  std::optional<job_report::JobReport> evaluator_report;
+  if (!evaluator.empty()) {
+    absl::StatusOr<job_report::JobReport> read =
+        ReadJobReport(TerminationMessagePath(files_dir, evaluator));
+    if (read.ok()) evaluator_report = *std::move(read);
+  }
+  std::optional<job_report::JobReport> result = job_report::JobResult(
+      chief_report.ok() ? std::optional(*chief_report) : std::nullopt, evaluator_report);
+  if (!result) return chief_report.status();
+  return *std::move(result);
 }
 
 std::string DescribeReport(const job_report::JobReport& report) {

@@ -25,6 +25,14 @@ std::string TerminationMessagePath(const std::string& files_dir, const std::stri
 // file is refused as too large); every message names the path.
 absl::StatusOr<job_report::JobReport> ReadJobReport(const std::string& path);
 
+// The job's result (job_report::JobResult) from the reports that its chief and its evaluator
+// (replica names; an empty `evaluator`: the job has none, or it still runs) left in `files_dir`.
+// A report that cannot be read counts as none; when neither gives a result, the error is the
+// chief's (ReadJobReport's).
+absl::StatusOr<job_report::JobReport> ReadJobResult(const std::string& files_dir,
+                                                    const std::string& chief,
+                                                    const std::string& evaluator);
+
 // What the report says for the console: "at step 6000: final accuracy 0.9087, loss 0.2571", or
 // "at step 6000; its model reported no final metrics (Session::ReportFinalMetrics)". A value
 // shows 4 decimals, or 4 significant digits when smaller than 0.001.

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
+
 namespace taas::launcher {
 namespace {
 
@@ -37,6 +39,38 @@ TEST_CASE("the chief's report is read from its file") {
   CHECK(report->global_step == 6000);
   CHECK(report->final_metrics.at("accuracy") == doctest::Approx(0.9087));
   CHECK(DescribeReport(*report) == "at step 6000: final accuracy 0.9087, loss 0.2571");
+}
+
+TEST_CASE("the job's result: the chief's report, else the evaluator's score of the end") {
+  TempDir tmp;
+  const std::string dir = tmp.path.string();
+  tmp.Write("j-worker-0.termination-log", R"({"globalStep":300,"finalMetrics":{}})");
+  SUBCASE("no evaluator: the chief's, without metrics") {
+    auto result = ReadJobResult(dir, "j-worker-0", "");
+    REQUIRE(result.ok());
+    CHECK(result->final_metrics.empty());
+  }
+  SUBCASE("the evaluator scored the final checkpoint") {
+    tmp.Write("j-evaluator-0.termination-log",
+              R"({"globalStep":300,"finalMetrics":{"accuracy":0.8315}})");
+    auto result = ReadJobResult(dir, "j-worker-0", "j-evaluator-0");
+    REQUIRE(result.ok());
+    CHECK(DescribeReport(*result) == "at step 300: final accuracy 0.8315");
+  }
+  SUBCASE("an evaluator's unreadable report counts as none") {
+    tmp.Write("j-evaluator-0.termination-log", "garbage");
+    auto result = ReadJobResult(dir, "j-worker-0", "j-evaluator-0");
+    REQUIRE(result.ok());
+    CHECK(result->global_step == 300);
+  }
+  SUBCASE("without the chief's, the evaluator's; without either, the chief's error") {
+    tmp.Write("j-evaluator-0.termination-log",
+              R"({"globalStep":300,"finalMetrics":{"accuracy":0.8315}})");
+    CHECK(ReadJobResult(dir, "j-chief-0", "j-evaluator-0").ok());
+    const auto none = ReadJobResult(dir, "j-chief-0", "");
+    CHECK(none.status().code() == absl::StatusCode::kNotFound);
+    CHECK(absl::StrContains(none.status().message(), "j-chief-0.termination-log"));
+  }
 }
 
 TEST_CASE("a missing, bad or hostile report is an error naming the file, never a wait") {

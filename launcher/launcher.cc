@@ -385,14 +385,17 @@ std::string JobRunner::ResultLine(bool succeeded) {
   const std::string plain = job + (succeeded ? " succeeded" : " failed") +
                             (cond ? ": " + cond->message : std::string()) + where;
   if (!succeeded) return plain;
+  std::string chief, evaluator;
   for (const Replica& r : replicas_) {
-    if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
-    const absl::StatusOr<job_report::JobReport> report =
-        ReadJobReport(TerminationMessagePath(logs_->dir(), r.name));
-    if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
-    console_.Say("warning: the job's final metrics are unknown: " +
-                 std::string(report.status().message()));
+    if (tfjob::IsMasterRole(job_.spec, r.type, r.index)) chief = r.name;
+    if (r.type == tfjob::ReplicaType::kEvaluator && r.index == 0) evaluator = r.name;
   }
+  if (chief.empty()) return plain;
+  const absl::StatusOr<job_report::JobReport> report =
+      ReadJobResult(logs_->dir(), chief, evaluator);
+  if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
+  console_.Say("warning: the job's final metrics are unknown: " +
+               std::string(report.status().message()));
   return plain;
 }
 

@@ -136,20 +136,22 @@ ui_server::EventRow LocalEventRow(const LocalEvent& e) {
 
 tfjob::TFJob WithReport(tfjob::TFJob job, const std::vector<ReplicaProcess>& replicas,
                         const std::string& files_dir) {
+  // A running replica may be writing its report: read one only once its process is gone.
+  std::string chief, evaluator;
   for (const ReplicaProcess& r : replicas) {
-    // A running chief may be writing its report: read it only once the process is gone.
-    if (!tfjob::IsMasterRole(job.spec, r.type, r.index) || r.running ||
-        r.phase != tfjob::ReplicaPhase::kSucceeded) {
-      continue;
+    if (r.running) continue;
+    if (tfjob::IsMasterRole(job.spec, r.type, r.index) &&
+        r.phase == tfjob::ReplicaPhase::kSucceeded) {
+      chief = r.name;
     }
-    const absl::StatusOr<job_report::JobReport> report =
-        ReadJobReport(TerminationMessagePath(files_dir, r.name));
-    if (!report.ok()) continue;
-    tfjob::JobProgress& progress = job.status.progress.emplace();
-    progress.global_step = report->global_step;
-    progress.final_metrics = report->final_metrics;
-    break;
+    if (r.type == tfjob::ReplicaType::kEvaluator && r.index == 0) evaluator = r.name;
   }
+  if (chief.empty()) return job;
+  const absl::StatusOr<job_report::JobReport> report = ReadJobResult(files_dir, chief, evaluator);
+  if (!report.ok()) return job;
+  tfjob::JobProgress& progress = job.status.progress.emplace();
+  progress.global_step = report->global_step;
+  progress.final_metrics = report->final_metrics;
   return job;
 }
 

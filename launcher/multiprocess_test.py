@@ -614,6 +614,11 @@ def scenario_allreduce(tmp):
     assert run.count(r"^\[linear-worker-2\] .*msg=training") > 0
     check_final_checkpoint_evaluated(run, lines, 300)  # worker 0's success starts the wait
     assert run.count("hold variables whose checksum differs") == 0
+    # The chief reports no final metrics of its own: the job's result is the evaluator's score of
+    # the final checkpoint (job_report::JobResult), as train_and_evaluate's is.
+    assert run.count(r"^\[linear-evaluator-0\] .*msg=\"final metrics\" .*global_step=300") == 1
+    assert re.search(r"^\[taas\] job linear succeeded at step 300: final accuracy \d\.\d{4}, "
+                     r"loss \S+ \(model dir ", lines[-1]), lines[-1]
 
 
 def allreduce_checkpoint(tmp, name, workers, replicas, steps, args):

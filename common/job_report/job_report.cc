@@ -77,4 +77,12 @@ absl::StatusOr<JobReport> Parse(std::string_view text) {
   return report;
 }
 
+std::optional<JobReport> JobResult(const std::optional<JobReport>& chief,
+                                   const std::optional<JobReport>& evaluator) {
+  if (chief && !chief->final_metrics.empty()) return chief;
+  const bool evaluator_scored_the_end = evaluator && !evaluator->final_metrics.empty() &&
+                                        (!chief || evaluator->global_step >= chief->global_step);
+  return evaluator_scored_the_end ? evaluator : chief;
+}
+
 }  // namespace taas::job_report

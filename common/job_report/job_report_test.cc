@@ -49,5 +49,19 @@ TEST_CASE("a metric's name and value are checked before it is written") {
         "final metric loss: must be a finite number, got nan");
 }
 
+TEST_CASE("the job's result: the chief's final metrics, else the evaluator's score of the end") {
+  const JobReport chief_with{6000, {{"accuracy", 0.9087}}};
+  const JobReport chief_without{6000, {}};
+  const JobReport evaluator_at_end{6000, {{"accuracy", 0.9046}, {"loss", 0.27}}};
+  const JobReport evaluator_behind{5003, {{"accuracy", 0.9001}}};
+  CHECK(JobResult(chief_with, evaluator_at_end) == chief_with);
+  CHECK(JobResult(chief_without, evaluator_at_end) == evaluator_at_end);
+  CHECK(JobResult(chief_without, evaluator_behind) == chief_without);
+  CHECK(JobResult(std::nullopt, evaluator_behind) == evaluator_behind);
+  CHECK(JobResult(chief_without, JobReport{6000, {}}) == chief_without);
+  CHECK(JobResult(chief_with, std::nullopt) == chief_with);
+  CHECK_FALSE(JobResult(std::nullopt, std::nullopt).has_value());
+}
+
 }  // namespace
 }  // namespace taas::job_report

@@ -26,10 +26,10 @@ const manifest = fileURLToPath(new URL('./testdata/local-job.yaml', import.meta.
 
 let output = '';
 // About 20 s of training: time to see Running replicas and several scrapes of the chief. The
-// chief evaluates once at the end (TAAS_EVAL_ON_CHIEF), so its report has the final accuracy.
+// job's final accuracy is its evaluator's score of the final checkpoint (job_report::JobResult).
 const launcher = spawn(
   args.taas,
-  ['run', manifest, '--model-dir', path.join(tmp, 'model'), '--ui-port', '0', '--keep-ui', '--ui-assets', args.assets, '--progress-secs', '0', '--env', 'TF_MAX_STEPS=200', '--env', 'TAAS_LOG_STEPS=5', '--env', 'TF_SAVE_CHECKPOINTS_SECS=0', '--env', 'TAAS_SAVE_CHECKPOINTS_STEPS=50', '--env', 'TAAS_EVAL_INTERVAL_SECS=0.5', '--env', 'TAAS_WAIT_TIMEOUT_SECS=60', '--env', 'TAAS_EVAL_ON_CHIEF=end'],
+  ['run', manifest, '--model-dir', path.join(tmp, 'model'), '--ui-port', '0', '--keep-ui', '--ui-assets', args.assets, '--progress-secs', '0', '--env', 'TF_MAX_STEPS=200', '--env', 'TAAS_LOG_STEPS=5', '--env', 'TF_SAVE_CHECKPOINTS_SECS=0', '--env', 'TAAS_SAVE_CHECKPOINTS_STEPS=50', '--env', 'TAAS_EVAL_INTERVAL_SECS=0.5', '--env', 'TAAS_WAIT_TIMEOUT_SECS=60'],
   { stdio: ['ignore', 'pipe', 'pipe'] },
 );
 launcher.stdout.on('data', (d) => (output += d));

@@ -290,20 +290,17 @@ void ChiefSchedule::WriteScalars(std::int64_t global_step, const summary::Scalar
   if (!s.ok()) ctx_.logger.Warning("cannot write summaries", {{"error", s.ToString()}});
 }
 
-void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t global_step,
-                         const std::map<std::string, double>& metrics) {
+void PublishJobReport(Context& ctx, std::int64_t global_step,
+                      const std::map<std::string, double>& metrics) {
   std::string line;
-  summary::Scalars scalars;
   std::vector<metrics::Gauges::Sample> samples;
   for (const auto& [name, value] : metrics) {
     line += (line.empty() ? "" : " ") + name + "=" + std::to_string(value);
-    scalars.emplace_back("final/" + name, static_cast<float>(value));
     samples.push_back({{{std::string(contract::kFinalMetricLabel), name}}, value});
   }
   ctx.logger.Info("final metrics", {{"global_step", global_step}, {"metrics", line}});
   ctx.gauges->SetLabeled(contract::kFinalMetric, "The job's final metrics, once training ended",
                          samples);
-  schedule.WriteScalars(global_step, scalars);
   std::string path = ctx.config->termination_message_path;
   std::error_code ec;
   if (path.empty() &&
@@ -317,6 +314,16 @@ void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t glo
   if (!out) {
     ctx.logger.Warning("cannot write the job's report", {{"path", path}});
   }
+}
+
+void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t global_step,
+                         const std::map<std::string, double>& metrics) {
+  summary::Scalars scalars;
+  for (const auto& [name, value] : metrics) {
+    scalars.emplace_back("final/" + name, static_cast<float>(value));
+  }
+  schedule.WriteScalars(global_step, scalars);
+  PublishJobReport(ctx, global_step, metrics);
 }
 
 bool TrainingAlreadyDone(const TrainerInfo& info, const Logger& logger) {

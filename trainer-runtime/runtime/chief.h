@@ -140,10 +140,15 @@ class ChiefEvaluation {
   std::map<std::string, double> last_metrics_;  // of the evaluation at last_step_
 };
 
-// Once the chief's after_train returned: its final metrics (Session::ReportFinalMetrics) logged
-// ("final metrics"), served (taas_final_metric{metric=...}), written as TensorBoard scalars
-// "final/<name>" through `schedule`, and left in the job's report (taas/job_report) at the
-// configured termination message path; a report that cannot be written is a warning.
+// A replica's final metrics (Session::ReportFinalMetrics) at `global_step` logged ("final
+// metrics"), served (taas_final_metric{metric=...}) and left in its report (taas/job_report) at
+// the configured termination message path, where `taas run` and the operator read the job's
+// result (job_report::JobResult); a report that cannot be written is a warning.
+void PublishJobReport(Context& ctx, std::int64_t global_step,
+                      const std::map<std::string, double>& metrics);
+
+// Once the chief's after_train returned: its final metrics published (PublishJobReport) and
+// written as TensorBoard scalars "final/<name>" through `schedule`.
 void PublishFinalMetrics(Context& ctx, ChiefSchedule& schedule, std::int64_t global_step,
                          const std::map<std::string, double>& metrics);
 

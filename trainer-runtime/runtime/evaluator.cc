@@ -56,6 +56,7 @@ int RunEvaluator(Context& ctx) {
   const double patience = std::max(cfg.wait_timeout_secs, 3 * cfg.save_checkpoints_secs);
   auto last_new = std::chrono::steady_clock::now();
   std::int64_t evaluated = -1;
+  std::map<std::string, double> last_results;  // evaluate()'s of the checkpoint at `evaluated`
   bool logged_wait = false;
   std::string last_skipped;
   while (true) {
@@ -97,6 +98,7 @@ int RunEvaluator(Context& ctx) {
                                                  {"metrics", line},
                                                  {"secs", SecondsSince(start)}});
         evaluated = c.global_step;
+        last_results = std::move(results);
         last_new = std::chrono::steady_clock::now();
         logged_wait = false;
       }
@@ -105,6 +107,10 @@ int RunEvaluator(Context& ctx) {
     if ((done && evaluated >= *done) || evaluated >= info.max_steps) {
       ctx.logger.Info("training is over and its last checkpoint is evaluated",
                       {{"global_step", evaluated}});
+      // Its score of the final checkpoint is the job's result when the chief reports none
+      // (job_report::JobResult), as train_and_evaluate's last evaluation is.
+      session.ReportFinalMetrics(last_results);
+      PublishJobReport(ctx, evaluated, state.final_metrics);
       return kExitOk;
     }
     if (done && latest && *latest >= *done && !skipped.empty()) {

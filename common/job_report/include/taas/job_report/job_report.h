@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,5 +40,13 @@ std::string Format(const JobReport& report);
 // globalStep not a non-negative integer, finalMetrics not an object of at most kMaxMetrics
 // numbers whose names pass CheckMetric. Unknown members are ignored (a newer writer).
 absl::StatusOr<JobReport> Parse(std::string_view text);
+
+// The job's result from its chief's report and its evaluator's (each absent when that replica
+// left none or the job has none), as TensorFlow's train_and_evaluate has it: the chief's when it
+// names final metrics (its after_train's, or its own evaluation at the end); else the evaluator's
+// when it scored a checkpoint at least as far as the chief trained (the evaluator reports only
+// once it scored the final one); else the chief's as it is, or nothing.
+std::optional<JobReport> JobResult(const std::optional<JobReport>& chief,
+                                   const std::optional<JobReport>& evaluator);
 
 }  // namespace taas::job_report
