@@ -238,6 +238,20 @@ tf::JobStatus WithCondition(tf::ConditionType type) {
   return status;
 }
 
+// `status` with condition `type` True.
+tf::JobStatus With(tf::JobStatus status, tf::ConditionType type) {
+  tf::SetCondition(status, type, tf::ConditionStatus::kTrue, "R", "", kNow);
+  return status;
+}
+
+// The last read of a job about to end: 10 steps short, 3 s left, `accuracy` its final metric.
+tf::JobProgress Finishing(double accuracy) {
+  tf::JobProgress last = At(5990);
+  last.eta_seconds = 3;
+  last.final_metrics = {{"accuracy", accuracy}};
+  return last;
+}
+
 Decision Decided(const tf::JobStatus& after, bool write_status) {
   Decision d;
   d.update.status = after;
@@ -271,22 +285,15 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK(d.update.status.progress == At(10));
   }
   SUBCASE("the write that finishes the job carries its final progress") {
-    tf::JobStatus succeeded = running;
-    tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
-                     kNow);
-    tf::JobProgress last = At(5990);
-    last.eta_seconds = 3;
-    last.final_metrics = {{"accuracy", 0.9}};
-    Decision d = Decided(succeeded, true);
+    const tf::JobProgress last = Finishing(0.9);
+    Decision d = Decided(With(running, tf::ConditionType::kSucceeded), true);
     DecideProgress(running, last, false, std::nullopt, d);
     REQUIRE(d.update.status.progress.has_value());
     CHECK(d.update.status.progress->global_step == 6000);  // the chief stops at max steps
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
     CHECK(d.update.status.progress->final_metrics.at("accuracy") == 0.9);
 
-    tf::JobStatus failed = running;
-    tf::SetCondition(failed, tf::ConditionType::kFailed, tf::ConditionStatus::kTrue, "R", "", kNow);
-    d = Decided(failed, true);
+    d = Decided(With(running, tf::ConditionType::kFailed), true);
     DecideProgress(running, last, false, std::nullopt, d);
     CHECK(d.update.status.progress->global_step == 5990);  // what it reached
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
@@ -310,15 +317,9 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK(d.update.status.progress == At(10));
   }
   SUBCASE("the chief's result goes out with the write that finishes the job, over what was read") {
-    tf::JobStatus succeeded = running;
-    tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
-                     kNow);
-    tf::JobProgress last = At(5990);
-    last.eta_seconds = 3;
-    last.final_metrics = {{"accuracy", 0.5}};
     const ChiefResult result{{5995, {{"accuracy", 0.9}}}, kNow + std::chrono::seconds(7)};
-    Decision d = Decided(succeeded, true);
-    DecideProgress(running, last, false, result, d);
+    Decision d = Decided(With(running, tf::ConditionType::kSucceeded), true);
+    DecideProgress(running, Finishing(0.5), false, result, d);
     REQUIRE(d.update.status.progress.has_value());
     CHECK(d.update.status.progress->global_step == 5995);  // the chief's word, not max steps
     CHECK(d.update.status.progress->final_metrics ==
@@ -328,11 +329,8 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
 
     // Never read (progress reading off): the result alone.
-    tf::JobStatus unread = WithCondition(tf::ConditionType::kRunning);
-    tf::JobStatus unread_succeeded = unread;
-    tf::SetCondition(unread_succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue,
-                     "R", "", kNow);
-    d = Decided(unread_succeeded, true);
+    const tf::JobStatus unread = WithCondition(tf::ConditionType::kRunning);
+    d = Decided(With(unread, tf::ConditionType::kSucceeded), true);
     DecideProgress(unread, std::nullopt, false, result, d);
     REQUIRE(d.update.status.progress.has_value());
     CHECK(d.update.status.progress->global_step == 5995);
@@ -356,9 +354,7 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK_FALSE(d.write_status);
   }
   SUBCASE("a finished job takes no result") {
-    tf::JobStatus done = running;
-    tf::SetCondition(done, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
-                     kNow);
+    const tf::JobStatus done = With(running, tf::ConditionType::kSucceeded);
     Decision d = Decided(done, false);
     DecideProgress(done, std::nullopt, false, ChiefResult{{1, {{"accuracy", 1.0}}}, kNow}, d);
     CHECK_FALSE(d.write_status);
