@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "taas/flags/flags.h"
+#include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
 
 namespace taas::operator_cmd {
@@ -15,6 +16,7 @@ constexpr std::string_view kUsage =
     "[--leader-elect=true|false]\n"
     "                     [--lease-namespace NS] [--lease-name NAME] [--lease-duration-seconds S]\n"
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
+    "                     [--evaluator-grace-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
     "                     [--progress-seconds S] [--scrape-parallelism N]\n"
@@ -42,6 +44,8 @@ void BindFlags(flags::FlagSet& set, OperatorOptions& o) {
   set.String("cluster-domain", &c.build.addressing.cluster_domain);
   set.String("gang-scheduler-name", &c.build.gang_scheduler_name);
   set.Int("stuck-after-seconds", 0, kYearSeconds, &c.status.stuck_after);
+  set.Int("evaluator-grace-seconds", 0, tfjob::kMaxEvaluatorGrace.count(),
+          &c.status.evaluator_grace);
   set.Int("resync-seconds", 0, kYearSeconds, &c.resync_period);
   // 3 s at least: the renew deadline (2/3) must stay above the retry period (1/7, 1 s at least).
   set.Int("lease-duration-seconds", 3, 3600, &o.lease.lease_duration);

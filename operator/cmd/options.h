@@ -18,7 +18,8 @@ namespace taas::operator_cmd {
 struct OperatorOptions {
   std::string kubeconfig;  // --kubeconfig; empty: $KUBECONFIG, else the in-cluster account
   // --namespaces, --workers, --api-parallelism, --child-event-delay-ms, --cluster-domain,
-  // --gang-scheduler-name, --stuck-after-seconds, --max-replicas-per-job, --resync-seconds,
+  // --gang-scheduler-name, --stuck-after-seconds, --evaluator-grace-seconds,
+  // --max-replicas-per-job, --resync-seconds,
   // --progress-seconds, --scrape-parallelism, --metrics-target;
   // build.metrics_scraper_namespace and host by ResolveWithCluster.
   controller::ControllerOptions controller;

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
 
 namespace taas::operator_cmd {
@@ -35,6 +36,7 @@ TEST_CASE("without flags the operator runs with the documented defaults") {
   CHECK(o.controller.build.addressing.cluster_domain.empty());
   CHECK(o.controller.build.gang_scheduler_name.empty());
   CHECK(o.controller.status.stuck_after == std::chrono::seconds(300));
+  CHECK(o.controller.status.evaluator_grace == tfjob::StatusOptions{}.evaluator_grace);
   CHECK(o.controller.resync_period == std::chrono::seconds(300));
   CHECK(o.controller.create_parallelism == 16);
   CHECK(o.controller.child_event_delay == std::chrono::milliseconds(250));
@@ -75,6 +77,8 @@ TEST_CASE("every flag lands in the option of the part it configures") {
                             "volcano",
                             "--stuck-after-seconds",
                             "60",
+                            "--evaluator-grace-seconds",
+                            "5",
                             "--resync-seconds",
                             "30",
                             "--lease-duration-seconds",
@@ -119,6 +123,7 @@ TEST_CASE("every flag lands in the option of the part it configures") {
   CHECK(o.controller.build.addressing.cluster_domain == "corp.local");
   CHECK(o.controller.build.gang_scheduler_name == "volcano");
   CHECK(o.controller.status.stuck_after == std::chrono::seconds(60));
+  CHECK(o.controller.status.evaluator_grace == std::chrono::seconds(5));
   CHECK(o.controller.resync_period == std::chrono::seconds(30));
   // The shortest lease: renewed within 2 s, retried every second.
   CHECK(o.lease.lease_duration == std::chrono::seconds(3));
@@ -170,6 +175,10 @@ TEST_CASE("every mistake names the flag and the range or form it expects") {
        "--lease-duration-seconds: expected a number from 3 to 3600, got 2"},
       {{"--stuck-after-seconds", "31536001"},
        "--stuck-after-seconds: expected a number from 0 to 31536000, got 31536001"},
+      {{"--evaluator-grace-seconds", "3601"},
+       "--evaluator-grace-seconds: expected a number from 0 to 3600, got 3601"},
+      {{"--evaluator-grace-seconds", "-1"},
+       "--evaluator-grace-seconds: expected a number from 0 to 3600, got -1"},
       {{"--resync-seconds", "-1"},
        "--resync-seconds: expected a number from 0 to 31536000, got -1"},
       {{"--api-parallelism", "1025"},
@@ -211,7 +220,7 @@ TEST_CASE("--help asks for the usage, which names every flag there is") {
        it != std::sregex_iterator(); ++it) {
     named.insert((*it)[1]);
   }
-  CHECK(named.size() == 27);
+  CHECK(named.size() == 28);
   for (const std::string& name : named) {
     CAPTURE(name);
     // Declared: alone, a flag is either a switch or wants its value, never unknown.

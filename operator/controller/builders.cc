@@ -528,6 +528,7 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
       const json last = cs.value("lastState", json::object());
       if (state.contains("terminated")) {
         r.exit_code = state["terminated"].value("exitCode", 0);
+        r.finished_at = TimeField(state["terminated"], "finishedAt");
       } else if (last.contains("terminated")) {
         r.exit_code = last["terminated"].value("exitCode", 0);
       }
@@ -555,6 +556,26 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
     r.waiting_since = waiting_since ? waiting_since : TimeField(meta, "creationTimestamp");
   }
   return r;
+}
+
+std::optional<std::string> TerminationMessage(const json& pod) {
+  const json* status = jf::Object(pod, "status");
+  const json* statuses = status ? jf::Array(*status, "containerStatuses") : nullptr;
+  if (statuses == nullptr) return std::nullopt;
+  for (const json& cs : *statuses) {
+    if (jf::StringOr(cs, "name", "") != tf::kDefaultContainerName) continue;
+    const json* state = jf::Object(cs, "state");
+    const json* terminated = state ? jf::Object(*state, "terminated") : nullptr;
+    if (terminated == nullptr) return std::nullopt;
+    const auto code = terminated->find("exitCode");
+    if (code == terminated->end() || !code->is_number_integer() || code->get<std::int64_t>() != 0)
+      return std::nullopt;
+    std::optional<std::string> message = jf::String(*terminated, "message");
+    if (!message || message->empty()) return std::nullopt;
+    if (message->size() > kMaxKeptTerminationMessage) message->resize(kMaxKeptTerminationMessage);
+    return message;
+  }
+  return std::nullopt;
 }
 
 std::optional<json> ServiceForCurrentJob(const json* object, std::string_view uid,
@@ -596,12 +617,13 @@ json TrimMetadata(const json& object) {
   return out;
 }
 
-json TrimContainerStatus(const json& cs) {
+json TrimContainerStatus(const json& cs, const json& pod) {
   json out = json::object();
   for (const char* key : {"name", "restartCount", "state", "lastState"}) {
     if (auto it = cs.find(key); it != cs.end()) out[key] = *it;
   }
-  // Only the fields read: terminated exit code and finish time, waiting reason and message.
+  // Only the fields read: terminated exit code and finish time, waiting reason and message, and
+  // the termination message TerminationMessage reads.
   for (const char* state : {"state", "lastState"}) {
     if (!out.contains(state) || !out[state].is_object()) continue;
     json& s = out[state];
@@ -614,6 +636,7 @@ json TrimContainerStatus(const json& cs) {
       s["terminated"] = std::move(t);
     }
   }
+  if (auto message = TerminationMessage(pod)) out["state"]["terminated"]["message"] = *message;
   return out;
 }
 
@@ -639,7 +662,7 @@ void TrimCachedPod(json& pod) {
     if (auto cs = status->find("containerStatuses"); cs != status->end() && cs->is_array()) {
       for (const auto& c : *cs) {
         if (c.is_object() && c.value("name", "") == tf::kDefaultContainerName)
-          kept["containerStatuses"] = json::array({TrimContainerStatus(c)});
+          kept["containerStatuses"] = json::array({TrimContainerStatus(c, pod)});
       }
     }
     out["status"] = std::move(kept);

@@ -4,6 +4,8 @@
 
 #include "taas/base/random_token.h"
 #include "taas/contract/job_secret.h"
+#include "taas/job_report/job_report.h"
+#include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/validation.h"
 
 namespace tf = taas::tfjob;
@@ -444,6 +446,106 @@ TEST_CASE("ObserveReplica reads type, index, phase, exit code and waiting reason
 
 namespace {
 
+void CheckSameReplica(const json& pod);  // ObserveReplica(Trim(pod)) == ObserveReplica(pod)
+
+// A pod of the job's chief whose training container ended with `terminated`.
+json EndedPod(const json& terminated) {
+  return {{"metadata",
+           {{"name", "mnist-worker-0"},
+            {"labels",
+             {{"training.kubeflow.org/replica-type", "worker"},
+              {"training.kubeflow.org/replica-index", "0"}}}}},
+          {"status",
+           {{"phase", "Succeeded"},
+            {"containerStatuses",
+             {{{"name", "sidecar"},
+               {"state", {{"terminated", {{"exitCode", 0}, {"message", "sidecar's"}}}}}},
+              {{"name", "tensorflow"}, {"state", {{"terminated", terminated}}}}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("ObserveReplica reads when the training container ended: state.terminated.finishedAt") {
+  auto ended = taas::controller::ObserveReplica(
+      EndedPod({{"exitCode", 0}, {"finishedAt", "2026-01-01T00:10:00Z"}}));
+  REQUIRE(ended);
+  CHECK(ended->finished_at == tf::ParseRfc3339("2026-01-01T00:10:00Z").value());
+  CHECK(taas::controller::ObserveReplica(
+            EndedPod({{"exitCode", 1}, {"finishedAt", "2026-01-01T00:10:00+02:00"}}))
+            ->finished_at == tf::ParseRfc3339("2025-12-31T22:10:00Z").value());
+
+  // A container that ended before and runs again has not ended: lastState is not read.
+  json restarted = EndedPod(json::object());
+  json& tensorflow = restarted["status"]["containerStatuses"][1];
+  tensorflow["state"] = {{"running", {{"startedAt", "2026-01-01T00:11:00Z"}}}};
+  tensorflow["lastState"] = {
+      {"terminated", {{"exitCode", 1}, {"finishedAt", "2026-01-01T00:10:00Z"}}}};
+  CHECK_FALSE(taas::controller::ObserveReplica(restarted)->finished_at.has_value());
+
+  // Whatever else the field holds, the time is unknown (the job then does not wait on it).
+  for (const json& hostile :
+       {json(nullptr), json(17), json(-1.5), json(true), json::array({"x"}),
+        json::object({{"seconds", 1}}), json(""), json("yesterday"), json("2026-13-01T00:00:00Z"),
+        json("2026-01-01 00:10:00"), json(std::string(1 << 16, '9'))}) {
+    auto r = taas::controller::ObserveReplica(EndedPod({{"exitCode", 0}, {"finishedAt", hostile}}));
+    REQUIRE_MESSAGE(r, hostile.dump().substr(0, 80));
+    CHECK_MESSAGE(!r->finished_at, hostile.dump().substr(0, 80));
+    CheckSameReplica(EndedPod({{"exitCode", 0}, {"finishedAt", hostile}}));
+  }
+  CHECK_FALSE(taas::controller::ObserveReplica(EndedPod({{"exitCode", 0}}))->finished_at);
+}
+
+TEST_CASE("TerminationMessage reads the training container's message once it exited 0") {
+  const std::string report = R"({"globalStep":6000,"finalMetrics":{"accuracy":0.9087}})";
+  CHECK(taas::controller::TerminationMessage(EndedPod({{"exitCode", 0}, {"message", report}})) ==
+        report);
+  // Not the sidecar's, not a failed container's, not one still running or ended before.
+  CHECK_FALSE(taas::controller::TerminationMessage(EndedPod({{"exitCode", 0}})));
+  CHECK_FALSE(
+      taas::controller::TerminationMessage(EndedPod({{"exitCode", 1}, {"message", report}})));
+  json restarted = EndedPod(json::object());
+  restarted["status"]["containerStatuses"][1]["state"] = {{"running", json::object()}};
+  restarted["status"]["containerStatuses"][1]["lastState"] = {
+      {"terminated", {{"exitCode", 0}, {"message", report}}}};
+  CHECK_FALSE(taas::controller::TerminationMessage(restarted));
+
+  // Any other JSON on the way is no message, never an exception.
+  for (const json& hostile : {json(nullptr), json(17), json(true), json::array({report}),
+                              json::object({{"text", report}}), json("")}) {
+    CHECK_FALSE(
+        taas::controller::TerminationMessage(EndedPod({{"exitCode", 0}, {"message", hostile}})));
+    CHECK_FALSE(taas::controller::TerminationMessage(
+        EndedPod({{"exitCode", hostile}, {"message", report}})));
+  }
+  CHECK_FALSE(
+      taas::controller::TerminationMessage(EndedPod({{"exitCode", 0.0}, {"message", report}})));
+  for (const json& status :
+       {json(nullptr), json("x"), json::object({{"containerStatuses", "x"}}),
+        json::object({{"containerStatuses", json::array({17, "x", nullptr})}}),
+        json::object({{"containerStatuses",
+                       json::array({{{"name", "tensorflow"}, {"state", "terminated"}}})}}),
+        json::object({{"containerStatuses", json::array({{{"name", "tensorflow"},
+                                                          {"state", {{"terminated", 0}}}}})}})}) {
+    json pod = EndedPod(json::object());
+    pod["status"] = status;
+    CHECK_FALSE(taas::controller::TerminationMessage(pod));
+  }
+
+  // A hostile API server's long message is cut just past what a report may hold: it still reads
+  // as too long, and the cache never holds more.
+  const std::string huge(1 << 20, 'x');
+  auto cut = taas::controller::TerminationMessage(EndedPod({{"exitCode", 0}, {"message", huge}}));
+  REQUIRE(cut);
+  CHECK(cut->size() == taas::controller::kMaxKeptTerminationMessage);
+  CHECK_FALSE(taas::job_report::Parse(*cut).ok());
+  json trimmed = EndedPod({{"exitCode", 0}, {"message", huge}, {"reason", "Completed"}});
+  taas::controller::TrimCachedPod(trimmed);
+  CHECK(trimmed.dump().size() < 3000);
+  CHECK(taas::controller::TerminationMessage(trimmed) == cut);
+}
+
+namespace {
+
 void CheckSameReplica(const json& pod) {
   json trimmed = pod;
   taas::controller::TrimCachedPod(trimmed);
@@ -460,6 +562,8 @@ void CheckSameReplica(const json& pod) {
   CHECK(a->reason == b->reason);
   CHECK(a->message == b->message);
   CHECK(a->waiting_since == b->waiting_since);
+  CHECK(a->finished_at == b->finished_at);
+  CHECK(taas::controller::TerminationMessage(trimmed) == taas::controller::TerminationMessage(pod));
   CHECK(taas::controller::ControllerUid(trimmed) == taas::controller::ControllerUid(pod));
   CHECK(taas::controller::ControllerName(trimmed) == taas::controller::ControllerName(pod));
 }

@@ -295,6 +295,7 @@ Observation Controller::Observe(const JobContext& job, const Watched& watched) {
     seen_pod.uid = MetaString(*pod, "uid");
     seen_pod.replica = ObserveReplica(*pod);
     seen_pod.deleting = exp.deleting.count(seen_pod.uid) != 0;
+    seen_pod.termination_message = TerminationMessage(*pod);
     pod_names.insert(seen_pod.name);
   }
   for (auto it = exp.pods.begin(); it != exp.pods.end();) {
@@ -465,16 +466,39 @@ absl::Status Controller::FollowUp(const JobContext& ctx, const tf::TFJob& job,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The job's result as its chief left it (its termination message, job_report::Parse), for a job
+// not finished yet. A message that is no report is logged and ignored: the job's status never
+// depends on it.
+std::optional<ChiefResult> ReadChiefResult(const Logger& log, const tf::TFJob& job,
+                                           const Observation& seen, tf::Time now) {
+  if (tf::IsFinished(job.status)) return std::nullopt;
+  const std::optional<ChiefMessage> message = FindChiefMessage(job.spec, seen);
+  if (!message) return std::nullopt;
+  absl::StatusOr<job_report::JobReport> report = job_report::Parse(message->text);
+  if (!report.ok()) {
+    log.Warning("ignoring the chief's termination message: not a job report",
+                {{"pod", message->pod}, {"error", std::string(report.status().message())}});
+    return std::nullopt;
+  }
+  return ChiefResult{*std::move(report), message->finished_at.value_or(now)};
+}
+
+}  // namespace
+
 Decision Controller::DecideAll(const JobContext& ctx, const tf::TFJob& job,
                                const RestartLedger& ledger, const Observation& seen, tf::Time now) {
   Decision decision = Decide(job, ledger, seen, now, options_.status);
-  if (progress_) {
-    const ProgressTracker::Snapshot snapshot = progress_->Get(ctx.key);
-    const bool due = snapshot.latest &&
-                     ProgressWriteDue(job.status.progress, *snapshot.latest, snapshot.last_write,
-                                      SteadyClock::now(), options_.progress.interval);
-    DecideProgress(job.status, snapshot.latest, due, decision);
-  }
+  ProgressTracker::Snapshot snapshot;
+  if (progress_) snapshot = progress_->Get(ctx.key);
+  const bool due = snapshot.latest &&
+                   ProgressWriteDue(job.status.progress, *snapshot.latest, snapshot.last_write,
+                                    SteadyClock::now(), options_.progress.interval);
+  // The chief's result is taken with progress reading off too (--progress-seconds 0): it costs
+  // no scrape.
+  DecideProgress(job.status, snapshot.latest, due, ReadChiefResult(ctx.log, job, seen, now),
+                 decision);
   return decision;
 }
 

@@ -73,19 +73,20 @@ json Child(const char* phase) {
 // A loopback API server holding one job: the status PUTs are kept (with when they came) and
 // the job is served as last written.
 struct Cluster {
-  explicit Cluster(bool finished)
-      : job(Job(finished)), server([this, finished](const std::string& request) {
-          return Respond(request, finished);
-        }) {}
+  // `pod`: the worker's pod as served; null: Child() Running, or Succeeded when `finished`.
+  explicit Cluster(bool finished, json pod = nullptr)
+      : job(Job(finished)),
+        pod(pod.is_null() ? Child(finished ? "Succeeded" : "Running") : std::move(pod)),
+        server([this](const std::string& request) { return Respond(request); }) {}
 
-  std::vector<std::string> Respond(const std::string& request, bool finished) {
+  std::vector<std::string> Respond(const std::string& request) {
     const std::string line = request.substr(0, request.find("\r\n"));
     if (line.find("watch=1") != std::string::npos) return EndedWatch();
     std::lock_guard<std::mutex> lock(mu);
     if (line.rfind("GET /apis/kubeflow.org/v1/namespaces/ns/tfjobs", 0) == 0)
       return {Response(200, ListBody({job}))};
     if (line.rfind("GET /api/v1/namespaces/ns/pods", 0) == 0)
-      return {Response(200, ListBody({Child(finished ? "Succeeded" : "Running")}))};
+      return {Response(200, ListBody({pod}))};
     if (line.rfind("GET /api/v1/namespaces/ns/services", 0) == 0)
       return {Response(200, ListBody({Child(nullptr)}))};
     if (line.rfind("PUT /apis/kubeflow.org/v1/namespaces/ns/tfjobs/j/status ", 0) == 0) {
@@ -106,7 +107,8 @@ struct Cluster {
   }
 
   std::mutex mu;
-  json job;                                              // guarded by mu
+  json job;  // guarded by mu
+  const json pod;
   std::vector<std::pair<Clock::time_point, json>> puts;  // guarded by mu
   TestServer server;
 };
@@ -133,19 +135,57 @@ taas::controller::ControllerOptions Options(const Chief& chief) {
   return options;
 }
 
-void RunFor(Cluster& cluster, const Chief& chief, std::chrono::milliseconds how_long) {
+// Runs a controller against `cluster` for `how_long`; its log goes to `log` (else nowhere).
+void RunWith(Cluster& cluster, const taas::controller::ControllerOptions& options,
+             std::chrono::milliseconds how_long, std::FILE* log = nullptr) {
   taas::kube::ClientConfig config;
   config.server = "http://127.0.0.1:" + std::to_string(cluster.server.port());
   auto client = taas::kube::Client::Create(config);
   REQUIRE(client.ok());
   std::FILE* devnull = std::fopen("/dev/null", "w");
   {
-    taas::controller::Controller controller(client->get(), Options(chief), taas::Logger(devnull));
+    taas::controller::Controller controller(client->get(), options,
+                                            taas::Logger(log != nullptr ? log : devnull));
     REQUIRE(controller.Start(std::chrono::seconds(20)));
     std::this_thread::sleep_for(how_long);
     controller.Stop();
   }
   std::fclose(devnull);
+}
+
+void RunFor(Cluster& cluster, const Chief& chief, std::chrono::milliseconds how_long) {
+  RunWith(cluster, Options(chief), how_long);
+}
+
+// The worker's pod once its training container exited 0 leaving `message` (any JSON) as its
+// termination message, as the kubelet reports it.
+json EndedChief(const json& message) {
+  json pod = Child("Succeeded");
+  pod["status"]["containerStatuses"] = {
+      {{"name", "tensorflow"},
+       {"state",
+        {{"terminated",
+          {{"exitCode", 0}, {"finishedAt", "2026-01-01T00:09:00Z"}, {"message", message}}}}}}};
+  return pod;
+}
+
+// The status PUTs that made the job Succeeded.
+std::vector<json> SucceededStatuses(Cluster& cluster) {
+  std::vector<json> out;
+  for (const auto& [at, body] : cluster.Puts()) {
+    for (const json& c : body["status"]["conditions"]) {
+      if (c["type"] == "Succeeded" && c["status"] == "True") out.push_back(body["status"]);
+    }
+  }
+  return out;
+}
+
+std::string ReadAll(std::FILE* file) {
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, file)) text.append(buffer, n);
+  return text;
 }
 
 TEST_CASE("controller: a running job's progress reaches its status, once an interval at most") {
@@ -185,6 +225,61 @@ TEST_CASE("controller: a finished job's chief is not read and its progress never
   RunFor(cluster, chief, std::chrono::milliseconds(2500));
   CHECK(chief.reads.load() == 0);
   for (const auto& [at, body] : cluster.Puts()) CHECK_FALSE(body["status"].contains("progress"));
+}
+
+TEST_CASE("controller: the chief's termination message is the job's result, progress reading off") {
+  // The chief (worker 0) exited 0 right after training: no page to read, only its report.
+  Cluster cluster(false, EndedChief(R"({"globalStep":990,"finalMetrics":{"accuracy":0.9087,)"
+                                    R"("loss":0.25,"eval/x":1}})"));
+  Chief chief;
+  taas::controller::ControllerOptions options = Options(chief);
+  options.progress.interval = std::chrono::seconds(0);
+  RunWith(cluster, options, std::chrono::milliseconds(1500));
+  CHECK(chief.reads.load() == 0);
+  const std::vector<json> succeeded = SucceededStatuses(cluster);
+  REQUIRE(succeeded.size() == 1);  // in the write that finishes the job
+  const json& progress = succeeded[0]["progress"];
+  CHECK(progress["globalStep"] == 990);
+  CHECK(progress["finalMetrics"] == json({{"accuracy", 0.9087}, {"loss", 0.25}}));  // no "eval/x"
+  CHECK(progress["accuracy"] == 0.9087);
+  CHECK(progress["lastUpdateTime"] == "2026-01-01T00:09:00Z");  // the chief's finishedAt
+  CHECK_FALSE(progress.contains("etaSeconds"));
+}
+
+TEST_CASE("controller: the chief's report wins over the final metrics read from its page") {
+  // The chief's page said accuracy 0.5 (Chief serves no final metric: its last read has none);
+  // the report says 0.9.
+  Cluster cluster(false, EndedChief(R"({"globalStep":1000,"finalMetrics":{"accuracy":0.9}})"));
+  Chief chief;
+  RunWith(cluster, Options(chief), std::chrono::milliseconds(1500));
+  const std::vector<json> succeeded = SucceededStatuses(cluster);
+  REQUIRE(succeeded.size() == 1);
+  CHECK(succeeded[0]["progress"]["finalMetrics"] == json({{"accuracy", 0.9}}));
+  CHECK(succeeded[0]["progress"]["globalStep"] == 1000);
+}
+
+TEST_CASE("controller: a termination message that is no report is logged and ignored") {
+  for (const json& message : {json("Segmentation fault"), json(std::string(5000, '{')),
+                              json(R"({"globalStep":-1,"finalMetrics":{}})"), json(42)}) {
+    CAPTURE(message.dump().substr(0, 40));
+    Cluster cluster(false, EndedChief(message));
+    Chief chief;
+    taas::controller::ControllerOptions options = Options(chief);
+    options.progress.interval = std::chrono::seconds(0);
+    std::FILE* log = std::tmpfile();
+    REQUIRE(log != nullptr);
+    RunWith(cluster, options, std::chrono::milliseconds(1500), log);
+    const std::string logged = ReadAll(log);
+    std::fclose(log);
+    const std::vector<json> succeeded = SucceededStatuses(cluster);
+    REQUIRE(succeeded.size() == 1);  // the job's status does not depend on it
+    CHECK_FALSE(succeeded[0].contains("progress"));
+    if (message.is_string()) {
+      CHECK(logged.find("ignoring the chief's termination message") != std::string::npos);
+      CHECK(logged.find("job=ns/j") != std::string::npos);
+      CHECK(logged.find("pod=j-worker-0") != std::string::npos);
+    }
+  }
 }
 
 }  // namespace

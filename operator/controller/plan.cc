@@ -194,13 +194,30 @@ Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observa
   return out;
 }
 
+std::optional<ChiefMessage> FindChiefMessage(const tf::TFJobSpec& spec, const Observation& seen) {
+  for (const ObservedPod& pod : seen.pods) {
+    if (!pod.replica || !pod.termination_message ||
+        !tf::IsMasterRole(spec, pod.replica->type, pod.replica->index))
+      continue;
+    return ChiefMessage{pod.name, *pod.termination_message, pod.replica->finished_at};
+  }
+  return std::nullopt;
+}
+
 void DecideProgress(const tf::JobStatus& before, const std::optional<tf::JobProgress>& latest,
-                    bool due, Decision& decision) {
+                    bool due, const std::optional<ChiefResult>& result, Decision& decision) {
   tf::JobStatus& after = decision.update.status;
   if (tf::IsFinished(before)) return;  // `after` kept the progress it had
+  std::optional<tf::JobProgress> newest = latest ? latest : before.progress;
   if (tf::IsFinished(after)) {
-    const std::optional<tf::JobProgress>& newest = latest ? latest : before.progress;
-    if (newest) after.progress = FinishedProgress(*newest, after);
+    if (newest) newest = FinishedProgress(*std::move(newest), after);
+    if (result)
+      newest = WithJobReport(newest.value_or(tf::JobProgress{}), result->report, result->at);
+    if (newest) after.progress = std::move(newest);
+  } else if (result) {
+    const std::optional<tf::JobProgress>& base =
+        latest && (due || decision.write_status) ? latest : before.progress;
+    after.progress = WithJobReport(base.value_or(tf::JobProgress{}), result->report, result->at);
   } else if (latest && (due || decision.write_status)) {
     after.progress = latest;
   } else if (tf::IsSuspended(after) && decision.write_status && after.progress) {

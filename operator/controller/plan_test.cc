@@ -257,3 +257,34 @@ TEST_CASE("children outside the spec are deleted; pods without replica labels on
   REQUIRE(d.delete_services.size() == 1);
   CHECK(d.delete_services[0].name == "j-worker-5");
 }
+
+TEST_CASE("the chief's termination message: worker 0's without a Chief, the Chief's with one") {
+  const tf::TFJob job = Job();
+  Observation seen = AllRunning();
+  CHECK_FALSE(taas::controller::FindChiefMessage(job.spec, seen));
+  seen.pods[2].termination_message = "worker 1's";  // not the chief
+  CHECK_FALSE(taas::controller::FindChiefMessage(job.spec, seen));
+  seen.pods[1].termination_message = "worker 0's";
+  seen.pods[1].replica->finished_at = kNow;
+  const auto found = taas::controller::FindChiefMessage(job.spec, seen);
+  REQUIRE(found);
+  CHECK(found->pod == "j-worker-0");
+  CHECK(found->text == "worker 0's");
+  CHECK(found->finished_at == kNow);
+
+  json object = {{"apiVersion", "kubeflow.org/v1"},
+                 {"kind", "TFJob"},
+                 {"metadata", {{"name", "j"}, {"namespace", "ns"}}},
+                 {"spec",
+                  {{"tfReplicaSpecs",
+                    {{"Chief", {{"replicas", 1}, {"template", Template()}}},
+                     {"Worker", {{"replicas", 2}, {"template", Template()}}}}}}}};
+  const auto with_chief = tf::LoadTFJob(object);
+  REQUIRE(with_chief.ok());
+  CHECK_FALSE(taas::controller::FindChiefMessage(with_chief->spec, seen));  // worker 0 is no chief
+  seen.pods.push_back(Pod(tf::ReplicaType::kChief, 0, tf::ReplicaPhase::kSucceeded, 0));
+  seen.pods.back().termination_message = "the chief's";
+  CHECK(taas::controller::FindChiefMessage(with_chief->spec, seen)->text == "the chief's");
+  seen.pods.back().replica.reset();  // a pod without replica labels is nobody's
+  CHECK_FALSE(taas::controller::FindChiefMessage(with_chief->spec, seen));
+}

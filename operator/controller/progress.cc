@@ -195,4 +195,18 @@ tf::JobProgress FinishedProgress(tf::JobProgress progress, const tf::JobStatus& 
   return progress;
 }
 
+tf::JobProgress WithJobReport(tf::JobProgress progress, const job_report::JobReport& report,
+                              tf::Time at) {
+  if (report.global_step <= tf::kMaxProgressStep) progress.global_step = report.global_step;
+  std::map<std::string, double> final_metrics;
+  for (const auto& [name, value] : report.final_metrics) {
+    if (tf::IsProgressMetricName(name) && final_metrics.size() < tf::kMaxProgressMetrics)
+      final_metrics.emplace(name, value);
+  }
+  if (!final_metrics.empty()) progress.final_metrics = std::move(final_metrics);
+  progress.eta_seconds.reset();
+  progress.update_time = at;
+  return progress;
+}
+
 }  // namespace taas::controller

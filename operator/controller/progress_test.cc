@@ -238,6 +238,20 @@ tf::JobStatus WithCondition(tf::ConditionType type) {
   return status;
 }
 
+// `status` with condition `type` True.
+tf::JobStatus With(tf::JobStatus status, tf::ConditionType type) {
+  tf::SetCondition(status, type, tf::ConditionStatus::kTrue, "R", "", kNow);
+  return status;
+}
+
+// The last read of a job about to end: 10 steps short, 3 s left, `accuracy` its final metric.
+tf::JobProgress Finishing(double accuracy) {
+  tf::JobProgress last = At(5990);
+  last.eta_seconds = 3;
+  last.final_metrics = {{"accuracy", accuracy}};
+  return last;
+}
+
 Decision Decided(const tf::JobStatus& after, bool write_status) {
   Decision d;
   d.update.status = after;
@@ -251,43 +265,36 @@ TEST_CASE("progress: rides with the decided status") {
 
   SUBCASE("a due progress makes a write of its own") {
     Decision d = Decided(running, false);
-    DecideProgress(running, At(500), true, d);
+    DecideProgress(running, At(500), true, std::nullopt, d);
     CHECK(d.write_status);
     CHECK(d.update.status.progress == At(500));
   }
   SUBCASE("one not due waits, unless the status is written anyway") {
     Decision d = Decided(running, false);
-    DecideProgress(running, At(500), false, d);
+    DecideProgress(running, At(500), false, std::nullopt, d);
     CHECK_FALSE(d.write_status);
     CHECK(d.update.status.progress == At(10));
     d = Decided(running, true);
-    DecideProgress(running, At(500), false, d);
+    DecideProgress(running, At(500), false, std::nullopt, d);
     CHECK(d.update.status.progress == At(500));
   }
   SUBCASE("no read yet: the status keeps what it has") {
     Decision d = Decided(running, false);
-    DecideProgress(running, std::nullopt, false, d);
+    DecideProgress(running, std::nullopt, false, std::nullopt, d);
     CHECK_FALSE(d.write_status);
     CHECK(d.update.status.progress == At(10));
   }
   SUBCASE("the write that finishes the job carries its final progress") {
-    tf::JobStatus succeeded = running;
-    tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
-                     kNow);
-    tf::JobProgress last = At(5990);
-    last.eta_seconds = 3;
-    last.final_metrics = {{"accuracy", 0.9}};
-    Decision d = Decided(succeeded, true);
-    DecideProgress(running, last, false, d);
+    const tf::JobProgress last = Finishing(0.9);
+    Decision d = Decided(With(running, tf::ConditionType::kSucceeded), true);
+    DecideProgress(running, last, false, std::nullopt, d);
     REQUIRE(d.update.status.progress.has_value());
     CHECK(d.update.status.progress->global_step == 6000);  // the chief stops at max steps
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
     CHECK(d.update.status.progress->final_metrics.at("accuracy") == 0.9);
 
-    tf::JobStatus failed = running;
-    tf::SetCondition(failed, tf::ConditionType::kFailed, tf::ConditionStatus::kTrue, "R", "", kNow);
-    d = Decided(failed, true);
-    DecideProgress(running, last, false, d);
+    d = Decided(With(running, tf::ConditionType::kFailed), true);
+    DecideProgress(running, last, false, std::nullopt, d);
     CHECK(d.update.status.progress->global_step == 5990);  // what it reached
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
   }
@@ -297,7 +304,7 @@ TEST_CASE("progress: rides with the decided status") {
     tf::SetCondition(succeeded, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
                      kNow);
     Decision d = Decided(succeeded, true);
-    DecideProgress(before, std::nullopt, false, d);
+    DecideProgress(before, std::nullopt, false, std::nullopt, d);
     CHECK_FALSE(d.update.status.progress.has_value());
   }
   SUBCASE("a finished job is never written for its progress again") {
@@ -305,7 +312,51 @@ TEST_CASE("progress: rides with the decided status") {
     tf::SetCondition(done, tf::ConditionType::kSucceeded, tf::ConditionStatus::kTrue, "R", "",
                      kNow);
     Decision d = Decided(done, false);
-    DecideProgress(done, At(6000, 0.1), true, d);
+    DecideProgress(done, At(6000, 0.1), true, std::nullopt, d);
+    CHECK_FALSE(d.write_status);
+    CHECK(d.update.status.progress == At(10));
+  }
+  SUBCASE("the chief's result goes out with the write that finishes the job, over what was read") {
+    const ChiefResult result{{5995, {{"accuracy", 0.9}}}, kNow + std::chrono::seconds(7)};
+    Decision d = Decided(With(running, tf::ConditionType::kSucceeded), true);
+    DecideProgress(running, Finishing(0.5), false, result, d);
+    REQUIRE(d.update.status.progress.has_value());
+    CHECK(d.update.status.progress->global_step == 5995);  // the chief's word, not max steps
+    CHECK(d.update.status.progress->final_metrics ==
+          std::map<std::string, double>{{"accuracy", 0.9}});
+    CHECK(d.update.status.progress->metrics.at("loss") == 0.5);  // the rest stays
+    CHECK(d.update.status.progress->update_time == result.at);
+    CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
+
+    // Never read (progress reading off): the result alone.
+    const tf::JobStatus unread = WithCondition(tf::ConditionType::kRunning);
+    d = Decided(With(unread, tf::ConditionType::kSucceeded), true);
+    DecideProgress(unread, std::nullopt, false, result, d);
+    REQUIRE(d.update.status.progress.has_value());
+    CHECK(d.update.status.progress->global_step == 5995);
+    CHECK(d.update.status.progress->final_metrics.at("accuracy") == 0.9);
+    CHECK_FALSE(d.update.status.progress->max_steps.has_value());
+  }
+  SUBCASE("a running job whose chief left its result (waiting for the evaluator) writes it") {
+    const ChiefResult result{{6000, {{"accuracy", 0.9}}}, kNow};
+    Decision d = Decided(running, false);
+    DecideProgress(running, At(5990), false, result, d);  // not due: over the status's progress
+    CHECK(d.write_status);
+    REQUIRE(d.update.status.progress.has_value());
+    CHECK(d.update.status.progress->global_step == 6000);
+    CHECK(d.update.status.progress->final_metrics.at("accuracy") == 0.9);
+
+    // Written once: the next decision finds nothing new.
+    tf::JobStatus written = running;
+    written.progress = d.update.status.progress;
+    d = Decided(written, false);
+    DecideProgress(written, At(5990), true, result, d);
+    CHECK_FALSE(d.write_status);
+  }
+  SUBCASE("a finished job takes no result") {
+    const tf::JobStatus done = With(running, tf::ConditionType::kSucceeded);
+    Decision d = Decided(done, false);
+    DecideProgress(done, std::nullopt, false, ChiefResult{{1, {{"accuracy", 1.0}}}, kNow}, d);
     CHECK_FALSE(d.write_status);
     CHECK(d.update.status.progress == At(10));
   }
@@ -315,9 +366,35 @@ TEST_CASE("progress: rides with the decided status") {
     tf::SetCondition(suspended, tf::ConditionType::kSuspended, tf::ConditionStatus::kTrue, "R", "",
                      kNow);
     Decision d = Decided(suspended, true);
-    DecideProgress(running, std::nullopt, false, d);
+    DecideProgress(running, std::nullopt, false, std::nullopt, d);
     CHECK_FALSE(d.update.status.progress->eta_seconds.has_value());
   }
+}
+
+TEST_CASE("progress: the chief's report over what was read") {
+  tf::JobProgress read = At(5990);
+  read.eta_seconds = 4;
+  read.final_metrics = {{"accuracy", 0.5}, {"auc", 0.7}};
+  job_report::JobReport report{6000, {{"accuracy", 0.9}, {"loss", 0.2}}};
+  const tf::Time at = kNow + std::chrono::seconds(9);
+  tf::JobProgress p = WithJobReport(read, report, at);
+  CHECK(p.global_step == 6000);
+  CHECK(p.max_steps == 6000);
+  CHECK(p.final_metrics == std::map<std::string, double>{{"accuracy", 0.9}, {"loss", 0.2}});
+  CHECK(p.metrics == read.metrics);
+  CHECK_FALSE(p.eta_seconds.has_value());
+  CHECK(p.update_time == at);
+
+  // A report without final metrics keeps the ones read; names a progress may not hold are
+  // dropped (a report allows '/', and a digit first); a step beyond 2^53 is not taken.
+  p = WithJobReport(read, {6000, {}}, at);
+  CHECK(p.final_metrics == read.final_metrics);
+  p = WithJobReport(read, {std::int64_t{1} << 60, {{"eval/accuracy", 0.8}, {"1st", 0.1}}}, at);
+  CHECK(p.final_metrics == read.final_metrics);
+  CHECK(p.global_step == 5990);
+  p = WithJobReport(tf::JobProgress{}, {7, {{"eval/accuracy", 0.8}, {"top_5", 0.95}}}, at);
+  CHECK(p.global_step == 7);
+  CHECK(p.final_metrics == std::map<std::string, double>{{"top_5", 0.95}});
 }
 
 }  // namespace

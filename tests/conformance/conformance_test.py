@@ -58,6 +58,7 @@ IMPROVED = {
     "backoff_recreated": "what counts for `backoffLimit`",
     "backoff_in_place": "`backoffLimit: N` threshold",
     "deadline": "`activeDeadlineSeconds` on time",
+    "success_evaluator": "a job with an `Evaluator`",
     "recreate_pod_never": "a running pod deleted by hand",
     "recreate_pod_exit_code": "a running pod deleted by hand",
 }
@@ -375,6 +376,28 @@ def scenario_success_chief(env, ns, impl):
     env.finish_pod(ns, "ch-chief-0", 0)
     wait_for("Succeeded", lambda: has_condition(env, ns, "ch", "Succeeded"))
     return "the chief's success finishes the job; worker 0's does not"
+
+
+def scenario_success_evaluator(env, ns, impl):
+    """Kubeflow reports a job with an Evaluator Succeeded at its chief's success; taas waits for
+    the evaluator to score the final checkpoint (it exits 0 then; kwok's never exits, so the test
+    ends it as a kubelet would), at most --evaluator-grace-seconds after the chief's exit."""
+    env.apply(tfjob("ev", ns, {"Chief": 1, "Evaluator": 1}))
+    wait_for("pods Running", lambda: pods_running(env, ns, "ev", 2))
+    env.finish_pod(ns, "ev-chief-0", 0)
+    wait_for("the chief's success counted", lambda: job_status(env, ns, "ev").get(
+        "replicaStatuses", {}).get("Chief", {}).get("succeeded") == 1)
+    time.sleep(3)
+    at_chief = "Succeeded" if has_condition(env, ns, "ev", "Succeeded") else (
+        "Running" if has_condition(env, ns, "ev", "Running") else "neither Running nor Succeeded")
+    note = f"{at_chief} at the chief's success, the evaluator running"
+    evaluator = pod(env, ns, "ev-evaluator-0")
+    if evaluator and evaluator["status"].get("phase") == "Running":
+        env.finish_pod(ns, "ev-evaluator-0", 0)
+        wait_for("Succeeded", lambda: has_condition(env, ns, "ev", "Succeeded"))
+        note += "; Succeeded once it exited" if at_chief != "Succeeded" else "; it finishes later"
+    check(at_chief == ("Running" if impl.name == "taas" else "Succeeded"), note)
+    return note
 
 
 def scenario_success_all_workers(env, ns, impl):
@@ -708,7 +731,7 @@ def scenario_managed_by(env, ns, impl):
 
 
 SCENARIOS = ["topology", "tf_config", "labels", "defaults", "type_case", "success_worker0",
-             "success_chief", "success_all_workers", "restart_never", "restart_exit_code",
+             "success_chief", "success_evaluator", "success_all_workers", "restart_never", "restart_exit_code",
              "restart_on_failure", "restart_always", "backoff_zero", "backoff_recreated",
              "backoff_in_place", "deadline", "suspend", "ttl", "clean_pod_policy",
              "recreate_service", "recreate_pod_never", "recreate_pod_exit_code", "managed_by"] + [

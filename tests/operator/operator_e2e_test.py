@@ -99,16 +99,19 @@ class Env:
         # Pods need the namespace's default service account (made by the controller manager).
         wait_for(f"service account in {ns}", lambda: self.get("-n", ns, "serviceaccount", "default"))
 
-    def finish_pod(self, ns, pod, code):
-        self.cluster_pod_command("finish-pod", ns, pod, code)
+    def finish_pod(self, ns, pod, code, message_file=None):
+        """The pod's end as a kubelet reports it; `message_file`'s content becomes its container's
+        termination message (the file the trainer wrote at TAAS_TERMINATION_MESSAGE_PATH)."""
+        extra = ["--message-file", message_file] if message_file else []
+        self.cluster_pod_command("finish-pod", ns, pod, code, *extra)
 
     def restart_container(self, ns, pod, code):
         """The kubelet's in-place restart (restartPolicy Always/OnFailure), as kwok has none."""
         self.cluster_pod_command("restart-container", ns, pod, code)
 
-    def cluster_pod_command(self, command, ns, pod, code):
+    def cluster_pod_command(self, command, ns, pod, code, *extra):
         subprocess.run([self.args.cluster, command, "--name", self.name, "--timeout", "120",
-                        ns, pod, str(code)], check=True, env=self.env)
+                        *extra, ns, pod, str(code)], check=True, env=self.env)
 
     # ---- operator ----
     def start_operator(self, *extra, identity=None, kubeconfig=None):
@@ -352,8 +355,10 @@ def scenario_lifecycle(env):
 
 
 def scenario_chief(env):
-    """Chief + PS + Worker + Evaluator: TF_CONFIG lists every type; the chief's success finishes the
-    job and cleanPodPolicy Running deletes the replicas still running, keeping the chief's pod."""
+    """Chief + PS + Worker + Evaluator: TF_CONFIG lists every type; after the chief's success the
+    job waits for its evaluator to score the final checkpoint (Running while it runs, with the
+    default 2-minute grace), the evaluator's exit finishes it, and cleanPodPolicy Running deletes
+    the replicas still running, keeping the finished pods."""
     ns = "chief"
     env.namespace(ns)
     env.apply(tfjob("cj", ns, {"Chief": 1, "PS": 1, "Worker": 1, "Evaluator": 1},
@@ -375,10 +380,18 @@ def scenario_chief(env):
     time.sleep(2)
     check(not has_condition(env, ns, "cj", "Succeeded"), "a worker's success does not finish a job with a chief")
     env.finish_pod(ns, "cj-chief-0", 0)
+    wait_for("the chief's success counted",
+             lambda: job_status(env, ns, "cj")["replicaStatuses"]["Chief"].get("succeeded") == 1)
+    time.sleep(3)  # a reconcile or two: the chief's success alone must not finish the job
+    check(not has_condition(env, ns, "cj", "Succeeded") and has_condition(env, ns, "cj", "Running"),
+          f"Running while the evaluator scores the final checkpoint: {job_status(env, ns, 'cj')}")
+    check(pod(env, ns, "cj-evaluator-0")["status"]["phase"] == "Running",
+          "the evaluator is left to finish, not deleted")
+    env.finish_pod(ns, "cj-evaluator-0", 0)
     wait_for("job Succeeded", lambda: has_condition(env, ns, "cj", "Succeeded"))
     wait_for("running replicas cleaned up",
              lambda: sorted(p["metadata"]["name"] for p in live_pods(env, ns, "cj"))
-             == ["cj-chief-0", "cj-worker-0"])
+             == ["cj-chief-0", "cj-evaluator-0", "cj-worker-0"])
 
 
 def scenario_exit_codes(env):
@@ -421,7 +434,8 @@ def scenario_exit_codes(env):
 def scenario_allreduce(env):
     """Workers and an evaluator, no PS (all-reduce training): TF_CONFIG lists no ps; a lost worker
     (137) and the peer that noticed (150, the runtime's transient code) are both recreated under
-    ExitCode, as Kubeflow does, and worker 0's success finishes the job."""
+    ExitCode, as Kubeflow does, and worker 0's success finishes the job once the evaluator has
+    exited, as the runtime's does after scoring the final checkpoint."""
     ns = "allreduce"
     env.namespace(ns)
     env.apply(tfjob("ar", ns, {"Worker": 2, "Evaluator": 1}, restart="ExitCode"))
@@ -445,6 +459,7 @@ def scenario_allreduce(env):
     check(replica_restarts(env, ns, "ar", "Worker") >= 2, "both restarts counted")
     env.finish_pod(ns, "ar-worker-1", 0)
     env.finish_pod(ns, "ar-worker-0", 0)
+    env.finish_pod(ns, "ar-evaluator-0", 0)  # kwok's evaluator never exits by itself
     wait_for("job Succeeded", lambda: has_condition(env, ns, "ar", "Succeeded"))
 
 

@@ -6,9 +6,13 @@ one worker (its chief). kwok plays the worker's pod, which runs no process; a re
 (fashion-mnist-mlp) runs here as that pod would run it, and the operator reads the chief's
 metrics from it through --metrics-target, as it reads a pod's through its headless service. The
 test reads `kubectl get tfjobs -o wide` while the trainer runs (PROGRESS between 0 and 100 and
-rising, an ETA), ends the pod with the trainer's exit code as a kubelet would, and reads the final
-accuracy the trainer reported (taas_final_metric{metric="accuracy"}) in the ACCURACY column and in
-status.progress.finalMetrics; after that, no more progress is written.
+rising, an ETA), ends the pod with the trainer's exit code and termination message as a kubelet
+would (the trainer writes its result, job_report's JSON, to TAAS_TERMINATION_MESSAGE_PATH; the
+kubelet copies /dev/termination-log into the container's state.terminated.message), and reads the
+final accuracy the trainer logged in the ACCURACY column and in status.progress.finalMetrics: the
+trainer exits right after training, so its metrics page seldom serves the final metrics long
+enough to be read, and the operator takes them from the termination message. After that, no more
+progress is written.
 
 Usage: progress_test.py --operator BIN --crd FILE --cluster taas-cluster --trainer BIN
                         [--max-steps N]
@@ -67,12 +71,18 @@ def table(env, *flags):
     return names, cells
 
 
+def termination_log(tmp):
+    """Where the trainer leaves its result: the pod's /dev/termination-log, here a file."""
+    return os.path.join(tmp, "termination-log")
+
+
 def start_trainer(args, tmp, metrics_port):
     """The chief's process, with what the operator and the pod would give it."""
     env = dict(os.environ, TF_MAX_STEPS=str(args.max_steps),
                TAAS_EVAL_ON_CHIEF=str(args.max_steps // 2), TAAS_METRICS_PORT=str(metrics_port),
                TF_LOGDIR=os.path.join(tmp, "model"), TAAS_JOB_NAME=JOB,
-               TAAS_COMPUTE_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+               TAAS_COMPUTE_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
+               TAAS_TERMINATION_MESSAGE_PATH=termination_log(tmp))
     env.pop("TF_CONFIG", None)
     out = open(os.path.join(tmp, "trainer.log"), "w")
     return subprocess.Popen([args.trainer], stdout=out, stderr=subprocess.STDOUT, env=env), out
@@ -166,7 +176,9 @@ def run(args, env):
           open(log_path).read()[-3000:])
     check_running(seen)
     accuracy = final_accuracy(log_path)
-    env.finish_pod(NS, CHIEF, 0)  # the kubelet's word: the container exited 0
+    # The kubelet's word: the container exited 0, leaving its termination message.
+    check(os.path.getsize(termination_log(env.tmp)) > 0, "the trainer left no termination message")
+    env.finish_pod(NS, CHIEF, 0, message_file=termination_log(env.tmp))
     check_finished(env, op, accuracy)
 
 

@@ -24,8 +24,10 @@ USAGE = """usage: taas-cluster COMMAND [OPTIONS]
   env  [--name N]             print the KUBECONFIG and PATH exports for the instance
   down [--name N]             stop every process of the instance and remove its state
   status [--name N]           print the instance's processes, ports and memory
-  finish-pod [--name N] [--timeout S] NAMESPACE POD EXIT_CODE
-                              make a pod terminate: Succeeded when EXIT_CODE is 0, else Failed
+  finish-pod [--name N] [--timeout S] [--message-file F] NAMESPACE POD EXIT_CODE
+                              make a pod terminate: Succeeded when EXIT_CODE is 0, else Failed;
+                              F's content (4096 bytes at most) is its container's
+                              termination message, as the kubelet copies it
   restart-container [--name N] [--timeout S] NAMESPACE POD EXIT_CODE
                               make the pod's container exit with EXIT_CODE and restart in place,
                               as a kubelet does under restartPolicy Always/OnFailure
@@ -148,8 +150,10 @@ def cmd_status(settings, args):
 
 
 def cmd_finish_pod(settings, args):
-    name, namespace, pod, code, timeout = parse_pod_command("finish-pod", args)
-    pods.finish(Instance(settings, name), namespace, pod, code, timeout)
+    values, _, rest = split_options(args, ("--message-file",))
+    name, namespace, pod, code, timeout = parse_pod_command("finish-pod", rest)
+    message = pods.read_message(values["--message-file"]) if "--message-file" in values else None
+    pods.finish(Instance(settings, name), namespace, pod, code, timeout, message)
 
 
 def cmd_restart_container(settings, args):

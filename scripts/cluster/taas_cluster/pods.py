@@ -18,6 +18,9 @@ POLL_S = 0.3
 _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
+# The most of a termination message the kubelet keeps (it cuts a longer file to this).
+MAX_MESSAGE_BYTES = 4096
+
 # ----------------------------------------------------------------------------------------------
 # pure parts
 
@@ -60,15 +63,19 @@ def terminated(code, now) -> dict:
             "startedAt": now, "finishedAt": now}
 
 
-def finish_patch(pod, code, now) -> dict:
+def finish_patch(pod, code, now, message=None) -> dict:
     """The status of `pod` ended: Succeeded when `code` is 0, else Failed; the main container
-    exits with `code`, the others with 0."""
+    exits with `code`, the others with 0. `message`, when given, is the main container's
+    termination message (what the kubelet copies from its terminationMessagePath file)."""
     named = containers(pod)
     main = main_container(name for name, _ in named)
     statuses = [{"name": name, "image": image, "ready": False, "started": False,
                  "restartCount": 0,
                  "state": {"terminated": terminated(code if name == main else 0, now)}}
                 for name, image in named]
+    for status in statuses:
+        if status["name"] == main and message is not None:
+            status["state"]["terminated"]["message"] = message
     not_ready = {"status": "False", "reason": "PodCompleted" if code == 0 else "PodFailed",
                  "lastTransitionTime": now}
     return {"status": {
@@ -105,6 +112,17 @@ def cri_line(text, now_ns) -> str:
     return f"{stamp}.{nanos:09d}Z stdout F {text}\n"
 
 
+def read_message(path) -> str:
+    """The termination message in file `path` as the kubelet reads it: at most MAX_MESSAGE_BYTES
+    of it, as text."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_MESSAGE_BYTES)
+    except OSError as e:
+        raise Failure(f"--message-file {path}: {e.strerror}") from None
+    return data.decode("utf-8", errors="replace")
+
+
 def check_object_name(kind, name):
     if not _OBJECT_NAME.fullmatch(name):
         raise Failure(f"bad {kind} name '{name}': use lower-case letters, digits, '-' and '.' "
@@ -114,9 +132,9 @@ def check_object_name(kind, name):
 # ----------------------------------------------------------------------------------------------
 # commands
 
-def finish(instance: Instance, namespace, pod, code, timeout_s):
+def finish(instance: Instance, namespace, pod, code, timeout_s, message=None):
     before = _wait_running(instance, namespace, pod, timeout_s)
-    patch = finish_patch(before, code, _now())
+    patch = finish_patch(before, code, _now(), message)
     _patch_status(instance, namespace, pod, patch)
     main = main_container(name for name, _ in containers(before))
     say(f"pod {namespace}/{pod} is {patch['status']['phase']} (container {main} exit code {code})")

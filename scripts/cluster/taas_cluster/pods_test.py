@@ -2,6 +2,8 @@
 built from a pod as kubectl reads it (of any shape), and the CRI log line."""
 
 import json
+import os
+import tempfile
 import unittest
 
 from . import pods
@@ -42,6 +44,26 @@ class FinishPatch(unittest.TestCase):
                          "Completed")
         self.assertEqual([c["type"] for c in patch["conditions"]],
                          ["PodScheduled", "Initialized", "Ready", "ContainersReady"])
+
+    def test_termination_message_on_the_main_container(self):
+        message = '{"globalStep":6000,"finalMetrics":{"accuracy":0.9087}}'
+        patch = pods.finish_patch(pod("sidecar", "tensorflow"), 0, NOW, message)["status"]
+        messages = {s["name"]: s["state"]["terminated"].get("message")
+                    for s in patch["containerStatuses"]}
+        self.assertEqual(messages, {"sidecar": None, "tensorflow": message})
+        patch = pods.finish_patch(pod("tensorflow"), 0, NOW)["status"]
+        self.assertNotIn("message", patch["containerStatuses"][0]["state"]["terminated"])
+
+    def test_message_file_read_as_the_kubelet_reads_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "termination-log")
+            with open(path, "wb") as f:
+                f.write(b"\xff" + b"x" * 10000)
+            message = pods.read_message(path)
+            self.assertEqual(len(message), pods.MAX_MESSAGE_BYTES)  # cut, as the kubelet cuts
+            self.assertTrue(message.startswith("\ufffd"))
+            with self.assertRaisesRegex(Failure, "--message-file .*missing"):
+                pods.read_message(os.path.join(tmp, "missing"))
 
     def test_names_that_need_escaping_stay_data(self):
         hostile = {"spec": {"containers": [{"name": 'a"},{"x', "image": "i\\\n"}]}}

@@ -5,11 +5,13 @@
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "taas/job_report/job_report.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/tfjob.h"
@@ -122,12 +124,25 @@ nlohmann::json BuildNetworkPolicy(const taas::tfjob::TFJob& job, const BuildOpti
 // the replica-type/replica-index labels.
 std::optional<taas::tfjob::ObservedReplica> ObserveReplica(const nlohmann::json& pod);
 
+// The most of a termination message TerminationMessage returns and the caches keep: one byte
+// more than a job report may hold (job_report::kMaxReportBytes), enough to tell a longer one is
+// too long. The kubelet keeps up to 4096 bytes of it; a hostile API server may send any length.
+inline constexpr std::size_t kMaxKeptTerminationMessage = job_report::kMaxReportBytes + 1;
+
+// The `tensorflow` container's termination message (state.terminated.message, which the kubelet
+// copies from the file terminationMessagePath names: the chief's job report, taas/job_report),
+// cut to kMaxKeptTerminationMessage bytes; std::nullopt unless that container's current state is
+// terminated with exit code 0 and a non-empty message string (any other JSON anywhere on the way
+// is no message, never an error).
+std::optional<std::string> TerminationMessage(const nlohmann::json& pod);
+
 // What the operator's caches keep of a pod or service: exactly what ObserveReplica,
 // ControllerUid/ControllerName and the informers read (name, namespace, uid, resourceVersion,
 // timestamps, the training.kubeflow.org labels, the TFJob controller reference; for pods the
 // phase, reason, message, a False PodScheduled condition and the `tensorflow` container's
-// restartCount/state/lastState). Everything else is dropped: with thousands of pods the cache is
-// most of the operator's memory. ObserveReplica(Trim(pod)) == ObserveReplica(pod).
+// restartCount/state/lastState, with TerminationMessage's text). Everything else is dropped: with
+// thousands of pods the cache is most of the operator's memory. ObserveReplica(Trim(pod)) ==
+// ObserveReplica(pod) and TerminationMessage(Trim(pod)) == TerminationMessage(pod).
 void TrimCachedPod(nlohmann::json& pod);
 void TrimCachedService(nlohmann::json& service);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/job_report/job_report.h"
 #include "taas/tfjob/progress.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tfjob.h"
@@ -25,6 +26,9 @@ struct ObservedPod {
   std::optional<taas::tfjob::ObservedReplica> replica;
   // Deleted by this controller (in memory), the deletion not yet seen by the informer.
   bool deleting = false;
+  // Its training container's termination message once that exited 0 (TerminationMessage in
+  // builders.h): the chief's job report.
+  std::optional<std::string> termination_message;
 };
 
 // One service controlled by the job.
@@ -101,18 +105,39 @@ std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& s
 Decision Decide(const taas::tfjob::TFJob& job, const RestartLedger& ledger, const Observation& seen,
                 taas::tfjob::Time now, const taas::tfjob::StatusOptions& options);
 
+// What the job's chief (the pod whose replica IsMasterRole: Chief/Master, else Worker 0) left as
+// its result: its termination message and when it exited (ObservedReplica::finished_at).
+struct ChiefMessage {
+  std::string pod;
+  std::string text;
+  std::optional<taas::tfjob::Time> finished_at;
+};
+// The chief's termination message; std::nullopt while no chief pod has exited 0 with one. Pure.
+std::optional<ChiefMessage> FindChiefMessage(const taas::tfjob::TFJobSpec& spec,
+                                             const Observation& seen);
+
+// The job's result as its chief reported it (its ChiefMessage, job_report::Parse), and when: the
+// chief's exit, else when it was read.
+struct ChiefResult {
+  taas::job_report::JobReport report;
+  taas::tfjob::Time at;
+};
+
 // The status.progress that goes out with the decided status (taas/tfjob/progress.h), given the
 // tracker's newest progress of the job (`latest`; ProgressTracker) and whether it is due for a
 // write on its own (`due`: ProgressWriteDue):
 //  - a job finished before this decision keeps what it has: nothing more is written for it;
-//  - a job this decision finishes gets FinishedProgress of the newest progress it has, in the
-//    same write as the condition that finishes it (no write of its own);
+//  - a job this decision finishes gets FinishedProgress of the newest progress it has, with the
+//    chief's `result` over it (WithJobReport), in the same write as the condition that finishes
+//    it (no write of its own);
+//  - a running job whose chief left its `result` (it waits for its evaluator) gets it at once,
+//    over its progress (`latest` when that is due, else the status's): a result is worth a write;
 //  - a running job gets `latest` when it is due, and whenever the status is written anyway (a
 //    condition or a count changed: the progress rides along for free);
 //  - a suspended job's progress loses its ETA when its status is written anyway.
 // Sets decision.write_status when the progress changes what is written. Pure.
 void DecideProgress(const taas::tfjob::JobStatus& before,
                     const std::optional<taas::tfjob::JobProgress>& latest, bool due,
-                    Decision& decision);
+                    const std::optional<ChiefResult>& result, Decision& decision);
 
 }  // namespace taas::controller

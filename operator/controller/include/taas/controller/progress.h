@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/job_report/job_report.h"
 #include "taas/prometheus/text.h"
 #include "taas/tfjob/progress.h"
 #include "taas/tfjob/tf_config.h"
@@ -123,5 +124,14 @@ bool ProgressWriteDue(const std::optional<tfjob::JobProgress>& written,
 // job trained to its max steps (its chief stops there) and has nothing left; a failed one keeps
 // what it reached, without an ETA.
 tfjob::JobProgress FinishedProgress(tfjob::JobProgress progress, const tfjob::JobStatus& status);
+
+// `progress` (the newest a job has; empty when none) once its chief left its result in its
+// termination message (`report`, job_report::Parse; `at`: when the chief exited): the report's
+// global step and final metrics win over the scraped ones, which a trainer that exited right
+// after training seldom served long enough to be read. A metric name tfjob::IsProgressMetricName
+// refuses is dropped, a step beyond tfjob::kMaxProgressStep is not taken, a report without final
+// metrics keeps the scraped ones; no ETA: training ended.
+tfjob::JobProgress WithJobReport(tfjob::JobProgress progress, const job_report::JobReport& report,
+                                 tfjob::Time at);
 
 }  // namespace taas::controller
