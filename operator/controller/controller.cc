@@ -468,21 +468,28 @@ absl::Status Controller::FollowUp(const JobContext& ctx, const tf::TFJob& job,
 
 namespace {
 
-// The job's result as its chief left it (its termination message, job_report::Parse), for a job
-// not finished yet. A message that is no report is logged and ignored: the job's status never
-// depends on it.
-std::optional<ChiefResult> ReadChiefResult(const Logger& log, const tf::TFJob& job,
-                                           const Observation& seen, tf::Time now) {
-  if (tf::IsFinished(job.status)) return std::nullopt;
-  const std::optional<ChiefMessage> message = FindChiefMessage(job.spec, seen);
+// A replica's termination message as a job report (job_report::Parse). A message that is no
+// report is logged and ignored: the job's status never depends on it.
+std::optional<job_report::JobReport> ParseMessage(const Logger& log,
+                                                  const std::optional<ReplicaMessage>& message) {
   if (!message) return std::nullopt;
   absl::StatusOr<job_report::JobReport> report = job_report::Parse(message->text);
   if (!report.ok()) {
-    log.Warning("ignoring the chief's termination message: not a job report",
+    log.Warning("ignoring a termination message: not a job report",
                 {{"pod", message->pod}, {"error", std::string(report.status().message())}});
     return std::nullopt;
   }
-  return ChiefResult{*std::move(report), message->finished_at.value_or(now)};
+  return *std::move(report);
+}
+
+// The job's result as its chief and its evaluator left it (job_report::JobResult), for a job not
+// finished yet.
+std::optional<ReportedResult> ReadJobResult(const Logger& log, const tf::TFJob& job,
+                                            const Observation& seen, tf::Time now) {
+  if (tf::IsFinished(job.status)) return std::nullopt;
+  const ResultMessages messages = FindResultMessages(job.spec, seen);
+  return PickResult(messages, ParseMessage(log, messages.chief),
+                    ParseMessage(log, messages.evaluator), now);
 }
 
 }  // namespace
@@ -497,7 +504,7 @@ Decision Controller::DecideAll(const JobContext& ctx, const tf::TFJob& job,
                                     SteadyClock::now(), options_.progress.interval);
   // The chief's result is taken with progress reading off too (--progress-seconds 0): it costs
   // no scrape.
-  DecideProgress(job.status, snapshot.latest, due, ReadChiefResult(ctx.log, job, seen, now),
+  DecideProgress(job.status, snapshot.latest, due, ReadJobResult(ctx.log, job, seen, now),
                  decision);
   return decision;
 }

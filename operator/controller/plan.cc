@@ -194,18 +194,35 @@ Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observa
   return out;
 }
 
-std::optional<ChiefMessage> FindChiefMessage(const tf::TFJobSpec& spec, const Observation& seen) {
+ResultMessages FindResultMessages(const tf::TFJobSpec& spec, const Observation& seen) {
+  ResultMessages found;
   for (const ObservedPod& pod : seen.pods) {
-    if (!pod.replica || !pod.termination_message ||
-        !tf::IsMasterRole(spec, pod.replica->type, pod.replica->index))
-      continue;
-    return ChiefMessage{pod.name, *pod.termination_message, pod.replica->finished_at};
+    if (!pod.replica || !pod.termination_message) continue;
+    const ReplicaMessage message{pod.name, *pod.termination_message, pod.replica->finished_at};
+    if (tf::IsMasterRole(spec, pod.replica->type, pod.replica->index)) {
+      found.chief = message;
+    } else if (pod.replica->type == tf::ReplicaType::kEvaluator && pod.replica->index == 0) {
+      found.evaluator = message;
+    }
   }
-  return std::nullopt;
+  return found;
+}
+
+std::optional<ReportedResult> PickResult(const ResultMessages& messages,
+                                         const std::optional<job_report::JobReport>& chief,
+                                         const std::optional<job_report::JobReport>& evaluator,
+                                         tf::Time now) {
+  const std::optional<job_report::JobReport> result = job_report::JobResult(chief, evaluator);
+  if (!result) return std::nullopt;
+  const std::optional<ReplicaMessage>& source =
+      result == chief ? messages.chief : messages.evaluator;
+  tf::Time at = now;
+  if (source && source->finished_at) at = *source->finished_at;
+  return ReportedResult{*result, at};
 }
 
 void DecideProgress(const tf::JobStatus& before, const std::optional<tf::JobProgress>& latest,
-                    bool due, const std::optional<ChiefResult>& result, Decision& decision) {
+                    bool due, const std::optional<ReportedResult>& result, Decision& decision) {
   tf::JobStatus& after = decision.update.status;
   if (tf::IsFinished(before)) return;  // `after` kept the progress it had
   std::optional<tf::JobProgress> newest = latest ? latest : before.progress;

@@ -258,15 +258,16 @@ TEST_CASE("children outside the spec are deleted; pods without replica labels on
   CHECK(d.delete_services[0].name == "j-worker-5");
 }
 
-TEST_CASE("the chief's termination message: worker 0's without a Chief, the Chief's with one") {
+TEST_CASE(
+    "the result's messages: worker 0's without a Chief, the Chief's with one, Evaluator 0's") {
   const tf::TFJob job = Job();
   Observation seen = AllRunning();
-  CHECK_FALSE(taas::controller::FindChiefMessage(job.spec, seen));
+  CHECK_FALSE(taas::controller::FindResultMessages(job.spec, seen).chief);
   seen.pods[2].termination_message = "worker 1's";  // not the chief
-  CHECK_FALSE(taas::controller::FindChiefMessage(job.spec, seen));
+  CHECK_FALSE(taas::controller::FindResultMessages(job.spec, seen).chief);
   seen.pods[1].termination_message = "worker 0's";
   seen.pods[1].replica->finished_at = kNow;
-  const auto found = taas::controller::FindChiefMessage(job.spec, seen);
+  const auto found = taas::controller::FindResultMessages(job.spec, seen).chief;
   REQUIRE(found);
   CHECK(found->pod == "j-worker-0");
   CHECK(found->text == "worker 0's");
@@ -281,10 +282,44 @@ TEST_CASE("the chief's termination message: worker 0's without a Chief, the Chie
                      {"Worker", {{"replicas", 2}, {"template", Template()}}}}}}}};
   const auto with_chief = tf::LoadTFJob(object);
   REQUIRE(with_chief.ok());
-  CHECK_FALSE(taas::controller::FindChiefMessage(with_chief->spec, seen));  // worker 0 is no chief
+  CHECK_FALSE(
+      taas::controller::FindResultMessages(with_chief->spec, seen).chief);  // worker 0 is no chief
   seen.pods.push_back(Pod(tf::ReplicaType::kChief, 0, tf::ReplicaPhase::kSucceeded, 0));
   seen.pods.back().termination_message = "the chief's";
-  CHECK(taas::controller::FindChiefMessage(with_chief->spec, seen)->text == "the chief's");
+  CHECK(taas::controller::FindResultMessages(with_chief->spec, seen).chief->text == "the chief's");
   seen.pods.back().replica.reset();  // a pod without replica labels is nobody's
-  CHECK_FALSE(taas::controller::FindChiefMessage(with_chief->spec, seen));
+  CHECK_FALSE(taas::controller::FindResultMessages(with_chief->spec, seen).chief);
+
+  seen.pods.push_back(Pod(tf::ReplicaType::kEvaluator, 0, tf::ReplicaPhase::kSucceeded, 0));
+  seen.pods.back().termination_message = "the evaluator's";
+  const auto messages = taas::controller::FindResultMessages(with_chief->spec, seen);
+  REQUIRE(messages.evaluator);
+  CHECK(messages.evaluator->text == "the evaluator's");
+  CHECK(messages.evaluator->pod == seen.pods.back().name);
+}
+
+TEST_CASE("the job's result: the chief's report, else the evaluator's, at its replica's exit") {
+  namespace jr = taas::job_report;
+  taas::controller::ResultMessages messages;
+  messages.chief = taas::controller::ReplicaMessage{"j-worker-0", "", kNow};
+  messages.evaluator =
+      taas::controller::ReplicaMessage{"j-evaluator-0", "", kNow + std::chrono::seconds(30)};
+  const tf::Time read_at = kNow + std::chrono::seconds(60);
+  const jr::JobReport chief_without{300, {}};
+  const jr::JobReport evaluator_at_end{300, {{"accuracy", 0.83}}};
+  const auto from_evaluator =
+      taas::controller::PickResult(messages, chief_without, evaluator_at_end, read_at);
+  REQUIRE(from_evaluator);
+  CHECK(from_evaluator->report == evaluator_at_end);
+  CHECK(from_evaluator->at == kNow + std::chrono::seconds(30));
+  const jr::JobReport chief_with{300, {{"accuracy", 0.9}}};
+  const auto from_chief =
+      taas::controller::PickResult(messages, chief_with, evaluator_at_end, read_at);
+  REQUIRE(from_chief);
+  CHECK(from_chief->report == chief_with);
+  CHECK(from_chief->at == kNow);
+  messages.evaluator->finished_at.reset();  // a pod without finishedAt: when it was read
+  CHECK(taas::controller::PickResult(messages, std::nullopt, evaluator_at_end, read_at)->at ==
+        read_at);
+  CHECK_FALSE(taas::controller::PickResult(messages, std::nullopt, std::nullopt, read_at));
 }

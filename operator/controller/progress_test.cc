@@ -317,7 +317,7 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK(d.update.status.progress == At(10));
   }
   SUBCASE("the chief's result goes out with the write that finishes the job, over what was read") {
-    const ChiefResult result{{5995, {{"accuracy", 0.9}}}, kNow + std::chrono::seconds(7)};
+    const ReportedResult result{{5995, {{"accuracy", 0.9}}}, kNow + std::chrono::seconds(7)};
     Decision d = Decided(With(running, tf::ConditionType::kSucceeded), true);
     DecideProgress(running, Finishing(0.5), false, result, d);
     REQUIRE(d.update.status.progress.has_value());
@@ -338,7 +338,7 @@ TEST_CASE("progress: rides with the decided status") {
     CHECK_FALSE(d.update.status.progress->max_steps.has_value());
   }
   SUBCASE("a running job whose chief left its result (waiting for the evaluator) writes it") {
-    const ChiefResult result{{6000, {{"accuracy", 0.9}}}, kNow};
+    const ReportedResult result{{6000, {{"accuracy", 0.9}}}, kNow};
     Decision d = Decided(running, false);
     DecideProgress(running, At(5990), false, result, d);  // not due: over the status's progress
     CHECK(d.write_status);
@@ -356,7 +356,7 @@ TEST_CASE("progress: rides with the decided status") {
   SUBCASE("a finished job takes no result") {
     const tf::JobStatus done = With(running, tf::ConditionType::kSucceeded);
     Decision d = Decided(done, false);
-    DecideProgress(done, std::nullopt, false, ChiefResult{{1, {{"accuracy", 1.0}}}, kNow}, d);
+    DecideProgress(done, std::nullopt, false, ReportedResult{{1, {{"accuracy", 1.0}}}, kNow}, d);
     CHECK_FALSE(d.write_status);
     CHECK(d.update.status.progress == At(10));
   }

@@ -105,30 +105,41 @@ std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& s
 Decision Decide(const taas::tfjob::TFJob& job, const RestartLedger& ledger, const Observation& seen,
                 taas::tfjob::Time now, const taas::tfjob::StatusOptions& options);
 
-// What the job's chief (the pod whose replica IsMasterRole: Chief/Master, else Worker 0) left as
-// its result: its termination message and when it exited (ObservedReplica::finished_at).
-struct ChiefMessage {
+// What a replica left as its result: its training container's termination message (its job
+// report, taas/job_report) and when it exited (ObservedReplica::finished_at).
+struct ReplicaMessage {
   std::string pod;
   std::string text;
   std::optional<taas::tfjob::Time> finished_at;
 };
-// The chief's termination message; std::nullopt while no chief pod has exited 0 with one. Pure.
-std::optional<ChiefMessage> FindChiefMessage(const taas::tfjob::TFJobSpec& spec,
-                                             const Observation& seen);
+// The messages the job's result is read from (job_report::JobResult): its chief's (the pod whose
+// replica IsMasterRole: Chief/Master, else Worker 0) and its Evaluator's; each std::nullopt while
+// that pod has not exited 0 with one. Pure.
+struct ResultMessages {
+  std::optional<ReplicaMessage> chief;
+  std::optional<ReplicaMessage> evaluator;
+};
+ResultMessages FindResultMessages(const taas::tfjob::TFJobSpec& spec, const Observation& seen);
 
-// The job's result as its chief reported it (its ChiefMessage, job_report::Parse), and when: the
-// chief's exit, else when it was read.
-struct ChiefResult {
+// The job's result (job_report::JobResult of its ResultMessages, parsed), and when: the exit of
+// the replica whose report it is, else when it was read.
+struct ReportedResult {
   taas::job_report::JobReport report;
   taas::tfjob::Time at;
 };
+// That result from the reports parsed from `messages` (`chief`, `evaluator`: std::nullopt where a
+// message is missing or no report), at the finished_at of the message it came from, else `now`.
+// Pure.
+std::optional<ReportedResult> PickResult(
+    const ResultMessages& messages, const std::optional<taas::job_report::JobReport>& chief,
+    const std::optional<taas::job_report::JobReport>& evaluator, taas::tfjob::Time now);
 
 // The status.progress that goes out with the decided status (taas/tfjob/progress.h), given the
 // tracker's newest progress of the job (`latest`; ProgressTracker) and whether it is due for a
 // write on its own (`due`: ProgressWriteDue):
 //  - a job finished before this decision keeps what it has: nothing more is written for it;
 //  - a job this decision finishes gets FinishedProgress of the newest progress it has, with the
-//    chief's `result` over it (WithJobReport), in the same write as the condition that finishes
+//    job's `result` over it (WithJobReport), in the same write as the condition that finishes
 //    it (no write of its own);
 //  - a running job whose chief left its `result` (it waits for its evaluator) gets it at once,
 //    over its progress (`latest` when that is due, else the status's): a result is worth a write;
@@ -138,6 +149,6 @@ struct ChiefResult {
 // Sets decision.write_status when the progress changes what is written. Pure.
 void DecideProgress(const taas::tfjob::JobStatus& before,
                     const std::optional<taas::tfjob::JobProgress>& latest, bool due,
-                    const std::optional<ChiefResult>& result, Decision& decision);
+                    const std::optional<ReportedResult>& result, Decision& decision);
 
 }  // namespace taas::controller
