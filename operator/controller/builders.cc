@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -496,11 +497,54 @@ json BuildNetworkPolicy(const tf::TFJob& job, const BuildOptions& options) {
             {"ingress", ingress}}}};
 }
 
+namespace {
+
+// A container's exit code as a pod's status holds it: an int32 (the API server's type), else 0.
+int ExitCode(const json& terminated) {
+  const std::optional<std::int64_t> code = jf::Int(terminated, "exitCode");
+  return code && *code >= INT32_MIN && *code <= INT32_MAX ? static_cast<int>(*code) : 0;
+}
+
+// What the training container's status says of `r` (exit code, restarts, exit time, why it
+// waits); when it waits after an exit, since when.
+std::optional<tf::Time> ObserveTrainingContainer(const json& status, tf::ObservedReplica& r) {
+  std::optional<tf::Time> waiting_since;
+  const json* statuses = jf::Array(status, "containerStatuses");
+  if (!statuses) return waiting_since;
+  for (const json& cs : *statuses) {
+    if (jf::StringOr(cs, "name") != tf::kDefaultContainerName) continue;
+    r.restarts = static_cast<int>(std::clamp<std::int64_t>(jf::Int(cs, "restartCount").value_or(0),
+                                                           0, std::numeric_limits<int>::max()));
+    const json& state = jf::MemberOrNull(cs, "state");
+    const json& last = jf::MemberOrNull(cs, "lastState");
+    if (const json* terminated = jf::Object(state, "terminated")) {
+      r.exit_code = ExitCode(*terminated);
+      r.finished_at = TimeField(*terminated, "finishedAt");
+    } else if (const json* before = jf::Object(last, "terminated")) {
+      r.exit_code = ExitCode(*before);
+    }
+    if (const json* waiting = jf::Object(state, "waiting")) {
+      std::string reason = jf::StringOr(*waiting, "reason");
+      if (!reason.empty()) {
+        r.reason = std::move(reason);
+        r.message = jf::StringOr(*waiting, "message");
+      }
+      if (const json* before = jf::Object(last, "terminated"))
+        waiting_since = TimeField(*before, "finishedAt");
+    }
+  }
+  return waiting_since;
+}
+
+}  // namespace
+
+// Every field is read tolerantly (json_fields): a pod of any shape is observed or ignored, never
+// an exception.
 std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
-  const json& meta = pod.contains("metadata") ? pod["metadata"] : json::object();
-  const json labels = meta.value("labels", json::object());
-  std::string type_text = labels.value(std::string(tf::kLabelReplicaType), "");
-  std::string index_text = labels.value(std::string(tf::kLabelReplicaIndex), "");
+  const json& meta = jf::MemberOrNull(pod, "metadata");
+  const json& labels = jf::MemberOrNull(meta, "labels");
+  const std::string type_text = jf::StringOr(labels, tf::kLabelReplicaType);
+  const std::string index_text = jf::StringOr(labels, tf::kLabelReplicaIndex);
   auto type = tf::ParseReplicaTypeIgnoringCase(type_text);
   if (!type || index_text.empty()) return std::nullopt;
   tf::ObservedReplica r;
@@ -512,43 +556,19 @@ std::optional<tf::ObservedReplica> ObserveReplica(const json& pod) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  const json status = pod.value("status", json::object());
-  r.phase =
-      tf::ParseReplicaPhase(status.value("phase", "Pending")).value_or(tf::ReplicaPhase::kUnknown);
-  r.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  r.reason = status.value("reason", "");
-  r.message = status.value("message", "");
-
-  std::optional<tf::Time> waiting_since;
-  if (status.contains("containerStatuses") && status["containerStatuses"].is_array()) {
-    for (const auto& cs : status["containerStatuses"]) {
-      if (cs.value("name", "") != tf::kDefaultContainerName) continue;
-      r.restarts = cs.value("restartCount", 0);
-      const json state = cs.value("state", json::object());
-      const json last = cs.value("lastState", json::object());
-      if (state.contains("terminated")) {
-        r.exit_code = state["terminated"].value("exitCode", 0);
-        r.finished_at = TimeField(state["terminated"], "finishedAt");
-      } else if (last.contains("terminated")) {
-        r.exit_code = last["terminated"].value("exitCode", 0);
-      }
-      if (state.contains("waiting")) {
-        std::string reason = state["waiting"].value("reason", "");
-        if (!reason.empty()) {
-          r.reason = reason;
-          r.message = state["waiting"].value("message", "");
-        }
-        if (last.contains("terminated"))
-          waiting_since = TimeField(last["terminated"], "finishedAt");
-      }
-    }
-  }
-  if (r.phase == tf::ReplicaPhase::kPending && r.reason.empty() && status.contains("conditions") &&
-      status["conditions"].is_array()) {
-    for (const auto& c : status["conditions"]) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-        r.reason = c.value("reason", "Unschedulable");
-        r.message = c.value("message", "");
+  const json& status = jf::MemberOrNull(pod, "status");
+  r.phase = tf::ParseReplicaPhase(jf::StringOr(status, "phase", "Pending"))
+                .value_or(tf::ReplicaPhase::kUnknown);
+  r.terminating = !jf::MemberOrNull(meta, "deletionTimestamp").is_null();
+  r.reason = jf::StringOr(status, "reason");
+  r.message = jf::StringOr(status, "message");
+  const std::optional<tf::Time> waiting_since = ObserveTrainingContainer(status, r);
+  const json* conditions = jf::Array(status, "conditions");
+  if (r.phase == tf::ReplicaPhase::kPending && r.reason.empty() && conditions) {
+    for (const json& c : *conditions) {
+      if (jf::StringOr(c, "type") == "PodScheduled" && jf::StringOr(c, "status") == "False") {
+        r.reason = jf::StringOr(c, "reason", "Unschedulable");
+        r.message = jf::StringOr(c, "message");
       }
     }
   }

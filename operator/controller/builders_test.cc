@@ -495,6 +495,44 @@ TEST_CASE("ObserveReplica reads when the training container ended: state.termina
   CHECK_FALSE(taas::controller::ObserveReplica(EndedPod({{"exitCode", 0}}))->finished_at);
 }
 
+TEST_CASE(
+    "ObserveReplica takes a pod of any shape, every field of any JSON type, without a throw") {
+  const json pod = EndedPod({{"exitCode", 3}, {"finishedAt", "2026-01-01T00:10:00Z"}});
+  const std::vector<std::string> paths = {"/metadata",
+                                          "/metadata/labels",
+                                          "/metadata/deletionTimestamp",
+                                          "/status",
+                                          "/status/phase",
+                                          "/status/reason",
+                                          "/status/conditions",
+                                          "/status/containerStatuses",
+                                          "/status/containerStatuses/1",
+                                          "/status/containerStatuses/1/name",
+                                          "/status/containerStatuses/1/restartCount",
+                                          "/status/containerStatuses/1/state",
+                                          "/status/containerStatuses/1/state/terminated",
+                                          "/status/containerStatuses/1/state/terminated/exitCode",
+                                          "/status/containerStatuses/1/lastState"};
+  for (const std::string& path : paths) {
+    for (const json& value :
+         {json(nullptr), json(17), json(-1.5), json(true), json("x"), json::array({1, "y"}),
+          json::object({{"z", 1}}), json(std::int64_t{1} << 40)}) {
+      json hostile = pod;
+      hostile[json::json_pointer(path)] = value;
+      CAPTURE(path);
+      CAPTURE(value.dump());
+      std::optional<tf::ObservedReplica> r;
+      CHECK_NOTHROW(r = taas::controller::ObserveReplica(hostile));
+      if (r && path == "/status/containerStatuses/1/state/terminated/exitCode") {
+        CHECK(r->exit_code ==
+              (value.is_number_integer() && value.get<std::int64_t>() == 17 ? 17 : 0));
+      }
+    }
+  }
+  // The pod as given: its exit code is read.
+  CHECK(taas::controller::ObserveReplica(pod)->exit_code == 3);
+}
+
 TEST_CASE("TerminationMessage reads the training container's message once it exited 0") {
   const std::string report = R"({"globalStep":6000,"finalMetrics":{"accuracy":0.9087}})";
   CHECK(taas::controller::TerminationMessage(EndedPod({{"exitCode", 0}, {"message", report}})) ==
