@@ -164,7 +164,9 @@ try {
 
   await check('the job detail charts the metrics scraped from the chief', async () => {
     await waitFor('a global step', async () => Number((await page.getByTestId('stat-step').locator('strong').textContent()).replace(/,/g, '')) >= 250, 90000);
-    assert((await page.locator('.chart-empty').count()) === 0, 'a chart says it has no samples');
+    // The step is the job's progress (its status, or the newest scrape) and the charts are the
+    // scraped history, fetched on a poll of their own: within one poll every chart has samples.
+    await waitFor('every chart with samples', async () => (await page.locator('.chart-empty').count()) === 0, 15000);
     await page.locator('select[name=x]').selectOption('time');
     await page.locator('select[name=x]').selectOption('step');
     await shot('job-detail.png');
@@ -176,7 +178,7 @@ try {
     await page.getByRole('link', { name: 'Jobs' }).click();
     const row = page.locator(`tr[data-job=${job}]`);
     await waitText(row.locator('td.replicas'), 'PS 1/1 · Worker 3/3');
-    assert((await row.locator('td').nth(4).textContent()) === '6', 'GPUs requested');
+    assert((await row.locator('td.gpus').textContent()) === '6', 'GPUs requested');
     await waitText(row.getByTestId('state-chip'), 'Running');
     await shot('jobs.png');
     const again = await call('POST', 'namespaces/default/tfjobs', { body: { name: job, image: 'taas/trainer:1', gpusPerWorker: 0 } });

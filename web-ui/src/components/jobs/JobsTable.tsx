@@ -77,7 +77,7 @@ export function JobsTable(props: { jobs: JobRow[]; canChange: boolean; onChanged
                 {j.progress?.eta && <small class="muted"> · {j.progress.eta} left</small>}
               </td>
               <JobAccuracyCell job={j} />
-              <td>{j.gpus}</td>
+              <td class="gpus">{j.gpus}</td>
               <td title={j.created}>{formatAge(j.ageSeconds)}</td>
               <td class="right">
                 <JobActions namespace={j.namespace} name={j.name} readOnly={!props.canChange} onChanged={props.onChanged} />
