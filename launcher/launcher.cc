@@ -388,7 +388,7 @@ std::string JobRunner::ResultLine(bool succeeded) {
   std::string chief, evaluator;
   for (const Replica& r : replicas_) {
     if (tfjob::IsMasterRole(job_.spec, r.type, r.index)) chief = r.name;
-    if (r.type == tfjob::ReplicaType::kEvaluator && r.index == 0) evaluator = r.name;
+    if (tfjob::IsResultEvaluator(r.type, r.index)) evaluator = r.name;
   }
   if (chief.empty()) return plain;
   const absl::StatusOr<job_report::JobReport> report =

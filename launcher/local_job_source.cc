@@ -144,7 +144,7 @@ tfjob::TFJob WithReport(tfjob::TFJob job, const std::vector<ReplicaProcess>& rep
         r.phase == tfjob::ReplicaPhase::kSucceeded) {
       chief = r.name;
     }
-    if (r.type == tfjob::ReplicaType::kEvaluator && r.index == 0) evaluator = r.name;
+    if (tfjob::IsResultEvaluator(r.type, r.index)) evaluator = r.name;
   }
   if (chief.empty()) return job;
   const absl::StatusOr<job_report::JobReport> report = ReadJobResult(files_dir, chief, evaluator);

@@ -33,6 +33,10 @@ bool IsMasterRole(const TFJobSpec& spec, ReplicaType type, int index) {
   return type == ReplicaType::kWorker && index == 0;
 }
 
+bool IsResultEvaluator(ReplicaType type, int index) {
+  return type == ReplicaType::kEvaluator && index == 0;
+}
+
 std::string SelectorString(const Labels& labels) {
   std::string selector;
   for (const auto& [key, value] : labels) {

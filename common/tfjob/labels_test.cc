@@ -31,6 +31,9 @@ TEST_CASE("job-role=master goes to the chief, or to worker 0 when there is no ch
 
   const TFJob workers = TestJob({{ReplicaType::kPS, 1}, {ReplicaType::kWorker, 2}});
   CHECK(IsMasterRole(workers.spec, ReplicaType::kWorker, 0));
+  CHECK(IsResultEvaluator(ReplicaType::kEvaluator, 0));
+  CHECK_FALSE(IsResultEvaluator(ReplicaType::kEvaluator, 1));
+  CHECK_FALSE(IsResultEvaluator(ReplicaType::kWorker, 0));
   CHECK_FALSE(IsMasterRole(workers.spec, ReplicaType::kWorker, 1));
   CHECK_FALSE(IsMasterRole(workers.spec, ReplicaType::kPS, 0));
   CHECK(ReplicaLabels(workers.spec, "j", ReplicaType::kWorker, 0)

@@ -201,7 +201,7 @@ ResultMessages FindResultMessages(const tf::TFJobSpec& spec, const Observation& 
     const ReplicaMessage message{pod.name, *pod.termination_message, pod.replica->finished_at};
     if (tf::IsMasterRole(spec, pod.replica->type, pod.replica->index)) {
       found.chief = message;
-    } else if (pod.replica->type == tf::ReplicaType::kEvaluator && pod.replica->index == 0) {
+    } else if (tf::IsResultEvaluator(pod.replica->type, pod.replica->index)) {
       found.evaluator = message;
     }
   }

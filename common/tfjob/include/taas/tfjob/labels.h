@@ -66,6 +66,10 @@ Labels ReplicaLabels(const TFJobSpec& spec, std::string_view job_name, ReplicaTy
 // The chief role: a Chief/Master replica, or worker 0 when the spec has neither.
 bool IsMasterRole(const TFJobSpec& spec, ReplicaType type, int index);
 
+// The evaluator whose score of the final checkpoint may be the job's result (job_report::JobResult)
+// and whose page the progress reads: Evaluator 0 (TensorFlow runs one).
+bool IsResultEvaluator(ReplicaType type, int index);
+
 // "k1=v1,k2=v2" with keys sorted, as labels.Selector.String() prints matchLabels.
 std::string SelectorString(const Labels& labels);
 
