@@ -391,14 +391,7 @@ Trainer::Outcome Trainer::Train(Step& step) {
   // On a device: the pulled values go there first (one copy), the gradients come back for the
   // push (one copy).
   absl::Status trained = built_.replica->ValuesToDevice();
-  if (trained.ok()) {
-    trained = CallModel("train()", [&] {
-      step.result = built_.model->train(session_);
-      return absl::OkStatus();
-    });
-  }
-  if (trained.ok()) trained = step.result.error;
-  if (trained.ok()) trained = built_.replica->CheckViews();
+  if (trained.ok()) trained = TrainOnce(built_, session_, step.result);
   if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
