@@ -21,6 +21,18 @@ void ModelBuilder::AddVariables(const std::vector<Variable*>& variables) {
   for (auto* v : variables) AddVariable(v);
 }
 
+void ModelBuilder::AddState(Variable* state) {
+  if (state == nullptr) {
+    state_->errors.push_back("AddState got a null Variable");
+    return;
+  }
+  state_->states.push_back(state);
+}
+
+void ModelBuilder::AddStates(const std::vector<Variable*>& states) {
+  for (auto* s : states) AddState(s);
+}
+
 void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) {
   state_->optimizer = config;
 }
@@ -43,6 +55,10 @@ float Session::learning_rate() const { return state_->learning_rate; }
 const std::vector<Variable*>& Session::variables() const {
   static const std::vector<Variable*> kNone;
   return state_->variables ? *state_->variables : kNone;
+}
+const std::vector<Variable*>& Session::state() const {
+  static const std::vector<Variable*> kNone;
+  return state_->states ? *state_->states : kNone;
 }
 const Logger& Session::logger() const { return *state_->logger; }
 
@@ -97,11 +113,25 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
   ModelBuilder builder(&built->state);
   TAAS_RETURN_IF_ERROR(
       CallModel("build_model()", [&] { return built->model->build_model(builder); }));
+  // One namespace for variables and state: both are checkpoint entries and warm-start keys.
   std::set<std::string> names;
   for (auto* v : built->state.variables) {
     if (v->name.empty()) built->state.errors.push_back("a registered Variable has no name");
     if (!names.insert(v->name).second) {
       built->state.errors.push_back("Variable name " + v->name + " is registered twice");
+    }
+  }
+  for (auto* s : built->state.states) {
+    if (s->name.empty()) built->state.errors.push_back("a registered state has no name");
+    if (!names.insert(s->name).second) {
+      built->state.errors.push_back("state " + s->name +
+                                    ": the name is registered twice (variables and state share "
+                                    "one namespace: rename one)");
+    }
+    if (s->value.device() != info.device) {
+      built->state.errors.push_back("state " + s->name + " is on " + DeviceName(s->value.device()) +
+                                    ", the replica computes on " + DeviceName(info.device) +
+                                    ": create it on ModelBuilder::info().device");
     }
   }
   if (built->state.variables.empty() && info.role != Role::kEvaluator) {
@@ -115,7 +145,8 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
     for (const auto& e : built->state.errors) all += (all.empty() ? "" : "; ") + e;
     return absl::InvalidArgumentError("invalid model: " + all);
   }
-  TAAS_ASSIGN_OR_RETURN(built->replica, ReplicaState::Create(built->state.variables, info.device));
+  TAAS_ASSIGN_OR_RETURN(built->replica, ReplicaState::Create(built->state.variables,
+                                                             built->state.states, info.device));
   if (EngineHooks* engine = built->state.engine) {
     absl::Status placed =
         CallModel("the engine's VariablesPlaced()", [&] { return engine->VariablesPlaced(); });

@@ -227,6 +227,7 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
     replica->session_state.info = &replica->info;
     replica->session_state.logger = &ctx_.logger;
     replica->session_state.variables = &replica->built->state.variables;
+    replica->session_state.states = &replica->built->state.states;
     replica->session_state.replica = replica->built->replica.get();
     replicas_.push_back(std::move(replica));
   }

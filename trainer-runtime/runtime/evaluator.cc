@@ -48,6 +48,7 @@ int RunEvaluator(Context& ctx) {
   state.info = &info;
   state.logger = &ctx.logger;
   state.variables = &built.state.variables;
+  state.states = &built.state.states;
   state.replica = built.replica.get();
   Session session(&state);
   std::unique_ptr<summary::EventWriter> events;

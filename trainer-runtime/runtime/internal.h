@@ -24,6 +24,9 @@ struct ModelBuilder::State {
   const Logger* logger = nullptr;
   const std::atomic<std::int64_t>* global_step = nullptr;
   std::vector<Variable*> variables;
+  // What AddState registered; once BuildModel returns, on the host (mirrors for a device, as for
+  // variables: replica_state.h).
+  std::vector<Variable*> states;
   optim::OptimizerConfig optimizer;
   std::int64_t batch_size = 0;
   EngineHooks* engine = nullptr;
@@ -37,6 +40,7 @@ struct Session::State {
   std::int64_t local_step = 0;
   float learning_rate = 0.0f;
   const std::vector<Variable*>* variables = nullptr;  // the registered variables, on the host
+  const std::vector<Variable*>* states = nullptr;     // the registered state, on the host
   // Where the replica's variables live (replica_state.h).
   runtime::ReplicaState* replica = nullptr;
   // What ReportFinalMetrics reported (the chief's evaluation at the end too).

@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<LocalModel>> LocalModel::Build(ModelFactory facto
   impl->session_state.info = &impl->config.info;
   impl->session_state.logger = &impl->ctx.logger;
   impl->session_state.variables = &impl->built->state.variables;
+  impl->session_state.states = &impl->built->state.states;
   impl->session_state.replica = impl->built->replica.get();
   impl->session_state.learning_rate = impl->optimizer->LearningRate(0);
   return std::unique_ptr<LocalModel>(new LocalModel(std::move(impl)));

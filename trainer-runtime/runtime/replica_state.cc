@@ -7,7 +7,7 @@
 namespace taas::runtime {
 
 absl::StatusOr<std::unique_ptr<ReplicaState>> ReplicaState::Create(
-    std::vector<Variable*>& variables, Device device) {
+    std::vector<Variable*>& variables, std::vector<Variable*>& states, Device device) {
   if (MemoryFor(device.type) == nullptr) {
     return absl::FailedPreconditionError("cannot place variables on " + DeviceName(device) +
                                          ": no engine of this binary registered its memory");
@@ -15,6 +15,7 @@ absl::StatusOr<std::unique_ptr<ReplicaState>> ReplicaState::Create(
   auto state = std::unique_ptr<ReplicaState>(new ReplicaState(device));
   try {
     TAAS_RETURN_IF_ERROR(state->Fuse(variables));
+    TAAS_RETURN_IF_ERROR(state->MirrorStates(states));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("the model's variables (" +
                                         std::to_string(state->elements_) +
@@ -59,6 +60,35 @@ absl::Status ReplicaState::Fuse(std::vector<Variable*>& variables) {
                  host_gradients_.Slice(parts_[i].offset, shape)}));
     variables[i] = mirrors_.back().get();
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaState::MirrorStates(std::vector<Variable*>& states) {
+  model_states_ = states;
+  if (device_.is_cpu()) return absl::OkStatus();
+  for (auto*& s : states) {
+    auto mirror = std::make_unique<Variable>(Variable{s->name, Tensor(s->value.shape()), {}});
+    TAAS_RETURN_IF_ERROR(CopyInto(s->value, mirror->value));
+    s = state_mirrors_.emplace_back(std::move(mirror)).get();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaState::StateToDevice() {
+  if (device_.is_cpu() || state_device_current_) return absl::OkStatus();
+  for (std::size_t i = 0; i < model_states_.size(); ++i) {
+    TAAS_RETURN_IF_ERROR(CopyInto(state_mirrors_[i]->value, model_states_[i]->value));
+  }
+  state_device_current_ = state_host_current_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaState::StateToHost() {
+  if (device_.is_cpu() || state_host_current_) return absl::OkStatus();
+  for (std::size_t i = 0; i < model_states_.size(); ++i) {
+    TAAS_RETURN_IF_ERROR(CopyInto(model_states_[i]->value, state_mirrors_[i]->value));
+  }
+  state_device_current_ = state_host_current_ = true;
   return absl::OkStatus();
 }
 

@@ -17,6 +17,13 @@
 // other changed is about to be read (ValuesToDevice, ValuesToHost, GradientsToHost). Everything
 // reaches the device through taas/tensor (the registered DeviceMemory), so the core stays free of
 // any device's code.
+//
+// State that is not trained (ModelBuilder::AddState) is never fused: its values stay the model's
+// own tensors (a LibTorch module's buffers are its own), which the runtime never replaces. For a
+// replica on a device the core sees host mirrors of them too, met through one copy per state
+// variable only where the core reads or writes state (StateToHost: a checkpoint, evaluate(),
+// after_train(); StateToDevice: after a restore, the init fn or the start broadcast or pull), never
+// on a step: train() changes the device's side (StateChangedOnDevice) without any copy.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +47,11 @@ class ReplicaState {
 
   // Fuses `variables` (as build_model registered them) on `device`: allocates the buffers, copies
   // the initial values in, makes the model's variables views of them, and, for a device that is
-  // not the host, replaces the pointers in `variables` by host mirrors holding the same values.
-  // The mirrors live as long as the state. An error (kResourceExhausted when the device is full)
-  // is permanent.
+  // not the host, replaces the pointers in `variables` by host mirrors holding the same values,
+  // and those in `states` (already on `device`) by host mirrors of them. The mirrors live as long
+  // as the state. An error (kResourceExhausted when the device is full) is permanent.
   static absl::StatusOr<std::unique_ptr<ReplicaState>> Create(std::vector<Variable*>& variables,
+                                                              std::vector<Variable*>& states,
                                                               Device device);
 
   Device device() const { return device_; }
@@ -68,11 +76,24 @@ class ReplicaState {
   // Brings the host mirrors up to date with the device's values (one copy; none when current or
   // on the host).
   absl::Status ValuesToHost();
-  // Both of the above: before the model's code other than train() runs (evaluate, after_train),
-  // which may read its own variables or the host ones.
+  // The model's state (on the device), in registration order.
+  const std::vector<Variable*>& model_states() const { return model_states_; }
+  // The host side wrote the state (a restore, the init fn, a start broadcast or pull).
+  void StateChangedOnHost() { state_device_current_ = false; }
+  // train() may have changed the state on the device (every step: no copy until it is read).
+  void StateChangedOnDevice() { state_host_current_ = false; }
+  // The host mirrors' state onto the device (one copy per state variable; none when current or
+  // on the host), and the other way.
+  absl::Status StateToDevice();
+  absl::Status StateToHost();
+
+  // All of the above: before the model's code other than train() runs (the init fn, evaluate,
+  // after_train), which may read its own variables and state or the host ones.
   absl::Status Synchronize() {
     TAAS_RETURN_IF_ERROR(ValuesToHost());
-    return ValuesToDevice();
+    TAAS_RETURN_IF_ERROR(ValuesToDevice());
+    TAAS_RETURN_IF_ERROR(StateToHost());
+    return StateToDevice();
   }
   // The device's gradients into the mirrors (one copy; none on the host).
   absl::Status GradientsToHost();
@@ -87,6 +108,7 @@ class ReplicaState {
  private:
   explicit ReplicaState(Device device) : device_(device) {}
   absl::Status Fuse(std::vector<Variable*>& variables);
+  absl::Status MirrorStates(std::vector<Variable*>& states);
 
   Device device_;
   std::vector<Variable*> model_;
@@ -98,6 +120,11 @@ class ReplicaState {
   std::vector<std::unique_ptr<Variable>> mirrors_;
   bool host_current_ = true;
   bool device_current_ = true;
+  // The state: the model's, and for a device the host mirrors (one host tensor each).
+  std::vector<Variable*> model_states_;
+  std::vector<std::unique_ptr<Variable>> state_mirrors_;
+  bool state_host_current_ = true;
+  bool state_device_current_ = true;
 };
 
 }  // namespace taas::runtime

@@ -87,6 +87,7 @@ class Trainer {
     session_state_.info = &info_;
     session_state_.logger = &ctx_.logger;
     session_state_.variables = &vars_;
+    session_state_.states = &built.state.states;
     session_state_.replica = built.replica.get();
   }
 

@@ -115,6 +115,15 @@ class ModelBuilder {
   void AddVariable(Variable* variable);
   void AddVariables(const std::vector<Variable*>& variables);
 
+  // Registers state that is not trained: a BatchNorm's running statistics, a frozen parameter.
+  // The runtime keeps the pointer (the Variable stays at its address until RunMain returns);
+  // names are unique among variables and state together. State has no gradient and no
+  // optimizer slots: it is never pushed, pulled for gradients or all-reduced. `value` stays
+  // where the model keeps it, on the replica's device (the runtime never replaces it); train()
+  // may update it (running statistics) or never touch it (a frozen parameter).
+  void AddState(Variable* state);
+  void AddStates(const std::vector<Variable*>& states);
+
   // The update rule the parameter servers apply (default: SGD with learning rate 0.01).
   void SetOptimizer(const optim::OptimizerConfig& config);
 
@@ -159,6 +168,11 @@ class Session {
   // variables (which stay on the device), not updated during train(): a model computes on its
   // own variables.
   const std::vector<Variable*>& variables() const;
+  // The state build_model registered (ModelBuilder::AddState), in registration order, on the host,
+  // as variables() is for the trainable ones: for a replica on a device, host mirrors brought up
+  // to date before the init fn, evaluate() and after_train(); an init fn may set them (a warm
+  // start restoring a frozen trunk). See docs/trainer-runtime.md "State that is not trained".
+  const std::vector<Variable*>& state() const;
   const Logger& logger() const;
   // Reports the job's final metrics (a test accuracy, Keras's model.evaluate results): what the
   // job's result is. Call from after_train; the chief's final evaluate() (TAAS_EVAL_ON_CHIEF)
