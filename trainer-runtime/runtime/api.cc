@@ -162,7 +162,12 @@ absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result) 
         CallModel("the engine before train()", [&] { return engine->BeforeStep(); }));
   }
   TAAS_RETURN_IF_ERROR(CallModel("train()", [&] {
-    result = built.model->train(session);
+    try {
+      result = built.model->train(session);
+    } catch (const std::exception& e) {
+      if (engine == nullptr) throw;
+      return absl::InternalError("train() threw: " + engine->ExceptionMessage(e));
+    }
     return absl::OkStatus();
   }));
   TAAS_RETURN_IF_ERROR(result.error);

@@ -5,6 +5,9 @@
 // pass adds into gradients (autograd) must have them zeroed before each step.
 #pragma once
 
+#include <exception>
+#include <string>
+
 #include "taas/base/status.h"
 
 namespace taas {
@@ -27,6 +30,9 @@ class EngineHooks {
   // when the model broke what VariablesPlaced set up (a parameter replaced, its gradient dropped
   // by zero_grad), naming the parameter and the fix.
   virtual absl::Status AfterStep() = 0;
+  // What the error line says of an exception train() threw (the model's failure): the engine's
+  // own message without what only its developers need (LibTorch's C++ backtrace).
+  virtual std::string ExceptionMessage(const std::exception& e) const { return e.what(); }
 };
 
 }  // namespace taas
