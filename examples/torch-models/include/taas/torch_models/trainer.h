@@ -1,0 +1,64 @@
+// The torch models (models.h) as a taas DistModel: one trainer binary, fashion-mnist-torch, that
+// runs as PS, worker, chief or evaluator from TF_CONFIG like every taas trainer. Model arguments
+// after `--`:
+//   --model=resnet|lstm        which model (default resnet)
+//   --batch_size=N             examples per step on this worker (default 64), split among its
+//                              model replicas
+//   --optimizer=NAME, --learning_rate=X   the runtime's update rule (default adam, 0.001)
+//   --data_dir=DIR             the Fashion-MNIST IDX files (default: Debian's dataset package)
+//   --seed=N                   initial parameters and shuffling (default 1)
+//   --threads=N                LibTorch's compute threads (default: the runtime's share)
+//   --warm_start_from=DIR      transfer learning: the trunk (parameters and BatchNorm statistics)
+//                              from another job's model dir, frozen; only the head trains
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "taas/data/idx.h"
+#include "taas/data/pipeline.h"
+#include "taas/runtime/dist_model.h"
+#include "taas/torch/module.h"
+#include "taas/torch_models/models.h"
+
+namespace taas::torch_models {
+
+class TorchTrainer : public DistModel {
+ public:
+  absl::Status build_model(ModelBuilder& builder) override;
+  InitFn get_init_fn() override;
+  StepResult train(Session& session) override;
+  std::map<std::string, double> evaluate(Session& session) override;
+  void after_train(Session& session, bool is_chief) override;
+
+  // The model (for tests).
+  Classifier& classifier() { return *classifier_; }
+
+ private:
+  absl::Status ParseArgs(const std::vector<std::string>& args);
+  absl::Status LoadTestSet();
+
+  std::string model_name_ = "resnet";
+  std::int64_t batch_size_ = 64;
+  std::string optimizer_name_ = "adam";
+  double learning_rate_ = 0.001;
+  std::string data_dir_ = "/usr/share/datasets/fashion-mnist";
+  std::int64_t seed_ = 1;
+  std::int64_t threads_ = 0;
+  std::string warm_start_from_;
+
+  ::torch::Device device_ = ::torch::kCPU;
+  std::optional<Classifier> classifier_;
+  std::unique_ptr<torch_engine::BoundModule> bound_;
+  std::unique_ptr<data::Pipeline> pipeline_;
+  std::optional<data::Batch> batch_;  // the step's, alive while its tensors are used
+  std::shared_ptr<const data::ImageDataset> test_;
+};
+
+}  // namespace taas::torch_models
