@@ -8,7 +8,9 @@
 #   TAAS_WITH_TORCH  after this file, ON when the engine is built: `if(TAAS_WITH_TORCH)`.
 #
 # The target taas::libtorch: LibTorch's headers as system headers (they are not ours to keep
-# warning-free) and its CPU libraries, plus its CUDA ones when taas is built with CUDA. It is
+# warning-free) and its CPU libraries, plus libc10_cuda (streams) when taas is built with CUDA;
+# libtorch_cuda.so, whose CUDA libraries (cuSPARSE, cuFFT, ...) a build machine lacks, is loaded
+# only when a replica uses a GPU (trainer-runtime/torch/cuda/device_stream.cc). It is
 # imported by hand rather than through the wheel's TorchConfig.cmake, which looks for a full
 # CUDA toolkit (nvToolsExt, cuDNN, CUPTI) that a CPU build or the wheels' toolkit lacks.
 set(TAAS_TORCH_ROOT "" CACHE PATH "A folder holding torch/include and torch/lib (the torch wheel's layout); empty: no torch engine")
@@ -36,9 +38,7 @@ target_include_directories(taas_libtorch SYSTEM INTERFACE "${taas_torch}/include
 target_link_libraries(taas_libtorch INTERFACE "${taas_torch}/lib/libtorch_cpu.so"
                       "${taas_torch}/lib/libc10.so")
 if(TAAS_WITH_CUDA)
-  target_link_libraries(taas_libtorch INTERFACE "${taas_torch}/lib/libtorch_cuda.so"
-                        "${taas_torch}/lib/libc10_cuda.so")
-  target_compile_definitions(taas_libtorch INTERFACE TAAS_TORCH_CUDA=1)
+  target_link_libraries(taas_libtorch INTERFACE "${taas_torch}/lib/libc10_cuda.so")
 endif()
 set(TAAS_WITH_TORCH ON)
 message(STATUS "LibTorch: ${taas_torch} (CUDA: ${TAAS_WITH_CUDA})")
