@@ -1,7 +1,8 @@
 // State that is not trained (ModelBuilder::AddState): registered beside the variables, kept,
 // checkpointed and restored by the chief, LocalModel and a warm start, and never trained
 // (docs/trainer-runtime.md, "State that is not trained"). The evaluator, all-reduce across
-// workers and the parameter servers: launcher/multiprocess_test.py (allreduce_state, ps_state).
+// workers and the parameter servers: launcher/multiprocess_test.py (allreduce_state, ps_state,
+// ps_state_reset).
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
