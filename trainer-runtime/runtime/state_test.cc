@@ -31,9 +31,11 @@ struct TempDir {
   std::string Sub(const std::string& name) const { return (path / name).string(); }
 };
 
-// The state as after_train saw it.
+// The state as after_train saw it (the first replica's), and the frozen pair each model replica
+// of the worker saw at its first train().
 struct Seen {
   std::vector<float> mean, frozen;
+  std::vector<float> frozen_at_start[2];
 };
 
 // One trainable weight and, as state, a running mean of the batches train() sees (BatchNorm's
@@ -57,6 +59,12 @@ class RunningMeanModel final : public DistModel {
 
   StepResult train(Session& session) override {
     // The batch of step s is the value s + 1; the running mean moves 10% of the way to it.
+    const int replica = session.info().replica_in_worker;
+    if (seen_ != nullptr && replica < 2 && seen_->frozen_at_start[replica].empty()) {
+      // Each replica's own slot: the replicas' threads never write the same one.
+      seen_->frozen_at_start[replica].assign(frozen_.value.values().begin(),
+                                             frozen_.value.values().end());
+    }
     const auto batch = static_cast<float>(session.global_step() + 1);
     mean_.value.data()[0] = 0.9f * mean_.value.data()[0] + 0.1f * batch;
     weight_.gradient.data()[0] = weight_.value.data()[0] - batch;
@@ -85,12 +93,13 @@ struct Trained {
   Seen seen;
   std::string log;
 };
-Trained Train(const std::string& model_dir, std::int64_t steps, InitFn init_fn = {}) {
+Trained Train(const std::string& model_dir, std::int64_t steps, InitFn init_fn = {},
+              int replicas = 1) {
   Trained trained;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::tmpfile(), &std::fclose);
   trained.code = RunLocalTraining(
       {"--max_steps=" + std::to_string(steps), "--model_dir=" + model_dir,
-       "--save_checkpoints_secs=0"},
+       "--save_checkpoints_secs=0", "--replicas_per_worker=" + std::to_string(replicas)},
       [&] { return std::make_unique<RunningMeanModel>(&trained.seen, "mean", init_fn); },
       log.get());
   std::rewind(log.get());
@@ -175,7 +184,7 @@ TEST_CASE("a checkpoint without state restores with one warning; another size is
   CHECK(restored.code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(restored.message()).find(expected) != std::string::npos);
   Trained refused = Train(dir.Sub("other"), 7);
-  CHECK(refused.code != 0);
+  CHECK(refused.code == kExitModelError);
   CHECK(refused.log.find(expected) != std::string::npos);
 }
 
@@ -206,6 +215,21 @@ TEST_CASE("LocalModel saves and restores the state, and a warm start restores it
   REQUIRE_MESSAGE(all.code == 0, all.log);
   CHECK(all.seen.mean[0] == doctest::Approx(0.9 * 0.25 + 0.1));
   CHECK(Entry(dir.Sub("all"), "frozen") == std::vector<float>{8, 4});
+}
+
+TEST_CASE("every model replica of the worker starts from the chief's state") {
+  TempDir dir;
+  // The init fn runs on the chief's first replica only, on the host state.
+  Trained two = Train(
+      dir.Sub("two"), 3,
+      [](Session& session) {
+        session.state()[1]->value.values()[0] = 8.0f;
+        return absl::OkStatus();
+      },
+      2);
+  REQUIRE_MESSAGE(two.code == 0, two.log);
+  CHECK(two.seen.frozen_at_start[0] == std::vector<float>{8, 4});
+  CHECK(two.seen.frozen_at_start[1] == std::vector<float>{8, 4});
 }
 
 }  // namespace
