@@ -200,6 +200,9 @@ TEST_CASE("a shard nobody pushes (state that is not trained) is never changed") 
     REQUIRE(snap->second.size() == 2);
     CHECK(snap->second[0].name == "mean");
     CHECK(snap->second[0].values == std::vector<float>{7, 8});
+    // Its optimizer slots were never made: a frozen trunk costs the PS its values only.
+    CHECK(snap->second[0].slots.empty());
+    CHECK(snap->second[1].slots.size() == 1);
   }
 }
 
