@@ -19,7 +19,12 @@ taas_configure() {
   local cuda=()
   [ -f "$TAAS_CUDA_DIR/.taas-wheels" ] &&
     cuda=(-DTAAS_WITH_CUDA=ON "-DTAAS_CUDA_ROOT=$TAAS_CUDA_DIR/nvidia")
-  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" "${cuda[@]}" "$@" >/dev/null
+  # The torch engine when the setup installed LibTorch (scripts/setup.d/46-libtorch.sh); the
+  # sanitizer trees leave it out (cmake/TaasTorch.cmake).
+  local torch=()
+  [ -f "$TAAS_TORCH_DIR/.taas-wheels" ] && torch=("-DTAAS_TORCH_ROOT=$TAAS_TORCH_DIR")
+  cmake -S "$TAAS_ROOT" -B "$TAAS_BUILD" -G Ninja "${launcher[@]}" "${cuda[@]}" "${torch[@]}" "$@" \
+    >/dev/null
 }
 
 # Builds the given targets (all when none are given): `taas_build`, `taas_build fashion_mnist_bench`.

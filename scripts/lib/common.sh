@@ -8,6 +8,11 @@ export TAAS_ROOT TAAS_CACHE
 # names the folder); scripts/lib/build.sh configures the CUDA build when it is there.
 TAAS_CUDA_VERSION=13.5.37
 TAAS_CUDA_DIR="$TAAS_CACHE/cuda-$TAAS_CUDA_VERSION"
+# LibTorch (scripts/setup.d/46-libtorch.sh): the version of the GPU machines' PyTorch, whose
+# libraries a GPU bundle loads there; scripts/lib/build.sh configures the torch engine when the
+# folder is complete.
+TAAS_TORCH_VERSION=2.11.0
+TAAS_TORCH_DIR="$TAAS_CACHE/libtorch-$TAAS_TORCH_VERSION"
 
 log() { printf '[taas] %s\n' "$*" >&2; }
 die() { printf '[taas] error: %s\n' "$*" >&2; exit 1; }

@@ -39,6 +39,8 @@ void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) {
 
 void ModelBuilder::SetBatchSize(std::int64_t batch_size) { state_->batch_size = batch_size; }
 
+void ModelBuilder::SetEngine(EngineHooks* engine) { state_->engine = engine; }
+
 const TrainerInfo& ModelBuilder::info() const { return *state_->info; }
 
 const std::atomic<std::int64_t>& ModelBuilder::global_step() const { return *state_->global_step; }
@@ -145,7 +147,38 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
   }
   TAAS_ASSIGN_OR_RETURN(built->replica, ReplicaState::Create(built->state.variables,
                                                              built->state.states, info.device));
+  if (EngineHooks* engine = built->state.engine) {
+    absl::Status placed =
+        CallModel("the engine's VariablesPlaced()", [&] { return engine->VariablesPlaced(); });
+    if (!placed.ok()) return absl::InvalidArgumentError("invalid model: " + placed.ToString());
+  }
   return built;
+}
+
+absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result) {
+  EngineHooks* engine = built.state.engine;
+  if (engine != nullptr) {
+    TAAS_RETURN_IF_ERROR(
+        CallModel("the engine before train()", [&] { return engine->BeforeStep(); }));
+  }
+  // train() may update the state on the device (running statistics): from here the host's is
+  // stale, and nothing is copied until the host reads it (replica_state.h).
+  built.replica->StateChangedOnDevice();
+  TAAS_RETURN_IF_ERROR(CallModel("train()", [&] {
+    try {
+      result = built.model->train(session);
+    } catch (const std::exception& e) {
+      if (engine == nullptr) throw;
+      return absl::InternalError("train() threw: " + engine->ExceptionMessage(e));
+    }
+    return absl::OkStatus();
+  }));
+  TAAS_RETURN_IF_ERROR(result.error);
+  if (engine != nullptr) {
+    TAAS_RETURN_IF_ERROR(
+        CallModel("the engine after train()", [&] { return engine->AfterStep(); }));
+  }
+  return built.replica->CheckViews();
 }
 
 }  // namespace runtime

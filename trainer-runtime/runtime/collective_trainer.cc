@@ -503,16 +503,7 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& rec
         {state.gradients().data(), static_cast<std::size_t>(state.loss_offset() + 1)},
         ReduceOp::kMean);
   }
-  if (trained.ok()) {
-    trained = CallModel("train()", [&] {
-      record.result = replica.built->model->train(replica.session);
-      return absl::OkStatus();
-    });
-  }
-  // train() may have updated the state (running statistics): it stays on the device.
-  state.StateChangedOnDevice();
-  if (trained.ok()) trained = record.result.error;
-  if (trained.ok()) trained = state.CheckViews();
+  if (trained.ok()) trained = TrainOnce(*replica.built, replica.session, record.result);
   if (trained.ok()) trained = PutLoss(state, record.result);
   if (!trained.ok()) {
     // Buckets issued from within train() are awaited before the buffer may be reused.

@@ -29,6 +29,7 @@ struct ModelBuilder::State {
   std::vector<Variable*> states;
   optim::OptimizerConfig optimizer;
   std::int64_t batch_size = 0;
+  EngineHooks* engine = nullptr;
   std::vector<std::string> errors;  // Reported after build_model returns.
 };
 
@@ -96,6 +97,13 @@ struct BuiltModel {
   std::unique_ptr<ReplicaState> replica;
 };
 absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info);
+
+// One train() call of `built` through `session`, into `result`, with what every driver does
+// around it: the engine's hooks before and after (taas/runtime/engine.h), the step's own error,
+// and the check that the model wrote into the runtime's views (ReplicaState::CheckViews); the
+// replica's state that is not trained is marked changed on the device (no copy). An
+// error is the model's failure; the caller owns its values and gradients as before.
+absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result);
 
 // Seconds since `start`.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {

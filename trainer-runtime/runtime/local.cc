@@ -58,11 +58,7 @@ void LocalModel::SetSteps(std::int64_t global_step, std::int64_t local_step) {
 
 absl::StatusOr<StepResult> LocalModel::Train() {
   StepResult result;
-  TAAS_RETURN_IF_ERROR(runtime::CallModel("train()", [&] {
-    result = impl_->built->model->train(impl_->session);
-    return absl::OkStatus();
-  }));
-  TAAS_RETURN_IF_ERROR(result.error);
+  TAAS_RETURN_IF_ERROR(runtime::TrainOnce(*impl_->built, impl_->session, result));
   return result;
 }
 

@@ -457,16 +457,7 @@ Trainer::Outcome Trainer::Train(Step& step) {
   // The state goes there only after a restore or a pull of the chief's (a copy per state).
   absl::Status trained = built_.replica->ValuesToDevice();
   if (trained.ok()) trained = built_.replica->StateToDevice();
-  if (trained.ok()) {
-    trained = CallModel("train()", [&] {
-      step.result = built_.model->train(session_);
-      return absl::OkStatus();
-    });
-    // train() may have updated the state (running statistics): it stays on the device.
-    built_.replica->StateChangedOnDevice();
-  }
-  if (trained.ok()) trained = step.result.error;
-  if (trained.ok()) trained = built_.replica->CheckViews();
+  if (trained.ok()) trained = TrainOnce(built_, session_, step.result);
   if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;

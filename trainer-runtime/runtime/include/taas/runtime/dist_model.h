@@ -49,6 +49,7 @@
 #include "taas/base/status.h"
 #include "taas/contract/exit_codes.h"
 #include "taas/optim/optimizer.h"
+#include "taas/runtime/engine.h"
 #include "taas/tensor/variable.h"
 
 namespace taas {
@@ -128,6 +129,11 @@ class ModelBuilder {
 
   // Examples per train() call on this replica, for examples/sec when StepResult::examples is 0.
   void SetBatchSize(std::int64_t batch_size);
+
+  // An engine that keeps tensors of its own (LibTorch: taas/torch/module.h registers itself
+  // here) and needs the runtime's calls around each step (taas/runtime/engine.h). Not owned; one
+  // per model (a second replaces the first).
+  void SetEngine(EngineHooks* engine);
 
   const TrainerInfo& info() const;
   bool is_chief() const { return info().is_chief; }
