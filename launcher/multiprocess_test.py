@@ -688,6 +688,79 @@ def scenario_allreduce_bad_config(tmp):
     assert "TAAS_STRATEGY=parameter_server: contradicts TF_CONFIG.cluster" in out.stdout, out
 
 
+def final_state(lines, replica):
+    """The `final state` line a worker's after_train logs with --state: label_mean, frozen."""
+    for l in lines:
+        m = re.search(rf"^\[{replica}\] .*msg=\"final state\" .*"
+                      r"label_mean=\"?([0-9.e+-]+)\"? frozen=\"?([0-9.e+-]+)\"?", l)
+        if m:
+            return m.group(1), m.group(2)
+    raise AssertionError(f"{replica} logged no final state")
+
+
+def check_state(run, lines, steps):
+    """The state that is not trained (--frozen=7: the chief's init fn sets linear/frozen): every
+    worker started from the chief's, each kept its own running statistics, and the chief's is the
+    one its checkpoint holds and the evaluator sees."""
+    chief, other = final_state(lines, "linear-worker-0"), final_state(lines, "linear-worker-1")
+    assert chief[1] == other[1] == "7.000000", (chief, other)
+    assert chief[0] != other[0], (chief, other)  # each replica's own batches
+    step, values = read_checkpoint(run.model_dir)
+    assert step == steps, step
+    assert f"{values['linear/label_mean'][0]:.6f}" == chief[0], (values, chief)
+    assert values["linear/frozen"] == [7.0], values
+    assert "linear/label_mean/slot_0" not in values, values  # no optimizer slots
+    scored = [l for l in lines
+              if re.search(rf"^\[linear-evaluator-0\] .*evaluated checkpoint.* global_step={steps}\b", l)]
+    assert scored, run.dump()
+    assert f"label_mean={chief[0]}" in scored[-1] and "frozen=7.000000" in scored[-1], scored[-1]
+    return values
+
+
+def scenario_allreduce_state(tmp):
+    """All-reduce with state: the start broadcast brings the chief's to the other worker."""
+    run = Launch(tmp, "linear", [("Worker", 2), ("Evaluator", 1)], {"TF_MAX_STEPS": "200"},
+                 args=["--frozen=7"])
+    lines = check_trained(run, 200)
+    check_state(run, lines, 200)
+    finals = {final_parameters(lines, f"linear-worker-{w}") for w in range(2)}
+    assert len(finals) == 1, finals
+
+
+def scenario_ps_state(tmp):
+    """PS sync with state: a worker pulls the chief's once, state is never pushed (the job is
+    bit-identical run twice, its variables those of a job without state)."""
+    env = {"TF_MAX_STEPS": "200", "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"}
+    run = Launch(tmp, "linear", [("PS", 2), ("Worker", 2), ("Evaluator", 1)], env,
+                 args=["--frozen=7"])
+    lines = check_trained(run, 200)
+    values = check_state(run, lines, 200)
+    assert run.count(r"^\[linear-worker-1\] .*state pulled from the parameter servers") == 1
+    assert run.count(r"^\[linear-worker-0\] .*state pulled from the parameter servers") == 0
+    again = Launch(tmp, "linearagain", [("PS", 2), ("Worker", 2)], env, args=["--frozen=7"])
+    assert again.finish() == 0, again.dump()
+    assert read_checkpoint(again.model_dir)[1] == values
+    plain = Launch(tmp, "linearplain", [("PS", 2), ("Worker", 2)], env)
+    assert plain.finish() == 0, plain.dump()
+    _, without = read_checkpoint(plain.model_dir)
+    assert {k: v for k, v in values.items() if k in without} == without
+
+
+def scenario_ps_state_reset(tmp):
+    """A restarted PS: the chief restores it with its own state from the checkpoint, and the
+    other worker pulls the state again, once."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)], {"TF_MAX_STEPS": "800"},
+                 args=["--step_ms=10", "--frozen=7"])
+    run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(1|2)\d\d")
+    os.kill(run.pid_of("linear-ps-0"), signal.SIGKILL)
+    run.wait_for(r"linear-ps-0 exited with code 137")
+    run.wait_for(r"^\[linear-worker-0\] .*restoring variables from checkpoint.*global_step=\d+")
+    lines = check_trained(run, 800)
+    pulled = run.count(r"^\[linear-worker-1\] .*state pulled from the parameter servers")
+    assert pulled == 2, run.dump()
+    assert final_state(lines, "linear-worker-1")[1] == "7.000000"
+
+
 def main():
     scenario = sys.argv[2]
     with tempfile.TemporaryDirectory(prefix=f"taas-mp-{scenario}-") as tmp:

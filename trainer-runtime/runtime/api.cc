@@ -161,6 +161,9 @@ absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result) 
     TAAS_RETURN_IF_ERROR(
         CallModel("the engine before train()", [&] { return engine->BeforeStep(); }));
   }
+  // train() may update the state on the device (running statistics): from here the host's is
+  // stale, and nothing is copied until the host reads it (replica_state.h).
+  built.replica->StateChangedOnDevice();
   TAAS_RETURN_IF_ERROR(CallModel("train()", [&] {
     try {
       result = built.model->train(session);

@@ -22,6 +22,10 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
 
   std::vector<std::string> skipped;
   TAAS_ASSIGN_OR_RETURN(auto ckpt, checkpoint::LoadLatest(info.model_dir, &skipped));
+  // The state is the chief's own: on a device, the host state comes up to date before it is
+  // restored over, read by the init fn or kept (a restore with no checkpoint).
+  TAAS_RETURN_IF_ERROR(built.replica->StateToHost());
+  built.replica->StateChangedOnHost();
   for (const auto& s : skipped) {
     ctx.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
   }
@@ -54,6 +58,7 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
                                      : std::vector<float>(entry->values.size(), 0.0f));
       }
     }
+    TAAS_RETURN_IF_ERROR(RestoreState(*ckpt, built.state.states, ctx.logger));
     state.global_step = ckpt->global_step;
     state.from_checkpoint = true;
     ctx.logger.Info("restoring variables from checkpoint",
@@ -89,6 +94,7 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
 }
 
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 const std::vector<Variable*>& states,
                                                  TrainingState state) {
   std::vector<checkpoint::Entry> entries;
   for (std::size_t v = 0; v < variables.size(); ++v) {
@@ -97,6 +103,10 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
       entries.push_back(
           {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k])});
     }
+  }
+  for (const Variable* s : states) {
+    auto values = s->value.values();
+    entries.push_back({s->name, {values.begin(), values.end()}});
   }
   return entries;
 }
@@ -110,6 +120,34 @@ absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                                         (entry ? "another size for " : "no variable ") + v->name);
     }
     std::copy(entry->values.begin(), entry->values.end(), v->value.data());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RestoreState(const checkpoint::Checkpoint& c, const std::vector<Variable*>& states,
+                          const Logger& logger) {
+  std::vector<const checkpoint::Entry*> entries;
+  std::string missing;
+  for (const Variable* s : states) {
+    const checkpoint::Entry* entry = c.Find(s->name);
+    if (entry && static_cast<std::int64_t>(entry->values.size()) != s->value.size()) {
+      return absl::InvalidArgumentError(
+          "checkpoint " + c.path + " holds " + std::to_string(entry->values.size()) +
+          " elements for state " + s->name + ", the model " + std::to_string(s->value.size()));
+    }
+    if (!entry) missing += (missing.empty() ? "" : ",") + s->name;
+    entries.push_back(entry);
+  }
+  if (!missing.empty()) {
+    logger.Warning(
+        "the checkpoint holds no entry for some state (written before the model registered it): "
+        "it keeps the values it has (build_model's when training starts)",
+        {{"checkpoint", c.path}, {"state", missing}});
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (entries[i] != nullptr) {
+      std::copy(entries[i]->values.begin(), entries[i]->values.end(), states[i]->value.data());
+    }
   }
   return absl::OkStatus();
 }

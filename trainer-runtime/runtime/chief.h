@@ -19,7 +19,9 @@
 
 namespace taas::runtime {
 
-// The variables' values and their optimizer slots at a global step.
+// The variables' values and their optimizer slots at a global step. The state that is not
+// trained is not here: it is the chief's own (its host state, where LoadTrainingState writes it
+// and CheckpointEntries reads it).
 struct TrainingState {
   std::int64_t global_step = 0;
   std::vector<std::vector<float>> values;              // per variable
@@ -30,20 +32,31 @@ struct TrainingState {
 // The state training starts from: the newest checkpoint that verifies (it always wins), else the
 // variables' current values after the model's init fn ran (warm start; only when `first_time`),
 // else their current values at `fallback_step` (a restore with no checkpoint). A checkpoint of
-// another model, or an init fn that fails, is InvalidArgument (permanent).
+// another model, or an init fn that fails, is InvalidArgument (permanent). The model's state that
+// is not trained is left in its host state (built.state.states, brought up to date first), from
+// the checkpoint (RestoreState) or as the init fn set it, and marked changed on the host.
 absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built, Session& session,
                                                 Session::State& session_state, int slot_count,
                                                 bool first_time, std::int64_t fallback_step);
 
 // The checkpoint entries of variables and their slots (slot k of variable v is "<v>/slot_<k>"),
-// as TrainingState holds them.
+// as TrainingState holds them, then of the state that is not trained, one entry each under its
+// name, from `states` (host values: the chief's own).
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 const std::vector<Variable*>& states,
                                                  TrainingState state);
 
 // Copies a checkpoint's values into the model's variables (the evaluator, a local model);
 // InvalidArgument naming the first variable it lacks or holds at another size.
 absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                               const std::vector<Variable*>& variables);
+
+// Copies a checkpoint's state entries into `states` (host values): every restore of a job's
+// checkpoint (resume, evaluator, local model). State the checkpoint lacks (one written before
+// the model registered it) keeps its values, with one warning naming every missing entry; an
+// entry of another size is InvalidArgument naming it and both sizes, and then nothing is copied.
+absl::Status RestoreState(const checkpoint::Checkpoint& c, const std::vector<Variable*>& states,
+                          const Logger& logger);
 
 // A step's loss on the host: its device_loss copied there (what reading a loss on a device costs),
 // else `loss`.

@@ -11,7 +11,9 @@
 // the gradients and stays on the device until the runtime logs it (every log_steps): nothing else
 // of a step is copied to the host. The chief's first replica writes checkpoints and summaries
 // from host copies of its state; every few steps the replicas compare a checksum of their
-// variables.
+// variables. State that is not trained (ModelBuilder::AddState) is broadcast from the chief's first
+// replica with the start state, on the devices; then each replica's evolves with its own steps,
+// and the chief's is what its checkpoints hold (docs/trainer-runtime.md).
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -247,6 +249,22 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
       }
     }
   }
+  // The same for the state, which the start broadcast sends tensor by tensor.
+  const auto& first_states = replicas_[0]->built->state.states;
+  for (const auto& replica : replicas_) {
+    const auto& states = replica->built->state.states;
+    for (std::size_t s = 0; s < std::max(states.size(), first_states.size()); ++s) {
+      if (s >= states.size() || s >= first_states.size() ||
+          states[s]->name != first_states[s]->name ||
+          states[s]->value.size() != first_states[s]->value.size()) {
+        return Failure{FailureSource::kModel, "build_model failed",
+                       absl::InvalidArgumentError(
+                           "replica " + std::to_string(replica->info.replica_in_worker) +
+                           " registered other state than replica 0 (state " + std::to_string(s) +
+                           "): build_model must register the same state in every replica")};
+      }
+    }
+  }
   // BuildModel validated the optimizer settings: creating it cannot fail here.
   optimizer_ = std::move(optim::CreateOptimizer(replicas_[0]->built->state.optimizer)).value();
   for (auto& replica : replicas_) {
@@ -408,6 +426,7 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     }
     state.ValuesChangedOnHost();
     absl::Status placed = state.ValuesToDevice();
+    if (placed.ok()) placed = state.StateToDevice();
     for (std::size_t k = 0; k < replica.slots.size() && placed.ok(); ++k) {
       Tensor host({state.elements()});
       for (std::size_t v = 0; v < vars.size(); ++v) {
@@ -430,8 +449,8 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     evaluation_->Start(step);
   }
   if (replica.cpu->size() > 1) {
-    // Everything in flight at once, then waited for: the step (a host value), the values and
-    // every slot (device buffers).
+    // Everything in flight at once, then waited for: the step (a host value), the values, every
+    // slot and the model's state tensors (device buffers).
     std::vector<collective::Handle> handles;
     handles.push_back(replica.cpu->Broadcast(std::as_writable_bytes(std::span(&step, 1)), 0));
     const auto elements = static_cast<std::size_t>(state.elements());
@@ -441,6 +460,11 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
       handles.push_back(
           replica.buffers->Broadcast(collective::AsBytes({slot.data(), elements}), 0));
     }
+    for (Variable* model_state : state.model_states()) {
+      Tensor& value = model_state->value;
+      handles.push_back(replica.buffers->Broadcast(
+          collective::AsBytes({value.data(), static_cast<std::size_t>(value.size())}), 0));
+    }
     absl::Status shared;
     for (const auto& handle : handles) {
       absl::Status status = handle.Wait();
@@ -449,7 +473,10 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     if (!shared.ok()) {
       return Failure{FailureSource::kPeer, "cannot share the start state from the chief", shared};
     }
-    if (!IsChief(replica)) state.ValuesChangedOnDevice();
+    if (!IsChief(replica)) {
+      state.ValuesChangedOnDevice();
+      state.StateChangedOnDevice();
+    }
   }
   replica.session_state.global_step = step;
   if (Reports(replica)) {
@@ -631,6 +658,7 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
 absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t global_step) {
   ReplicaState& state = replica.state();
   TAAS_RETURN_IF_ERROR(state.ValuesToHost());
+  TAAS_RETURN_IF_ERROR(state.StateToHost());
   TrainingState training;
   training.global_step = global_step;
   for (const Variable* v : replica.host_variables()) {
@@ -650,7 +678,8 @@ absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t gl
   TAAS_ASSIGN_OR_RETURN(
       std::string path,
       checkpoint::Save(info_.model_dir, global_step,
-                       CheckpointEntries(replica.host_variables(), std::move(training)),
+                       CheckpointEntries(replica.host_variables(), replica.built->state.states,
+                                         std::move(training)),
                        cfg_.keep_checkpoints));
   ctx_.logger.Info(
       "saved checkpoint",

@@ -73,7 +73,9 @@ int RunEvaluator(Context& ctx) {
       }
       if (ckpt.ok() && ckpt->has_value() && (*ckpt)->global_step > evaluated) {
         const auto& c = **ckpt;
-        if (absl::Status s = RestoreVariables(c, built.state.variables); !s.ok()) {
+        absl::Status restored = RestoreVariables(c, built.state.variables);
+        if (restored.ok()) restored = RestoreState(c, built.state.states, ctx.logger);
+        if (absl::Status s = restored; !s.ok()) {
           return Exit(ctx.logger, ctx.global_step, FailureSource::kData,
                       "cannot evaluate a checkpoint", s);
         }
@@ -83,7 +85,8 @@ int RunEvaluator(Context& ctx) {
         const auto start = std::chrono::steady_clock::now();
         std::map<std::string, double> results;
         built.replica->ValuesChangedOnHost();
-        absl::Status s = built.replica->ValuesToDevice();
+        built.replica->StateChangedOnHost();
+        absl::Status s = built.replica->Synchronize();
         if (s.ok())
           s = CallModel("evaluate()", [&] {
             results = built.model->evaluate(session);

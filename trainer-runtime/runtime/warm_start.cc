@@ -100,11 +100,15 @@ absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
 
 InitFn WarmStart(WarmStartSettings settings) {
   return [settings = std::move(settings)](Session& session) -> absl::Status {
-    TAAS_ASSIGN_OR_RETURN(int copied, WarmStartVariables(settings, session.variables()));
+    // The state that is not trained is warm-started by name as the variables are: a frozen
+    // trunk with its BatchNorm statistics.
+    std::vector<Variable*> both = session.variables();
+    both.insert(both.end(), session.state().begin(), session.state().end());
+    TAAS_ASSIGN_OR_RETURN(int copied, WarmStartVariables(settings, both));
     session.logger().Info("warm start: variables copied from a checkpoint",
                           {{"from", settings.ckpt_to_initialize_from},
                            {"variables", copied},
-                           {"of", static_cast<std::int64_t>(session.variables().size())}});
+                           {"of", static_cast<std::int64_t>(both.size())}});
     return absl::OkStatus();
   };
 }

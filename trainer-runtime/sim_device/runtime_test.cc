@@ -1,7 +1,8 @@
 // The all-reduce trainer on two simulated devices, as on two GPUs: its state stays on the
-// devices (nothing but the loss, every log_steps, comes to the host between steps), its results
-// are the CPU path's bit for bit, and checkpoints, summaries, warm start and resuming work from
-// device state.
+// devices (nothing but the loss, every log_steps, comes to the host between steps, and nothing but
+// the batch goes there), its results are the CPU path's bit for bit, and checkpoints, summaries,
+// warm start and resuming work from device state, the state that is not trained included (a
+// running mean the model keeps on its device).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/nn/device_kernels.h"
 #include "taas/nn/layers.h"
 #include "taas/nn/sequential.h"
 #include "taas/runtime/local.h"
@@ -32,13 +34,17 @@ constexpr std::int64_t kBatch = 6;
 
 // What the test sees from inside a run.
 struct Observed {
-  std::vector<std::int64_t> host_bytes_at_train;  // bytes copied to the host, at each train()
+  std::vector<std::int64_t> host_bytes_at_train;    // bytes copied to the host, at each train()
+  std::vector<std::int64_t> device_bytes_at_train;  // bytes copied to the devices, at each train()
+  std::int64_t device_bytes_at_end = 0;             // and in after_train
   std::map<std::string, std::vector<float>> final_values;
+  std::map<std::string, std::vector<float>> final_state;
 };
 
 // Two dense layers on synthetic data that depends only on the global step and the replica, with
-// its loss and accuracy left on the device. Replica 0 records the device's traffic at every
-// train() and the final values in after_train.
+// its loss and accuracy left on the device, and as state a running mean of each batch's first
+// example, kept on the device (BatchNorm's statistics in miniature). Replica 0 records the
+// device's traffic at every train() and the final values and state in after_train.
 class TinyModel final : public DistModel {
  public:
   TinyModel(SimulatedDevices* devices, Observed* observed, std::string warm_start_from)
@@ -54,6 +60,8 @@ class TinyModel final : public DistModel {
     network_.Add(
         std::make_unique<nn::Dense>(nn::DenseOptions{.name = "logits", .inputs = 8, .units = 3}));
     builder.AddVariables(network_.variables());
+    running_.value = Tensor({4}, std::vector<float>{0, 0, 0, 0}).To(builder.info().device);
+    builder.AddState(&running_);
     optim::OptimizerConfig adam;
     adam.name = "adam";
     adam.learning_rate = optim::LearningRateSchedule::Constant(0.05f);
@@ -71,6 +79,7 @@ class TinyModel final : public DistModel {
   StepResult train(Session& session) override {
     if (records_ && devices_ != nullptr) {
       observed_->host_bytes_at_train.push_back(devices_->traffic().to_host.bytes);
+      observed_->device_bytes_at_train.push_back(devices_->traffic().to_device.bytes);
     }
     const Device device = session.info().device;
     std::vector<float> x(kBatch * 4);
@@ -85,6 +94,11 @@ class TinyModel final : public DistModel {
     }
     input_ = Tensor({kBatch, 4}, x).To(device);
     StepResult result;
+    // running = 0.9 running + 0.1 x[0], on the device.
+    nn::DeviceKernels* kernels = nn::KernelsFor(device.type);
+    result.error = kernels->Axpy(-0.1f, running_.value, running_.value);
+    if (result.error.ok()) result.error = kernels->Axpy(0.1f, input_.Slice(0, {4}), running_.value);
+    if (!result.error.ok()) return result;
     auto logits = network_.Forward(input_, true);
     absl::StatusOr<Tensor*> stats =
         logits.ok() ? loss_.Compute(**logits, labels) : absl::StatusOr<Tensor*>(logits.status());
@@ -101,8 +115,12 @@ class TinyModel final : public DistModel {
 
   void after_train(Session& session, bool) override {
     if (!records_) return;
+    if (devices_ != nullptr) observed_->device_bytes_at_end = devices_->traffic().to_device.bytes;
     for (const Variable* v : session.variables()) {
       observed_->final_values[v->name].assign(v->value.values().begin(), v->value.values().end());
+    }
+    for (const Variable* s : session.state()) {
+      observed_->final_state[s->name].assign(s->value.values().begin(), s->value.values().end());
     }
   }
 
@@ -114,6 +132,7 @@ class TinyModel final : public DistModel {
   nn::Sequential network_;
   nn::SoftmaxCrossEntropy loss_;
   Tensor input_;
+  Variable running_{"running/mean", Tensor(), Tensor()};
 };
 
 struct Run {
@@ -193,6 +212,57 @@ TEST_CASE("between steps only the loss, every log_steps, leaves the devices") {
   }
 }
 
+TEST_CASE("a step with state moves no state bytes between host and device") {
+  TempDir dir;
+  // With a checkpoint at step 5: the state comes to the host for it, and only for it.
+  const auto run = [&](const std::string& name, std::int64_t steps, SimulatedDevices& devices) {
+    return Train(
+        {.model_dir = dir.Sub(name),
+         .steps = steps,
+         .flags = {"--log_steps=100", "--save_summaries_steps=0", "--save_checkpoints_steps=5"}},
+        kTwoDevices, &devices);
+  };
+  SimulatedDevices devices;
+  auto [code, observed] = run("job", 10, devices);
+  REQUIRE(code == 0);
+  REQUIRE(observed.device_bytes_at_train.size() == 10);
+  REQUIRE(observed.final_state.at("running/mean").size() == 4);
+  // The same job stopped after 6 steps: the 4 steps more cost each replica its 4 batches on its
+  // device and nothing else: the state stays there. (Whole runs are compared, by what went to the
+  // devices up to replica 0's after_train, once every replica's last step ended: within one step
+  // replica 1 may copy its batch before or after replica 0 records.)
+  SimulatedDevices shorter_devices;
+  auto [shorter_code, shorter] = run("shorter", 6, shorter_devices);
+  REQUIRE(shorter_code == 0);
+  constexpr std::int64_t kBatchBytes = kBatch * 4 * sizeof(float);
+  CHECK(observed.device_bytes_at_end - shorter.device_bytes_at_end == 2 * 4 * kBatchBytes);
+  // To the host: nothing but the checkpoint after step 5 (seen at train() 5), which holds more
+  // than the variables' values (their slots and the state too).
+  std::int64_t values_bytes = 0;
+  for (const auto& [name, values] : observed.final_values) {
+    values_bytes += static_cast<std::int64_t>(values.size() * sizeof(float));
+  }
+  for (std::size_t k = 1; k < observed.host_bytes_at_train.size(); ++k) {
+    CAPTURE(k);
+    const std::int64_t to_host =
+        observed.host_bytes_at_train[k] - observed.host_bytes_at_train[k - 1];
+    if (k == 5) {
+      CHECK(to_host > values_bytes);
+    } else {
+      CHECK(to_host == 0);
+    }
+  }
+  // The chief's state (its first replica's) is what the checkpoint holds.
+  std::vector<std::string> skipped;
+  auto saved = checkpoint::LoadLatest(dir.Sub("job"), &skipped);
+  REQUIRE(saved.ok());
+  REQUIRE(saved->has_value());
+  const checkpoint::Entry* entry = (*saved)->Find("running/mean");
+  REQUIRE(entry != nullptr);
+  CHECK(entry->values == observed.final_state.at("running/mean"));
+  CHECK((*saved)->Find("running/mean/slot_0") == nullptr);
+}
+
 TEST_CASE("two simulated devices train the CPU path's variables, bit for bit") {
   SimulatedDevices devices;
   TempDir dir;
@@ -202,6 +272,7 @@ TEST_CASE("two simulated devices train the CPU path's variables, bit for bit") {
   REQUIRE(cpu_code == 0);
   REQUIRE(sim_code == 0);
   CHECK(SameBits(on_cpu.final_values, on_sim.final_values));
+  CHECK(SameBits(on_cpu.final_state, on_sim.final_state));
 }
 
 TEST_CASE("checkpoints, summaries, warm start and resuming work from device state") {
@@ -253,6 +324,7 @@ TEST_CASE("checkpoints, summaries, warm start and resuming work from device stat
   REQUIRE(resumed_code == 0);
   REQUIRE(straight_code == 0);
   CHECK(SameBits(resumed_values.final_values, straight.final_values));
+  CHECK(SameBits(resumed_values.final_state, straight.final_state));  // restored on the devices
 
   // A new job warm-started from the first one's checkpoint, on the devices and on the CPU.
   auto [warm_code, warm] =
@@ -266,7 +338,9 @@ TEST_CASE("checkpoints, summaries, warm start and resuming work from device stat
   REQUIRE(warm_cpu_code == 0);
   REQUIRE(cold_code == 0);
   CHECK(SameBits(warm.final_values, warm_cpu.final_values));
+  CHECK(SameBits(warm.final_state, warm_cpu.final_state));
   CHECK_FALSE(SameBits(warm.final_values, cold.final_values));
+  CHECK_FALSE(SameBits(warm.final_state, cold.final_state));  // warm-started by name too
 }
 
 }  // namespace

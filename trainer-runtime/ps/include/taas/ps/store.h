@@ -45,7 +45,9 @@ struct TrainingSpec {
 struct ShardState {
   std::string name;
   std::vector<float> values;
-  std::vector<std::vector<float>> slots;  // Empty on initialise = zero slots.
+  // Empty on initialise = zero slots, made by the shard's first update (a snapshot of a shard
+  // never updated has none).
+  std::vector<std::vector<float>> slots;
 };
 
 enum class PushOutcome { kApplied, kStale, kReset, kDone };
@@ -124,7 +126,8 @@ class ParameterStore {
                                                         std::vector<GradientSize> shards,
                                                         int worker = -1);
 
-  // Copies of every shard with its slots, and the step (for checkpoints).
+  // Copies of every shard with its slots (none for a shard initialised without slots and never
+  // updated since: zeros), and the step (for checkpoints).
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot() const;
 
   // Training is over: pending pushes are released with kDone, later pushes get kDone; pulls

@@ -45,7 +45,9 @@ struct WarmStartSettings {
 absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
                                        const std::vector<Variable*>& variables);
 
-// An InitFn that runs WarmStartVariables on the session's variables and logs what it copied.
+// An InitFn that runs WarmStartVariables on the session's variables and state (Session::state(),
+// matched and renamed by the same settings: a frozen trunk's BatchNorm statistics come with it)
+// and logs what it copied.
 InitFn WarmStart(WarmStartSettings settings);
 
 }  // namespace taas
