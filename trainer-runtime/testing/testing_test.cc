@@ -70,8 +70,8 @@ struct Logistic : DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(Session&) override {
-    return {{"w0_plus_hidden", w.value.data()[0] + hidden_state}};
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session&) override {
+    return std::map<std::string, double>{{"w0_plus_hidden", w.value.data()[0] + hidden_state}};
   }
 };
 

@@ -6,7 +6,8 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias).
+// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias),
+// --fail_evaluate=MESSAGE (evaluate() returns that error: a test set that cannot be read).
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -42,6 +43,8 @@ class LinearRegression : public taas::DistModel {
         optimizer_ = value;
       } else if (key == "--init_bias") {
         init_bias_ = std::stof(value);
+      } else if (key == "--fail_evaluate") {
+        evaluate_error_ = value;
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -96,7 +99,8 @@ class LinearRegression : public taas::DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(taas::Session&) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session&) override {
+    if (!evaluate_error_.empty()) return absl::NotFoundError(evaluate_error_);
     double mse = 0;
     int close = 0, n = 0;
     Batch(-1, 0, [&](const float* x, float y) {  // step -1: held-out data
@@ -105,7 +109,8 @@ class LinearRegression : public taas::DistModel {
       close += std::abs(err) < 0.5 ? 1 : 0;
       ++n;
     });
-    return {{"loss", mse / n}, {"accuracy", static_cast<double>(close) / n}};
+    return std::map<std::string, double>{{"loss", mse / n},
+                                         {"accuracy", static_cast<double>(close) / n}};
   }
 
   void after_train(taas::Session& session, bool is_chief) override {
@@ -141,6 +146,7 @@ class LinearRegression : public taas::DistModel {
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
+  std::string evaluate_error_;  // --fail_evaluate
   std::optional<float> init_bias_;
 };
 

@@ -37,7 +37,7 @@ class FashionMnistTrainer : public DistModel {
 
   absl::Status build_model(ModelBuilder& builder) override;
   StepResult train(Session& session) override;
-  std::map<std::string, double> evaluate(Session& session) override;
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override;
   void after_train(Session& session, bool is_chief) override;
 
  private:
