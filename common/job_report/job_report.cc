@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 
 namespace taas::job_report {
@@ -40,8 +41,9 @@ std::string Format(const JobReport& report) {
   for (const auto& [name, value] : report.final_metrics) metrics[name] = value;
   nlohmann::json text = {{std::string(kGlobalStepKey), report.global_step},
                          {std::string(kFinalMetricsKey), std::move(metrics)}};
-  if (!report.error.empty()) text[std::string(kErrorKey)] = report.error.substr(0, kMaxError);
-  // An error cut inside a UTF-8 sequence, or a message holding other bytes, must not throw.
+  if (!report.error.empty())
+    text[std::string(kErrorKey)] = std::string(Utf8Prefix(report.error, kMaxError));
+  // A message holding bytes that are not UTF-8 (a path) must not throw.
   return text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
