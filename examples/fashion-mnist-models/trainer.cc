@@ -16,6 +16,7 @@ absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args
   double learning_rate = 0.0;
   flags::FlagSet flags;
   flags.Int("batch_size", 1, std::int64_t{1} << 20, &batch_size_);
+  flags.Int("eval_batch_size", 0, std::int64_t{1} << 20, &eval_batch_size_);
   flags.String("data_dir", &data_dir_);
   flags.Int("threads", 0, 1024, &threads_);
   flags.Int("seed", 0, std::numeric_limits<std::int64_t>::max(), &seed);
@@ -144,7 +145,8 @@ absl::StatusOr<std::map<std::string, double>> FashionMnistTrainer::evaluate(Sess
   // on its first evaluation. An error is the job's: the runtime names it in the job's result.
   TAAS_RETURN_IF_ERROR(LoadTestSet());
   SwapAverages();
-  auto metrics = EvaluateDataset(*model_, test_, batch_size_, session.info().device);
+  auto metrics = EvaluateDataset(
+      *model_, test_, eval_batch_size_ > 0 ? eval_batch_size_ : batch_size_, session.info().device);
   SwapAverages();
   return metrics;
 }
