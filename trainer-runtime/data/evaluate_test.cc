@@ -4,21 +4,10 @@
 
 #include <set>
 
+#include "tiny_dataset.h"
+
 namespace taas::data {
 namespace {
-
-// n examples of 2x2 pixels; example i has every pixel = i and label i % 10.
-std::shared_ptr<const ImageDataset> Tiny(std::int64_t n) {
-  auto dataset = std::make_shared<ImageDataset>();
-  dataset->count = n;
-  dataset->rows = 2;
-  dataset->cols = 2;
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (int p = 0; p < 4; ++p) dataset->pixels.push_back(static_cast<std::uint8_t>(i));
-    dataset->labels.push_back(static_cast<std::uint8_t>(i % 10));
-  }
-  return dataset;
-}
 
 int IdOf(const Batch& batch, std::int64_t b) {
   return static_cast<int>(batch.images.data()[b * 4] * 255.0f + 0.5f);
@@ -31,7 +20,7 @@ TEST_CASE("every example once, in batches of N, each metric the mean over all ex
     options.batch_size = batch_size;
     std::multiset<int> seen;
     std::vector<std::int64_t> sizes;
-    auto metrics = EvaluateInBatches(Tiny(10), options, [&](const Batch& batch) {
+    auto metrics = EvaluateInBatches(testing::TinyDataset(10), options, [&](const Batch& batch) {
       double id_sum = 0, even = 0;
       const std::int64_t n = batch.images.shape()[0];
       for (std::int64_t b = 0; b < n; ++b) {
@@ -54,7 +43,7 @@ TEST_CASE("every example once, in batches of N, each metric the mean over all ex
 }
 
 TEST_CASE("a view is scored over its examples only") {
-  DatasetView view{Tiny(10), {7, 8, 9}};
+  DatasetView view{testing::TinyDataset(10), {7, 8, 9}};
   auto metrics = EvaluateInBatches(view, {.batch_size = 2}, [](const Batch& batch) {
     double sum = 0;
     for (std::int64_t b = 0; b < batch.images.shape()[0]; ++b) sum += IdOf(batch, b);
@@ -71,20 +60,23 @@ TEST_CASE("errors name the batch and what is wrong") {
   };
   CHECK(EvaluateInBatches(std::make_shared<ImageDataset>(), {}, constant).status().message() ==
         "evaluation: the data set has no examples to score");
-  CHECK(EvaluateInBatches(Tiny(10), {.batch_size = 0}, constant).status().code() ==
+  CHECK(EvaluateInBatches(testing::TinyDataset(10), {.batch_size = 0}, constant).status().code() ==
         absl::StatusCode::kInvalidArgument);
   const auto fails_third = [](const Batch& batch) -> absl::StatusOr<BatchMetrics> {
     if (IdOf(batch, 0) == 8) return absl::DataLossError("corrupt labels");
     return BatchMetrics{{"loss", 1.0}};
   };
-  const absl::Status failed = EvaluateInBatches(Tiny(10), {.batch_size = 4}, fails_third).status();
+  const absl::Status failed =
+      EvaluateInBatches(testing::TinyDataset(10), {.batch_size = 4}, fails_third).status();
   CHECK(failed.code() == absl::StatusCode::kDataLoss);
   CHECK(failed.message() == "evaluation: batch 3 (examples 8-9): corrupt labels");
   const auto drops_a_metric = [](const Batch& batch) -> absl::StatusOr<BatchMetrics> {
     if (IdOf(batch, 0) == 0) return BatchMetrics{{"accuracy", 1.0}, {"loss", 1.0}};
     return BatchMetrics{{"accuracy", 1.0}};
   };
-  CHECK(EvaluateInBatches(Tiny(10), {.batch_size = 5}, drops_a_metric).status().message() ==
+  CHECK(EvaluateInBatches(testing::TinyDataset(10), {.batch_size = 5}, drops_a_metric)
+            .status()
+            .message() ==
         "evaluation: batch 2 (examples 5-9) returned accuracy, the first batch accuracy, loss");
 }
 
