@@ -92,6 +92,7 @@ absl::StatusOr<job_report::JobReport> ReadJobResult(const std::string& files_dir
 
 std::string DescribeReport(const job_report::JobReport& report) {
   std::string text = "at step " + std::to_string(report.global_step);
+  if (!report.error.empty()) return text + ": " + report.error;
   if (report.final_metrics.empty()) {
     return text + "; its model reported no final metrics (Session::ReportFinalMetrics)";
   }

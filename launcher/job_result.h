@@ -33,9 +33,10 @@ absl::StatusOr<job_report::JobReport> ReadJobResult(const std::string& files_dir
                                                     const std::string& chief,
                                                     const std::string& evaluator);
 
-// What the report says for the console: "at step 6000: final accuracy 0.9087, loss 0.2571", or
-// "at step 6000; its model reported no final metrics (Session::ReportFinalMetrics)". A value
-// shows 4 decimals, or 4 significant digits when smaller than 0.001.
+// What the report says for the console: "at step 6000: final accuracy 0.9087, loss 0.2571",
+// "at step 6000; its model reported no final metrics (Session::ReportFinalMetrics)", or its
+// error: "at step 6000: evaluate() failed: no test set in /data". A value shows 4 decimals, or 4
+// significant digits when smaller than 0.001.
 std::string DescribeReport(const job_report::JobReport& report);
 
 }  // namespace taas::launcher

@@ -113,6 +113,10 @@ TEST_CASE("the console's words for a report") {
   report.final_metrics = {{"accuracy", 1}, {"mse", 0.0000123}, {"zero", 0}, {"big", 12345.678}};
   CHECK(DescribeReport(report) ==
         "at step 300: final accuracy 1.0000, big 12345.6780, mse 1.23e-05, zero 0.0000");
+  // A chief whose evaluation failed: its error, not "no final metrics".
+  report.final_metrics.clear();
+  report.error = "evaluate() failed: no test set in /data";
+  CHECK(DescribeReport(report) == "at step 300: evaluate() failed: no test set in /data");
 }
 
 }  // namespace

@@ -384,13 +384,20 @@ std::string JobRunner::ResultLine(bool succeeded) {
       job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
   const std::string plain = job + (succeeded ? " succeeded" : " failed") +
                             (cond ? ": " + cond->message : std::string()) + where;
-  if (!succeeded) return plain;
   std::string chief, evaluator;
   for (const Replica& r : replicas_) {
     if (tfjob::IsMasterRole(job_.spec, r.type, r.index)) chief = r.name;
     if (tfjob::IsResultEvaluator(r.type, r.index)) evaluator = r.name;
   }
   if (chief.empty()) return plain;
+  if (!succeeded) {
+    // A chief whose evaluation failed said why in its report: that is the job's failure.
+    const absl::StatusOr<job_report::JobReport> failed =
+        ReadJobReport(TerminationMessagePath(logs_->dir(), chief));
+    if (failed.ok() && !failed->error.empty())
+      return job + " failed " + DescribeReport(*failed) + where;
+    return plain;
+  }
   const absl::StatusOr<job_report::JobReport> report =
       ReadJobResult(logs_->dir(), chief, evaluator);
   if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;

@@ -388,6 +388,23 @@ TEST_CASE_FIXTURE(Fixture,
   CHECK(tfjob["status"]["progress"]["finalMetrics"]["accuracy"] == 0.875);
 }
 
+TEST_CASE_FIXTURE(Fixture, "a chief whose final evaluation failed: the status names the error") {
+  auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kFailed, false);  // the chief
+  w0.exit_code = 3;
+  auto w1 = Process(ReplicaType::kWorker, 1, ReplicaPhase::kSucceeded, false);
+  w1.exit_code = 0;
+  Publish(state, job, {w0, w1}, kT0 + std::chrono::seconds(30));
+  // A failed chief without a report (any other failure): no result.
+  CHECK(CallJson("GET", "tfjobs")["items"][0]["progress"].is_null());
+  WriteReport("linear-worker-0",
+              R"({"globalStep":50,"finalMetrics":{},"error":"evaluate() failed: no test set"})");
+  const json row = CallJson("GET", "tfjobs")["items"][0];
+  CHECK(row["progress"]["finalError"] == "evaluate() failed: no test set");
+  CHECK(row["progress"]["finalMetrics"].empty());
+  const json tfjob = source.ListJobObjects("default")->at(0);
+  CHECK(tfjob["status"]["progress"]["finalError"] == "evaluate() failed: no test set");
+}
+
 TEST_CASE_FIXTURE(Fixture, "a missing or hostile report leaves the job without final metrics") {
   auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kSucceeded, false);
   w0.exit_code = 0;

@@ -217,6 +217,21 @@ def scenario_async(tmp):
     del lines
 
 
+def scenario_eval_fails(tmp):
+    """A chief whose final evaluation returns an error fails the job (exit 3), and the console's
+    last line names the error, from the report the chief left, rather than "succeeded with no
+    final metrics"."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "50", "TAAS_EVAL_ON_CHIEF": "end"},
+                 args=["--fail_evaluate=no held-out set in /data/test (give --test_dir)"])
+    code = run.finish()
+    lines = run.snapshot()
+    assert code == 1, (code, run.dump())
+    assert run.count(r"^\[taas\] linear-worker-0 exited with code 3 ") == 1, run.dump()
+    assert re.search(r"^\[taas\] job linear failed at step 50: evaluate\(\) failed: no held-out "
+                     r"set in /data/test \(give --test_dir\) \(model dir ", lines[-1]), lines[-1]
+
+
 def scenario_sync(tmp):
     run = Launch(tmp, "linear", [("PS", 2), ("Worker", 2)],
                  {"TF_MAX_STEPS": "200", "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"})

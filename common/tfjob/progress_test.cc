@@ -122,6 +122,21 @@ TEST_CASE("progress: JSON with the derived percent, eta and accuracy, and back")
   CHECK_FALSE(ProgressFromJson("42%").has_value());
 }
 
+TEST_CASE("progress: a failed final evaluation is a finalError, bounded and a change") {
+  JobProgress failed = Running();
+  failed.final_error = "evaluate() failed: no test set in /data";
+  const json j = ProgressToJson(failed);
+  CHECK(j["finalError"] == "evaluate() failed: no test set in /data");
+  CHECK(ProgressFromJson(j) == failed);
+  CHECK(ProgressChanged(Running(), failed));
+  // Cut to kMaxProgressErrorBytes, never inside a character ("é" is two bytes).
+  std::string long_error(kMaxProgressErrorBytes - 1, 'x');
+  long_error += "\u00e9 and more";
+  const auto read = ProgressFromJson({{"finalError", json::parse("\"" + long_error + "\"")}});
+  CHECK(read->final_error == std::string(kMaxProgressErrorBytes - 1, 'x'));
+  CHECK(ProgressFromJson({{"finalError", 7}})->final_error.empty());
+}
+
 TEST_CASE("progress: a hostile status.progress loses the fields it got wrong, nothing else") {
   json bad = ProgressToJson(Running());
   bad["globalStep"] = "2520";                // a string

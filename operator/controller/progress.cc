@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
@@ -204,6 +205,8 @@ tf::JobProgress WithJobReport(tf::JobProgress progress, const job_report::JobRep
       final_metrics.emplace(name, value);
   }
   if (!final_metrics.empty()) progress.final_metrics = std::move(final_metrics);
+  // A chief whose evaluation failed: the status says why the job has no result.
+  progress.final_error = Utf8Prefix(report.error, tf::kMaxProgressErrorBytes);
   progress.eta_seconds.reset();
   progress.update_time = at;
   return progress;

@@ -397,5 +397,19 @@ TEST_CASE("progress: the chief's report over what was read") {
   CHECK(p.final_metrics == std::map<std::string, double>{{"top_5", 0.95}});
 }
 
+TEST_CASE("progress: a chief whose final evaluation failed: the status names the error") {
+  const tf::Time at = kNow + std::chrono::seconds(9);
+  tf::JobProgress p = WithJobReport(At(300), {300, {}, "evaluate() failed: no test set"}, at);
+  CHECK(p.final_error == "evaluate() failed: no test set");
+  CHECK(p.final_metrics.empty());
+  // A restarted chief that then succeeded clears it.
+  p = WithJobReport(p, {300, {{"accuracy", 0.9}}}, at);
+  CHECK(p.final_error.empty());
+  // Cut to what a progress holds, never inside a character.
+  const std::string long_error = std::string(tf::kMaxProgressErrorBytes - 1, 'x') + "\xc3\xa9";
+  p = WithJobReport(At(300), {300, {}, long_error}, at);
+  CHECK(p.final_error == std::string(tf::kMaxProgressErrorBytes - 1, 'x'));
+}
+
 }  // namespace
 }  // namespace taas::controller

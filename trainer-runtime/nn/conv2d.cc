@@ -108,8 +108,8 @@ absl::StatusOr<ConvGeometry> Conv2D::GeometryFor(const Shape& input_shape) const
 }
 
 absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
-  auto it = plans_.find(input_shape);
-  if (it != plans_.end() && it->second->has_bwd_data == input_gradient_) return it->second.get();
+  Plan* kept = internal::FindPlan(plans_, input_shape);
+  if (kept != nullptr && kept->has_bwd_data == input_gradient_) return kept;
 
   TAAS_ASSIGN_OR_RETURN(const ConvGeometry g, GeometryFor(input_shape));
   const std::int64_t n = g.n, h = g.h, w = g.w, oh = g.out_h, ow = g.out_w;
@@ -183,9 +183,7 @@ absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
                                : memory(plan->bwd_data_pd.weights_desc(), engine);
       plan->weights_to_bwd_data.Init(user_weights, bwd_weights);
     }
-    Plan* result = plan.get();
-    plans_[input_shape] = std::move(plan);
-    return result;
+    return internal::KeepPlan(plans_, input_shape, std::move(plan));
   });
 }
 

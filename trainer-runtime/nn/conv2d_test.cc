@@ -120,5 +120,24 @@ TEST_CASE("conv2d: Keras's initialisers by default; the options name others") {
       std::invalid_argument);
 }
 
+TEST_CASE("conv2d keeps primitives for the last kMaxShapePlans batch shapes only") {
+  ComputeContext context;
+  Conv2D conv(context,
+              Conv2DOptions{.name = "c", .in_channels = 1, .filters = 2, .kernel_size = 3});
+  // Training in batches of 8, then an evaluation whose batches are of every size: the layer keeps
+  // what it runs now, not a plan (and its buffers) for every size it ever saw.
+  const Tensor train = Random({8, 6, 6, 1}, 1);
+  const Tensor first = Ok(conv.Forward(train, true));
+  for (std::int64_t n = 1; n <= 12; ++n) {
+    Ok(conv.Forward(Random({n, 6, 6, 1}, 2), false));
+    CHECK(conv.planned_shapes() <= kMaxShapePlans);
+  }
+  CHECK(conv.planned_shapes() == kMaxShapePlans);
+  // The training shape, dropped meanwhile, is planned again and computes the same.
+  const Tensor again = Ok(conv.Forward(train, true));
+  for (std::int64_t i = 0; i < first.size(); ++i) CHECK(again.data()[i] == first.data()[i]);
+  Ok(conv.Backward(again));
+}
+
 }  // namespace
 }  // namespace taas::nn

@@ -95,7 +95,9 @@ absl::Status ParseModelArgs(const flags::FlagSet& flags, const std::vector<std::
   return absl::InvalidArgumentError("model arguments: " + std::string(status.message()));
 }
 
-std::map<std::string, double> DistModel::evaluate(Session&) { return {}; }
+absl::StatusOr<std::map<std::string, double>> DistModel::evaluate(Session&) {
+  return std::map<std::string, double>{};
+}
 void DistModel::after_train(Session&, bool) {}
 
 namespace runtime {

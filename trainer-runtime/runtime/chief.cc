@@ -304,12 +304,16 @@ absl::Status ChiefEvaluation::AtEnd(std::int64_t global_step) {
 absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step, bool final) {
   state_.global_step = global_step;
   const auto start = std::chrono::steady_clock::now();
-  std::map<std::string, double> metrics;
   TAAS_RETURN_IF_ERROR(state_.replica->Synchronize());
-  TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
-    metrics = model_.evaluate(session_);
-    return absl::OkStatus();
-  }));
+  absl::StatusOr<std::map<std::string, double>> evaluated = EvaluateModel(model_, session_);
+  if (!evaluated.ok()) {
+    // The chief exits with the model's failure; its report says why, so the job's result names
+    // the error rather than "no final metrics".
+    WriteJobReport(
+        ctx_, {global_step, {}, "evaluate() failed: " + std::string(evaluated.status().message())});
+    return evaluated.status();
+  }
+  const std::map<std::string, double>& metrics = *evaluated;
   last_step_ = global_step;
   last_metrics_ = metrics;
   if (final) session_.ReportFinalMetrics(metrics);
@@ -339,6 +343,10 @@ void PublishJobReport(Context& ctx, std::int64_t global_step,
   ctx.logger.Info("final metrics", {{"global_step", global_step}, {"metrics", line}});
   ctx.gauges->SetLabeled(contract::kFinalMetric, "The job's final metrics, once training ended",
                          samples);
+  WriteJobReport(ctx, {global_step, metrics, {}});
+}
+
+void WriteJobReport(Context& ctx, const job_report::JobReport& report) {
   std::string path = ctx.config->termination_message_path;
   std::error_code ec;
   if (path.empty() &&
@@ -347,7 +355,7 @@ void PublishJobReport(Context& ctx, std::int64_t global_step,
   }
   if (path.empty()) return;
   std::ofstream out(path, std::ios::trunc);
-  out << job_report::Format({global_step, metrics});
+  out << job_report::Format(report);
   out.flush();
   if (!out) {
     ctx.logger.Warning("cannot write the job's report", {{"path", path}});

@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/job_report/job_report.h"
 #include "taas/summary/event_writer.h"
 
 namespace taas::runtime {
@@ -126,7 +127,8 @@ inline constexpr const char* kChiefEvalDir = "eval_chief";
 // training ends, with the variables as the chief holds them after the step (under PS, the values
 // its last push brought back; both sides of the replica's state brought up to date first). Each is
 // logged ("evaluated on the chief") and published under <model dir>/eval_chief. A failure is the
-// model's (evaluate() returned nothing useful or threw).
+// model's (evaluate() returned an error or threw): the chief leaves a report naming it
+// (WriteJobReport) and the caller exits with kExitModelError.
 class ChiefEvaluation {
  public:
   ChiefEvaluation(Context& ctx, DistModel& model, Session& session, Session::State& state);
@@ -159,6 +161,10 @@ class ChiefEvaluation {
 // result (job_report::JobResult); a report that cannot be written is a warning.
 void PublishJobReport(Context& ctx, std::int64_t global_step,
                       const std::map<std::string, double>& metrics);
+
+// Leaves `report` at the configured termination message path (else Kubernetes' when it exists);
+// a report that cannot be written is a warning.
+void WriteJobReport(Context& ctx, const job_report::JobReport& report);
 
 // Once the chief's after_train returned: its final metrics published (PublishJobReport) and
 // written as TensorBoard scalars "final/<name>" through `schedule`.

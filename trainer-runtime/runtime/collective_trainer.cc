@@ -130,10 +130,15 @@ class CollectiveTrainer {
   // The optimizer on elements [begin, begin + count) of variable `v` (registration order).
   absl::Status Apply(Replica& replica, std::size_t v, std::int64_t begin, std::int64_t count,
                      std::int64_t step);
+  // Adds the step to `window` and `run`, and logs the window every log_steps local steps.
   void Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
-              ProgressWindow& window);
+              ProgressWindow& window, RunSummary& run);
+  // The "training" line of `window`, closing it.
+  void LogWindow(Replica& replica, std::int64_t local_step, ProgressWindow& window);
   std::optional<Failure> CheckVariablesAgree(Replica& replica);
-  std::optional<Failure> Finish(Replica& replica, bool stopped_by_model);
+  // `local_step`, `window` and `run`: the replica's, for its last window and its run summary.
+  std::optional<Failure> Finish(Replica& replica, bool stopped_by_model, std::int64_t local_step,
+                                ProgressWindow& window, const RunSummary& run);
   absl::Status SaveCheckpoint(Replica& replica, std::int64_t global_step);
 
   // The first replica of the chief: it initialises, checkpoints and writes summaries.
@@ -379,6 +384,7 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
   if (auto failure = ShareStartState(replica)) return failure;
   replica.notices.Watch(replica.state().model_variables(), *replica.reduce);
   ProgressWindow window;
+  RunSummary run;
   std::int64_t local_step = 0;
   while (replica.session_state.global_step < info_.max_steps) {
     StepRecord record;
@@ -388,7 +394,7 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
     const std::int64_t step = replica.session_state.global_step;
     if (Reports(replica)) {
       SetGlobalStep(step);
-      Report(replica, local_step, record, window);
+      Report(replica, local_step, record, window, run);
     }
     if (IsChief(replica)) {
       schedule_->AfterStep(
@@ -401,10 +407,10 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
     }
     if (record.control[kStop] > 0.0f) {
       if (Reports(replica)) ctx_.logger.Info("train() asked to stop", {{"global_step", step}});
-      return Finish(replica, /*stopped_by_model=*/true);
+      return Finish(replica, /*stopped_by_model=*/true, local_step, window, run);
     }
   }
-  return Finish(replica, /*stopped_by_model=*/false);
+  return Finish(replica, /*stopped_by_model=*/false, local_step, window, run);
 }
 
 std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
@@ -571,10 +577,15 @@ absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int6
 }
 
 void CollectiveTrainer::Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
-                               ProgressWindow& window) {
+                               ProgressWindow& window, RunSummary& run) {
   window.Add(record.times);
+  run.Add(record.times.examples);
   ctx_.gauges->Set(contract::kLearningRateMetric, replica.session_state.learning_rate);
-  if (local_step % cfg_.log_steps != 0) return;
+  if (local_step % cfg_.log_steps == 0) LogWindow(replica, local_step, window);
+}
+
+void CollectiveTrainer::LogWindow(Replica& replica, std::int64_t local_step,
+                                  ProgressWindow& window) {
   const ProgressWindow::Summary w = window.Close();
   ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
   absl::StatusOr<float> loss = ReadLoss(replica.state());
@@ -624,21 +635,31 @@ std::optional<Failure> CollectiveTrainer::CheckVariablesAgree(Replica& replica) 
           std::to_string(cfg_.check_variables_steps) + " steps")};
 }
 
-std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_by_model) {
+std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_by_model,
+                                                 std::int64_t local_step, ProgressWindow& window,
+                                                 const RunSummary& run) {
   const std::int64_t step = replica.session_state.global_step;
   if (Reports(replica)) {
+    // The last window, shorter than TAAS_LOG_STEPS, is logged too.
+    if (window.steps() > 0) LogWindow(replica, local_step, window);
+    const RunSummary::Figures figures = run.Get();
     ctx_.logger.Info("training finished", {{"global_step", step},
                                            {"max_steps", info_.max_steps},
-                                           {"stopped_by_model", stopped_by_model}});
+                                           {"stopped_by_model", stopped_by_model},
+                                           {"local_steps", figures.local_steps},
+                                           {"warmup_steps", figures.warmup_steps},
+                                           {"mean_sec_per_batch", figures.sec_per_batch},
+                                           {"mean_examples_per_sec", figures.examples_per_sec}});
   }
   if (IsChief(replica)) {
     if (step != schedule_->last_checkpoint_step()) {
       absl::Status saved = SaveCheckpoint(replica, step);
       if (!saved.ok()) return Failure{FailureSource::kData, "final checkpoint failed", saved};
     }
-    MarkTrainingDone(info_, step);
+    // Done only once the final evaluation succeeded (as the PS trainer's Finish).
     absl::Status evaluated = evaluation_->AtEnd(step);
     if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
+    MarkTrainingDone(info_, step);
   }
   if (!Reports(replica)) return std::nullopt;
   absl::Status after = replica.state().Synchronize();

@@ -83,26 +83,28 @@ int RunEvaluator(Context& ctx) {
         built.global_step = c.global_step;
         ctx.global_step = c.global_step;
         const auto start = std::chrono::steady_clock::now();
-        std::map<std::string, double> results;
         built.replica->ValuesChangedOnHost();
         built.replica->StateChangedOnHost();
-        absl::Status s = built.replica->Synchronize();
-        if (s.ok())
-          s = CallModel("evaluate()", [&] {
-            results = built.model->evaluate(session);
-            return absl::OkStatus();
-          });
-        if (!s.ok())
-          return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed", s);
+        using Metrics = absl::StatusOr<std::map<std::string, double>>;
+        const absl::Status on_device = built.replica->Synchronize();
+        Metrics results =
+            on_device.ok() ? EvaluateModel(*built.model, session) : Metrics(on_device);
+        // A checkpoint it cannot score ends the evaluator (the model's failure), as one that
+        // stays corrupt does: the next would most likely fail the same way (the same test set),
+        // and skipping it would leave the job's result to a score of an older checkpoint.
+        if (!results.ok()) {
+          return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed",
+                      results.status());
+        }
         ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(c.global_step));
         const std::string line = PublishEvaluation(
-            ctx, events, (fs::path(info.model_dir) / "eval").string(), c.global_step, results);
+            ctx, events, (fs::path(info.model_dir) / "eval").string(), c.global_step, *results);
         ctx.logger.Info("evaluated checkpoint", {{"checkpoint", c.path},
                                                  {"global_step", c.global_step},
                                                  {"metrics", line},
                                                  {"secs", SecondsSince(start)}});
         evaluated = c.global_step;
-        last_results = std::move(results);
+        last_results = *std::move(results);
         last_new = std::chrono::steady_clock::now();
         logged_wait = false;
       }

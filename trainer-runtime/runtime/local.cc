@@ -63,12 +63,7 @@ absl::StatusOr<StepResult> LocalModel::Train() {
 }
 
 absl::StatusOr<std::map<std::string, double>> LocalModel::Evaluate() {
-  std::map<std::string, double> metrics;
-  TAAS_RETURN_IF_ERROR(runtime::CallModel("evaluate()", [&] {
-    metrics = impl_->built->model->evaluate(impl_->session);
-    return absl::OkStatus();
-  }));
-  return metrics;
+  return runtime::EvaluateModel(*impl_->built->model, impl_->session);
 }
 
 absl::StatusOr<std::string> LocalModel::SaveCheckpoint(const std::string& model_dir,

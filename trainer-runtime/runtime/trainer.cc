@@ -191,6 +191,7 @@ class Trainer {
   std::int64_t local_step_ = 0;
   std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
   ProgressWindow window_;
+  RunSummary run_;
 
   // Chief only: summaries, checkpoints and evaluate() when TAAS_EVAL_ON_CHIEF asks.
   ChiefSchedule schedule_;
@@ -303,12 +304,15 @@ int Trainer::Run() {
   std::optional<ps::PullInfo> refreshed;  // what the last push brought back; empty: pull
   bool chief_stop = false;
   window_ = ProgressWindow();  // the first window starts with the first step, not at start-up
+  run_ = RunSummary();
+  std::optional<StepResult> last_result;  // the last step's, for the last window's loss
   while (true) {
     Step step;
     Outcome outcome = PullVariables(refreshed, step);
     if (outcome.next == Next::kRetry) continue;
     if (outcome.next == Next::kExit) return outcome.exit_code;
     if (step.pulled.done || step.pulled.global_step >= info_.max_steps) break;
+    last_result.reset();  // its device loss is valid only until the next train()
 
     outcome = Train(step);
     if (outcome.next == Next::kExit) return outcome.exit_code;
@@ -323,13 +327,17 @@ int Trainer::Run() {
       absl::Status evaluated = evaluation_.AfterStep(global_step);
       if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
     }
+    const bool stop = step.result.stop;
+    last_result = std::move(step.result);
     if (step.pushed.done || global_step >= info_.max_steps) break;
-    if (step.result.stop) {
+    if (stop) {
       chief_stop = info_.is_chief;
       ctx_.logger.Info("train() asked to stop", {{"global_step", global_step}});
       break;
     }
   }
+  // The last window, shorter than TAAS_LOG_STEPS, is logged too.
+  if (window_.steps() > 0 && last_result) LogProgress(last_global_step_, *last_result);
   return Finish(chief_stop);
 }
 
@@ -497,6 +505,7 @@ std::int64_t Trainer::Record(const Step& step) {
   const std::int64_t global_step = std::max(step.pushed.global_step, step.pulled.global_step);
   SetGlobalStep(global_step);
   window_.Add(step.times);
+  run_.Add(step.times.examples);
   ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
   if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result);
   if (info_.is_chief) {
@@ -534,9 +543,14 @@ void Trainer::LogProgress(std::int64_t global_step, const StepResult& result) {
 }
 
 int Trainer::Finish(bool chief_stop) {
+  const RunSummary::Figures run = run_.Get();
   ctx_.logger.Info("training finished", {{"global_step", last_global_step_},
                                          {"max_steps", info_.max_steps},
-                                         {"stopped_by_model", chief_stop}});
+                                         {"stopped_by_model", chief_stop},
+                                         {"local_steps", run.local_steps},
+                                         {"warmup_steps", run.warmup_steps},
+                                         {"mean_sec_per_batch", run.sec_per_batch},
+                                         {"mean_examples_per_sec", run.examples_per_sec}});
   if (!info_.is_chief) {
     // Best effort: the final values for after_train (the PS may already be gone).
     auto pulled = client_.Pull(placement_, Buffers(), 10);
@@ -567,9 +581,11 @@ int Trainer::Finish(bool chief_stop) {
     absl::Status s = SaveCheckpoint(pulled->global_step);
     if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
-  MarkTrainingDone(info_, pulled->global_step);
+  // Done only once the final evaluation succeeded: a chief restarted after it failed (restart
+  // policy OnFailure) evaluates the final checkpoint again instead of ending with no result.
   absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);
   if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
+  MarkTrainingDone(info_, pulled->global_step);
   absl::Status after = built_.replica->Synchronize();
   if (after.ok())
     after = CallModel("after_train()", [&] {

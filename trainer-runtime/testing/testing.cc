@@ -176,7 +176,7 @@ class Recorder final : public DistModel {
     if (records_) recording_->losses.push_back(LossOf(result));
     return result;
   }
-  std::map<std::string, double> evaluate(Session& session) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override {
     return inner_->evaluate(session);
   }
   void after_train(Session& session, bool is_chief) override {

@@ -77,9 +77,9 @@ struct Logistic : DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(Session&) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session&) override {
     const float kept = register_hidden ? hidden.value.data()[0] : hidden_state;
-    return {{"w0_plus_hidden", w.value.data()[0] + kept}};
+    return std::map<std::string, double>{{"w0_plus_hidden", w.value.data()[0] + kept}};
   }
 };
 

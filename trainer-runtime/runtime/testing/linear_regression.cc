@@ -11,6 +11,7 @@
 // replica's batches hold, and "linear/frozen", which nothing trains), --frozen=F (implies --state:
 // the init fn sets linear/frozen to F). With --state, after_train logs "final state" and
 // evaluate() reports both as metrics.
+// --fail_evaluate=MESSAGE (evaluate() returns that error: a test set that cannot be read).
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -51,6 +52,8 @@ class LinearRegression : public taas::DistModel {
       } else if (key == "--frozen") {
         state_ = true;
         frozen_init_ = std::stof(value);
+      } else if (key == "--fail_evaluate") {
+        evaluate_error_ = value;
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -121,7 +124,8 @@ class LinearRegression : public taas::DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(taas::Session&) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session&) override {
+    if (!evaluate_error_.empty()) return absl::NotFoundError(evaluate_error_);
     double mse = 0;
     int close = 0, n = 0;
     Batch(-1, 0, [&](const float* x, float y) {  // step -1: held-out data
@@ -180,6 +184,7 @@ class LinearRegression : public taas::DistModel {
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
+  std::string evaluate_error_;  // --fail_evaluate
   std::optional<float> init_bias_;
 };
 

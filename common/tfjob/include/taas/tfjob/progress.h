@@ -43,6 +43,8 @@ inline constexpr std::string_view kAccuracyMetricName = "accuracy";
 inline constexpr std::size_t kMaxProgressMetrics = 16;          // per map; the rest is dropped
 inline constexpr std::size_t kMaxProgressMetricNameBytes = 63;  // [A-Za-z0-9_.-], a letter first
 inline constexpr std::int64_t kMaxProgressStep = std::int64_t{1} << 53;  // exact in a double
+// finalError's bytes at most (the CRD's maxLength): a job report's error fits (job_report.h).
+inline constexpr std::size_t kMaxProgressErrorBytes = 512;
 
 // globalStep / maxSteps in percent, rounded down and held to 0-100; nullopt without both (or
 // with maxSteps <= 0).
@@ -64,8 +66,9 @@ bool IsProgressMetricName(std::string_view name);
 nlohmann::json ProgressToJson(const JobProgress& progress);
 // Reads status.progress as the operator wrote it; any other JSON type in any field, a value out
 // of range, a metric name IsProgressMetricName refuses or a non-finite number drops that field
-// alone (whoever may write the status may write anything there, and the operator rewrites it).
-// The derived fields are not read. nullopt when `value` is not an object.
+// alone (a finalError longer than kMaxProgressErrorBytes is cut at a character's start) (whoever
+// may write the status may write anything there, and the operator rewrites it). The derived fields
+// are not read. nullopt when `value` is not an object.
 std::optional<JobProgress> ProgressFromJson(const nlohmann::json& value);
 
 // The global step's rate over about the last `window`: the samples inside it and one before, so

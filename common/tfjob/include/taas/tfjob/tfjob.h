@@ -209,7 +209,10 @@ struct JobProgress {
   std::optional<std::int64_t> eta_seconds;
   std::map<std::string, double> metrics;        // latest, by name ("loss", "accuracy")
   std::map<std::string, double> final_metrics;  // the job's result, once training ended
-  std::optional<Time> update_time;              // when these were read from the trainer
+  // Why the job has no result: its chief's evaluation failed (its report's error,
+  // taas/job_report); empty otherwise. At most kMaxProgressErrorBytes (progress.h).
+  std::string final_error;
+  std::optional<Time> update_time;  // when these were read from the trainer
 
   bool operator==(const JobProgress&) const = default;
 };

@@ -4,9 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "taas/nn/compute.h"
@@ -61,6 +62,8 @@ class Conv2D final : public Layer {
   absl::StatusOr<const Tensor*> Rebind(const Tensor& input);
   // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
   std::string ImplementationInfo() const;
+  // Input shapes the layer holds primitives for on the host: at most kMaxShapePlans.
+  std::size_t planned_shapes() const { return plans_.size(); }
 
  private:
   struct Plan;
@@ -82,7 +85,8 @@ class Conv2D final : public Layer {
   Regularizer regularizer_;
   bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
-  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  // Most recently used first, at most kMaxShapePlans (layer.h; internal::ShapePlans).
+  std::list<std::pair<Shape, std::unique_ptr<Plan>>> plans_;
   Plan* plan_ = nullptr;
   ConvGeometry geometry_;                      // of the last Forward on a device
   std::unique_ptr<DeviceState> device_state_;  // the device kernels' own
