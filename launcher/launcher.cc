@@ -237,9 +237,10 @@ void JobRunner::Event(bool warning, std::string reason, std::string message,
 }
 
 void JobRunner::ShowTail(const Replica& replica) {
-  // Enough for the runtime's one error line and what led to it.
+  // Enough for the runtime's one error line and what led to it; a long line shows its end.
   constexpr int kTailLines = 10;
-  auto tail = state_.LogTail(replica.name, kTailLines);
+  constexpr std::size_t kTailBytes = 64 << 10;
+  auto tail = state_.LogTail(replica.name, kTailLines, kTailBytes);
   if (!tail.ok() || tail->empty()) return;
   console_.Say("the last lines of " + replica.name +
                " (all of them: " + logs_->PathOf(replica.name) + "):");

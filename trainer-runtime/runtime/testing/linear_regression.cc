@@ -6,9 +6,12 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias).
+// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias),
+// --long_line=N (prints one line of N bytes ending "the end of the long line" when the model is
+// built: the log viewer's browser test).
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <string>
@@ -42,6 +45,8 @@ class LinearRegression : public taas::DistModel {
         optimizer_ = value;
       } else if (key == "--init_bias") {
         init_bias_ = std::stof(value);
+      } else if (key == "--long_line") {
+        PrintLongLine(std::stoul(value));
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -62,6 +67,14 @@ class LinearRegression : public taas::DistModel {
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().replica_id_in_sync();
     return absl::OkStatus();
+  }
+
+  static void PrintLongLine(std::size_t bytes) {
+    const std::string end = " the end of the long line";
+    const std::string line = std::string(bytes > end.size() ? bytes - end.size() : 0, 'x') + end;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
   }
 
   taas::InitFn get_init_fn() override {
