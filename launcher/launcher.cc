@@ -395,6 +395,8 @@ std::string JobRunner::ResultLine(bool succeeded) {
   const absl::StatusOr<job_report::JobReport> report =
       ReadJobResult(logs_->dir(), chief, evaluator);
   if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
+  // A job of plain commands leaves no report to miss (ReadJobResult).
+  if (absl::IsNotFound(report.status())) return plain;
   console_.Say("warning: the job's final metrics are unknown: " +
                std::string(report.status().message()));
   return plain;
