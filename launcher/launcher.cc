@@ -35,6 +35,7 @@
 #include "taas/contract/ports.h"
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
 #include "taas/ui_server/metrics.h"
@@ -411,8 +412,7 @@ bool JobRunner::ProgressDue() const {
 void JobRunner::Progress() {
   ProgressSample sample;
   sample.at = Clock::now();
-  double examples_per_sec = 0;
-  bool any_rate = false;
+  tfjob::JobExamplesRate rate;
   for (const Replica& r : replicas_) {
     ++sample.replicas_total;
     if (r.pid <= 0) continue;
@@ -429,17 +429,14 @@ void JobRunner::Progress() {
     }
     // Every training replica's rate adds to the job's; the chief's (or worker 0's) view of the
     // global step and loss is the job's.
-    if (auto rate = metric(contract::kExamplesPerSecondMetric)) {
-      examples_per_sec += *rate;
-      any_rate = true;
-    }
+    if (tfjob::TrainsExamples(r.type)) rate.Add(metric(contract::kExamplesPerSecondMetric));
     if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
     if (auto step = metric(contract::kGlobalStepMetric)) {
       sample.global_step = static_cast<std::int64_t>(*step);
     }
     sample.loss = metric(contract::kLossMetric);
   }
-  if (any_rate) sample.examples_per_sec = examples_per_sec;
+  sample.examples_per_sec = rate.PerSecond();
   view_->Add(sample);
   if (bar_) {
     console_.Bar(view_->Bar(ConsoleColumns()));

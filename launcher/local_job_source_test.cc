@@ -465,13 +465,16 @@ TEST_CASE_FIXTURE(Fixture, "the metrics scraper reaches the chief through the lo
   state.Publish(job, {Process(ReplicaType::kWorker, 0, ReplicaPhase::kRunning, true)});
   ui_server::ScraperOptions options;
   options.overrides["default/linear-worker-0"] = "127.0.0.1:40000";
+  options.overrides["default/linear-worker-1"] = "127.0.0.1:40001";
   ui_server::MetricsScraper scraper(&source, {"default"}, &metrics, options,
                                     Logger(stderr, LogLevel::kError));
   const json tfjob = source.ListJobObjects("default")->at(0);
   const auto targets = scraper.Targets(tfjob);
-  REQUIRE(targets.size() == 1);
+  // The chief first; the other worker for its rate (the job's is every worker's).
+  REQUIRE(targets.size() == 2);
   CHECK(targets[0].first == "linear-worker-0");
   CHECK(targets[0].second == "127.0.0.1:40000");
+  CHECK(targets[1].second == "127.0.0.1:40001");
 }
 
 }  // namespace

@@ -143,6 +143,10 @@ try {
     await page.getByRole('link', { name: job, exact: true }).click();
     await page.waitForURL(`**/jobs/default/${job}`);
     await waitText(page.getByTestId('stat-replicas'), 'PS ');
+    // Every card holds its value: "PS 1/1 · Worker 1/1 · Evaluator 1/1" was cut at "Evalu".
+    const overflowing = await page.locator('.stat strong').evaluateAll((els) =>
+      els.filter((el) => el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > el.closest('.stat').getBoundingClientRect().right + 1).map((el) => el.textContent));
+    assert(overflowing.length === 0, `values out of their cards: ${overflowing.join(' | ')}`);
     await absent('Clone on the job detail', page.getByTestId('clone'));
     await absent('Delete on the job detail', page.getByTestId('delete'));
     await absent('New job link on the job detail', page.getByRole('link', { name: 'New job' }));

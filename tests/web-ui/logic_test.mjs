@@ -153,3 +153,13 @@ test('the cut marker the viewer shows apart is the one the server writes', () =>
   assert.equal(logic.cutMarker(10485760), '[taas: 10485760 bytes cut] ');
   assert.deepEqual('x[taas: 5 bytes cut] y'.split(logic.cutMarkerPattern), ['x', 'y']);
 });
+
+test('an accuracy axis ends at 1 at the latest, and starts at 0 at the lowest', () => {
+  // uPlot's own padding would take 0.8..0.99 past 1 (the 1.5 the issue saw on a wider spread).
+  assert.deepEqual(logic.cappedRange(0.8, 0.99, 1).map((v) => Number(v.toFixed(3))), [0.781, 1]);
+  assert.deepEqual(logic.cappedRange(0.1, 1, 1).map((v) => Number(v.toFixed(3))), [0.01, 1]);
+  assert.deepEqual(logic.cappedRange(0.02, 0.5, 1).map((v) => Number(v.toFixed(3))), [0, 0.548]);
+  const [lo, hi] = logic.cappedRange(1, 1, 1);
+  assert.ok(lo < 1 && hi === 1, `${lo} ${hi}`);
+  assert.deepEqual(logic.cappedRange(null, null, 1), [0, 1]);
+});

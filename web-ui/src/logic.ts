@@ -184,3 +184,11 @@ export function appendLog(content: string, chunk: string, max: number): string {
   if (from >= lineEnd) return text.slice(Math.min(lineEnd + 1, text.length));
   return cutMarker(cutBefore + utf8.encode(text.slice(cutFrom, from)).length) + text.slice(from);
 }
+
+// The y range of a chart of values that cannot pass `cap` (an accuracy: 1): uPlot's own padding
+// around the values, but never past the cap, nor under 0 on a linear axis.
+export function cappedRange(min: number | null, max: number | null, cap: number): [number, number] {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, cap];
+  const pad = max > min ? (max - min) * 0.1 : Math.max(Math.abs(max) * 0.05, 0.01);
+  return [Math.max(0, Math.min(min - pad, cap)), Math.min(cap, max + pad)];
+}

@@ -725,7 +725,9 @@ TEST_CASE(
   MetricsStore store;
   ScraperOptions scraper_options;
   scraper_options.timeout = std::chrono::milliseconds(50);
-  for (const char* replica : {"mnist-chief-0", "mnist-worker-0", "mnist-evaluator-0"}) {
+  // Every replica scraped (the workers for the job's rate) refuses at once: no name to resolve.
+  for (const char* replica :
+       {"mnist-chief-0", "mnist-worker-0", "mnist-worker-1", "mnist-evaluator-0"}) {
     scraper_options.overrides[std::string("default/") + replica] = "127.0.0.1:1";
   }
   MetricsScraper scraper(&f.source, {"default"}, &store, scraper_options, Logger(stderr));
