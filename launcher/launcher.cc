@@ -35,6 +35,7 @@
 #include "taas/contract/ports.h"
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
 #include "taas/ui_server/metrics.h"
@@ -237,9 +238,10 @@ void JobRunner::Event(bool warning, std::string reason, std::string message,
 }
 
 void JobRunner::ShowTail(const Replica& replica) {
-  // Enough for the runtime's one error line and what led to it.
+  // Enough for the runtime's one error line and what led to it; a long line shows its end.
   constexpr int kTailLines = 10;
-  auto tail = state_.LogTail(replica.name, kTailLines);
+  constexpr std::size_t kTailBytes = 64 << 10;
+  auto tail = state_.LogTail(replica.name, kTailLines, kTailBytes);
   if (!tail.ok() || tail->empty()) return;
   console_.Say("the last lines of " + replica.name +
                " (all of them: " + logs_->PathOf(replica.name) + "):");
@@ -401,6 +403,8 @@ std::string JobRunner::ResultLine(bool succeeded) {
   const absl::StatusOr<job_report::JobReport> report =
       ReadJobResult(logs_->dir(), chief, evaluator);
   if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
+  // A job of plain commands leaves no report to miss (ReadJobResult).
+  if (absl::IsNotFound(report.status())) return plain;
   console_.Say("warning: the job's final metrics are unknown: " +
                std::string(report.status().message()));
   return plain;
@@ -415,8 +419,7 @@ bool JobRunner::ProgressDue() const {
 void JobRunner::Progress() {
   ProgressSample sample;
   sample.at = Clock::now();
-  double examples_per_sec = 0;
-  bool any_rate = false;
+  tfjob::JobExamplesRate rate;
   for (const Replica& r : replicas_) {
     ++sample.replicas_total;
     if (r.pid <= 0) continue;
@@ -433,17 +436,14 @@ void JobRunner::Progress() {
     }
     // Every training replica's rate adds to the job's; the chief's (or worker 0's) view of the
     // global step and loss is the job's.
-    if (auto rate = metric(contract::kExamplesPerSecondMetric)) {
-      examples_per_sec += *rate;
-      any_rate = true;
-    }
+    if (tfjob::TrainsExamples(r.type)) rate.Add(metric(contract::kExamplesPerSecondMetric));
     if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
     if (auto step = metric(contract::kGlobalStepMetric)) {
       sample.global_step = static_cast<std::int64_t>(*step);
     }
     sample.loss = metric(contract::kLossMetric);
   }
-  if (any_rate) sample.examples_per_sec = examples_per_sec;
+  sample.examples_per_sec = rate.PerSecond();
   view_->Add(sample);
   if (bar_) {
     console_.Bar(view_->Bar(ConsoleColumns()));

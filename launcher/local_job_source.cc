@@ -222,14 +222,10 @@ absl::Status LocalJobSource::FindReplica(const std::string& ns, const std::strin
 
 absl::StatusOr<std::string> LocalJobSource::Logs(const ui_server::LogRequest& request) {
   TAAS_RETURN_IF_ERROR(FindReplica(request.namespace_name, request.job, request.replica));
-  TAAS_ASSIGN_OR_RETURN(
-      std::string text,
-      state_->LogTail(request.replica, static_cast<int>(std::min<std::int64_t>(
-                                           request.tail_lines, std::numeric_limits<int>::max()))));
-  if (request.limit_bytes && text.size() > static_cast<std::uint64_t>(*request.limit_bytes)) {
-    text.erase(0, text.size() - static_cast<std::size_t>(*request.limit_bytes));
-  }
-  return text;
+  return state_->LogTail(
+      request.replica,
+      static_cast<int>(std::min<std::int64_t>(request.tail_lines, std::numeric_limits<int>::max())),
+      static_cast<std::size_t>(request.window_bytes));
 }
 
 absl::Status LocalJobSource::FollowLogs(const ui_server::LogRequest& request,
@@ -238,9 +234,12 @@ absl::Status LocalJobSource::FollowLogs(const ui_server::LogRequest& request,
   TAAS_RETURN_IF_ERROR(FindReplica(request.namespace_name, request.job, request.replica));
   const int tail =
       static_cast<int>(std::min<std::int64_t>(request.tail_lines, std::numeric_limits<int>::max()));
-  return state_->FollowLog(request.replica, tail, [&](std::string_view chunk) {
-    return (cancel == nullptr || !cancel->cancelled()) && on_chunk(chunk);
-  });
+  return state_->FollowLog(
+      request.replica, tail,
+      [&](std::string_view chunk) {
+        return (cancel == nullptr || !cancel->cancelled()) && on_chunk(chunk);
+      },
+      static_cast<std::size_t>(request.window_bytes));
 }
 
 absl::StatusOr<std::vector<ui_server::NodeUsage>> LocalJobSource::Nodes() {

@@ -605,6 +605,27 @@ def scenario_interrupted(tmp):
         assert said in out, out
 
 
+def scenario_plain_command(tmp):
+    """The final-metrics warning is for taas trainers only: a job whose replica runs a plain
+    command succeeds without it, while a trainer that started (its runtime creates the termination
+    message file) and ended without a report still warns."""
+    job = ShellJob(tmp, "plain", "exit 0")
+    returncode, out, _ = job.finish()
+    assert returncode == 0, (returncode, out)
+    assert "[taas] job plain succeeded" in out, out
+    assert "final metrics are unknown" not in out, out
+
+    # The trainer under a shell that kills it once it started and then succeeds in its place.
+    script = (MODEL + " -- --step_ms=100 & "
+              "while [ ! -e \"$TAAS_TERMINATION_MESSAGE_PATH\" ]; do sleep 0.05; done; "
+              "kill -9 $!; exit 0")
+    job = ShellJob(tmp, "trainer-without-report", script)
+    returncode, out, _ = job.finish()
+    assert returncode == 0, (returncode, out)
+    assert ("warning: the job's final metrics are unknown: no report in " in out and
+            "its trainer started but left none" in out), out
+
+
 # --- All-reduce training (no PS) ----------------------------------------------------------------
 
 

@@ -157,4 +157,16 @@ std::optional<std::int64_t> EtaSeconds(std::int64_t step, std::int64_t max_steps
   return static_cast<std::int64_t>(left);
 }
 
+bool TrainsExamples(ReplicaType type) {
+  return type == ReplicaType::kChief || type == ReplicaType::kMaster ||
+         type == ReplicaType::kWorker;
+}
+
+void JobExamplesRate::Add(std::optional<double> rate) {
+  if (!rate || !std::isfinite(*rate) || *rate < 0) return;
+  sum_ = sum_.value_or(0) + *rate;
+}
+
+std::optional<double> JobExamplesRate::PerSecond() const { return sum_; }
+
 }  // namespace taas::tfjob

@@ -190,5 +190,30 @@ TEST_CASE("progress: the status carries it, a change of it is a status change") 
   CHECK_FALSE(kept->progress.has_value());
 }
 
+TEST_CASE("progress: the job's examples per second is every training replica's rate added") {
+  // Whose rates count: the replicas that train, not a parameter server or an evaluator.
+  CHECK(TrainsExamples(ReplicaType::kChief));
+  CHECK(TrainsExamples(ReplicaType::kMaster));
+  CHECK(TrainsExamples(ReplicaType::kWorker));
+  CHECK_FALSE(TrainsExamples(ReplicaType::kPS));
+  CHECK_FALSE(TrainsExamples(ReplicaType::kEvaluator));
+
+  JobExamplesRate rate;
+  CHECK_FALSE(rate.PerSecond());
+  rate.Add(std::nullopt);  // a replica without a rate yet
+  CHECK_FALSE(rate.PerSecond());
+  // The chief (722) and two more workers: the job's 1003, not the chief's 722.
+  rate.Add(722);
+  rate.Add(150.5);
+  rate.Add(130.5);
+  REQUIRE(rate.PerSecond());
+  CHECK(*rate.PerSecond() == doctest::Approx(1003));
+  // A hostile page's rate is no rate.
+  rate.Add(-1);
+  rate.Add(std::numeric_limits<double>::infinity());
+  rate.Add(std::numeric_limits<double>::quiet_NaN());
+  CHECK(*rate.PerSecond() == doctest::Approx(1003));
+}
+
 }  // namespace
 }  // namespace taas::tfjob

@@ -61,10 +61,10 @@ std::optional<tf::ReplicaType> ChiefType(const tf::TFJobSpec& spec) {
   return std::nullopt;
 }
 
-std::string Address(const tf::TFJob& job, tf::ReplicaType type,
+std::string Address(const tf::TFJob& job, tf::ReplicaType type, int index,
                     const tf::ServiceAddressing& addressing,
                     const std::map<std::string, std::string>& overrides) {
-  const std::string replica = tf::ReplicaName(job.metadata.name, type, 0);
+  const std::string replica = tf::ReplicaName(job.metadata.name, type, index);
   if (auto it = overrides.find(job.metadata.namespace_name + "/" + replica);
       it != overrides.end()) {
     return it->second;
@@ -101,8 +101,13 @@ TrainerReport ReadTrainerReport(const std::vector<prometheus::PrometheusSample>&
 }
 
 TrainerReport MergeReports(const std::optional<TrainerReport>& chief,
-                           const std::optional<TrainerReport>& evaluator) {
+                           const std::optional<TrainerReport>& evaluator,
+                           const std::vector<TrainerReport>& trainers) {
   TrainerReport merged = chief.value_or(TrainerReport{});
+  tf::JobExamplesRate rate;
+  rate.Add(merged.examples_per_second);
+  for (const TrainerReport& trainer : trainers) rate.Add(trainer.examples_per_second);
+  merged.examples_per_second = rate.PerSecond();
   if (!evaluator) return merged;
   SetOnce(merged.eval_accuracy, evaluator->eval_accuracy);
   if (merged.final_metrics.empty()) merged.final_metrics = evaluator->final_metrics;
@@ -113,10 +118,19 @@ ScrapeTargets ProgressTargets(const tf::TFJob& job, const tf::ServiceAddressing&
                               const std::map<std::string, std::string>& overrides) {
   ScrapeTargets targets;
   if (const auto chief = ChiefType(job.spec))
-    targets.chief = Address(job, *chief, addressing, overrides);
+    targets.chief = Address(job, *chief, 0, addressing, overrides);
   if (const auto it = job.spec.replica_specs.find(tf::ReplicaType::kEvaluator);
       it != job.spec.replica_specs.end() && it->second.replicas > 0) {
-    targets.evaluator = Address(job, tf::ReplicaType::kEvaluator, addressing, overrides);
+    targets.evaluator = Address(job, tf::ReplicaType::kEvaluator, 0, addressing, overrides);
+  }
+  for (const auto& [type, replica] : job.spec.replica_specs) {
+    if (!tf::TrainsExamples(type)) continue;
+    const std::int64_t count = std::min<std::int64_t>(replica.replicas, kMaxRateTargets);
+    for (int index = 0; index < count; ++index) {
+      if (!tf::IsMasterRole(job.spec, type, index)) {
+        targets.trainers.push_back(Address(job, type, index, addressing, overrides));
+      }
+    }
   }
   return targets;
 }

@@ -12,8 +12,11 @@
 // the init fn sets linear/frozen to F). With --state, after_train logs "final state" and
 // evaluate() reports both as metrics.
 // --fail_evaluate=MESSAGE (evaluate() returns that error: a test set that cannot be read).
+// --long_line=N (prints one line of N bytes ending "the end of the long line" when the model is
+// built: the log viewer's browser test).
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <string>
@@ -54,6 +57,8 @@ class LinearRegression : public taas::DistModel {
         frozen_init_ = std::stof(value);
       } else if (key == "--fail_evaluate") {
         evaluate_error_ = value;
+      } else if (key == "--long_line") {
+        PrintLongLine(std::stoul(value));
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -79,6 +84,14 @@ class LinearRegression : public taas::DistModel {
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().replica_id_in_sync();
     return absl::OkStatus();
+  }
+
+  static void PrintLongLine(std::size_t bytes) {
+    const std::string end = " the end of the long line";
+    const std::string line = std::string(bytes > end.size() ? bytes - end.size() : 0, 'x') + end;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
   }
 
   taas::InitFn get_init_fn() override {

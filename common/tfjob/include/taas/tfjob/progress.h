@@ -9,7 +9,7 @@
 //       maxSteps: 6000            # where training ends (the trainer's taas_max_steps, else the
 //                                 #   chief's TF_MAX_STEPS in the spec)
 //       percent: 42               # derived: globalStep / maxSteps, rounded down, 0-100
-//       examplesPerSecond: 3310.5 # the chief's training rate
+//       examplesPerSecond: 3310.5 # the job's: every training replica's rate (JobExamplesRate)
 //       etaSeconds: 65            # time left at the step rate of the last few minutes
 //       eta: 1m05s                # derived: etaSeconds as a person reads it (the ETA column)
 //       metrics: {loss: 0.412, accuracy: 0.884}   # the latest: the chief's loss, the last
@@ -87,6 +87,27 @@ class StepRate {
  private:
   std::chrono::seconds window_;
   std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // oldest first
+};
+
+// Whether a replica of `type` trains, so that its rate (contract::kExamplesPerSecondMetric: the
+// examples it trained per second) adds to the job's: the Chief or Master and the workers; a
+// parameter server or an evaluator trains none.
+bool TrainsExamples(ReplicaType type);
+
+// A job's examples per second: the sum of its training replicas' (TrainsExamples) own rates. The
+// one definition of examples/s wherever a job's rate is shown: `taas run`'s progress line, the UI
+// (jobs list, job page), status.progress.examplesPerSecond and so `kubectl get`. One replica's
+// rate is that replica's, and is labelled so where it is shown.
+class JobExamplesRate {
+ public:
+  // A training replica's rate as its page says it: an unknown rate, or one that is negative or
+  // not finite (a hostile page), adds nothing.
+  void Add(std::optional<double> rate);
+  // The sum; nullopt until a training replica gave a rate.
+  std::optional<double> PerSecond() const;
+
+ private:
+  std::optional<double> sum_;
 };
 
 // Seconds until `step` reaches `max_steps` at `steps_per_second`, rounded up; nullopt without a
