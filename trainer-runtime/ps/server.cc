@@ -418,7 +418,7 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     std::vector<ShardState> shards;
     shards.reserve(static_cast<std::size_t>(req.shards_size()));
     for (const auto& s : req.shards()) {
-      ShardState state{s.name(), {}, {}};
+      ShardState state{s.name(), {}, {}, s.variable()};
       TAAS_ASSIGN_OR_RETURN(state.values, FloatVector(s.values(), "shard " + s.name()));
       for (const auto& slot : s.slots()) {
         TAAS_ASSIGN_OR_RETURN(state.slots.emplace_back(),

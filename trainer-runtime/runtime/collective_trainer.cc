@@ -533,8 +533,8 @@ absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int6
   const std::int64_t offset = state.parts()[v].offset + begin;
   Tensor var = state.values().Slice(offset, {count});
   const Tensor grad = state.gradients().Slice(offset, {count});
-  std::array<Tensor, 2> slots;
-  std::array<Tensor*, 2> slot_pointers{};
+  std::array<Tensor, optim::kMaxSlots> slots;
+  std::array<Tensor*, optim::kMaxSlots> slot_pointers{};
   for (std::size_t k = 0; k < replica.slots.size(); ++k) {
     slots[k] = replica.slots[k].Slice(offset, {count});
     slot_pointers[k] = &slots[k];

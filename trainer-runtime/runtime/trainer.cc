@@ -191,8 +191,10 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
         if (shard.ps != p) continue;
         auto begin = static_cast<std::ptrdiff_t>(shard.offset);
         auto end = begin + static_cast<std::ptrdiff_t>(shard.size);
-        ps::ShardState state{
-            shard.name, std::vector<float>(values[v].begin() + begin, values[v].begin() + end), {}};
+        ps::ShardState state{shard.name,
+                             std::vector<float>(values[v].begin() + begin, values[v].begin() + end),
+                             {},
+                             placement_[v].name};
         for (const auto& slot : slots[v]) {
           state.slots.emplace_back(slot.begin() + begin, slot.begin() + end);
         }
