@@ -504,12 +504,24 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& rec
     apply_secs += SecondsSince(apply_start);
     return applied;
   };
+  // Clipping by global norm needs every averaged gradient before any update: the buckets are
+  // only awaited, then the whole buffer is clipped on the device and every variable updated.
+  // Without it, each bucket's variables are updated as soon as it is reduced.
+  const bool clips = optimizer_->clips();
   absl::Status reduced = absl::OkStatus();
   if (reduces) {
-    reduced = replica.reduce->Finish(apply);
-  } else {
+    reduced = clips ? replica.reduce->Finish([](const BucketPiece&) { return absl::OkStatus(); })
+                    : replica.reduce->Finish(apply);
+  }
+  if (reduced.ok() && clips) {
+    Tensor gradients = state.variable_gradients();
+    reduced = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
+  if (!reduces || clips) {
     for (std::size_t v = 0; v < variables && reduced.ok(); ++v) {
+      const auto apply_start = Clock::now();
       reduced = Apply(replica, v, 0, state.parts()[v].size, step);
+      apply_secs += SecondsSince(apply_start);
     }
   }
   absl::Status controlled = control.Wait();

@@ -1,6 +1,7 @@
 // The training replicas: workers and the chief (who also initialises, restores, checkpoints and
 // writes summaries).
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -395,6 +396,12 @@ Trainer::Outcome Trainer::Train(Step& step) {
   // push (one copy).
   absl::Status trained = built_.replica->ValuesToDevice();
   if (trained.ok()) trained = TrainOnce(built_, session_, step.result);
+  // Clipping by global norm needs the whole gradient, which only this replica holds (a PS holds
+  // shards): on the replica's device, before the push.
+  if (trained.ok() && optimizer_->clips()) {
+    Tensor gradients = built_.replica->variable_gradients();
+    trained = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
   if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;

@@ -6,13 +6,16 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias).
+// --optimizer=NAME (an optim::OptimizerConfig name, default sgd), --clip=F (global_clipnorm),
+// --weight_decay=F, --exclude=S (exclude_from_weight_decay, one name), --init_bias=F (a warm
+// start: the init fn sets the bias).
 #include <chrono>
 #include <cmath>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "taas/runtime/dist_model.h"
 
@@ -40,6 +43,12 @@ class LinearRegression : public taas::DistModel {
         lr_ = std::stof(value);
       } else if (key == "--optimizer") {
         optimizer_ = value;
+      } else if (key == "--clip") {
+        clip_ = std::stof(value);
+      } else if (key == "--weight_decay") {
+        weight_decay_ = std::stof(value);
+      } else if (key == "--exclude") {
+        exclude_.push_back(value);
       } else if (key == "--init_bias") {
         init_bias_ = std::stof(value);
       } else {
@@ -58,6 +67,9 @@ class LinearRegression : public taas::DistModel {
     taas::optim::OptimizerConfig opt;
     opt.name = optimizer_;
     opt.learning_rate.initial = lr_;
+    opt.global_clipnorm = clip_;
+    opt.weight_decay = weight_decay_;
+    opt.exclude_from_weight_decay = exclude_;
     builder.SetOptimizer(opt);
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().replica_id_in_sync();
@@ -141,6 +153,9 @@ class LinearRegression : public taas::DistModel {
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
+  float clip_ = 0.0f;
+  std::optional<float> weight_decay_;
+  std::vector<std::string> exclude_;
   std::optional<float> init_bias_;
 };
 
