@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -345,7 +346,8 @@ TEST_CASE("cosine decay follows tf.keras.optimizers.schedules.CosineDecay") {
   const auto lr = LearningRateSchedule::CosineDecay(0.1f, 100, 0.1f);
   REQUIRE(lr.Validate().ok());
   CHECK(lr.At(0) == doctest::Approx(0.1));
-  CHECK(lr.At(25) == doctest::Approx(0.1 * (0.9 * 0.5 * (1 + std::cos(M_PI / 4)) + 0.1)));
+  CHECK(lr.At(25) ==
+        doctest::Approx(0.1 * (0.9 * 0.5 * (1 + std::cos(std::numbers::pi / 4)) + 0.1)));
   CHECK(lr.At(50) == doctest::Approx(0.055));
   CHECK(lr.At(100) == doctest::Approx(0.01));
   CHECK(lr.At(200) == doctest::Approx(0.01));  // held at alpha * initial
