@@ -319,6 +319,13 @@ TEST_CASE("optimizer fields from the wire are checked and bounded") {
   CHECK(refused({.name = "sgd",
                  .learning_rate = optim::LearningRateSchedule::Constant(0.1f).WithWarmup(-5)})
             .find("learning_rate.warmup_steps") != std::string::npos);
+  // A shard's variable is the start of its name, so it is never longer than the name.
+  TrainingSpec spec;
+  absl::Status status =
+      client.Initialize(0, spec, 0, {{"w/part_0", {0.0f}, {}, "w/part_0/other"}}, 10);
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(status.message().find("its variable must be the start of its name") != std::string::npos);
+  CHECK(client.Initialize(0, spec, 0, {{"w/part_0", {0.0f}, {}, "w"}}, 10).ok());
 }
 
 TEST_CASE("pulls in small pieces, several in flight, land every element in place") {
