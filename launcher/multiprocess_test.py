@@ -264,6 +264,37 @@ def scenario_sync_equals_single(tmp):
     assert dist["linear/w"] != [0.0] * 8
 
 
+def scenario_clipped(tmp):
+    """Clipping by global norm and per-variable weight decay on both strategies: a sync PS job of
+    one worker (clipped on the worker before the push; w partitioned over both lanes, so the PS
+    decays it by its variable's name, not its shards') equals one all-reduce process (clipped
+    after the average), and differs from the same run unclipped."""
+    steps = "40"
+    args = ["--optimizer=adamw", "--clip=0.5", "--weight_decay=0.1", "--exclude=linear/b"]
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 1)],
+                 {"TF_MAX_STEPS": steps, "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"},
+                 args=args)
+    assert run.finish() == 0
+    _, dist = read_checkpoint(run.model_dir)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+
+    def single(name, model_args):
+        model_dir = os.path.join(tmp, name)
+        out = subprocess.run([MODEL, "--strategy=collective", f"--max_steps={steps}",
+                              f"--model_dir={model_dir}", "--"] + model_args,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return read_checkpoint(model_dir)[1]
+
+    clipped = single("single", args)
+    for name in ("linear/w", "linear/b"):
+        for a, b in zip(dist[name], clipped[name]):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (name, dist[name], clipped[name])
+    unclipped = single("unclipped", args[:1] + args[2:])
+    assert any(abs(a - b) > 1e-3 for a, b in zip(unclipped["linear/w"], clipped["linear/w"])), \
+        (unclipped["linear/w"], clipped["linear/w"])
+
+
 def scenario_kill_worker(tmp):
     run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
                  {"TF_MAX_STEPS": "400", "TF_SYNC": "true"}, args=["--step_ms=10"])

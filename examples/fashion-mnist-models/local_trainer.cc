@@ -46,6 +46,8 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
       optim::CreateOptimizer(options.optimizer.value_or(model.DefaultOptimizer(steps_per_epoch))));
 
   const std::vector<Variable*> variables = model.variables();
+  std::vector<Tensor*> gradients;  // what clipping by global norm scales together
+  for (Variable* variable : variables) gradients.push_back(&variable->gradient);
   std::vector<std::vector<Tensor>> slots(variables.size());
   std::vector<std::vector<std::span<float>>> slot_spans(variables.size());
   for (std::size_t v = 0; v < variables.size(); ++v) {
@@ -74,9 +76,10 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
     std::optional<data::Batch> batch = pipeline->Next();
     if (!batch) return absl::InternalError("training pipeline ended early");
     TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.TrainStep(*batch));
+    TAAS_RETURN_IF_ERROR(optimizer->ClipByGlobalNorm(gradients));
     for (std::size_t v = 0; v < variables.size(); ++v) {
-      optimizer->Apply(variables[v]->value.values(), variables[v]->gradient.values(), slot_spans[v],
-                       step);
+      optimizer->Apply(variables[v]->name, variables[v]->value.values(),
+                       variables[v]->gradient.values(), slot_spans[v], step);
     }
     if (ema) ema->Apply(step + 1);
     result.examples += stats.examples;

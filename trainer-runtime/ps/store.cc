@@ -34,6 +34,7 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
   for (auto& s : shards) {
     elements += static_cast<std::int64_t>(s.values.size());
     Shard shard;
+    shard.variable = s.variable.empty() ? s.name : std::move(s.variable);
     shard.slots = std::move(s.slots);
     // Zero slots are made by the shard's first update (ApplyLocked): a shard no push names (a
     // model's state that is not trained) never holds any, nor sends any in a snapshot.
@@ -125,7 +126,8 @@ void ParameterStore::ApplyLocked(Shard& shard, std::span<const float> gradient,
   std::vector<std::span<float>> slots;
   slots.reserve(shard.slots.size());
   for (auto& s : shard.slots) slots.push_back(std::span<float>(s).subspan(offset, gradient.size()));
-  optimizer_->Apply(std::span<float>(MutableValues(shard)).subspan(offset, gradient.size()),
+  optimizer_->Apply(shard.variable,
+                    std::span<float>(MutableValues(shard)).subspan(offset, gradient.size()),
                     gradient, slots, step_);
 }
 

@@ -537,12 +537,24 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& rec
     apply_secs += SecondsSince(apply_start);
     return applied;
   };
+  // Clipping by global norm needs every averaged gradient before any update: the buckets are
+  // only awaited, then the whole buffer is clipped on the device and every variable updated.
+  // Without it, each bucket's variables are updated as soon as it is reduced.
+  const bool clips = optimizer_->clips();
   absl::Status reduced = absl::OkStatus();
   if (reduces) {
-    reduced = replica.reduce->Finish(apply);
-  } else {
+    reduced = clips ? replica.reduce->Finish([](const BucketPiece&) { return absl::OkStatus(); })
+                    : replica.reduce->Finish(apply);
+  }
+  if (reduced.ok() && clips) {
+    Tensor gradients = state.variable_gradients();
+    reduced = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
+  if (!reduces || clips) {
     for (std::size_t v = 0; v < variables && reduced.ok(); ++v) {
+      const auto apply_start = Clock::now();
       reduced = Apply(replica, v, 0, state.parts()[v].size, step);
+      apply_secs += SecondsSince(apply_start);
     }
   }
   absl::Status controlled = control.Wait();
@@ -566,8 +578,8 @@ absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int6
   const std::int64_t offset = state.parts()[v].offset + begin;
   Tensor var = state.values().Slice(offset, {count});
   const Tensor grad = state.gradients().Slice(offset, {count});
-  std::array<Tensor, 2> slots;
-  std::array<Tensor*, 2> slot_pointers{};
+  std::array<Tensor, optim::kMaxSlots> slots;
+  std::array<Tensor*, optim::kMaxSlots> slot_pointers{};
   for (std::size_t k = 0; k < replica.slots.size(); ++k) {
     slots[k] = replica.slots[k].Slice(offset, {count});
     slot_pointers[k] = &slots[k];

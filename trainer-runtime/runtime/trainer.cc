@@ -8,6 +8,7 @@
 // chief re-initialises). Pulls and pushes of a step cover the trainable variables only; the
 // chief's checkpoints hold its own state, not the PS copy (docs/trainer-runtime.md).
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -213,8 +214,10 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
         if (shard.ps != p) continue;
         auto begin = static_cast<std::ptrdiff_t>(shard.offset);
         auto end = begin + static_cast<std::ptrdiff_t>(shard.size);
-        ps::ShardState state{
-            shard.name, std::vector<float>(values[v].begin() + begin, values[v].begin() + end), {}};
+        ps::ShardState state{shard.name,
+                             std::vector<float>(values[v].begin() + begin, values[v].begin() + end),
+                             {},
+                             placement_[v].name};
         for (const auto& slot : slots[v]) {
           state.slots.emplace_back(slot.begin() + begin, slot.begin() + end);
         }
@@ -466,6 +469,12 @@ Trainer::Outcome Trainer::Train(Step& step) {
   absl::Status trained = built_.replica->ValuesToDevice();
   if (trained.ok()) trained = built_.replica->StateToDevice();
   if (trained.ok()) trained = TrainOnce(built_, session_, step.result);
+  // Clipping by global norm needs the whole gradient, which only this replica holds (a PS holds
+  // shards): on the replica's device, before the push.
+  if (trained.ok() && optimizer_->clips()) {
+    Tensor gradients = built_.replica->variable_gradients();
+    trained = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
   if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;

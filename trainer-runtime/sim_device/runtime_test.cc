@@ -18,6 +18,7 @@
 #include "taas/nn/device_kernels.h"
 #include "taas/nn/layers.h"
 #include "taas/nn/sequential.h"
+#include "taas/optim/optimizer.h"
 #include "taas/runtime/local.h"
 #include "taas/runtime/warm_start.h"
 #include "taas/sim_device/sim_device.h"
@@ -47,8 +48,12 @@ struct Observed {
 // device's traffic at every train() and the final values and state in after_train.
 class TinyModel final : public DistModel {
  public:
-  TinyModel(SimulatedDevices* devices, Observed* observed, std::string warm_start_from)
-      : devices_(devices), observed_(observed), warm_start_from_(std::move(warm_start_from)) {}
+  TinyModel(SimulatedDevices* devices, Observed* observed, std::string warm_start_from,
+            optim::OptimizerConfig optimizer)
+      : devices_(devices),
+        observed_(observed),
+        warm_start_from_(std::move(warm_start_from)),
+        optimizer_(std::move(optimizer)) {}
 
   absl::Status build_model(ModelBuilder& builder) override {
     network_.Add(std::make_unique<nn::Dense>(
@@ -62,10 +67,7 @@ class TinyModel final : public DistModel {
     builder.AddVariables(network_.variables());
     running_.value = Tensor({4}, std::vector<float>{0, 0, 0, 0}).To(builder.info().device);
     builder.AddState(&running_);
-    optim::OptimizerConfig adam;
-    adam.name = "adam";
-    adam.learning_rate = optim::LearningRateSchedule::Constant(0.05f);
-    builder.SetOptimizer(adam);
+    builder.SetOptimizer(optimizer_);
     builder.SetBatchSize(kBatch);
     records_ = builder.info().replica_in_worker == 0;
     return absl::OkStatus();
@@ -128,6 +130,7 @@ class TinyModel final : public DistModel {
   SimulatedDevices* devices_;
   Observed* observed_;
   std::string warm_start_from_;
+  optim::OptimizerConfig optimizer_;
   bool records_ = false;
   nn::Sequential network_;
   nn::SoftmaxCrossEntropy loss_;
@@ -140,6 +143,8 @@ struct Run {
   std::int64_t steps = 10;
   std::vector<std::string> flags = {};
   std::string warm_start_from = {};
+  optim::OptimizerConfig optimizer = {
+      .name = "adam", .learning_rate = optim::LearningRateSchedule::Constant(0.05f)};
 };
 
 // Runs the job on `devices` (two CPU replicas when empty); the exit code and what was observed.
@@ -155,7 +160,10 @@ std::pair<int, Observed> Train(const Run& run, const std::vector<Device>& device
   flags.insert(flags.end(), run.flags.begin(), run.flags.end());
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::tmpfile(), &std::fclose);
   const int code = RunLocalTraining(
-      flags, [&] { return std::make_unique<TinyModel>(sim, &observed, run.warm_start_from); },
+      flags,
+      [&] {
+        return std::make_unique<TinyModel>(sim, &observed, run.warm_start_from, run.optimizer);
+      },
       log.get(), devices);
   if (code != 0) {
     std::rewind(log.get());
@@ -273,6 +281,50 @@ TEST_CASE("two simulated devices train the CPU path's variables, bit for bit") {
   REQUIRE(sim_code == 0);
   CHECK(SameBits(on_cpu.final_values, on_sim.final_values));
   CHECK(SameBits(on_cpu.final_state, on_sim.final_state));
+}
+
+TEST_CASE("clipped by global norm, with AdamW or RMSprop, the state stays on the devices") {
+  // The average gradient is clipped where it lies, on each device, then every variable updated:
+  // between steps still only the loss (every log_steps) leaves the devices, and the variables are
+  // the CPU path's bit for bit. Without the clip they differ, so it did clip.
+  const auto schedule = optim::LearningRateSchedule::CosineDecay(0.0f, 20, 0.1f, 0.05f, 3);
+  const std::vector<optim::OptimizerConfig> configs = {{.name = "adamw",
+                                                        .learning_rate = schedule,
+                                                        .weight_decay = 0.05f,
+                                                        .exclude_from_weight_decay = {"bias"},
+                                                        .global_clipnorm = 0.05f},
+                                                       {.name = "rmsprop",
+                                                        .learning_rate = schedule,
+                                                        .momentum = 0.5f,
+                                                        .centered = true,
+                                                        .global_clipnorm = 0.05f}};
+  for (const optim::OptimizerConfig& config : configs) {
+    CAPTURE(config.name);
+    SimulatedDevices devices;
+    TempDir dir;
+    auto [sim_code, on_sim] = Train({.model_dir = dir.Sub("sim"),
+                                     .steps = 10,
+                                     .flags = {"--log_steps=3", "--save_summaries_steps=0"},
+                                     .optimizer = config},
+                                    kTwoDevices, &devices);
+    REQUIRE(sim_code == 0);
+    REQUIRE(on_sim.host_bytes_at_train.size() == 10);
+    for (std::size_t k = 1; k < on_sim.host_bytes_at_train.size(); ++k) {
+      CAPTURE(k);
+      const std::int64_t moved = on_sim.host_bytes_at_train[k] - on_sim.host_bytes_at_train[k - 1];
+      CHECK(moved == (k % 3 == 0 ? 4 : 0));
+    }
+    auto [cpu_code, on_cpu] =
+        Train({.model_dir = dir.Sub("cpu"), .steps = 10, .optimizer = config}, {}, nullptr);
+    REQUIRE(cpu_code == 0);
+    CHECK(SameBits(on_cpu.final_values, on_sim.final_values));
+    optim::OptimizerConfig unclipped = config;
+    unclipped.global_clipnorm = 0.0f;
+    auto [free_code, free] =
+        Train({.model_dir = dir.Sub("free"), .steps = 10, .optimizer = unclipped}, {}, nullptr);
+    REQUIRE(free_code == 0);
+    CHECK_FALSE(SameBits(on_cpu.final_values, free.final_values));
+  }
 }
 
 TEST_CASE("checkpoints, summaries, warm start and resuming work from device state") {

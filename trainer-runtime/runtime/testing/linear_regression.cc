@@ -6,7 +6,9 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias),
+// --optimizer=NAME (an optim::OptimizerConfig name, default sgd), --clip=F (global_clipnorm),
+// --weight_decay=F, --exclude=S (exclude_from_weight_decay, one name), --init_bias=F (a warm
+// start: the init fn sets the bias),
 // --state (state that is not trained: "linear/label_mean", a running mean of the labels this
 // replica's batches hold, and "linear/frozen", which nothing trains), --frozen=F (implies --state:
 // the init fn sets linear/frozen to F). With --state, after_train logs "final state" and
@@ -21,6 +23,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "taas/runtime/dist_model.h"
 
@@ -48,6 +51,12 @@ class LinearRegression : public taas::DistModel {
         lr_ = std::stof(value);
       } else if (key == "--optimizer") {
         optimizer_ = value;
+      } else if (key == "--clip") {
+        clip_ = std::stof(value);
+      } else if (key == "--weight_decay") {
+        weight_decay_ = std::stof(value);
+      } else if (key == "--exclude") {
+        exclude_.push_back(value);
       } else if (key == "--init_bias") {
         init_bias_ = std::stof(value);
       } else if (key == "--state") {
@@ -80,6 +89,9 @@ class LinearRegression : public taas::DistModel {
     taas::optim::OptimizerConfig opt;
     opt.name = optimizer_;
     opt.learning_rate.initial = lr_;
+    opt.global_clipnorm = clip_;
+    opt.weight_decay = weight_decay_;
+    opt.exclude_from_weight_decay = exclude_;
     builder.SetOptimizer(opt);
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().replica_id_in_sync();
@@ -198,6 +210,9 @@ class LinearRegression : public taas::DistModel {
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
   std::string evaluate_error_;  // --fail_evaluate
+  float clip_ = 0.0f;
+  std::optional<float> weight_decay_;
+  std::vector<std::string> exclude_;
   std::optional<float> init_bias_;
 };
 

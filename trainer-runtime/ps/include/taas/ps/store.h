@@ -48,6 +48,9 @@ struct ShardState {
   // Empty on initialise = zero slots, made by the shard's first update (a snapshot of a shard
   // never updated has none).
   std::vector<std::vector<float>> slots;
+  // The variable the shard is part of (its name without "/part_<i>"): what the optimizer's
+  // per-variable rules (weight decay and its exclusions) see. Empty: `name`.
+  std::string variable = {};
 };
 
 enum class PushOutcome { kApplied, kStale, kReset, kDone };
@@ -136,6 +139,7 @@ class ParameterStore {
 
  private:
   struct Shard {
+    std::string variable;                        // ShardState::variable, never empty
     std::shared_ptr<std::vector<float>> values;  // Copy-on-write (see PullShared).
     std::vector<std::vector<float>> slots;
     std::vector<float> accumulator;  // Sync mode: sum of this step's gradients.
