@@ -167,6 +167,10 @@ std::vector<Setting> Settings() {
   s.push_back(Make("save_summaries_steps", "TF_SAVE_SUMMARIES_STEPS",
                    "global steps between TensorBoard summaries, 0 = off (100)", IntAtLeast(0),
                    &RuntimeConfig::save_summaries_steps));
+  s.push_back(Make("save_summaries_secs", std::string(contract::kSaveSummariesSecsEnv),
+                   "seconds between TensorBoard summaries, 0 = off; with steps too, whichever "
+                   "comes first (0)",
+                   ParseSeconds, &RuntimeConfig::save_summaries_secs));
   s.push_back({"summary_histograms", "TAAS_SUMMARY_HISTOGRAMS",
                "with each summary, a histogram of every variable (true)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {

@@ -16,6 +16,9 @@ inline constexpr std::string_view kModelDirEnv = "TF_LOGDIR";
 inline constexpr std::string_view kMaxStepsEnv = "TF_MAX_STEPS";
 // Synchronous (true) or asynchronous parameter-server training.
 inline constexpr std::string_view kSyncEnv = "TF_SYNC";
+// Seconds between the chief's TensorBoard summaries (0: off), beside TF_SAVE_SUMMARIES_STEPS: a
+// summary is due when either period passed since the last one, as with checkpoints.
+inline constexpr std::string_view kSaveSummariesSecsEnv = "TAAS_SAVE_SUMMARIES_SECS";
 // The TFJob's name, for the replicas' log lines.
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
 // The port of the replica's Prometheus endpoint (ports.h).
