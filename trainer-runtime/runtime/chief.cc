@@ -92,10 +92,12 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
                                                  TrainingState state) {
   std::vector<checkpoint::Entry> entries;
   for (std::size_t v = 0; v < variables.size(); ++v) {
-    entries.push_back({variables[v]->name, std::move(state.values[v])});
+    // Recorded for warm starts from this checkpoint, which check shapes, not only sizes.
+    const Shape& shape = variables[v]->value.shape();
+    entries.push_back({variables[v]->name, std::move(state.values[v]), shape});
     for (std::size_t k = 0; k < state.slots[v].size(); ++k) {
       entries.push_back(
-          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k])});
+          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k]), shape});
     }
   }
   return entries;

@@ -37,7 +37,7 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
                                                 bool first_time, std::int64_t fallback_step);
 
 // The checkpoint entries of variables and their slots (slot k of variable v is "<v>/slot_<k>"),
-// as TrainingState holds them.
+// as TrainingState holds them, with the variables' shapes.
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
                                                  TrainingState state);
 
