@@ -51,6 +51,9 @@ struct SettingDisagreement {
 std::vector<SettingDisagreement> DisagreeingSettings(
     const TFJobSpec& spec, const std::map<std::string, std::string>& every_replica = {});
 
+// The reason of the operator's Warning event that carries DisagreementMessage.
+inline constexpr std::string_view kSettingsDisagreeReason = "SettingsDisagree";
+
 // One message for all of them, e.g.
 //   replica specs disagree on settings their replicas must share: TF_MAX_STEPS (Chief "20000",
 //   Worker unset): each replica stops at its own max steps, ...; set each alike in every replica
