@@ -20,18 +20,14 @@
 namespace {
 
 using nlohmann::json;
-using taas::controller::testing::EndedWatch;
-using taas::controller::testing::ListBody;
-using taas::controller::testing::RequestBody;
-using taas::controller::testing::TFJobObject;
-using taas::kube::testing::Response;
-using taas::kube::testing::TestServer;
+namespace scripted = taas::controller::testing;
+namespace kt = taas::kube::testing;
 
 // A job with a Chief and `workers` workers whose specs set TF_MAX_STEPS to `chief_steps` and
 // `worker_steps`, at `generation`.
 json Job(const std::string& name, const std::string& chief_steps, const std::string& worker_steps,
          int generation) {
-  json job = TFJobObject(name, "uid-" + name, 2, std::to_string(4 + generation));
+  json job = scripted::TFJobObject(name, "uid-" + name, 2, std::to_string(4 + generation));
   job["metadata"]["generation"] = generation;
   json& specs = job["spec"]["tfReplicaSpecs"];
   specs["Chief"] = specs["Worker"];
@@ -52,32 +48,34 @@ TEST_CASE("controller: a Warning event once per generation when replica specs di
   std::atomic<int> generation{1};
   std::mutex mu;
   std::vector<std::string> event_writes;  // every POST or PATCH of an Event, head and body
-  TestServer server([&](const std::string& request) -> std::vector<std::string> {
+  kt::TestServer server([&](const std::string& request) -> std::vector<std::string> {
     const std::string line = request.substr(0, request.find("\r\n"));
     if (line.find("watch=1") != std::string::npos) {
       // Once the spec changed, the jobs' watch says its version expired: the informer lists
       // the jobs again and sees the new generation.
-      if (generation.load() == 1 || line.find("/tfjobs") == std::string::npos) return EndedWatch();
+      if (generation.load() == 1 || line.find("/tfjobs") == std::string::npos)
+        return scripted::EndedWatch();
       const json expired = {
           {"type", "ERROR"},
           {"object", {{"kind", "Status"}, {"code", 410}, {"message", "too old"}}}};
       return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-              taas::kube::testing::Chunk(expired.dump() + "\n"), "CLOSE"};
+              kt::Chunk(expired.dump() + "\n"), "CLOSE"};
     }
     if (line.rfind("GET /apis/kubeflow.org/v1/namespaces/ns/tfjobs", 0) == 0) {
       const int g = generation.load();
-      return {Response(200, ListBody({Job("disagree", "20", g == 1 ? "30" : "40", g),
-                                      Job("agree", "20", "20", 1)}))};
+      return {kt::Response(200, scripted::ListBody({Job("disagree", "20", g == 1 ? "30" : "40", g),
+                                                    Job("agree", "20", "20", 1)}))};
     }
-    if (line.rfind("GET ", 0) == 0) return {Response(200, ListBody({}))};
+    if (line.rfind("GET ", 0) == 0) return {kt::Response(200, scripted::ListBody({}))};
     if (line.find("/events") != std::string::npos) {
       std::lock_guard<std::mutex> lock(mu);
       event_writes.push_back(request);
     }
     if (line.rfind("POST ", 0) == 0 || line.rfind("PUT ", 0) == 0 || line.rfind("PATCH ", 0) == 0) {
-      return {Response(line.rfind("POST ", 0) == 0 ? 201 : 200, RequestBody(request))};
+      return {
+          kt::Response(line.rfind("POST ", 0) == 0 ? 201 : 200, scripted::RequestBody(request))};
     }
-    return {Response(404, R"({"kind":"Status","reason":"NotFound","code":404})")};
+    return {kt::Response(404, R"({"kind":"Status","reason":"NotFound","code":404})")};
   });
   // The settings warnings written so far: {about the disagreeing job, about the agreeing one}.
   const auto warnings = [&] {
