@@ -350,6 +350,8 @@ absl::Status JobRunner::Prepare() {
         " CPU(s) (" + cpus.limited_by + ") shared by the replicas that compute (" + share->first +
         "; --env overrides)");
   }
+  // Before the replicas are planned: a job that then cannot start still says it.
+  if (auto warning = SettingsWarning(job_, settings)) console_.Say(*warning);
   TAAS_ASSIGN_OR_RETURN(std::vector<ReplicaLaunch> launches,
                         PlanReplicas(job_, settings, ports, *secrets_,
                                      [this](const std::string& line) { Say(line); }));

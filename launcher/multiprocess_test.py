@@ -828,6 +828,49 @@ def scenario_ps_state_reset(tmp):
     assert final_state(lines, "linear-worker-1")[1] == "7.000000"
 
 
+def scenario_settings_disagree(tmp):
+    # The Chief and Worker specs disagree on TF_MAX_STEPS (a TFJob has no job-level env): `taas
+    # run` says so once, at start, before any replica runs; the job still runs (the chief's value
+    # is the parameter servers': the worker stops with it).
+    steps = {"Chief": "20", "Worker": "30"}
+    yaml = job_yaml("disagree", [("PS", 1), ("Chief", 1), ("Worker", 1)], [])
+    for replica_type, value in steps.items():
+        head = f"    {replica_type}:\n"
+        start = yaml.index(head)
+        at = yaml.index("              args:", start)
+        yaml = (yaml[:at] + "              env:\n                - name: TF_MAX_STEPS\n"
+                f"                  value: \"{value}\"\n" + yaml[at:])
+    path = os.path.join(tmp, "disagree.yaml")
+    with open(path, "w") as f:
+        f.write(yaml)
+    base = ["--no-ui", "--progress-secs", "0", "--env", "TF_SAVE_CHECKPOINTS_SECS=0"]
+    out = subprocess.run([TAAS, "run", path, "--model-dir", os.path.join(tmp, "m")] + base,
+                         capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).splitlines()
+    assert out.returncode == 0, out
+    warnings = [i for i, line in enumerate(lines) if "replica specs disagree" in line]
+    assert len(warnings) == 1, lines
+    line = lines[warnings[0]]
+    assert 'TF_MAX_STEPS (Chief "20", Worker "30")' in line, line
+    assert "set each alike in every replica spec" in line, line
+    first_replica = next(i for i, line in enumerate(lines) if "each replica's output" in line)
+    assert warnings[0] < first_replica, lines
+
+    # --env gives every replica one value: no warning (the job cannot start here, which the
+    # warning would have come before).
+    missing = yaml.replace("/opt/taas/bin/linear-regression", "/opt/taas/bin/absent-model")
+    with open(path, "w") as f:
+        f.write(missing)
+    out = subprocess.run([TAAS, "run", path, "--env", "TF_MAX_STEPS=20"] + base,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "no executable named absent-model" in out.stdout + out.stderr, out
+    assert "disagree" not in out.stdout + out.stderr, out
+    out = subprocess.run([TAAS, "run", path] + base, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "replica specs disagree" in out.stdout + out.stderr, out
+
+
 def main():
     scenario = sys.argv[2]
     with tempfile.TemporaryDirectory(prefix=f"taas-mp-{scenario}-") as tmp:

@@ -1,6 +1,7 @@
 #include "taas/nn/conv2d.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "layer_internal.h"
 #include "taas/nn/host_kernels.h"
@@ -66,10 +67,12 @@ Conv2D::Conv2D(ComputeContext& context, Conv2DOptions options)
       padding_(options.padding),
       activation_(options.activation),
       regularizer_(options.kernel_regularizer),
-      kernel_{this->name() + "/kernel",
-              Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
+      kernel_{"", Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_})},
-      bias_{this->name() + "/bias", Tensor({filters_}), Tensor({filters_})} {
+      bias_{"", Tensor({filters_}), Tensor({filters_})} {
+  // Named before the initialisers run: a random one is seeded with its variable's name.
+  std::tie(kernel_.name, bias_.name) =
+      internal::KernelAndBiasNames(this->name(), options.kernel_name, options.bias_name);
   internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
                                kernel_);
   internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -86,6 +87,34 @@ TEST_CASE("conv2d: a batch of the wrong shape is an error value naming the layer
   CHECK(gradient.status().message() ==
         "conv1: expected a gradient of the output's shape [2, 3, 3, 2], got [2, 3, 3, 1]");
   Ok(conv.Backward(Tensor({2, 3, 3, 2})));
+}
+
+TEST_CASE("conv2d: the options name the variables") {
+  ComputeContext context;
+  Conv2D conv(context, Conv2DOptions{.name = "conv1",
+                                     .kernel_name = "conv1/weights",
+                                     .bias_name = "conv1/biases",
+                                     .in_channels = 1,
+                                     .filters = 2,
+                                     .kernel_size = 3});
+  REQUIRE(conv.variables().size() == 2);
+  CHECK(conv.variables()[0]->name == "conv1/weights");
+  CHECK(conv.variables()[1]->name == "conv1/biases");
+  Tensor expected({3, 3, 1, 2});
+  GlorotUniform(expected, 9, 9 * 2, std::hash<std::string>{}("conv1/weights"));
+  CHECK(std::equal(expected.values().begin(), expected.values().end(),
+                   conv.kernel().value.values().begin()));
+  Conv2D keras(context,
+               Conv2DOptions{.name = "c", .in_channels = 1, .filters = 1, .kernel_size = 1});
+  CHECK(keras.kernel().name == "c/kernel");
+  CHECK(keras.bias().name == "c/bias");
+  CHECK_THROWS_AS(Conv2D(context, Conv2DOptions{.name = "c",
+                                                .kernel_name = "same",
+                                                .bias_name = "same",
+                                                .in_channels = 1,
+                                                .filters = 1,
+                                                .kernel_size = 1}),
+                  std::invalid_argument);
 }
 
 TEST_CASE("conv2d: Keras's initialisers by default; the options name others") {

@@ -99,6 +99,13 @@ absl::Status NoKernels(const std::string& layer, Device device);
 // "<layer>: <device>: <message>", same code: a device kernel's error as the layer returns it.
 absl::Status NameLayer(const std::string& layer, Device device, const absl::Status& status);
 
+// A layer's kernel and bias names: the options' when given, else "<layer>/kernel" and
+// "<layer>/bias" (Keras's). One name for both is a programming error: std::invalid_argument
+// "<layer>: kernel_name and bias_name are both \"...\"".
+std::pair<std::string, std::string> KernelAndBiasNames(const std::string& layer,
+                                                       const std::string& kernel_name,
+                                                       const std::string& bias_name);
+
 // std::invalid_argument "<layer>: kernel_regularizer: ..." unless the penalty is finite and >= 0
 // (a programming error, as a bad initialiser is).
 void CheckRegularizer(const std::string& layer, const Regularizer& regularizer);

@@ -10,6 +10,7 @@
 
 #include "ps.grpc.pb.h"
 #include "rpc_util.h"
+#include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
 #include "wire.h"
 
@@ -34,10 +35,10 @@ rpc::PushReply::Outcome ToProto(PushOutcome outcome) {
 absl::StatusOr<ParameterStore*> LaneStore(
     const std::vector<std::unique_ptr<ParameterStore>>& stores, int lane) {
   if (lane < 0 || lane >= static_cast<int>(stores.size())) {
-    return absl::InvalidArgumentError("lane " + std::to_string(lane) +
-                                      " requested, this parameter server has " +
-                                      std::to_string(stores.size()) +
-                                      " (TAAS_PS_LANES differs between this replica and the PS?)");
+    return absl::InvalidArgumentError(
+        "lane " + std::to_string(lane) + " requested, this parameter server has " +
+        std::to_string(stores.size()) + " (" + std::string(contract::kPsLanesEnv) +
+        " differs between this replica and the PS?)");
   }
   return stores[static_cast<std::size_t>(lane)].get();
 }

@@ -98,15 +98,17 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
                                                  TrainingState state) {
   std::vector<checkpoint::Entry> entries;
   for (std::size_t v = 0; v < variables.size(); ++v) {
-    entries.push_back({variables[v]->name, std::move(state.values[v])});
+    // Recorded for warm starts from this checkpoint, which check shapes, not only sizes.
+    const Shape& shape = variables[v]->value.shape();
+    entries.push_back({variables[v]->name, std::move(state.values[v]), shape});
     for (std::size_t k = 0; k < state.slots[v].size(); ++k) {
       entries.push_back(
-          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k])});
+          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k]), shape});
     }
   }
   for (const Variable* s : states) {
     auto values = s->value.values();
-    entries.push_back({s->name, {values.begin(), values.end()}});
+    entries.push_back({s->name, {values.begin(), values.end()}, s->value.shape()});
   }
   return entries;
 }
@@ -176,7 +178,9 @@ ChiefSchedule::ChiefSchedule(Context& ctx, const std::vector<Variable*>& variabl
       variables_(variables),
       replica_(replica),
       optimizer_(optimizer),
-      save_(std::move(save)) {}
+      save_(std::move(save)),
+      checkpoints_(ctx.config->save_checkpoints_steps, ctx.config->save_checkpoints_secs),
+      summaries_(ctx.config->save_summaries_steps, ctx.config->save_summaries_secs) {}
 
 void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step) {
   auto writer = summary::EventWriter::Create(ctx_.config->info.model_dir);
@@ -185,40 +189,36 @@ void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step
   } else {
     ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
   }
-  next_summary_step_ = global_step;
+  summaries_ =
+      StepsOrSecsSchedule(ctx_.config->save_summaries_steps, ctx_.config->save_summaries_secs);
   window_step_ = global_step;
   window_start_ = Clock::now();
-  last_checkpoint_step_ = checkpoint_step;
-  last_checkpoint_time_ = Clock::now();
+  CheckpointIsAt(checkpoint_step);
 }
 
 void ChiefSchedule::CheckpointIsAt(std::int64_t global_step) {
   last_checkpoint_step_ = global_step;
-  last_checkpoint_time_ = Clock::now();
+  // Without a checkpoint the steps count from 0, as the global step does.
+  checkpoints_.Happened(std::max<std::int64_t>(global_step, 0));
 }
 
 void ChiefSchedule::AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
                               const StepResult& result) {
-  const config::RuntimeConfig& cfg = *ctx_.config;
   window_examples_ += examples;
-  if (cfg.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
+  const Clock::time_point now = Clock::now();
+  if (events_ && summaries_.Due(global_step, now)) {
     WriteSummary(global_step, loss, result);
-    next_summary_step_ = (global_step / cfg.save_summaries_steps + 1) * cfg.save_summaries_steps;
-    window_start_ = Clock::now();
+    summaries_.Happened(global_step, now);
+    window_start_ = now;
     window_step_ = global_step;
     window_examples_ = 0;
   }
-  const bool by_time = cfg.save_checkpoints_secs > 0 &&
-                       SecondsSince(last_checkpoint_time_) >= cfg.save_checkpoints_secs;
-  const bool by_steps =
-      cfg.save_checkpoints_steps > 0 &&
-      global_step - std::max<std::int64_t>(last_checkpoint_step_, 0) >= cfg.save_checkpoints_steps;
-  if ((by_time || by_steps) && global_step != last_checkpoint_step_) {
+  if (global_step != last_checkpoint_step_ && checkpoints_.Due(global_step, now)) {
     absl::Status s = save_(global_step);
     if (!s.ok()) {
-      // Try again at the next step; a PS that lost its variables is noticed by the next pull.
+      // Try again when due again; a PS that lost its variables is noticed by the next pull.
       ctx_.logger.Warning("checkpoint failed", {{"error", s.ToString()}});
-      last_checkpoint_time_ = Clock::now();
+      checkpoints_.RestartSeconds(now);
     }
   }
 }

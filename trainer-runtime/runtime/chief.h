@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "schedule.h"
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/job_report/job_report.h"
 #include "taas/summary/event_writer.h"
@@ -41,8 +42,8 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
                                                 bool first_time, std::int64_t fallback_step);
 
 // The checkpoint entries of variables and their slots (slot k of variable v is "<v>/slot_<k>"),
-// as TrainingState holds them, then of the state that is not trained, one entry each under its
-// name, from `states` (host values: the chief's own).
+// as TrainingState holds them, with the variables' shapes, then of the state that is not
+// trained, one entry each under its name and shape, from `states` (host values: the chief's own).
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
                                                  const std::vector<Variable*>& states,
                                                  TrainingState state);
@@ -80,7 +81,8 @@ class ChiefSchedule {
   // Opens the summary writer; the first window starts at `global_step`, and `checkpoint_step` is
   // the step of the checkpoint training starts from (-1 if none).
   void Start(std::int64_t global_step, std::int64_t checkpoint_step);
-  // Called after every step: summaries and checkpoints when due. A summary holds the loss at its
+  // Called after every step: summaries and checkpoints when due (the first summary at the first
+  // step after Start, then on schedule). A summary holds the loss at its
   // step (`loss`, as TensorFlow's summary of a loss tensor does), the step's extra scalars from
   // `result`, the learning rate, and examples/s and steps/s over the steps since the last one.
   void AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
@@ -104,9 +106,10 @@ class ChiefSchedule {
   const optim::Optimizer& optimizer_;
   SaveCheckpoint save_;
   std::unique_ptr<summary::EventWriter> events_;
-  Clock::time_point last_checkpoint_time_ = Clock::now();
+  // save_checkpoints_steps/secs, save_summaries_steps/secs: the one rule of schedule.h.
+  StepsOrSecsSchedule checkpoints_;
+  StepsOrSecsSchedule summaries_;
   std::int64_t last_checkpoint_step_ = -1;
-  std::int64_t next_summary_step_ = 0;
   Clock::time_point window_start_ = Clock::now();
   std::int64_t window_step_ = 0;
   std::int64_t window_examples_ = 0;

@@ -31,6 +31,7 @@
 #include "taas/collective/in_process.h"
 #include "taas/collective/staged.h"
 #include "taas/collective/tcp_ring.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/crc32c/crc32c.h"
 
@@ -643,7 +644,8 @@ std::optional<Failure> CollectiveTrainer::CheckVariablesAgree(Replica& replica) 
           std::to_string(info_.num_replicas_in_sync()) +
           " replicas hold variables whose checksum differs from the chief's, so they no longer "
           "train one model (an update that is not deterministic, or memory corrupted); checked "
-          "every TAAS_CHECK_VARIABLES_STEPS=" +
+          "every " +
+          std::string(contract::kCheckVariablesStepsEnv) + "=" +
           std::to_string(cfg_.check_variables_steps) + " steps")};
 }
 

@@ -7,7 +7,8 @@
 //
 // Companion headers: rfc3339.h (timestamps), serialization.h (JSON/YAML), defaults.h,
 // validation.h (field errors), labels.h (names, labels, selectors), restart.h (exit codes),
-// status.h (conditions and job status), progress.h (status.progress), tf_config.h (TF_CONFIG).
+// status.h (conditions and job status), progress.h (status.progress), tf_config.h (TF_CONFIG),
+// settings.h (settings the replicas must share).
 #pragma once
 
 #include <chrono>
