@@ -1,6 +1,6 @@
 // The torch engine on CUDA devices: LibTorch's CUDA backend loaded on demand, its kernels on the
 // runtime's compute stream.
-#include "../device_stream.h"
+#include "device_stream.h"  // the engine's private seam (trainer-runtime/torch/)
 
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDAStream.h>
