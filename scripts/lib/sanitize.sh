@@ -33,20 +33,26 @@ export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_ord
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
-# Configures and builds TARGETS in TREE with the given cmake arguments, printing the build time.
+# Each run's build and its ctest are phases (scripts/lib/common.sh): sanitize-RUN/build and
+# sanitize-RUN/ctest, under ctest/ when scripts/test.sh runs them.
+phase="sanitize-$run"
+
+# Configures and builds TARGETS in TREE with the given cmake arguments.
 build_tree() {
   local tree=$1 target=$2
   shift 2
-  local start=$SECONDS
+  phase_start "$phase/build"
   TAAS_BUILD="$tree" taas_configure "$@"
   cmake --build "$tree" --target "$target" -- -j"$(nproc)"
-  log "built $target in $tree in $((SECONDS - start)) s"
+  phase_end "$phase/build"
 }
 
 run_ctest() {
   local tree=$1
   shift
+  phase_start "$phase/ctest"
   ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$(nproc)" "$@"
+  phase_end "$phase/ctest"
 }
 
 asan_args=("${clang_args[@]}" "-DTAAS_SANITIZE=address;undefined" -DTAAS_FUZZ=ON
@@ -70,13 +76,14 @@ tsan)
   # code) reads as a race; tried with library suppressions, each run showed a new one inside
   # gRPC. It runs under ASan+UBSan with the other unit tests.
   tsan_select=(-R '^(trainer_ps_.*_test|trainer_collective_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
+  phase_start "$phase/build"
   TAAS_BUILD="$main_build-tsan" taas_configure "${clang_args[@]}" -DTAAS_SANITIZE=thread
   mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N "${tsan_select[@]}" |
     sed -n 's/^ *Test *#[0-9]*: //p')
   [ ${#targets[@]} -gt 0 ] || die "no tests match ${tsan_select[*]} in $main_build-tsan"
-  start=$SECONDS
+  log "building ${targets[*]} in $main_build-tsan"
   cmake --build "$main_build-tsan" --target "${targets[@]}" -- -j"$(nproc)"
-  log "built ${targets[*]} in $main_build-tsan in $((SECONDS - start)) s"
+  phase_end "$phase/build"
   run_ctest "$main_build-tsan" "${tsan_select[@]}"
   ;;
 *) usage ;;
