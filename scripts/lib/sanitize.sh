@@ -3,7 +3,8 @@
 # (tests/CMakeLists.txt) that builds what it needs in its own clang tree beside the main one
 # (ccache'd like it) and runs ctest there, so its summary prints on failure and its exit status
 # is the entry's:
-#   asan  MAIN_BUILD   every `unit` test under AddressSanitizer + UndefinedBehaviorSanitizer
+#   asan  MAIN_BUILD   every `unit` test that runs an executable of the tree (not the script
+#                      tests) under AddressSanitizer + UndefinedBehaviorSanitizer
 #   fuzz  MAIN_BUILD   every fuzz target for TAAS_FUZZ_SECONDS (default 30), same tree as asan
 #   tsan  MAIN_BUILD   the parameter-server (but its gRPC test), collective (all-reduce ring,
 #                      in-process groups) and kube (work queue, informer) tests under
@@ -61,7 +62,13 @@ asan_args=("${clang_args[@]}" "-DTAAS_SANITIZE=address;undefined" -DTAAS_FUZZ=ON
 case $run in
 asan)
   build_tree "$main_build-asan" taas_unit_tests "${asan_args[@]}"
-  run_ctest "$main_build-asan" -L unit
+  # Only the unit tests that run this tree's executables: the script tests (python3, node, bash:
+  # the taas-cluster units, the lints) run no sanitized code, and the main build runs them.
+  mapfile -t asan_tests < <(python3 "$TAAS_ROOT/scripts/lib/tree_tests.py" select \
+    "$main_build-asan" unit)
+  [ ${#asan_tests[@]} -gt 0 ] || die "no unit test of $main_build-asan runs its executables"
+  asan_select=$(IFS='|' && echo "${asan_tests[*]}")
+  run_ctest "$main_build-asan" -L unit -R "^($asan_select)\$"
   ;;
 fuzz)
   build_tree "$main_build-asan" taas_fuzzers "${asan_args[@]}"
