@@ -190,6 +190,14 @@ class HostileLogTest(unittest.TestCase):
         self.assertIn("missing:", out)
         self.assertEqual(row(out, "a//b"), "1")
 
+    def test_ctest_alone(self):
+        """`ctest ...` run by hand: no markers, no timestamps; ctest's own total is its time."""
+        out = table("Test project /x/build\n"
+                    "  1/1 Test  #1: taas_base_test ...   Passed    5.00 sec\n"
+                    "Total Test time (real) =   7.20 sec\n")
+        self.assertEqual(row(out, "ctest"), "7")
+        self.assertIn("missing: setup, build (", out)
+
     def test_nothing_known(self):
         self.assertIn("nothing to time", table("hello\nworld\n"))
         self.assertIn("nothing to time", table(""))
