@@ -21,12 +21,13 @@ import sys
 
 def tree_files(command, build):
     """The files of `command` (a ctest command list) that lie inside the build folder `build`,
-    relative to it: the program and any argument naming a file there."""
+    relative to it: the program and any argument naming an existing file there (not an output
+    folder a test makes, such as gpu_bundle's)."""
     prefix = os.path.join(os.path.realpath(build), "")
     out = []
-    for word in command:
+    for i, word in enumerate(command):
         path = os.path.realpath(word) if os.path.isabs(word) else None
-        if path and path.startswith(prefix) and not os.path.isdir(path):
+        if path and path.startswith(prefix) and (i == 0 or os.path.isfile(path)):
             out.append(os.path.relpath(path, prefix))
     return out
 

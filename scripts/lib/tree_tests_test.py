@@ -41,6 +41,11 @@ class TreeTestsTest(unittest.TestCase):
             {"name": "taas_cluster_ports", "command": ["/usr/bin/python3", "-m", "x",
                                                        f"{b}/gpu-bundle"],
              "properties": [{"name": "LABELS", "value": ["unit", "lint"]}]},
+            # A script writing into the tree (gpu_bundle): its output folder, made or not yet,
+            # is nothing to build.
+            {"name": "gpu_bundle", "command": ["/src/bundle.sh", f"{b}/gpu-bundle",
+                                               f"{b}/not-made-yet"],
+             "properties": [{"name": "LABELS", "value": ["unit"]}]},
             {"name": "cluster_smoke", "command": ["/usr/bin/bash", f"{b}/kube/taas_kube_test"],
              "properties": [{"name": "LABELS", "value": ["cluster"]}]},
             {"name": "no_labels", "command": ["/bin/true"]},
@@ -51,7 +56,8 @@ class TreeTestsTest(unittest.TestCase):
 
     def test_labelled(self):
         self.assertEqual([name for name, _ in self.unit()],
-                         ["taas_base_test", "web_ui_api_types", "taas_cluster_ports"])
+                         ["taas_base_test", "web_ui_api_types", "taas_cluster_ports",
+                          "gpu_bundle"])
         self.assertEqual(tree_tests.labelled({}, "unit"), [])
 
     def test_select_leaves_out_programs_outside_the_tree(self):
