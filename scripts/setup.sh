@@ -19,13 +19,21 @@ case "${1:-}" in
   *) die "usage: scripts/setup.sh [--main-job]" ;;
 esac
 export TAAS_SETUP_SCOPE
+# Its phase markers (scripts/lib/common.sh): `setup` and `setup/<fragment>`, or
+# `setup-main-job/...` for the main job's, so a log of both commands names each once.
+setup_phase=setup
+[ "$TAAS_SETUP_SCOPE" = main-job ] && setup_phase=setup-main-job
+phase_start "$setup_phase"
 
 for fragment in "$TAAS_ROOT"/scripts/setup.d/*.sh; do
   name="$(basename "$fragment" .sh)"
   if [ "$TAAS_SETUP_SCOPE" = main-job ] && [[ ! " ${main_job_fragments[*]} " =~ " $name " ]]; then
     continue
   fi
+  phase_start "$setup_phase/$name"
   # shellcheck source=/dev/null
   source "$fragment"
+  phase_end "$setup_phase/$name"
 done
 log "setup complete ($TAAS_SETUP_SCOPE)"
+phase_end "$setup_phase"

@@ -37,6 +37,7 @@ done
 [ -f "$DATA/t10k-labels-idx1-ubyte.gz" ] ||
   die "no Fashion-MNIST in $DATA: apt-get install dataset-fashion-mnist"
 start=$SECONDS
+phase_start gpu-bundle/build  # its tree's build, a phase (scripts/lib/common.sh)
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-gpu-bundle-XXXXXX")"
 trap 'rm -rf "$work" "$OUT.partial"' EXIT
 
@@ -51,7 +52,7 @@ log "building ${tools[*]} ${tests[*]}"
 cmake --build "$TAAS_BUILD" --target "${tools[@]}" "${tests[@]}" -- -j"$(nproc)" \
   >"$work/build.log" ||
   { tail -n 40 "$work/build.log" >&2; die "the bundle's build failed (above)"; }
-log "built in $((SECONDS - start)) s"
+phase_end gpu-bundle/build
 
 # --- assemble: stripped binaries and the libraries they load, in $stage ------------------------
 stage="$work/stage"

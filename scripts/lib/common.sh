@@ -17,6 +17,26 @@ TAAS_TORCH_DIR="$TAAS_CACHE/libtorch-$TAAS_TORCH_VERSION"
 log() { printf '[taas] %s\n' "$*" >&2; }
 die() { printf '[taas] error: %s\n' "$*" >&2; exit 1; }
 
+# Phase markers: where a run's time goes, read back into a table by scripts/test-timings
+# (docs/development.md, "Where the time goes"). Each phase prints two lines on stderr:
+#   [taas] phase NAME started
+#   [taas] phase NAME: SECONDS s
+# NAME is a path (setup/30-kubernetes is a part of setup). TAAS_PHASE_PREFIX goes before every
+# name, and TAAS_PHASE_LOG, when set, also gets each end line: scripts/test.sh sets both for ctest,
+# whose entries' output is shown only when they fail, and prints that file after it.
+declare -gA taas_phase_started=()
+phase_start() {
+  taas_phase_started[$1]=$SECONDS
+  log "phase ${TAAS_PHASE_PREFIX:-}$1 started"
+}
+phase_end() {
+  local start=${taas_phase_started[$1]:?"phase_end $1 without phase_start $1"}
+  unset "taas_phase_started[$1]"
+  local line="[taas] phase ${TAAS_PHASE_PREFIX:-}$1: $((SECONDS - start)) s"
+  printf '%s\n' "$line" >&2
+  if [ -n "${TAAS_PHASE_LOG:-}" ]; then printf '%s\n' "$line" >>"$TAAS_PHASE_LOG"; fi
+}
+
 # Installs the Debian packages that are not installed yet; installs nothing when all are there,
 # so running setup twice changes nothing.
 need_debian_packages() {

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing runs of scripts/test.sh. Each is one ctest entry of the main build
-# (tests/CMakeLists.txt) that builds what it needs in its own clang tree beside the main one
-# (ccache'd like it) and runs ctest there, so its summary prints on failure and its exit status
-# is the entry's:
-#   asan  MAIN_BUILD   every `unit` test under AddressSanitizer + UndefinedBehaviorSanitizer
+# (tests/CMakeLists.txt) that runs ctest in its own clang tree beside the main one (ccache'd like
+# it), so its summary prints on failure and its exit status is the entry's; each builds its tree
+# first (a no-op when the tree's own entry, RUN-build, built it already):
+#   asan  MAIN_BUILD   every `unit` test that runs an executable of the tree (not the script
+#                      tests) under AddressSanitizer + UndefinedBehaviorSanitizer
 #   fuzz  MAIN_BUILD   every fuzz target for TAAS_FUZZ_SECONDS (default 30), same tree as asan
 #   tsan  MAIN_BUILD   the parameter-server (but its gRPC test), collective (all-reduce ring,
 #                      in-process groups) and kube (work queue, informer) tests under
 #                      ThreadSanitizer
+#   asan-build, tsan-build MAIN_BUILD   only the tree's build (for asan: what asan and fuzz run)
 # The trees are MAIN_BUILD-asan and MAIN_BUILD-tsan. No report is suppressed: the selection below
 # leaves out what cannot be checked honestly (see tsan).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$TAAS_ROOT/scripts/lib/build.sh"
 
-usage() { die "usage: sanitize.sh asan|fuzz|tsan MAIN_BUILD"; }
+usage() { die "usage: sanitize.sh asan|fuzz|tsan|asan-build|tsan-build MAIN_BUILD"; }
 [ $# -eq 2 ] || usage
 run=$1 main_build=$2
 
@@ -33,50 +35,77 @@ export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_ord
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
-# Configures and builds TARGETS in TREE with the given cmake arguments, printing the build time.
-build_tree() {
-  local tree=$1 target=$2
-  shift 2
-  local start=$SECONDS
-  TAAS_BUILD="$tree" taas_configure "$@"
-  cmake --build "$tree" --target "$target" -- -j"$(nproc)"
-  log "built $target in $tree in $((SECONDS - start)) s"
+# Each run's build and its ctest are phases (scripts/lib/common.sh): sanitize-TREE/build and
+# sanitize-RUN/ctest, under ctest/ when scripts/test.sh runs them.
+tree_phase="sanitize-${run%-build}"
+[ "$run" = fuzz ] && tree_phase=sanitize-asan
+
+# The builds run at the lowest CPU priority: tests/CMakeLists.txt runs them beside the control-plane
+# and browser suites, whose deadlines come first; alone, they get every core all the same.
+build_targets() {
+  local tree=$1
+  shift
+  log "building $* in $tree"
+  nice -n 19 cmake --build "$tree" --target "$@" -- -j"$(nproc)"
 }
 
 run_ctest() {
   local tree=$1
   shift
+  phase_start "sanitize-$run/ctest"
   ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$(nproc)" "$@"
+  phase_end "sanitize-$run/ctest"
 }
 
 asan_args=("${clang_args[@]}" "-DTAAS_SANITIZE=address;undefined" -DTAAS_FUZZ=ON
   "-DTAAS_FUZZ_SECONDS=${TAAS_FUZZ_SECONDS:-30}")
 
-case $run in
-asan)
-  build_tree "$main_build-asan" taas_unit_tests "${asan_args[@]}"
-  run_ctest "$main_build-asan" -L unit
-  ;;
-fuzz)
-  build_tree "$main_build-asan" taas_fuzzers "${asan_args[@]}"
-  run_ctest "$main_build-asan" -L fuzz
-  ;;
-tsan)
-  # The PS tests, the collective tests (the ring's operation thread, in-process replica groups;
-  # the ring test's forked ranks run under TSan too) and the kube tests (work queue, informer,
-  # client, leader election); test names
-  # are their targets' names (taas_add_test). Not trainer_ps_rpc_test: Debian's gRPC is not built
-  # with TSan, so every handoff between its threads (completion queue, pollers, inlined grpcpp
-  # code) reads as a race; tried with library suppressions, each run showed a new one inside
-  # gRPC. It runs under ASan+UBSan with the other unit tests.
-  tsan_select=(-R '^(trainer_ps_.*_test|trainer_collective_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
+# The ASan+UBSan tree: the unit tests' executables and the fuzzers, one build for both runs.
+asan_build() {
+  phase_start "$tree_phase/build"
+  TAAS_BUILD="$main_build-asan" taas_configure "${asan_args[@]}"
+  build_targets "$main_build-asan" taas_unit_tests taas_fuzzers
+  phase_end "$tree_phase/build"
+}
+
+# The PS tests, the collective tests (the ring's operation thread, in-process replica groups;
+# the ring test's forked ranks run under TSan too) and the kube tests (work queue, informer,
+# client, leader election); test names are their targets' names (taas_add_test). Not
+# trainer_ps_rpc_test: Debian's gRPC is not built with TSan, so every handoff between its threads
+# (completion queue, pollers, inlined grpcpp code) reads as a race; tried with library
+# suppressions, each run showed a new one inside gRPC. It runs under ASan+UBSan with the other
+# unit tests.
+tsan_select=(-R '^(trainer_ps_.*_test|trainer_collective_.*_test|taas_kube_test)$' -E '^trainer_ps_rpc_test$')
+tsan_build() {
+  phase_start "$tree_phase/build"
   TAAS_BUILD="$main_build-tsan" taas_configure "${clang_args[@]}" -DTAAS_SANITIZE=thread
+  local targets
   mapfile -t targets < <(ctest --test-dir "$main_build-tsan" -N "${tsan_select[@]}" |
     sed -n 's/^ *Test *#[0-9]*: //p')
   [ ${#targets[@]} -gt 0 ] || die "no tests match ${tsan_select[*]} in $main_build-tsan"
-  start=$SECONDS
-  cmake --build "$main_build-tsan" --target "${targets[@]}" -- -j"$(nproc)"
-  log "built ${targets[*]} in $main_build-tsan in $((SECONDS - start)) s"
+  build_targets "$main_build-tsan" "${targets[@]}"
+  phase_end "$tree_phase/build"
+}
+
+case $run in
+asan-build) asan_build ;;
+tsan-build) tsan_build ;;
+asan)
+  asan_build
+  # Only the unit tests that run this tree's executables: the script tests (python3, node, bash:
+  # the taas-cluster units, the lints) run no sanitized code, and the main build runs them.
+  mapfile -t asan_tests < <(python3 "$TAAS_ROOT/scripts/lib/tree_tests.py" select \
+    "$main_build-asan" unit)
+  [ ${#asan_tests[@]} -gt 0 ] || die "no unit test of $main_build-asan runs its executables"
+  asan_select=$(IFS='|' && echo "${asan_tests[*]}")
+  run_ctest "$main_build-asan" -L unit -R "^($asan_select)\$"
+  ;;
+fuzz)
+  asan_build
+  run_ctest "$main_build-asan" -L fuzz
+  ;;
+tsan)
+  tsan_build
   run_ctest "$main_build-tsan" "${tsan_select[@]}"
   ;;
 *) usage ;;
