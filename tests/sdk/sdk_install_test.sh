@@ -107,15 +107,18 @@ case "$mode" in
       timed configure-torch-dir cmake -S "$project" -B "$tmp/torch-dir" -G Ninja \
         -DCMAKE_PREFIX_PATH="$prefix" -DTorch_DIR="$torch_root/torch/share/cmake/Torch"
       quiet_configure "$tmp/configure-torch-dir.log"
+      refused() { # LABEL ROOT MESSAGE: a configure with TAAS_TORCH_ROOT=ROOT fails with MESSAGE
+        if cmake -S "$project" -B "$tmp/$1-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+          -DTAAS_TORCH_ROOT="$2" >"$tmp/$1.log" 2>&1; then
+          fail "$1: a configure with TAAS_TORCH_ROOT=$2 fails" "$tmp/$1.log"
+        fi
+        # (CMake wraps the message: read as one line.)
+        grep -q -- "$3" <<<"$(tr -s '\n ' '  ' <"$tmp/$1.log")" ||
+          fail "$1: the error says: $3" "$tmp/$1.log"
+      }
       mkdir "$tmp/nowhere"
-      if cmake -S "$project" -B "$tmp/no-torch" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-        -DTAAS_TORCH_ROOT="$tmp/nowhere" >"$tmp/no-torch.log" 2>&1; then
-        fail "a configure with no LibTorch in TAAS_TORCH_ROOT fails" "$tmp/no-torch.log"
-      fi
-      # (CMake wraps the message: read as one line.)
-      grep -q "no LibTorch [0-9.]* for taas::torch in TAAS_TORCH_ROOT=$tmp/nowhere: $tmp/nowhere holds no LibTorch" \
-        <<<"$(tr -s '\n ' '  ' <"$tmp/no-torch.log")" ||
-        fail "the error names TAAS_TORCH_ROOT and what it lacks" "$tmp/no-torch.log"
+      refused no-torch "$tmp/nowhere" \
+        "no LibTorch [0-9.]* for taas::torch in TAAS_TORCH_ROOT=$tmp/nowhere: $tmp/nowhere holds no LibTorch"
       # Another minor version of LibTorch (its C++ ABI differs) is refused, not linked.
       other="$tmp/other-torch/torch"
       mkdir -p "$other/include/torch/csrc/api/include/torch" "$other/include/torch/headeronly" \
@@ -123,13 +126,7 @@ case "$mode" in
       touch "$other/include/torch/csrc/api/include/torch/torch.h" "$other/lib/libtorch_cpu.so"
       printf '#define TORCH_VERSION_MAJOR 2\n#define TORCH_VERSION_MINOR 9\n#define TORCH_VERSION_PATCH 1\n' \
         >"$other/include/torch/headeronly/version.h"
-      if cmake -S "$project" -B "$tmp/other-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-        -DTAAS_TORCH_ROOT="$tmp/other-torch" >"$tmp/other-torch.log" 2>&1; then
-        fail "a configure with LibTorch 2.9 fails" "$tmp/other-torch.log"
-      fi
-      grep -q "$tmp/other-torch holds LibTorch 2.9.1, not [0-9]*\.[0-9]*\.x" \
-        <<<"$(tr -s '\n ' '  ' <"$tmp/other-torch.log")" ||
-        fail "the error names the version found and the one wanted" "$tmp/other-torch.log"
+      refused other-torch "$tmp/other-torch" "$tmp/other-torch holds LibTorch 2.9.1, not [0-9]*\.[0-9]*\.x"
       ok "LibTorch from the SDK's default, Torch_DIR, or an error naming TAAS_TORCH_ROOT"
     fi
     timed build bash -c "${steps[1]}"
