@@ -8,7 +8,9 @@
 # Python site-packages with torch installed, or the tool cache's ~/.cache/taas/libtorch-<version>
 # (scripts/setup.d/46-libtorch.sh). On success it makes the imported target taas::libtorch
 # (LibTorch's headers, system headers as an imported target's are: not ours to keep warning-free;
-# its CPU libraries, plus its CUDA ones when CUDA is true), sets TAAS_LIBTORCH_VERSION
+# its CPU libraries, plus libc10_cuda (streams) when CUDA is true: libtorch_cuda.so, whose CUDA
+# libraries (cuSPARSE, cuFFT, ...) a build machine lacks, is loaded only when a replica uses a GPU,
+# trainer-runtime/torch/cuda/device_stream.cc), sets TAAS_LIBTORCH_VERSION
 # (major.minor.patch, from the headers) in the caller's scope and the ERROR_VARIABLE to "". When
 # ROOT holds no LibTorch, or one whose major.minor is not VERSION (LibTorch's C++ ABI changes
 # between minor releases), the ERROR_VARIABLE says so and nothing is made: the tree stops with it,
@@ -49,9 +51,7 @@ function(taas_import_libtorch)
     add_library(taas::libtorch INTERFACE IMPORTED GLOBAL)
     set(libraries "${torch}/lib/libtorch_cpu.so" "${torch}/lib/libc10.so")
     if(arg_CUDA)
-      list(APPEND libraries "${torch}/lib/libtorch_cuda.so" "${torch}/lib/libc10_cuda.so")
-      set_target_properties(taas::libtorch PROPERTIES INTERFACE_COMPILE_DEFINITIONS
-                                                      TAAS_TORCH_CUDA=1)
+      list(APPEND libraries "${torch}/lib/libc10_cuda.so")
     endif()
     set_target_properties(taas::libtorch PROPERTIES
                           INTERFACE_INCLUDE_DIRECTORIES "${torch}/include;${api}"

@@ -484,10 +484,6 @@ absl::StatusOr<nlohmann::json> Client::Delete(std::string_view path, const nlohm
                                    "application/json", call));
 }
 
-absl::StatusOr<std::string> Client::GetText(std::string_view path) {
-  return impl_->Exchange(http::verb::get, path, nullptr, nullptr, "*/*", CallOptions{});
-}
-
 absl::Status WatchDecoder::Feed(std::string_view data,
                                 const std::function<bool(const WatchEvent&)>& on_event,
                                 bool* stopped) {

@@ -65,6 +65,10 @@ absl::StatusOr<job_report::JobReport> ReadJobReport(const std::string& path) {
     if (n == 0) break;
     used += static_cast<std::size_t>(n);
   }
+  if (used == 0) {
+    return absl::FailedPreconditionError("no report in " + path +
+                                         ": its trainer started but left none");
+  }
   text.resize(used);
   absl::StatusOr<job_report::JobReport> report = job_report::Parse(text);
   if (!report.ok()) {
@@ -78,20 +82,26 @@ absl::StatusOr<job_report::JobReport> ReadJobResult(const std::string& files_dir
                                                     const std::string& evaluator) {
   absl::StatusOr<job_report::JobReport> chief_report =
       ReadJobReport(TerminationMessagePath(files_dir, chief));
-  std::optional<job_report::JobReport> evaluator_report;
+  absl::StatusOr<job_report::JobReport> evaluator_report =
+      absl::NotFoundError("the job has no evaluator");
   if (!evaluator.empty()) {
-    absl::StatusOr<job_report::JobReport> read =
-        ReadJobReport(TerminationMessagePath(files_dir, evaluator));
-    if (read.ok()) evaluator_report = *std::move(read);
+    evaluator_report = ReadJobReport(TerminationMessagePath(files_dir, evaluator));
   }
   std::optional<job_report::JobReport> result = job_report::JobResult(
-      chief_report.ok() ? std::optional(*chief_report) : std::nullopt, evaluator_report);
-  if (!result) return chief_report.status();
-  return *std::move(result);
+      chief_report.ok() ? std::optional(*chief_report) : std::nullopt,
+      evaluator_report.ok() ? std::optional(*evaluator_report) : std::nullopt);
+  if (result) return *std::move(result);
+  // A chief that ran no trainer beside an evaluator that did: the evaluator's error.
+  if (absl::IsNotFound(chief_report.status()) && !evaluator.empty() &&
+      !absl::IsNotFound(evaluator_report.status())) {
+    return evaluator_report.status();
+  }
+  return chief_report.status();
 }
 
 std::string DescribeReport(const job_report::JobReport& report) {
   std::string text = "at step " + std::to_string(report.global_step);
+  if (!report.error.empty()) return text + ": " + report.error;
   if (report.final_metrics.empty()) {
     return text + "; its model reported no final metrics (Session::ReportFinalMetrics)";
   }

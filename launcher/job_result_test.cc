@@ -71,6 +71,12 @@ TEST_CASE("the job's result: the chief's report, else the evaluator's score of t
     CHECK(none.status().code() == absl::StatusCode::kNotFound);
     CHECK(absl::StrContains(none.status().message(), "j-chief-0.termination-log"));
   }
+  SUBCASE("only the evaluator ran a trainer and left no report: its error, not NotFound") {
+    tmp.Write("j-evaluator-0.termination-log", "");
+    const auto result = ReadJobResult(dir, "j-chief-0", "j-evaluator-0");
+    CHECK(result.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(absl::StrContains(result.status().message(), "j-evaluator-0.termination-log"));
+  }
 }
 
 TEST_CASE("a missing, bad or hostile report is an error naming the file, never a wait") {
@@ -81,7 +87,7 @@ TEST_CASE("a missing, bad or hostile report is an error naming the file, never a
     CHECK(missing.status().message().find((tmp.path / "none").string()) != std::string::npos);
   }
   SUBCASE("not JSON, or the wrong types") {
-    for (const char* text : {"", "garbage", "[]", R"({"globalStep":"6000","finalMetrics":{}})",
+    for (const char* text : {"garbage", "[]", R"({"globalStep":"6000","finalMetrics":{}})",
                              R"({"globalStep":1,"finalMetrics":{"a":"x"}})"}) {
       CAPTURE(text);
       const std::string path = tmp.Write("bad", text);
@@ -89,6 +95,13 @@ TEST_CASE("a missing, bad or hostile report is an error naming the file, never a
       CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
       CHECK(bad.status().message().rfind(path + ": job report: ", 0) == 0);
     }
+  }
+  SUBCASE("empty: a trainer started (its runtime creates the file) and left no report") {
+    const std::string path = tmp.Write("empty", "");
+    const auto empty = ReadJobReport(path);
+    CHECK(empty.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(empty.status().message() ==
+          "no report in " + path + ": its trainer started but left none");
   }
   SUBCASE("too large: refused after reading one byte more than a report may hold") {
     const std::string path = tmp.Write("big", std::string(10 << 20, ' '));
@@ -113,6 +126,10 @@ TEST_CASE("the console's words for a report") {
   report.final_metrics = {{"accuracy", 1}, {"mse", 0.0000123}, {"zero", 0}, {"big", 12345.678}};
   CHECK(DescribeReport(report) ==
         "at step 300: final accuracy 1.0000, big 12345.6780, mse 1.23e-05, zero 0.0000");
+  // A chief whose evaluation failed: its error, not "no final metrics".
+  report.final_metrics.clear();
+  report.error = "evaluate() failed: no test set in /data";
+  CHECK(DescribeReport(report) == "at step 300: evaluate() failed: no test set in /data");
 }
 
 }  // namespace

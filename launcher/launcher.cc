@@ -35,6 +35,7 @@
 #include "taas/contract/ports.h"
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/validation.h"
 #include "taas/ui_server/metrics.h"
@@ -237,9 +238,10 @@ void JobRunner::Event(bool warning, std::string reason, std::string message,
 }
 
 void JobRunner::ShowTail(const Replica& replica) {
-  // Enough for the runtime's one error line and what led to it.
+  // Enough for the runtime's one error line and what led to it; a long line shows its end.
   constexpr int kTailLines = 10;
-  auto tail = state_.LogTail(replica.name, kTailLines);
+  constexpr std::size_t kTailBytes = 64 << 10;
+  auto tail = state_.LogTail(replica.name, kTailLines, kTailBytes);
   if (!tail.ok() || tail->empty()) return;
   console_.Say("the last lines of " + replica.name +
                " (all of them: " + logs_->PathOf(replica.name) + "):");
@@ -348,6 +350,8 @@ absl::Status JobRunner::Prepare() {
         " CPU(s) (" + cpus.limited_by + ") shared by the replicas that compute (" + share->first +
         "; --env overrides)");
   }
+  // Before the replicas are planned: a job that then cannot start still says it.
+  if (auto warning = SettingsWarning(job_, settings)) console_.Say(*warning);
   TAAS_ASSIGN_OR_RETURN(std::vector<ReplicaLaunch> launches,
                         PlanReplicas(job_, settings, ports, *secrets_,
                                      [this](const std::string& line) { Say(line); }));
@@ -384,16 +388,25 @@ std::string JobRunner::ResultLine(bool succeeded) {
       job_.status, succeeded ? tfjob::ConditionType::kSucceeded : tfjob::ConditionType::kFailed);
   const std::string plain = job + (succeeded ? " succeeded" : " failed") +
                             (cond ? ": " + cond->message : std::string()) + where;
-  if (!succeeded) return plain;
   std::string chief, evaluator;
   for (const Replica& r : replicas_) {
     if (tfjob::IsMasterRole(job_.spec, r.type, r.index)) chief = r.name;
     if (tfjob::IsResultEvaluator(r.type, r.index)) evaluator = r.name;
   }
   if (chief.empty()) return plain;
+  if (!succeeded) {
+    // A chief whose evaluation failed said why in its report: that is the job's failure.
+    const absl::StatusOr<job_report::JobReport> failed =
+        ReadJobReport(TerminationMessagePath(logs_->dir(), chief));
+    if (failed.ok() && !failed->error.empty())
+      return job + " failed " + DescribeReport(*failed) + where;
+    return plain;
+  }
   const absl::StatusOr<job_report::JobReport> report =
       ReadJobResult(logs_->dir(), chief, evaluator);
   if (report.ok()) return job + " succeeded " + DescribeReport(*report) + where;
+  // A job of plain commands leaves no report to miss (ReadJobResult).
+  if (absl::IsNotFound(report.status())) return plain;
   console_.Say("warning: the job's final metrics are unknown: " +
                std::string(report.status().message()));
   return plain;
@@ -408,8 +421,7 @@ bool JobRunner::ProgressDue() const {
 void JobRunner::Progress() {
   ProgressSample sample;
   sample.at = Clock::now();
-  double examples_per_sec = 0;
-  bool any_rate = false;
+  tfjob::JobExamplesRate rate;
   for (const Replica& r : replicas_) {
     ++sample.replicas_total;
     if (r.pid <= 0) continue;
@@ -426,17 +438,14 @@ void JobRunner::Progress() {
     }
     // Every training replica's rate adds to the job's; the chief's (or worker 0's) view of the
     // global step and loss is the job's.
-    if (auto rate = metric(contract::kExamplesPerSecondMetric)) {
-      examples_per_sec += *rate;
-      any_rate = true;
-    }
+    if (tfjob::TrainsExamples(r.type)) rate.Add(metric(contract::kExamplesPerSecondMetric));
     if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
     if (auto step = metric(contract::kGlobalStepMetric)) {
       sample.global_step = static_cast<std::int64_t>(*step);
     }
     sample.loss = metric(contract::kLossMetric);
   }
-  if (any_rate) sample.examples_per_sec = examples_per_sec;
+  sample.examples_per_sec = rate.PerSecond();
   view_->Add(sample);
   if (bar_) {
     console_.Bar(view_->Bar(ConsoleColumns()));

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "job_result.h"
+#include "taas/base/ascii.h"
 #include "taas/tfjob/labels.h"
+#include "taas/tfjob/progress.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/ui_server/views.h"
@@ -136,22 +138,26 @@ ui_server::EventRow LocalEventRow(const LocalEvent& e) {
 
 tfjob::TFJob WithReport(tfjob::TFJob job, const std::vector<ReplicaProcess>& replicas,
                         const std::string& files_dir) {
-  // A running replica may be writing its report: read one only once its process is gone.
+  // A running replica may be writing its report: read one only once its process is gone. A
+  // failed chief's counts only when it names its failure (its evaluation's error).
   std::string chief, evaluator;
+  bool chief_failed = false;
   for (const ReplicaProcess& r : replicas) {
     if (r.running) continue;
     if (tfjob::IsMasterRole(job.spec, r.type, r.index) &&
-        r.phase == tfjob::ReplicaPhase::kSucceeded) {
+        (r.phase == tfjob::ReplicaPhase::kSucceeded || r.phase == tfjob::ReplicaPhase::kFailed)) {
       chief = r.name;
+      chief_failed = r.phase == tfjob::ReplicaPhase::kFailed;
     }
     if (tfjob::IsResultEvaluator(r.type, r.index)) evaluator = r.name;
   }
   if (chief.empty()) return job;
   const absl::StatusOr<job_report::JobReport> report = ReadJobResult(files_dir, chief, evaluator);
-  if (!report.ok()) return job;
+  if (!report.ok() || (chief_failed && report->error.empty())) return job;
   tfjob::JobProgress& progress = job.status.progress.emplace();
   progress.global_step = report->global_step;
   progress.final_metrics = report->final_metrics;
+  progress.final_error = Utf8Prefix(report->error, tfjob::kMaxProgressErrorBytes);
   return job;
 }
 
@@ -216,14 +222,10 @@ absl::Status LocalJobSource::FindReplica(const std::string& ns, const std::strin
 
 absl::StatusOr<std::string> LocalJobSource::Logs(const ui_server::LogRequest& request) {
   TAAS_RETURN_IF_ERROR(FindReplica(request.namespace_name, request.job, request.replica));
-  TAAS_ASSIGN_OR_RETURN(
-      std::string text,
-      state_->LogTail(request.replica, static_cast<int>(std::min<std::int64_t>(
-                                           request.tail_lines, std::numeric_limits<int>::max()))));
-  if (request.limit_bytes && text.size() > static_cast<std::uint64_t>(*request.limit_bytes)) {
-    text.erase(0, text.size() - static_cast<std::size_t>(*request.limit_bytes));
-  }
-  return text;
+  return state_->LogTail(
+      request.replica,
+      static_cast<int>(std::min<std::int64_t>(request.tail_lines, std::numeric_limits<int>::max())),
+      static_cast<std::size_t>(request.window_bytes));
 }
 
 absl::Status LocalJobSource::FollowLogs(const ui_server::LogRequest& request,
@@ -232,9 +234,12 @@ absl::Status LocalJobSource::FollowLogs(const ui_server::LogRequest& request,
   TAAS_RETURN_IF_ERROR(FindReplica(request.namespace_name, request.job, request.replica));
   const int tail =
       static_cast<int>(std::min<std::int64_t>(request.tail_lines, std::numeric_limits<int>::max()));
-  return state_->FollowLog(request.replica, tail, [&](std::string_view chunk) {
-    return (cancel == nullptr || !cancel->cancelled()) && on_chunk(chunk);
-  });
+  return state_->FollowLog(
+      request.replica, tail,
+      [&](std::string_view chunk) {
+        return (cancel == nullptr || !cancel->cancelled()) && on_chunk(chunk);
+      },
+      static_cast<std::size_t>(request.window_bytes));
 }
 
 absl::StatusOr<std::vector<ui_server::NodeUsage>> LocalJobSource::Nodes() {

@@ -45,8 +45,9 @@ class LocalJobSource : public ui_server::JobSource {
   absl::Status DeleteJob(const std::string& namespace_name, const std::string& name) override;
   absl::Status FindReplica(const std::string& namespace_name, const std::string& job,
                            const std::string& replica) override;
-  // The last `tail_lines` lines kept of the replica's output, at most `limit_bytes` of them
-  // (the newest). `previous` has no meaning here: a restarted replica's output is one log.
+  // The last `tail_lines` lines kept of the replica's output within `window_bytes` (the newest;
+  // the oldest shown cut behind the marker when it does not fit). `previous` has no meaning
+  // here: a restarted replica's output is one log.
   absl::StatusOr<std::string> Logs(const ui_server::LogRequest& request) override;
   // Ends when the replica has no process and none coming, the state is closed, or at the next
   // line once `cancel` is cancelled.

@@ -244,6 +244,60 @@ TEST_CASE_FIXTURE(Fixture, "logs: the tail of a replica's output, and only of th
   CHECK(Call("GET", "namespaces/default/tfjobs/other/pods/linear-ps-0/logs").status == 404);
 }
 
+TEST_CASE_FIXTURE(Fixture,
+                  "a 10 MiB line: the log API returns its last bytes behind the cut "
+                  "marker, then the lines after it, answered or followed") {
+  auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kRunning, true);
+  state.Publish(job, {w0});
+  state.AppendLog("linear-worker-0", "before");
+  const std::string line = std::string(10 << 20, 'x') + " the end";
+  state.AppendLog("linear-worker-0", line);
+  state.AppendLog("linear-worker-0", "after");
+  // What the state keeps (4 MiB by default), or less when the request asks less.
+  const auto check_cut = [&](const std::string& text, std::size_t window) {
+    CAPTURE(window);
+    REQUIRE(text.rfind("[taas: ", 0) == 0);
+    CHECK(text.size() <= window);
+    CHECK(text.size() > window - 64);
+    CHECK(text.compare(text.size() - 14, 14, "the end\nafter\n") == 0);
+    const std::size_t marker_end =
+        text.find(" bytes cut] xxx") + std::string(" bytes cut] ").size();
+    const std::size_t shown = text.size() - marker_end - std::string("\nafter\n").size();
+    CHECK(std::stoul(text.substr(7)) + shown == line.size());
+  };
+  const std::string logs = "namespaces/default/tfjobs/linear/pods/linear-worker-0/logs";
+  for (const std::string query : {"?tailLines=5", "", "?tailLines=2"}) {
+    CAPTURE(query);
+    const auto r = Call("GET", logs + query);
+    REQUIRE(r.status == 200);
+    check_cut(r.body, 4 << 20);
+  }
+  check_cut(Call("GET", logs + "?limitBytes=1000").body, 1000);
+  CHECK(Call("GET", logs + "?tailLines=1").body == "after\n");
+
+  // Followed: the same tail, then the process ends and so does the stream.
+  w0.running = false;
+  w0.phase = ReplicaPhase::kSucceeded;
+  state.Publish(job, {w0});
+  std::string followed;
+  ui_server::LogRequest log;
+  log.namespace_name = "default";
+  log.job = "linear";
+  log.replica = "linear-worker-0";
+  log.tail_lines = 5;
+  log.window_bytes = 1 << 20;
+  CHECK(source
+            .FollowLogs(
+                log,
+                [&](std::string_view chunk) {
+                  followed += chunk;
+                  return true;
+                },
+                nullptr)
+            .ok());
+  check_cut(followed, 1 << 20);
+}
+
 TEST_CASE("the log ring keeps the newest output within its byte budget") {
   LocalJobState state(/*max_log_bytes=*/20);
   tfjob::TFJob job = LinearJob();
@@ -388,6 +442,23 @@ TEST_CASE_FIXTURE(Fixture,
   CHECK(tfjob["status"]["progress"]["finalMetrics"]["accuracy"] == 0.875);
 }
 
+TEST_CASE_FIXTURE(Fixture, "a chief whose final evaluation failed: the status names the error") {
+  auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kFailed, false);  // the chief
+  w0.exit_code = 3;
+  auto w1 = Process(ReplicaType::kWorker, 1, ReplicaPhase::kSucceeded, false);
+  w1.exit_code = 0;
+  Publish(state, job, {w0, w1}, kT0 + std::chrono::seconds(30));
+  // A failed chief without a report (any other failure): no result.
+  CHECK(CallJson("GET", "tfjobs")["items"][0]["progress"].is_null());
+  WriteReport("linear-worker-0",
+              R"({"globalStep":50,"finalMetrics":{},"error":"evaluate() failed: no test set"})");
+  const json row = CallJson("GET", "tfjobs")["items"][0];
+  CHECK(row["progress"]["finalError"] == "evaluate() failed: no test set");
+  CHECK(row["progress"]["finalMetrics"].empty());
+  const json tfjob = source.ListJobObjects("default")->at(0);
+  CHECK(tfjob["status"]["progress"]["finalError"] == "evaluate() failed: no test set");
+}
+
 TEST_CASE_FIXTURE(Fixture, "a missing or hostile report leaves the job without final metrics") {
   auto w0 = Process(ReplicaType::kWorker, 0, ReplicaPhase::kSucceeded, false);
   w0.exit_code = 0;
@@ -411,13 +482,16 @@ TEST_CASE_FIXTURE(Fixture, "the metrics scraper reaches the chief through the lo
   state.Publish(job, {Process(ReplicaType::kWorker, 0, ReplicaPhase::kRunning, true)});
   ui_server::ScraperOptions options;
   options.overrides["default/linear-worker-0"] = "127.0.0.1:40000";
+  options.overrides["default/linear-worker-1"] = "127.0.0.1:40001";
   ui_server::MetricsScraper scraper(&source, {"default"}, &metrics, options,
                                     Logger(stderr, LogLevel::kError));
   const json tfjob = source.ListJobObjects("default")->at(0);
   const auto targets = scraper.Targets(tfjob);
-  REQUIRE(targets.size() == 1);
+  // The chief first; the other worker for its rate (the job's is every worker's).
+  REQUIRE(targets.size() == 2);
   CHECK(targets[0].first == "linear-worker-0");
   CHECK(targets[0].second == "127.0.0.1:40000");
+  CHECK(targets[1].second == "127.0.0.1:40001");
 }
 
 }  // namespace

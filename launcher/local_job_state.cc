@@ -4,6 +4,14 @@
 #include <chrono>
 
 namespace taas::launcher {
+namespace {
+
+// The number of the first of the last `lines` lines (all when `lines` <= 0).
+std::uint64_t FirstOfLast(const ui_server::LogWindow& log, int lines) {
+  return lines <= 0 ? 0 : log.lines_ended() - std::min<std::uint64_t>(log.lines_ended(), lines);
+}
+
+}  // namespace
 
 LocalJobState::LocalJobState(std::size_t max_log_bytes, std::size_t max_events)
     : max_log_bytes_(max_log_bytes), max_events_(max_events) {}
@@ -27,14 +35,9 @@ void LocalJobState::AddEvent(LocalEvent event) {
 void LocalJobState::AppendLog(const std::string& replica, std::string_view line) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Log& log = logs_[replica];
-    log.lines.emplace_back(line);
-    log.bytes += line.size() + 1;
-    ++log.appended;
-    while (log.bytes > max_log_bytes_ && log.lines.size() > 1) {
-      log.bytes -= log.lines.front().size() + 1;
-      log.lines.pop_front();
-    }
+    ui_server::LogWindow& log = logs_.try_emplace(replica, max_log_bytes_).first->second;
+    log.Feed(line);
+    log.Feed("\n");
   }
   changed_.notify_all();
 }
@@ -64,41 +67,27 @@ bool LocalJobState::LiveLocked(const std::string& replica) const {
   return false;
 }
 
-std::string LocalJobState::JoinFrom(const Log& log, std::uint64_t first) {
-  const std::uint64_t oldest = log.appended - log.lines.size();
-  std::string text;
-  for (std::uint64_t i = std::max(first, oldest); i < log.appended; ++i) {
-    text += log.lines[static_cast<std::size_t>(i - oldest)];
-    text += '\n';
-  }
-  return text;
-}
-
-absl::StatusOr<std::string> LocalJobState::LogTail(const std::string& replica, int lines) const {
+absl::StatusOr<std::string> LocalJobState::LogTail(const std::string& replica, int lines,
+                                                   std::size_t window_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!KnownLocked(replica)) return absl::NotFoundError("pods \"" + replica + "\" not found");
   auto it = logs_.find(replica);
   if (it == logs_.end()) return std::string();
-  const Log& log = it->second;
-  const std::uint64_t first =
-      lines <= 0 ? 0 : log.appended - std::min<std::uint64_t>(log.appended, lines);
-  return JoinFrom(log, first);
+  return it->second.Text(FirstOfLast(it->second, lines), window_bytes);
 }
 
 absl::Status LocalJobState::FollowLog(const std::string& replica, int lines,
-                                      const std::function<bool(std::string_view)>& on_chunk) const {
+                                      const std::function<bool(std::string_view)>& on_chunk,
+                                      std::size_t window_bytes) const {
   std::unique_lock<std::mutex> lock(mu_);
   if (!KnownLocked(replica)) return absl::NotFoundError("pods \"" + replica + "\" not found");
   std::uint64_t next = 0;
-  if (auto it = logs_.find(replica); it != logs_.end()) {
-    next =
-        lines <= 0 ? 0 : it->second.appended - std::min<std::uint64_t>(it->second.appended, lines);
-  }
+  if (auto it = logs_.find(replica); it != logs_.end()) next = FirstOfLast(it->second, lines);
   for (;;) {
     std::string chunk;
     if (auto it = logs_.find(replica); it != logs_.end()) {
-      chunk = JoinFrom(it->second, next);
-      next = it->second.appended;
+      chunk = it->second.Text(next, window_bytes);
+      next = it->second.lines_ended();
     }
     const bool done = closed_ || !LiveLocked(replica);
     if (!chunk.empty()) {

@@ -9,8 +9,8 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,6 +21,7 @@
 #include "taas/base/status.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tfjob.h"
+#include "taas/ui_server/log_window.h"
 
 namespace taas::launcher {
 
@@ -53,7 +54,8 @@ struct LocalEvent {
 
 class LocalJobState {
  public:
-  // Each replica keeps its latest `max_log_bytes` of output; at most `max_events` events are kept.
+  // Each replica keeps its latest `max_log_bytes` of output (a log window, ui_server/log_window.h:
+  // a longer line keeps its end); at most `max_events` events are kept.
   explicit LocalJobState(std::size_t max_log_bytes = 4 << 20, std::size_t max_events = 2000);
   LocalJobState(const LocalJobState&) = delete;
   LocalJobState& operator=(const LocalJobState&) = delete;
@@ -76,31 +78,30 @@ class LocalJobState {
   Snapshot Get() const;
 
   // The last `lines` lines of the replica's output, each ending in '\n' (all kept lines when
-  // `lines` <= 0). NotFound for an unknown replica.
-  absl::StatusOr<std::string> LogTail(const std::string& replica, int lines) const;
+  // `lines` <= 0), within `window_bytes`: the oldest shown that does not fit whole shows its end
+  // behind ui_server::CutMarker. NotFound for an unknown replica.
+  absl::StatusOr<std::string> LogTail(
+      const std::string& replica, int lines,
+      std::size_t window_bytes = std::numeric_limits<std::size_t>::max()) const;
 
-  // Sends the tail as LogTail does, then each new line, until the replica has no process and none
-  // coming (it finished), Close() is called, or `on_chunk` returns false. Blocks.
+  // Sends the tail as LogTail does, then each new line (each chunk within `window_bytes` too),
+  // until the replica has no process and none coming (it finished), Close() is called, or
+  // `on_chunk` returns false. Blocks.
   absl::Status FollowLog(const std::string& replica, int lines,
-                         const std::function<bool(std::string_view)>& on_chunk) const;
+                         const std::function<bool(std::string_view)>& on_chunk,
+                         std::size_t window_bytes = std::numeric_limits<std::size_t>::max()) const;
 
  private:
-  struct Log {
-    std::deque<std::string> lines;
-    std::size_t bytes = 0;
-    std::uint64_t appended = 0;  // lines ever appended: lines.front() is number appended - size
-  };
   bool LiveLocked(const std::string& replica) const;
   bool KnownLocked(const std::string& replica) const;
-  static std::string JoinFrom(const Log& log, std::uint64_t first);
 
   const std::size_t max_log_bytes_;
   const std::size_t max_events_;
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
-  Snapshot snapshot_;                // guarded by mu_
-  std::map<std::string, Log> logs_;  // guarded by mu_
-  bool closed_ = false;              // guarded by mu_
+  Snapshot snapshot_;                                 // guarded by mu_
+  std::map<std::string, ui_server::LogWindow> logs_;  // guarded by mu_
+  bool closed_ = false;                               // guarded by mu_
 };
 
 }  // namespace taas::launcher

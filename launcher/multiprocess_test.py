@@ -217,6 +217,21 @@ def scenario_async(tmp):
     del lines
 
 
+def scenario_eval_fails(tmp):
+    """A chief whose final evaluation returns an error fails the job (exit 3), and the console's
+    last line names the error, from the report the chief left, rather than "succeeded with no
+    final metrics"."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "50", "TAAS_EVAL_ON_CHIEF": "end"},
+                 args=["--fail_evaluate=no held-out set in /data/test (give --test_dir)"])
+    code = run.finish()
+    lines = run.snapshot()
+    assert code == 1, (code, run.dump())
+    assert run.count(r"^\[taas\] linear-worker-0 exited with code 3 ") == 1, run.dump()
+    assert re.search(r"^\[taas\] job linear failed at step 50: evaluate\(\) failed: no held-out "
+                     r"set in /data/test \(give --test_dir\) \(model dir ", lines[-1]), lines[-1]
+
+
 def scenario_sync(tmp):
     run = Launch(tmp, "linear", [("PS", 2), ("Worker", 2)],
                  {"TF_MAX_STEPS": "200", "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"})
@@ -247,6 +262,37 @@ def scenario_sync_equals_single(tmp):
         for a, b in zip(dist[name], single[name]):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (name, dist[name], single[name])
     assert dist["linear/w"] != [0.0] * 8
+
+
+def scenario_clipped(tmp):
+    """Clipping by global norm and per-variable weight decay on both strategies: a sync PS job of
+    one worker (clipped on the worker before the push; w partitioned over both lanes, so the PS
+    decays it by its variable's name, not its shards') equals one all-reduce process (clipped
+    after the average), and differs from the same run unclipped."""
+    steps = "40"
+    args = ["--optimizer=adamw", "--clip=0.5", "--weight_decay=0.1", "--exclude=linear/b"]
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 1)],
+                 {"TF_MAX_STEPS": steps, "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"},
+                 args=args)
+    assert run.finish() == 0
+    _, dist = read_checkpoint(run.model_dir)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+
+    def single(name, model_args):
+        model_dir = os.path.join(tmp, name)
+        out = subprocess.run([MODEL, "--strategy=collective", f"--max_steps={steps}",
+                              f"--model_dir={model_dir}", "--"] + model_args,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return read_checkpoint(model_dir)[1]
+
+    clipped = single("single", args)
+    for name in ("linear/w", "linear/b"):
+        for a, b in zip(dist[name], clipped[name]):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (name, dist[name], clipped[name])
+    unclipped = single("unclipped", args[:1] + args[2:])
+    assert any(abs(a - b) > 1e-3 for a, b in zip(unclipped["linear/w"], clipped["linear/w"])), \
+        (unclipped["linear/w"], clipped["linear/w"])
 
 
 def scenario_kill_worker(tmp):
@@ -590,6 +636,27 @@ def scenario_interrupted(tmp):
         assert said in out, out
 
 
+def scenario_plain_command(tmp):
+    """The final-metrics warning is for taas trainers only: a job whose replica runs a plain
+    command succeeds without it, while a trainer that started (its runtime creates the termination
+    message file) and ended without a report still warns."""
+    job = ShellJob(tmp, "plain", "exit 0")
+    returncode, out, _ = job.finish()
+    assert returncode == 0, (returncode, out)
+    assert "[taas] job plain succeeded" in out, out
+    assert "final metrics are unknown" not in out, out
+
+    # The trainer under a shell that kills it once it started and then succeeds in its place.
+    script = (MODEL + " -- --step_ms=100 & "
+              "while [ ! -e \"$TAAS_TERMINATION_MESSAGE_PATH\" ]; do sleep 0.05; done; "
+              "kill -9 $!; exit 0")
+    job = ShellJob(tmp, "trainer-without-report", script)
+    returncode, out, _ = job.finish()
+    assert returncode == 0, (returncode, out)
+    assert ("warning: the job's final metrics are unknown: no report in " in out and
+            "its trainer started but left none" in out), out
+
+
 # --- All-reduce training (no PS) ----------------------------------------------------------------
 
 
@@ -686,6 +753,122 @@ def scenario_allreduce_bad_config(tmp):
     out = subprocess.run([MODEL], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2, out
     assert "TAAS_STRATEGY=parameter_server: contradicts TF_CONFIG.cluster" in out.stdout, out
+
+
+def final_state(lines, replica):
+    """The `final state` line a worker's after_train logs with --state: label_mean, frozen."""
+    for l in lines:
+        m = re.search(rf"^\[{replica}\] .*msg=\"final state\" .*"
+                      r"label_mean=\"?([0-9.e+-]+)\"? frozen=\"?([0-9.e+-]+)\"?", l)
+        if m:
+            return m.group(1), m.group(2)
+    raise AssertionError(f"{replica} logged no final state")
+
+
+def check_state(run, lines, steps):
+    """The state that is not trained (--frozen=7: the chief's init fn sets linear/frozen): every
+    worker started from the chief's, each kept its own running statistics, and the chief's is the
+    one its checkpoint holds and the evaluator sees."""
+    chief, other = final_state(lines, "linear-worker-0"), final_state(lines, "linear-worker-1")
+    assert chief[1] == other[1] == "7.000000", (chief, other)
+    assert chief[0] != other[0], (chief, other)  # each replica's own batches
+    step, values = read_checkpoint(run.model_dir)
+    assert step == steps, step
+    assert f"{values['linear/label_mean'][0]:.6f}" == chief[0], (values, chief)
+    assert values["linear/frozen"] == [7.0], values
+    assert "linear/label_mean/slot_0" not in values, values  # no optimizer slots
+    scored = [l for l in lines
+              if re.search(rf"^\[linear-evaluator-0\] .*evaluated checkpoint.* global_step={steps}\b", l)]
+    assert scored, run.dump()
+    assert f"label_mean={chief[0]}" in scored[-1] and "frozen=7.000000" in scored[-1], scored[-1]
+    return values
+
+
+def scenario_allreduce_state(tmp):
+    """All-reduce with state: the start broadcast brings the chief's to the other worker."""
+    run = Launch(tmp, "linear", [("Worker", 2), ("Evaluator", 1)], {"TF_MAX_STEPS": "200"},
+                 args=["--frozen=7"])
+    lines = check_trained(run, 200)
+    check_state(run, lines, 200)
+    finals = {final_parameters(lines, f"linear-worker-{w}") for w in range(2)}
+    assert len(finals) == 1, finals
+
+
+def scenario_ps_state(tmp):
+    """PS sync with state: a worker pulls the chief's once, state is never pushed (the job is
+    bit-identical run twice, its variables those of a job without state)."""
+    env = {"TF_MAX_STEPS": "200", "TF_SYNC": "true", "TAAS_PARTITION_BYTES": "16"}
+    run = Launch(tmp, "linear", [("PS", 2), ("Worker", 2), ("Evaluator", 1)], env,
+                 args=["--frozen=7"])
+    lines = check_trained(run, 200)
+    values = check_state(run, lines, 200)
+    assert run.count(r"^\[linear-worker-1\] .*state pulled from the parameter servers") == 1
+    assert run.count(r"^\[linear-worker-0\] .*state pulled from the parameter servers") == 0
+    again = Launch(tmp, "linearagain", [("PS", 2), ("Worker", 2)], env, args=["--frozen=7"])
+    assert again.finish() == 0, again.dump()
+    assert read_checkpoint(again.model_dir)[1] == values
+    plain = Launch(tmp, "linearplain", [("PS", 2), ("Worker", 2)], env)
+    assert plain.finish() == 0, plain.dump()
+    _, without = read_checkpoint(plain.model_dir)
+    assert {k: v for k, v in values.items() if k in without} == without
+
+
+def scenario_ps_state_reset(tmp):
+    """A restarted PS: the chief restores it with its own state from the checkpoint, and the
+    other worker pulls the state again, once."""
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)], {"TF_MAX_STEPS": "800"},
+                 args=["--step_ms=10", "--frozen=7"])
+    run.wait_for(r"^\[linear-worker-0\] .*saved checkpoint.*global_step=(1|2)\d\d")
+    os.kill(run.pid_of("linear-ps-0"), signal.SIGKILL)
+    run.wait_for(r"linear-ps-0 exited with code 137")
+    run.wait_for(r"^\[linear-worker-0\] .*restoring variables from checkpoint.*global_step=\d+")
+    lines = check_trained(run, 800)
+    pulled = run.count(r"^\[linear-worker-1\] .*state pulled from the parameter servers")
+    assert pulled == 2, run.dump()
+    assert final_state(lines, "linear-worker-1")[1] == "7.000000"
+
+
+def scenario_settings_disagree(tmp):
+    # The Chief and Worker specs disagree on TF_MAX_STEPS (a TFJob has no job-level env): `taas
+    # run` says so once, at start, before any replica runs; the job still runs (the chief's value
+    # is the parameter servers': the worker stops with it).
+    steps = {"Chief": "20", "Worker": "30"}
+    yaml = job_yaml("disagree", [("PS", 1), ("Chief", 1), ("Worker", 1)], [])
+    for replica_type, value in steps.items():
+        head = f"    {replica_type}:\n"
+        start = yaml.index(head)
+        at = yaml.index("              args:", start)
+        yaml = (yaml[:at] + "              env:\n                - name: TF_MAX_STEPS\n"
+                f"                  value: \"{value}\"\n" + yaml[at:])
+    path = os.path.join(tmp, "disagree.yaml")
+    with open(path, "w") as f:
+        f.write(yaml)
+    base = ["--no-ui", "--progress-secs", "0", "--env", "TF_SAVE_CHECKPOINTS_SECS=0"]
+    out = subprocess.run([TAAS, "run", path, "--model-dir", os.path.join(tmp, "m")] + base,
+                         capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).splitlines()
+    assert out.returncode == 0, out
+    warnings = [i for i, line in enumerate(lines) if "replica specs disagree" in line]
+    assert len(warnings) == 1, lines
+    line = lines[warnings[0]]
+    assert 'TF_MAX_STEPS (Chief "20", Worker "30")' in line, line
+    assert "set each alike in every replica spec" in line, line
+    first_replica = next(i for i, line in enumerate(lines) if "each replica's output" in line)
+    assert warnings[0] < first_replica, lines
+
+    # --env gives every replica one value: no warning (the job cannot start here, which the
+    # warning would have come before).
+    missing = yaml.replace("/opt/taas/bin/linear-regression", "/opt/taas/bin/absent-model")
+    with open(path, "w") as f:
+        f.write(missing)
+    out = subprocess.run([TAAS, "run", path, "--env", "TF_MAX_STEPS=20"] + base,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "no executable named absent-model" in out.stdout + out.stderr, out
+    assert "disagree" not in out.stdout + out.stderr, out
+    out = subprocess.run([TAAS, "run", path] + base, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2, out
+    assert "replica specs disagree" in out.stdout + out.stderr, out
 
 
 def main():

@@ -16,6 +16,7 @@
 #include "job_result.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
+#include "taas/tfjob/settings.h"
 #include "taas/tfjob/tf_config.h"
 
 namespace taas::launcher {
@@ -220,6 +221,15 @@ std::map<std::string, std::string> LocalComputeDefaults(const tfjob::TFJobSpec& 
       {std::string(contract::kOmpWaitPolicyEnv), std::string(contract::kOmpWaitPolicyPassive)}};
   for (const auto& [name, value] : EnvironmentOf(inherited)) defaults.erase(name);
   return defaults;
+}
+
+std::optional<std::string> SettingsWarning(const tfjob::TFJob& job,
+                                           const ReplicaSettings& settings) {
+  std::map<std::string, std::string> every_replica = settings.env;
+  every_replica[std::string(contract::kModelDirEnv)] = settings.model_dir;
+  const auto disagreements = tfjob::DisagreeingSettings(job.spec, every_replica);
+  if (disagreements.empty()) return std::nullopt;
+  return "warning: " + tfjob::DisagreementMessage(disagreements);
 }
 
 std::vector<std::string> ProcessEnvironment(const std::map<std::string, std::string>& replica_env,

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,14 @@ absl::StatusOr<std::vector<int>> FreePorts(int count);
 absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
     const tfjob::TFJob& job, const ReplicaSettings& settings, const std::vector<int>& ports,
     const JobSecretFiles& secrets, const std::function<void(const std::string&)>& say);
+
+// The warning `taas run` prints at start when the job's replica specs disagree on a setting
+// their replicas must share (tfjob::DisagreeingSettings, the operator's rule too), the values the
+// launcher gives every replica itself (`settings.env`, from --env, and TF_LOGDIR) counting for
+// every spec; nullopt when they agree. The launcher's own environment is not consulted: it fills
+// only what a spec leaves unset.
+std::optional<std::string> SettingsWarning(const tfjob::TFJob& job,
+                                           const ReplicaSettings& settings);
 
 // The whole environment of a replica's process, KEY=VALUE each, sorted by key: `inherited` (the
 // launcher's own, null-terminated like `environ`) without TF_CONFIG, then `replica_env` over it.

@@ -186,6 +186,27 @@ TEST_CASE(
         std::vector<std::string>{"TF_CONFIG={}"});
 }
 
+TEST_CASE("specs that disagree on a shared setting get one warning; --env settles it") {
+  tfjob::TFJob job = Job(Container("/opt/taas/bin/model"));
+  // A Chief spec as the Worker's, which alone sets TF_MAX_STEPS.
+  tfjob::ReplicaSpec& worker = job.spec.replica_specs.at(tfjob::ReplicaType::kWorker);
+  tfjob::ReplicaSpec chief = worker;
+  chief.replicas = 1;
+  job.spec.replica_specs[tfjob::ReplicaType::kChief] = chief;
+  worker.pod_template["spec"]["containers"][0]["env"].push_back(
+      {{"name", "TF_MAX_STEPS"}, {"value", "1000"}});
+  ReplicaSettings settings;
+  settings.model_dir = "/models/linear";
+  const auto warning = SettingsWarning(job, settings);
+  REQUIRE(warning.has_value());
+  CHECK(warning->rfind("warning: replica specs disagree", 0) == 0);
+  CHECK(warning->find("TF_MAX_STEPS (Chief unset, Worker \"1000\")") != std::string::npos);
+  // Both specs set TF_LOGDIR to /elsewhere, but the launcher's model dir replaces it anyway.
+  CHECK(warning->find("TF_LOGDIR") == std::string::npos);
+  settings.env = {{"TF_MAX_STEPS", "1000"}};
+  CHECK_FALSE(SettingsWarning(job, settings).has_value());
+}
+
 TEST_CASE("free ports: below the kernel's ephemeral range, distinct, bindable") {
   CHECK(EphemeralPortsStart("32768\t60999\n") == 32768);
   CHECK(EphemeralPortsStart("40000 60999") == 40000);

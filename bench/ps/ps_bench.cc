@@ -343,7 +343,7 @@ void UpdateTable(std::size_t floats, int reps) {
                                               std::vector<float>(floats, 0.0f));
     std::vector<std::span<float>> slots(slot_data.begin(), slot_data.end());
     std::int64_t step = 0;
-    row(o.label, o.arrays, [&] { (*opt)->Apply(a, b, slots, step++); });
+    row(o.label, o.arrays, [&] { (*opt)->Apply("w", a, b, slots, step++); });
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 
 namespace taas::job_report {
@@ -12,6 +13,7 @@ namespace {
 
 constexpr std::string_view kGlobalStepKey = "globalStep";
 constexpr std::string_view kFinalMetricsKey = "finalMetrics";
+constexpr std::string_view kErrorKey = "error";
 
 bool NameCharacter(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -39,7 +41,10 @@ std::string Format(const JobReport& report) {
   for (const auto& [name, value] : report.final_metrics) metrics[name] = value;
   nlohmann::json text = {{std::string(kGlobalStepKey), report.global_step},
                          {std::string(kFinalMetricsKey), std::move(metrics)}};
-  return text.dump();
+  if (!report.error.empty())
+    text[std::string(kErrorKey)] = std::string(Utf8Prefix(report.error, kMaxError));
+  // A message holding bytes that are not UTF-8 (a path) must not throw.
+  return text.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::StatusOr<JobReport> Parse(std::string_view text) {
@@ -74,12 +79,18 @@ absl::StatusOr<JobReport> Parse(std::string_view text) {
     TAAS_RETURN_IF_ERROR(CheckMetric(name, value.get<double>()));
     report.final_metrics[name] = value.get<double>();
   }
+  const nlohmann::json& error = json_fields::MemberOrNull(json, kErrorKey);
+  if (!error.is_null() && !error.is_string()) {
+    return absl::InvalidArgumentError("job report: error must be a string, got " +
+                                      std::string(json_fields::TypeName(error)));
+  }
+  if (error.is_string()) report.error = error.get<std::string>();
   return report;
 }
 
 std::optional<JobReport> JobResult(const std::optional<JobReport>& chief,
                                    const std::optional<JobReport>& evaluator) {
-  if (chief && !chief->final_metrics.empty()) return chief;
+  if (chief && (!chief->final_metrics.empty() || !chief->error.empty())) return chief;
   const bool evaluator_scored_the_end = evaluator && !evaluator->final_metrics.empty() &&
                                         (!chief || evaluator->global_step >= chief->global_step);
   return evaluator_scored_the_end ? evaluator : chief;

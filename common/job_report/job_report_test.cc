@@ -17,6 +17,25 @@ TEST_CASE("a report survives its text, and the text is what the docs show") {
   CHECK(Parse(R"({"globalStep":0,"finalMetrics":{},"newer":[1]})")->global_step == 0);
 }
 
+TEST_CASE("a failed evaluation's report holds its error, cut to what a report may hold") {
+  JobReport failed{300, {}, "evaluate() failed: no test set in /data"};
+  const std::string text = Format(failed);
+  CHECK(
+      text ==
+      R"({"error":"evaluate() failed: no test set in /data","finalMetrics":{},"globalStep":300})");
+  CHECK(*Parse(text) == failed);
+  // The longest error, all quotes (escaped to two bytes each), still parses.
+  failed.error = std::string(5000, '"');
+  auto cut = Parse(Format(failed));
+  REQUIRE(cut.ok());
+  CHECK(cut->error == std::string(kMaxError, '"'));
+  // Bytes that are not UTF-8 (a path, a cut sequence) are replaced, never thrown over.
+  failed.error = "bad \xff byte";
+  CHECK(Parse(Format(failed))->error == "bad \xEF\xBF\xBD byte");
+  CHECK(Parse(R"({"globalStep":1,"finalMetrics":{},"error":7})").status().message() ==
+        "job report: error must be a string, got integer");
+}
+
 TEST_CASE("a hostile report is refused, naming what is wrong") {
   const auto message = [](std::string_view text) {
     return std::string(Parse(text).status().message());
@@ -55,6 +74,10 @@ TEST_CASE("the job's result: the chief's final metrics, else the evaluator's sco
   const JobReport evaluator_at_end{6000, {{"accuracy", 0.9046}, {"loss", 0.27}}};
   const JobReport evaluator_behind{5003, {{"accuracy", 0.9001}}};
   CHECK(JobResult(chief_with, evaluator_at_end) == chief_with);
+  // A chief whose final evaluation failed: its error is the job's result, not the evaluator's
+  // score.
+  const JobReport chief_failed{6000, {}, "evaluate() failed: no test set"};
+  CHECK(JobResult(chief_failed, evaluator_at_end) == chief_failed);
   CHECK(JobResult(chief_without, evaluator_at_end) == evaluator_at_end);
   CHECK(JobResult(chief_without, evaluator_behind) == chief_without);
   CHECK(JobResult(std::nullopt, evaluator_behind) == evaluator_behind);

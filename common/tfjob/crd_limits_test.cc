@@ -76,6 +76,8 @@ TEST_CASE("the CRD's status.progress holds what ProgressToJson writes, and its c
   for (const char* map : {"metrics", "finalMetrics"})
     CHECK(progress["properties"][map]["maxProperties"].as<std::size_t>() == kMaxProgressMetrics);
   CHECK(progress["properties"]["percent"]["maximum"].as<int>() == 100);
+  CHECK(progress["properties"]["finalError"]["maxLength"].as<std::size_t>() ==
+        kMaxProgressErrorBytes);
   JobProgress full;
   full.global_step = 1;
   full.max_steps = 2;
@@ -83,6 +85,7 @@ TEST_CASE("the CRD's status.progress holds what ProgressToJson writes, and its c
   full.eta_seconds = 4;
   full.metrics = {{"loss", 1}, {"accuracy", 0.5}};
   full.final_metrics = {{"accuracy", 0.5}};
+  full.final_error = "evaluate() failed";
   full.update_time = Time(std::chrono::seconds(0));
   const nlohmann::json written = ProgressToJson(full);
   for (auto it = written.begin(); it != written.end(); ++it) {

@@ -5,6 +5,7 @@
 #include "taas/tfjob/restart.h"
 #include "taas/tfjob/rfc3339.h"
 #include "taas/tfjob/serialization.h"
+#include "taas/tfjob/settings.h"
 #include "taas/tfjob/status.h"
 #include "taas/tfjob/tf_config.h"
 #include "taas/tfjob/tfjob.h"

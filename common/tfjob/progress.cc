@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/tfjob/rfc3339.h"
 
@@ -107,6 +108,7 @@ json ProgressToJson(const JobProgress& progress) {
   }
   if (!progress.metrics.empty()) out["metrics"] = progress.metrics;
   if (!progress.final_metrics.empty()) out["finalMetrics"] = progress.final_metrics;
+  if (!progress.final_error.empty()) out["finalError"] = progress.final_error;
   if (auto accuracy = ProgressAccuracy(progress)) out["accuracy"] = *accuracy;
   if (progress.update_time) out["lastUpdateTime"] = FormatRfc3339(*progress.update_time);
   return out;
@@ -121,6 +123,7 @@ std::optional<JobProgress> ProgressFromJson(const json& value) {
   progress.eta_seconds = StepField(value, "etaSeconds");
   progress.metrics = MetricsField(value, "metrics");
   progress.final_metrics = MetricsField(value, "finalMetrics");
+  progress.final_error = Utf8Prefix(jf::StringOr(value, "finalError", ""), kMaxProgressErrorBytes);
   if (auto time = jf::String(value, "lastUpdateTime")) {
     if (auto parsed = ParseRfc3339(*time); parsed.ok()) progress.update_time = *parsed;
   }
@@ -153,5 +156,17 @@ std::optional<std::int64_t> EtaSeconds(std::int64_t step, std::int64_t max_steps
   if (!(left <= static_cast<double>(kMaxProgressStep))) return kMaxProgressStep;
   return static_cast<std::int64_t>(left);
 }
+
+bool TrainsExamples(ReplicaType type) {
+  return type == ReplicaType::kChief || type == ReplicaType::kMaster ||
+         type == ReplicaType::kWorker;
+}
+
+void JobExamplesRate::Add(std::optional<double> rate) {
+  if (!rate || !std::isfinite(*rate) || *rate < 0) return;
+  sum_ = sum_.value_or(0) + *rate;
+}
+
+std::optional<double> JobExamplesRate::PerSecond() const { return sum_; }
 
 }  // namespace taas::tfjob

@@ -122,6 +122,21 @@ TEST_CASE("progress: JSON with the derived percent, eta and accuracy, and back")
   CHECK_FALSE(ProgressFromJson("42%").has_value());
 }
 
+TEST_CASE("progress: a failed final evaluation is a finalError, bounded and a change") {
+  JobProgress failed = Running();
+  failed.final_error = "evaluate() failed: no test set in /data";
+  const json j = ProgressToJson(failed);
+  CHECK(j["finalError"] == "evaluate() failed: no test set in /data");
+  CHECK(ProgressFromJson(j) == failed);
+  CHECK(ProgressChanged(Running(), failed));
+  // Cut to kMaxProgressErrorBytes, never inside a character ("é" is two bytes).
+  std::string long_error(kMaxProgressErrorBytes - 1, 'x');
+  long_error += "\u00e9 and more";
+  const auto read = ProgressFromJson({{"finalError", json::parse("\"" + long_error + "\"")}});
+  CHECK(read->final_error == std::string(kMaxProgressErrorBytes - 1, 'x'));
+  CHECK(ProgressFromJson({{"finalError", 7}})->final_error.empty());
+}
+
 TEST_CASE("progress: a hostile status.progress loses the fields it got wrong, nothing else") {
   json bad = ProgressToJson(Running());
   bad["globalStep"] = "2520";                // a string
@@ -173,6 +188,31 @@ TEST_CASE("progress: the status carries it, a change of it is a status change") 
   const auto kept = StatusFromJson(garbage);
   REQUIRE(kept.ok());
   CHECK_FALSE(kept->progress.has_value());
+}
+
+TEST_CASE("progress: the job's examples per second is every training replica's rate added") {
+  // Whose rates count: the replicas that train, not a parameter server or an evaluator.
+  CHECK(TrainsExamples(ReplicaType::kChief));
+  CHECK(TrainsExamples(ReplicaType::kMaster));
+  CHECK(TrainsExamples(ReplicaType::kWorker));
+  CHECK_FALSE(TrainsExamples(ReplicaType::kPS));
+  CHECK_FALSE(TrainsExamples(ReplicaType::kEvaluator));
+
+  JobExamplesRate rate;
+  CHECK_FALSE(rate.PerSecond());
+  rate.Add(std::nullopt);  // a replica without a rate yet
+  CHECK_FALSE(rate.PerSecond());
+  // The chief (722) and two more workers: the job's 1003, not the chief's 722.
+  rate.Add(722);
+  rate.Add(150.5);
+  rate.Add(130.5);
+  REQUIRE(rate.PerSecond());
+  CHECK(*rate.PerSecond() == doctest::Approx(1003));
+  // A hostile page's rate is no rate.
+  rate.Add(-1);
+  rate.Add(std::numeric_limits<double>::infinity());
+  rate.Add(std::numeric_limits<double>::quiet_NaN());
+  CHECK(*rate.PerSecond() == doctest::Approx(1003));
 }
 
 }  // namespace

@@ -1,31 +1,30 @@
 #include "taas/fashion_mnist/local_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <span>
 
+#include "taas/data/evaluate.h"
 #include "taas/optim/moving_average.h"
 
 namespace taas::fashion_mnist {
 
-absl::StatusOr<BatchStats> EvaluateDataset(Model& model,
-                                           std::shared_ptr<const data::ImageDataset> dataset,
-                                           std::int64_t batch_size, Device device) {
-  data::PipelineOptions options;
+absl::StatusOr<std::map<std::string, double>> EvaluateDataset(
+    Model& model, std::shared_ptr<const data::ImageDataset> dataset, std::int64_t batch_size,
+    Device device) {
+  data::EvaluateOptions options;
   options.batch_size = batch_size;
   options.example_shape = model.example_shape();
   options.device = device;  // where the model's variables are
-  TAAS_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(std::move(dataset), options));
-  BatchStats total;
-  double loss_sum = 0.0;
-  while (auto batch = pipeline->Next()) {
-    TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.Evaluate(*batch));
-    loss_sum += static_cast<double>(stats.loss) * static_cast<double>(stats.examples);
-    total.correct += stats.correct;
-    total.examples += stats.examples;
-  }
-  if (total.examples > 0) total.loss = static_cast<float>(loss_sum / total.examples);
-  return total;
+  return data::EvaluateInBatches(
+      std::move(dataset), options,
+      [&model](const data::Batch& batch) -> absl::StatusOr<data::BatchMetrics> {
+        TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.Evaluate(batch));
+        const double examples = static_cast<double>(std::max<std::int64_t>(1, stats.examples));
+        return data::BatchMetrics{{"accuracy", static_cast<double>(stats.correct) / examples},
+                                  {"loss", static_cast<double>(stats.loss)}};
+      });
 }
 
 absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
@@ -47,6 +46,8 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
       optim::CreateOptimizer(options.optimizer.value_or(model.DefaultOptimizer(steps_per_epoch))));
 
   const std::vector<Variable*> variables = model.variables();
+  std::vector<Tensor*> gradients;  // what clipping by global norm scales together
+  for (Variable* variable : variables) gradients.push_back(&variable->gradient);
   std::vector<std::vector<Tensor>> slots(variables.size());
   std::vector<std::vector<std::span<float>>> slot_spans(variables.size());
   for (std::size_t v = 0; v < variables.size(); ++v) {
@@ -75,9 +76,10 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
     std::optional<data::Batch> batch = pipeline->Next();
     if (!batch) return absl::InternalError("training pipeline ended early");
     TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.TrainStep(*batch));
+    TAAS_RETURN_IF_ERROR(optimizer->ClipByGlobalNorm(gradients));
     for (std::size_t v = 0; v < variables.size(); ++v) {
-      optimizer->Apply(variables[v]->value.values(), variables[v]->gradient.values(), slot_spans[v],
-                       step);
+      optimizer->Apply(variables[v]->name, variables[v]->value.values(),
+                       variables[v]->gradient.values(), slot_spans[v], step);
     }
     if (ema) ema->Apply(step + 1);
     result.examples += stats.examples;
@@ -118,9 +120,8 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
     auto evaluated = EvaluateDataset(model, test);
     if (ema) ema->SwapIntoVariables();
     if (!evaluated.ok()) return evaluated.status();
-    result.test_accuracy =
-        static_cast<double>(evaluated->correct) / static_cast<double>(evaluated->examples);
-    result.test_loss = evaluated->loss;
+    result.test_accuracy = evaluated->at("accuracy");
+    result.test_loss = static_cast<float>(evaluated->at("loss"));
   }
   return result;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "taas/data/evaluate.h"
 #include "taas/runtime/model_args.h"
 #include "taas/runtime/warm_start.h"
 
@@ -119,48 +120,44 @@ absl::Status TorchTrainer::LoadTestSet() {
   return absl::OkStatus();
 }
 
-std::map<std::string, double> TorchTrainer::evaluate(Session& session) {
-  if (absl::Status loaded = LoadTestSet(); !loaded.ok()) {
-    session.logger().Error("no test set to evaluate on", {{"error", loaded.ToString()}});
-    return {};
-  }
-  data::PipelineOptions options;
+absl::StatusOr<std::map<std::string, double>> TorchTrainer::evaluate(Session& session) {
+  // The evaluator loads the test set in build_model; the chief on its first evaluation. An error
+  // is the job's: the runtime names it in the job's result.
+  TAAS_RETURN_IF_ERROR(LoadTestSet());
+  data::EvaluateOptions options;
   options.batch_size = kEvalBatch;
   options.example_shape = {28, 28, 1};
   options.device = session.info().device;
-  auto pipeline = data::Pipeline::Create(test_, options);
-  if (!pipeline.ok()) {
-    session.logger().Error("evaluation failed", {{"error", pipeline.status().ToString()}});
-    return {};
-  }
   ::torch::NoGradGuard no_grad;
   classifier_->SetTraining(false);
-  std::int64_t correct = 0, examples = 0;
-  double loss_sum = 0.0;
-  while (auto batch = (*pipeline)->Next()) {
-    ::torch::Tensor logits = classifier_->forward(Images(*batch, device_));
-    ::torch::Tensor labels = Labels(batch->labels, device_);
-    loss_sum += ::torch::nn::functional::cross_entropy(
-                    logits, labels,
-                    ::torch::nn::functional::CrossEntropyFuncOptions().reduction(::torch::kSum))
-                    .item<double>();
-    correct += logits.argmax(1).eq(labels).sum().item<std::int64_t>();
-    examples += static_cast<std::int64_t>(batch->labels.size());
-  }
+  auto metrics = data::EvaluateInBatches(
+      test_, options, [&](const data::Batch& batch) -> absl::StatusOr<data::BatchMetrics> {
+        // The pipeline's batch is read only here: from_blob needs a mutable pointer.
+        ::torch::Tensor logits =
+            classifier_->forward(Images(const_cast<data::Batch&>(batch), device_));
+        ::torch::Tensor labels = Labels(batch.labels, device_);
+        return data::BatchMetrics{
+            {"accuracy", logits.argmax(1).eq(labels).to(::torch::kFloat64).mean().item<double>()},
+            {"loss", ::torch::nn::functional::cross_entropy(logits, labels).item<double>()}};
+      });
   classifier_->SetTraining(true);
-  const double n = static_cast<double>(std::max<std::int64_t>(1, examples));
-  return {{"accuracy", static_cast<double>(correct) / n}, {"loss", loss_sum / n}};
+  return metrics;
 }
 
 void TorchTrainer::after_train(Session& session, bool is_chief) {
   if (!is_chief || !classifier_) return;
   const auto metrics = evaluate(session);
-  if (metrics.count("accuracy")) {
-    session.logger().Info("final test accuracy", {{"model", model_name_},
-                                                  {"accuracy", metrics.at("accuracy")},
-                                                  {"loss", metrics.at("loss")}});
+  if (!metrics.ok()) {
+    // TAAS_EVAL_ON_CHIEF's evaluation would have ended the job with this error; after_train's
+    // score is the example's extra, so it is logged and the job keeps what it has.
+    session.logger().Error("no final test accuracy",
+                           {{"error", std::string(metrics.status().message())}});
+    return;
   }
-  session.ReportFinalMetrics(metrics);
+  session.logger().Info("final test accuracy", {{"model", model_name_},
+                                                {"accuracy", metrics->at("accuracy")},
+                                                {"loss", metrics->at("loss")}});
+  session.ReportFinalMetrics(*metrics);
 }
 
 }  // namespace taas::torch_models

@@ -588,8 +588,8 @@ std::optional<std::string> TerminationMessage(const json& pod) {
     const json* terminated = state ? jf::Object(*state, "terminated") : nullptr;
     if (terminated == nullptr) return std::nullopt;
     const auto code = terminated->find("exitCode");
-    if (code == terminated->end() || !code->is_number_integer() || code->get<std::int64_t>() != 0)
-      return std::nullopt;
+    // Any exit: a chief whose final evaluation failed leaves a report naming the error.
+    if (code == terminated->end() || !code->is_number_integer()) return std::nullopt;
     std::optional<std::string> message = jf::String(*terminated, "message");
     if (!message || message->empty()) return std::nullopt;
     if (message->size() > kMaxKeptTerminationMessage) message->resize(kMaxKeptTerminationMessage);

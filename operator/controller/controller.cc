@@ -11,6 +11,7 @@
 #include "taas/http/client.h"
 #include "taas/tfjob/labels.h"
 #include "taas/tfjob/serialization.h"
+#include "taas/tfjob/settings.h"
 #include "taas/tfjob/validation.h"
 #include "task_pool.h"
 
@@ -172,6 +173,7 @@ void Controller::OnJob(const kube::Delta& delta) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     written_.erase(key);
+    settings_judged_.erase(key);
     secured_.erase(MetaString(*delta.object, "uid"));
     if (progress_) progress_->Untrack(key);
     return;
@@ -509,6 +511,22 @@ Decision Controller::DecideAll(const JobContext& ctx, const tf::TFJob& job,
   return decision;
 }
 
+void Controller::WarnOnSettings(const JobContext& ctx, const tf::TFJob& job) {
+  if (tf::IsFinished(job.status)) return;
+  const std::pair<std::string, std::int64_t> judged{ctx.uid, job.metadata.generation};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, first] = settings_judged_.try_emplace(ctx.key, judged);
+    if (!first && it->second == judged) return;
+    it->second = judged;
+  }
+  const std::vector<tf::SettingDisagreement> disagreements = tf::DisagreeingSettings(job.spec);
+  if (disagreements.empty()) return;
+  const std::string message = tf::DisagreementMessage(disagreements);
+  ctx.log.Warning("replica specs disagree on shared settings", {{"message", message}});
+  events_.Warning(ctx.ref, std::string(tf::kSettingsDisagreeReason), message);
+}
+
 // `job` carries the status just decided (and written).
 void Controller::FollowProgress(const JobContext& ctx, const tf::TFJob& job) {
   if (!progress_) return;
@@ -527,6 +545,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
     if (progress_) progress_->Untrack(key);
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
+    settings_judged_.erase(key);
     return absl::OkStatus();
   }
   if (HasDeletionTimestamp(*object)) return absl::OkStatus();  // children go with the job (GC)
@@ -550,6 +569,7 @@ absl::Status Controller::Reconcile(const std::string& key) {
   auto loaded = tf::LoadTFJob(*object, options_.limits);
   if (!loaded.ok()) return HandleInvalid(*object, loaded.status());
   tf::TFJob job = std::move(*loaded);
+  WarnOnSettings(ctx, job);
 
   // observe -> decide -> act
   const Observation seen = Observe(ctx, *watched);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
@@ -60,10 +61,10 @@ std::optional<tf::ReplicaType> ChiefType(const tf::TFJobSpec& spec) {
   return std::nullopt;
 }
 
-std::string Address(const tf::TFJob& job, tf::ReplicaType type,
+std::string Address(const tf::TFJob& job, tf::ReplicaType type, int index,
                     const tf::ServiceAddressing& addressing,
                     const std::map<std::string, std::string>& overrides) {
-  const std::string replica = tf::ReplicaName(job.metadata.name, type, 0);
+  const std::string replica = tf::ReplicaName(job.metadata.name, type, index);
   if (auto it = overrides.find(job.metadata.namespace_name + "/" + replica);
       it != overrides.end()) {
     return it->second;
@@ -100,8 +101,13 @@ TrainerReport ReadTrainerReport(const std::vector<prometheus::PrometheusSample>&
 }
 
 TrainerReport MergeReports(const std::optional<TrainerReport>& chief,
-                           const std::optional<TrainerReport>& evaluator) {
+                           const std::optional<TrainerReport>& evaluator,
+                           const std::vector<TrainerReport>& trainers) {
   TrainerReport merged = chief.value_or(TrainerReport{});
+  tf::JobExamplesRate rate;
+  rate.Add(merged.examples_per_second);
+  for (const TrainerReport& trainer : trainers) rate.Add(trainer.examples_per_second);
+  merged.examples_per_second = rate.PerSecond();
   if (!evaluator) return merged;
   SetOnce(merged.eval_accuracy, evaluator->eval_accuracy);
   if (merged.final_metrics.empty()) merged.final_metrics = evaluator->final_metrics;
@@ -112,10 +118,19 @@ ScrapeTargets ProgressTargets(const tf::TFJob& job, const tf::ServiceAddressing&
                               const std::map<std::string, std::string>& overrides) {
   ScrapeTargets targets;
   if (const auto chief = ChiefType(job.spec))
-    targets.chief = Address(job, *chief, addressing, overrides);
+    targets.chief = Address(job, *chief, 0, addressing, overrides);
   if (const auto it = job.spec.replica_specs.find(tf::ReplicaType::kEvaluator);
       it != job.spec.replica_specs.end() && it->second.replicas > 0) {
-    targets.evaluator = Address(job, tf::ReplicaType::kEvaluator, addressing, overrides);
+    targets.evaluator = Address(job, tf::ReplicaType::kEvaluator, 0, addressing, overrides);
+  }
+  for (const auto& [type, replica] : job.spec.replica_specs) {
+    if (!tf::TrainsExamples(type)) continue;
+    const std::int64_t count = std::min<std::int64_t>(replica.replicas, kMaxRateTargets);
+    for (int index = 0; index < count; ++index) {
+      if (!tf::IsMasterRole(job.spec, type, index)) {
+        targets.trainers.push_back(Address(job, type, index, addressing, overrides));
+      }
+    }
   }
   return targets;
 }
@@ -204,6 +219,8 @@ tf::JobProgress WithJobReport(tf::JobProgress progress, const job_report::JobRep
       final_metrics.emplace(name, value);
   }
   if (!final_metrics.empty()) progress.final_metrics = std::move(final_metrics);
+  // A chief whose evaluation failed: the status says why the job has no result.
+  progress.final_error = Utf8Prefix(report.error, tf::kMaxProgressErrorBytes);
   progress.eta_seconds.reset();
   progress.update_time = at;
   return progress;

@@ -116,20 +116,46 @@ TEST_CASE("progress: the chief's word on steps, the evaluator's accuracy when th
   CHECK(MergeReports(std::nullopt, std::nullopt) == TrainerReport{});
 }
 
+TEST_CASE("progress: the job's rate is the chief's and every other training replica's added") {
+  const TrainerReport chief = Report("taas_global_step 2000\ntaas_examples_per_second 722\n");
+  const std::vector<TrainerReport> workers = {Report("taas_examples_per_second 150.5\n"),
+                                              Report("taas_global_step 1999\n"),  // no rate yet
+                                              Report("taas_examples_per_second 130.5\n")};
+  // The job's 1003, not the chief's 722 (issue 37: the status said one worker's rate).
+  TrainerReport merged = MergeReports(chief, std::nullopt, workers);
+  REQUIRE(merged.examples_per_second);
+  CHECK(*merged.examples_per_second == doctest::Approx(1003));
+  CHECK(merged.global_step == 2000);  // the chief's, not a worker's
+  // A chief that did not answer: the others' rates still add up.
+  merged = MergeReports(std::nullopt, std::nullopt, workers);
+  CHECK(*merged.examples_per_second == doctest::Approx(281));
+  CHECK_FALSE(merged.global_step.has_value());
+  CHECK(MergeReports(chief, std::nullopt).examples_per_second == 722);
+}
+
 TEST_CASE("progress: read from the chief's and the evaluator's headless services") {
   const json metrics_port = json::array({{{"name", "metrics"}, {"containerPort", 9100}}});
   tf::TFJob job = Job({{"PS", Spec(Container())},
                        {"Worker", Spec(Container(json::array(), metrics_port), 2)},
                        {"Evaluator", Spec(Container())}});
-  CHECK(ProgressTargets(job, {}, {}) ==
-        ScrapeTargets{"j-worker-0.ns.svc:9100", "j-evaluator-0.ns.svc:9090"});
+  // Worker 1 for its rate: the job's is every training replica's.
+  CHECK(ProgressTargets(job, {}, {}) == ScrapeTargets{"j-worker-0.ns.svc:9100",
+                                                      "j-evaluator-0.ns.svc:9090",
+                                                      {"j-worker-1.ns.svc:9100"}});
   tf::ServiceAddressing domain;
   domain.cluster_domain = "cluster.local";
   CHECK(ProgressTargets(job, domain, {{"ns/j-evaluator-0", "127.0.0.1:4000"}}) ==
-        ScrapeTargets{"j-worker-0.ns.svc.cluster.local:9100", "127.0.0.1:4000"});
+        ScrapeTargets{"j-worker-0.ns.svc.cluster.local:9100",
+                      "127.0.0.1:4000",
+                      {"j-worker-1.ns.svc.cluster.local:9100"}});
 
   job = Job({{"Chief", Spec(Container())}, {"Worker", Spec(Container(), 2)}});
-  CHECK(ProgressTargets(job, {}, {}) == ScrapeTargets{"j-chief-0.ns.svc:9090", ""});
+  CHECK(ProgressTargets(job, {}, {}) ==
+        ScrapeTargets{
+            "j-chief-0.ns.svc:9090", "", {"j-worker-0.ns.svc:9090", "j-worker-1.ns.svc:9090"}});
+  // At most kMaxRateTargets of a type are read.
+  job = Job({{"Worker", Spec(Container(), 1000)}});
+  CHECK(ProgressTargets(job, {}, {}).trainers.size() == kMaxRateTargets - 1);
   job = Job({{"Master", Spec(Container())}});
   CHECK(ProgressTargets(job, {}, {}).chief == "j-master-0.ns.svc:9090");
   job = Job({{"PS", Spec(Container())}, {"Worker", Spec(Container(), 0)}});
@@ -395,6 +421,20 @@ TEST_CASE("progress: the chief's report over what was read") {
   p = WithJobReport(tf::JobProgress{}, {7, {{"eval/accuracy", 0.8}, {"top_5", 0.95}}}, at);
   CHECK(p.global_step == 7);
   CHECK(p.final_metrics == std::map<std::string, double>{{"top_5", 0.95}});
+}
+
+TEST_CASE("progress: a chief whose final evaluation failed: the status names the error") {
+  const tf::Time at = kNow + std::chrono::seconds(9);
+  tf::JobProgress p = WithJobReport(At(300), {300, {}, "evaluate() failed: no test set"}, at);
+  CHECK(p.final_error == "evaluate() failed: no test set");
+  CHECK(p.final_metrics.empty());
+  // A restarted chief that then succeeded clears it.
+  p = WithJobReport(p, {300, {{"accuracy", 0.9}}}, at);
+  CHECK(p.final_error.empty());
+  // Cut to what a progress holds, never inside a character.
+  const std::string long_error = std::string(tf::kMaxProgressErrorBytes - 1, 'x') + "\xc3\xa9";
+  p = WithJobReport(At(300), {300, {}, long_error}, at);
+  CHECK(p.final_error == std::string(tf::kMaxProgressErrorBytes - 1, 'x'));
 }
 
 }  // namespace

@@ -135,6 +135,9 @@ void ProgressTracker::Loop() {
     Reports reports;
     if (!targets.chief.empty()) reports.chief = Read(key, targets.chief);
     if (!targets.evaluator.empty()) reports.evaluator = Read(key, targets.evaluator);
+    for (const std::string& trainer : targets.trainers) {
+      if (auto report = Read(key, trainer)) reports.trainers.push_back(*std::move(report));
+    }
     lock.lock();
     if (Record(key, uid, reports)) {
       lock.unlock();
@@ -168,7 +171,7 @@ bool ProgressTracker::Record(const std::string& key, const std::string& uid,
   const Clock::time_point now = Clock::now();
   if (reports.chief || reports.evaluator) {
     const auto wall = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-    job.latest = job.estimator.Add(MergeReports(reports.chief, reports.evaluator),
+    job.latest = job.estimator.Add(MergeReports(reports.chief, reports.evaluator, reports.trainers),
                                    job.spec_max_steps, now, wall);
   }
   Schedule(key, job, now + ReadAgainIn(job.latest, job.estimator.Finishing(), options_.interval));

@@ -83,6 +83,7 @@ class ProgressTracker {
   };
   struct Reports {
     std::optional<TrainerReport> chief, evaluator;
+    std::vector<TrainerReport> trainers;  // the other training replicas', for their rates
   };
 
   void Loop();

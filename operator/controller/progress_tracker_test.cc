@@ -18,7 +18,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // A fake of every job's metrics endpoint: each read of an address answers its step, which goes
-// up by 100 a read; "slow:..." addresses block until released; "refused:..." fail.
+// up by 100 a read, and a rate of 100 examples/s; "slow:..." addresses block until released;
+// "refused:..." fail.
 class FakeEndpoints {
  public:
   absl::StatusOr<std::string> Fetch(const std::string& address) {
@@ -28,7 +29,7 @@ class FakeEndpoints {
     if (address.rfind("refused:", 0) == 0) return absl::UnavailableError("connection refused");
     if (address.rfind("slow:", 0) == 0) changed_.wait(lock, [&] { return released_; });
     return "taas_global_step " + std::to_string(100 * reads_[address]) +
-           "\ntaas_max_steps 100000\ntaas_eval_accuracy 0.5\n";
+           "\ntaas_max_steps 100000\ntaas_eval_accuracy 0.5\ntaas_examples_per_second 100\n";
   }
   int Reads(const std::string& address) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -91,7 +92,7 @@ TEST_CASE("progress tracker: a tracked job is read each interval and its write a
   const auto start = Clock::now();
   Tracked t(1);
   auto& [endpoints, due, tracker] = t;
-  tracker.Track("ns/a", "uid-a", {"chief-a", "evaluator-a"}, 6000);
+  tracker.Track("ns/a", "uid-a", {"chief-a", "evaluator-a", {}}, 6000);
   CHECK(tracker.Tracked() == 1);
   REQUIRE(endpoints.WaitReads("chief-a", 1, milliseconds(5000)));
   // The first read waits a whole interval at least: the job's chief has just started.
@@ -125,12 +126,28 @@ TEST_CASE("progress tracker: a tracked job is read each interval and its write a
   CHECK(tracker.ScrapeErrors() == 0);
 }
 
+TEST_CASE("progress tracker: the job's rate adds every training replica's that answered") {
+  Tracked t(1);
+  auto& [endpoints, due, tracker] = t;
+  tracker.Track("ns/r", "uid-r", {"chief-r", "evaluator-r", {"worker-r1", "refused:worker-r2"}},
+                std::nullopt);
+  REQUIRE(endpoints.WaitReads("worker-r1", 1, milliseconds(5000)));
+  for (int i = 0; i < 100 && due.Count("ns/r") == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(20));
+  const ProgressTracker::Snapshot s = tracker.Get("ns/r");
+  REQUIRE(s.latest.has_value());
+  // The chief's 100 and worker 1's 100; not the evaluator's, and nothing from a worker that
+  // refused.
+  CHECK(s.latest->examples_per_second == 200);
+  CHECK(s.latest->global_step == 100);  // the chief's
+}
+
 TEST_CASE("progress tracker: a hung chief holds one scrape thread, never the other jobs") {
   Tracked t(2);
   auto& [endpoints, due, tracker] = t;
-  tracker.Track("ns/hung", "u1", {"slow:hung", ""}, std::nullopt);
-  tracker.Track("ns/fine", "u2", {"fine", ""}, std::nullopt);
-  tracker.Track("ns/down", "u3", {"refused:down", ""}, std::nullopt);
+  tracker.Track("ns/hung", "u1", {"slow:hung", "", {}}, std::nullopt);
+  tracker.Track("ns/fine", "u2", {"fine", "", {}}, std::nullopt);
+  tracker.Track("ns/down", "u3", {"refused:down", "", {}}, std::nullopt);
   REQUIRE(endpoints.WaitReads("slow:hung", 1, milliseconds(5000)));
   // While the hung read holds one thread, the other keeps reading the other jobs each interval.
   CHECK(endpoints.WaitReads("fine", 3, milliseconds(6000)));
@@ -146,9 +163,9 @@ TEST_CASE(
     "progress tracker: a new job of the same name starts over; a read of the old is dropped") {
   Tracked t(1);
   [[maybe_unused]] auto& [endpoints, due, tracker] = t;
-  tracker.Track("ns/j", "old", {"slow:old", ""}, std::nullopt);
+  tracker.Track("ns/j", "old", {"slow:old", "", {}}, std::nullopt);
   REQUIRE(endpoints.WaitReads("slow:old", 1, milliseconds(5000)));
-  tracker.Track("ns/j", "new", {"new", ""}, std::nullopt);  // while the old one's read hangs
+  tracker.Track("ns/j", "new", {"new", "", {}}, std::nullopt);  // while the old one's read hangs
   endpoints.Release();
   REQUIRE(endpoints.WaitReads("new", 1, milliseconds(5000)));
   for (int i = 0; i < 100 && !tracker.Get("ns/j").latest; ++i)
@@ -156,7 +173,7 @@ TEST_CASE(
   REQUIRE(tracker.Get("ns/j").latest.has_value());
   CHECK(tracker.Get("ns/j").latest->global_step == 100);  // the new job's first read, alone
   // The same job again (every reconcile of it): nothing changes, no extra read.
-  tracker.Track("ns/j", "new", {"new", ""}, std::nullopt);
+  tracker.Track("ns/j", "new", {"new", "", {}}, std::nullopt);
   CHECK(tracker.Tracked() == 1);
 }
 

@@ -30,6 +30,7 @@ EXTERNAL = {
     "OpenSSL": ("openssl/",),
     "yaml-cpp": ("yaml-cpp/",),
     "CUDA": ("cuda", "cublas", "cudnn", "nccl"),
+    "LibTorch": ("torch/", "ATen/", "c10/"),
 }
 
 # Folder prefixes (relative to the root) and what files under them may not include: part folders
@@ -83,7 +84,14 @@ INCLUDE_RULES = [
     # (taas/tensor/device.h), so a build without CUDA is the same code.
     ("trainer-runtime/", ["CUDA", "trainer-runtime/cuda/", "trainer-runtime/nn/cuda/"],
      "CUDA stays behind the GPU device and engine (issue 17), reached through taas/tensor/device.h",
-     ["trainer-runtime/cuda/", "trainer-runtime/nn/cuda/"]),
+     ["trainer-runtime/cuda/", "trainer-runtime/nn/cuda/", "trainer-runtime/torch/cuda/"]),
+    # LibTorch is an engine, a leaf on the core like nn/ (issue 34): the core meets it only
+    # through the variables, the state and taas/runtime/engine.h, never its headers.
+    ("trainer-runtime/", ["LibTorch", "trainer-runtime/torch/"],
+     "LibTorch is a model engine beside nn/: the core never includes it",
+     ["trainer-runtime/torch/"]),
+    ("trainer-runtime/nn/", ["LibTorch", "trainer-runtime/torch/"],
+     "the two engines are independent: a model picks one"),
 ]
 
 # What ships (the image's binaries, the examples' trainers through the library they all link, the
@@ -100,6 +108,10 @@ LINK_RULES = [
     ("taas", ["taas_kube", "OpenSSL::SSL", "OpenSSL::Crypto"],
      "`taas run` links no Kubernetes client and no TLS"),
     ("taas", ["taas_cuda", "taas::cudart"], "`taas run` starts processes; it needs no GPU"),
+    ("taas", ["taas_torch", "taas_libtorch"], "`taas run` starts processes; it needs no engine"),
+    ("taas_fashion_mnist_trainer", ["taas_torch", "taas_libtorch"],
+     "the built-in engine's trainers do not carry LibTorch"),
+    ("linear-regression", ["taas_torch", "taas_libtorch"], "a model without layers links no engine"),
     ("taas-ui", ["taas_controller"],
      "the UI server uses the Kubernetes client (kube/), not the operator's controller"),
 ]

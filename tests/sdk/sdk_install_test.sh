@@ -6,14 +6,14 @@
 #   or taas-torch); P/bin/taas run job.yaml for a few steps.
 # No file of the build must name the source tree or the build tree: the project sees only P.
 # ENGINE torch makes the project with a LibTorch model (`taas new --engine torch`); TORCH_ROOT is
-# the LibTorch the tree was built with (TAAS_TORCH_ROOT), empty when it has no torch engine: the
+# the LibTorch the tree was built with (TAAS_TORCH_ROOT), empty when its SDK has no torch engine: the
 # test is then skipped (exit 77).
 # Usage: sdk_install_test.sh cmake|pkgconfig BUILD_DIR SOURCE_DIR [builtin | torch TORCH_ROOT]
 set -euo pipefail
 mode="$1" build="$(cd "$2" && pwd)" source="$(cd "$3" && pwd)" engine="${4:-builtin}"
 torch_root="${5:-}"
 if [ "$engine" = torch ] && [ -z "$torch_root" ]; then
-  echo "skipped: this tree has no torch engine (TAAS_TORCH_ROOT is empty)"
+  echo "skipped: this tree's SDK has no torch engine (built without LibTorch, or with CUDA)"
   exit 77
 fi
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-sdk-test.XXXXXX")"

@@ -1,7 +1,8 @@
 // Browser test of the web UI in local mode: `taas run --keep-ui` on a small linear-regression job
 // (1 PS, 1 worker that is the chief, 1 evaluator) prints one `UI: http://.../#token=...` line;
 // Chromium (Debian's, driven by playwright-core) opens that URL, sees the job and its replicas,
-// opens the job detail, sees a replica's log and the loss chart get points, the cluster page
+// opens the job detail, sees a replica's log (the evaluator's 10 MiB line cut behind the marker)
+// and the loss chart get points, the cluster page
 // with this machine, no New job, Clone or Delete anywhere, and the New-job route's explanation
 // with the equivalent commands instead of a form. Then Ctrl-C ends
 // the launcher with the job's exit code. Screenshots go to --artifacts. Prints "N passed, N failed".
@@ -83,6 +84,26 @@ try {
     await waitText(page.getByTestId('conditions'), 'Running');
   });
 
+  await check('a 10 MiB line shows its end behind the cut marker, in the log API and the viewer', async () => {
+    const base = url.replace(/\/#token=.*/, '');
+    const token = url.replace(/.*#token=/, '');
+    const logs = `${base}/api/v1/namespaces/default/tfjobs/${job}/pods/${job}-evaluator-0/logs`;
+    let body = '';
+    await waitFor('the evaluator\'s long line', async () => {
+      body = await (await fetch(logs, { headers: { Authorization: `Bearer ${token}` } })).text();
+      return body.includes('the end of the long line');
+    }, 60000).catch((e) => {
+      throw new Error(`${e.message}: ${body.slice(0, 200)}`);
+    });
+    assert(/^\[taas: \d+ bytes cut\] x+ the end of the long line\n/.test(body), body.slice(0, 200));
+    await page.locator('select[name=replica]').selectOption(`${job}-evaluator-0`);
+    const marker = page.getByTestId('log-cut');
+    await waitFor('the cut marker in the viewer', async () => (await marker.count()) === 1, 30000);
+    assert(/^\[taas: \d+ bytes cut\] $/.test(await marker.textContent()), await marker.textContent());
+    await waitText(page.getByTestId('log-box'), 'the end of the long line');
+    await page.locator('select[name=replica]').selectOption(`${job}-worker-0`);
+  });
+
   await check('the loss chart gets points scraped from the chief', async () => {
     await waitFor('a global step', async () => Number((await page.getByTestId('stat-step').locator('strong').textContent()).replace(/,/g, '')) > 0, 60000);
     // The step against the chief's taas_max_steps (TF_MAX_STEPS=200): the progress in percent.
@@ -122,6 +143,10 @@ try {
     await page.getByRole('link', { name: job, exact: true }).click();
     await page.waitForURL(`**/jobs/default/${job}`);
     await waitText(page.getByTestId('stat-replicas'), 'PS ');
+    // Every card holds its value: "PS 1/1 · Worker 1/1 · Evaluator 1/1" was cut at "Evalu".
+    const overflowing = await page.locator('.stat strong').evaluateAll((els) =>
+      els.filter((el) => el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > el.closest('.stat').getBoundingClientRect().right + 1).map((el) => el.textContent));
+    assert(overflowing.length === 0, `values out of their cards: ${overflowing.join(' | ')}`);
     await absent('Clone on the job detail', page.getByTestId('clone'));
     await absent('Delete on the job detail', page.getByTestId('delete'));
     await absent('New job link on the job detail', page.getByRole('link', { name: 'New job' }));

@@ -116,3 +116,50 @@ test("a job's accuracy is the final one once known, else the latest; its percent
   assert.equal(logic.percentText(undefined), '');
   assert.equal(logic.formatMetric(12345.6), '12,346');
 });
+
+test('the log viewer keeps its window by the server\'s rule: whole lines, the oldest cut behind the marker', () => {
+  const max = 100;
+  // Short lines that fit: as they came.
+  assert.equal(logic.appendLog('a\n', 'b\n', max), 'a\nb\n');
+  // A line longer than the window shows its end behind the marker; bytes are counted, not
+  // characters: every cut 'é' is 2 bytes.
+  const long = 'é'.repeat(300) + ' the end';
+  const shown = logic.appendLog('', `${long}\nafter\n`, max);
+  assert.ok(shown.length <= max, shown.length);
+  assert.ok(shown.endsWith('é the end\nafter\n'), shown);
+  const marker = /^\[taas: (\d+) bytes cut\] /.exec(shown);
+  assert.ok(marker, shown);
+  const kept = shown.slice(marker[0].length, shown.indexOf('\nafter'));
+  assert.equal(Number(marker[1]) + Buffer.byteLength(kept), Buffer.byteLength(long));
+  // More output cuts the same line further: its marker's count grows, never two markers.
+  const later = logic.appendLog(shown, 'x'.repeat(20) + '\n', max);
+  assert.equal(later.match(logic.cutMarkerPattern).length, 1);
+  const again = /^\[taas: (\d+) bytes cut\] /.exec(later);
+  const keptNow = later.slice(again[0].length, later.indexOf('\nafter'));
+  assert.equal(Number(again[1]) + Buffer.byteLength(keptNow), Buffer.byteLength(long));
+  // A window cut at a line's start needs no marker; a line with no room left goes.
+  assert.equal(logic.appendLog('', '0123456789\nabc\n', 4), 'abc\n');
+  assert.equal(logic.appendLog('', '0123456789\nab\n', 4), 'ab\n');
+  // A surrogate pair is never split.
+  const emoji = '🎉'.repeat(60);
+  const cut = logic.appendLog('', `${emoji}\n`, max);
+  const rest = cut.slice(cut.indexOf('] ') + 2);
+  assert.ok(!/^[\udc00-\udfff]/.test(rest), rest.slice(0, 4));
+  assert.equal(Number(/^\[taas: (\d+)/.exec(cut)[1]) + Buffer.byteLength(rest) - 1, Buffer.byteLength(emoji));
+});
+
+test('the cut marker the viewer shows apart is the one the server writes', () => {
+  // The server's words (web-ui/server/log_window.cc CutMarker), as its tests see them.
+  assert.equal(logic.cutMarker(10485760), '[taas: 10485760 bytes cut] ');
+  assert.deepEqual('x[taas: 5 bytes cut] y'.split(logic.cutMarkerPattern), ['x', 'y']);
+});
+
+test('an accuracy axis ends at 1 at the latest, and starts at 0 at the lowest', () => {
+  // uPlot's own padding would take 0.8..0.99 past 1 (the 1.5 the issue saw on a wider spread).
+  assert.deepEqual(logic.cappedRange(0.8, 0.99, 1).map((v) => Number(v.toFixed(3))), [0.781, 1]);
+  assert.deepEqual(logic.cappedRange(0.1, 1, 1).map((v) => Number(v.toFixed(3))), [0.01, 1]);
+  assert.deepEqual(logic.cappedRange(0.02, 0.5, 1).map((v) => Number(v.toFixed(3))), [0, 0.548]);
+  const [lo, hi] = logic.cappedRange(1, 1, 1);
+  assert.ok(lo < 1 && hi === 1, `${lo} ${hi}`);
+  assert.deepEqual(logic.cappedRange(null, null, 1), [0, 1]);
+});

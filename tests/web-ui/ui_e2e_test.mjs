@@ -40,7 +40,8 @@ try {
 
   // kwok's simulated pods run no trainer, so worker 0's Prometheus endpoint is played by this
   // server (the text a trainer exposes, improving at each scrape); taas-ui is pointed at it with
-  // --metrics-target, the flag local runs use.
+  // --metrics-target, the flag local runs use. The other workers, read for the job's rate, refuse
+  // at once (no Service name to resolve from outside the cluster).
   let scrapes = 0;
   const trainer = http.createServer((req, res) => {
     scrapes += 1;
@@ -60,7 +61,7 @@ try {
   const token = randomBytes(24).toString('hex');
   const tokenFile = path.join(tmp, 'token');
   fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
-  const base = await cp.startUi(args.ui, ['--namespaces', 'default,team-b', '--token-file', tokenFile, '--assets', args.assets, '--scrape-interval', '1', '--metrics-target', `default/ui-e2e-worker-0=${trainerAddress}`]);
+  const base = await cp.startUi(args.ui, ['--namespaces', 'default,team-b', '--token-file', tokenFile, '--assets', args.assets, '--scrape-interval', '1', '--metrics-target', `default/ui-e2e-worker-0=${trainerAddress}`, '--metrics-target', 'default/ui-e2e-worker-1=127.0.0.1:1', '--metrics-target', 'default/ui-e2e-worker-2=127.0.0.1:1']);
   log(`taas-ui at ${base}`);
 
   const call = (method, p, { auth = token, body } = {}) =>

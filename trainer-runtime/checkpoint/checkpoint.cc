@@ -115,6 +115,44 @@ bool IsPlainName(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
 }
 
+// The number of elements `shape` holds; nullopt when a dimension is negative or the product
+// overflows int64 (a hostile index).
+std::optional<std::int64_t> Elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > std::numeric_limits<std::int64_t>::max() / d)) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+// An entry's optional "shape": absent, or an array of dimensions whose product is `count`.
+absl::StatusOr<std::optional<std::vector<std::int64_t>>> IndexShape(const std::string& file,
+                                                                    const json_fields::Json& entry,
+                                                                    const std::string& path,
+                                                                    std::int64_t count) {
+  const json_fields::Json* found = json_fields::Find(entry, "shape");
+  if (found == nullptr) return std::nullopt;
+  constexpr std::size_t kMaxRank = 32;
+  if (!found->is_array() || found->size() > kMaxRank) {
+    return absl::DataLossError(file + ": " + path + " must be an array of at most " +
+                               std::to_string(kMaxRank) + " dimensions");
+  }
+  std::vector<std::int64_t> shape;
+  for (const json_fields::Json& d : *found) {
+    const auto dim = json_fields::AsInt(d);
+    if (!dim || *dim < 0) {
+      return absl::DataLossError(file + ": " + path + " must hold integers >= 0");
+    }
+    shape.push_back(*dim);
+  }
+  if (Elements(shape) != count) {
+    return absl::DataLossError(file + ": " + path + " does not hold the " + std::to_string(count) +
+                               " values of its entry");
+  }
+  return shape;
+}
+
 std::int64_t StepOf(const std::string& prefix) {
   auto dash = prefix.rfind('-');
   if (dash == std::string::npos) return -1;
@@ -158,6 +196,13 @@ std::optional<std::int64_t> LatestStep(const std::string& dir) {
 
 absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
                                  const std::vector<Entry>& entries, int keep) {
+  for (const auto& e : entries) {
+    if (e.shape && Elements(*e.shape) != static_cast<std::int64_t>(e.values.size())) {
+      return absl::InvalidArgumentError("checkpoint entry " + e.name +
+                                        ": its shape does not hold its " +
+                                        std::to_string(e.values.size()) + " values");
+    }
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::InternalError("cannot create model dir " + dir + ": " + ec.message());
@@ -172,10 +217,12 @@ absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_ste
   std::uint64_t offset = 0;
   for (const auto& e : entries) {
     const std::size_t bytes = e.values.size() * sizeof(float);
-    index["entries"].push_back({{"name", e.name},
-                                {"offset", offset},
-                                {"count", e.values.size()},
-                                {"crc32c", crc32c::Value(e.values.data(), bytes)}});
+    nlohmann::json entry = {{"name", e.name},
+                            {"offset", offset},
+                            {"count", e.values.size()},
+                            {"crc32c", crc32c::Value(e.values.data(), bytes)}};
+    if (e.shape) entry["shape"] = *e.shape;
+    index["entries"].push_back(std::move(entry));
     parts.emplace_back(e.values.data(), bytes);
     offset += bytes;
   }
@@ -258,6 +305,7 @@ absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
       return absl::DataLossError(data_path + ": checksum mismatch in " + *name);
     }
     Entry entry;
+    TAAS_ASSIGN_OR_RETURN(entry.shape, IndexShape(index_path, e, field + ".shape", count));
     entry.name = *name;
     entry.values.resize(static_cast<std::size_t>(count));
     // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.

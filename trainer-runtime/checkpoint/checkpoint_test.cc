@@ -147,6 +147,43 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+TEST_CASE("an entry's shape is kept when given, absent when not, and checked against its count") {
+  TempDir dir;
+  auto prefix =
+      Save(dir.path, 7,
+           {{"w", std::vector<float>(6, 1.0f), std::vector<std::int64_t>{2, 3}}, {"b", {1.0f}}}, 5);
+  REQUIRE(prefix.ok());
+  auto loaded = Load(*prefix);
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->Find("w")->shape.has_value());
+  CHECK(*loaded->Find("w")->shape == std::vector<std::int64_t>{2, 3});
+  CHECK_FALSE(loaded->Find("b")->shape.has_value());
+  auto bad = Save(dir.path, 8, {{"w", std::vector<float>(6), std::vector<std::int64_t>{3, 3}}}, 5);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Has(std::string(bad.status().message()), "checkpoint entry w"));
+  CHECK(LatestStep(dir.path) == 7);  // nothing written
+  // A hostile index: a shape that is not the count's, not an array, negative or overflowing.
+  CHECK(Has(LoadError([](auto& j) {
+              j["entries"][0]["shape"] = {2, 2};
+            }),
+            "entries[0].shape does not hold the 3 values of its entry"));
+  CHECK(Has(LoadError([](auto& j) { j["entries"][0]["shape"] = "3"; }),
+            "entries[0].shape must be an array"));
+  CHECK(Has(LoadError([](auto& j) {
+              j["entries"][0]["shape"] = {-1, -3};
+            }),
+            "entries[0].shape must hold integers >= 0"));
+  CHECK(Has(LoadError([](auto& j) {
+              j["entries"][0]["shape"] = {std::int64_t{1} << 62, std::int64_t{1} << 62, 0};
+            }),
+            "entries[0].shape does not hold"));
+  CHECK(Has(LoadError([](auto& j) {
+              j["entries"][0]["shape"] = {3, 1.5};
+            }),
+            "entries[0].shape must hold integers"));
+}
+
 TEST_CASE("every size, offset and count of the index is checked before allocating") {
   // Counts that would overflow count * 4, or need more bytes than the data file has.
   CHECK(Has(LoadError([](auto& j) { j["entries"][0]["count"] = std::int64_t{1} << 62; }),

@@ -1,6 +1,7 @@
 // libFuzzer target: restoring a checkpoint (ListCheckpoints, Load, LoadLatest) from any files.
 // The input is the `checkpoint` file, a NUL byte, the index of model.ckpt-1, a NUL byte and its
-// data file. A checkpoint that loads holds entries that fit in the data file it came from;
+// data file. A checkpoint that loads holds entries that fit in the data file it came from (and
+// their shapes, when recorded, hold their counts);
 // nothing throws, aborts or allocates beyond the files' real sizes.
 #include <unistd.h>
 
@@ -58,6 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& entry : loaded->entries) {
       Require(!entry.name.empty());
       Require(entry.values.size() * sizeof(float) <= data_bytes);
+      if (entry.shape) {
+        std::size_t elements = 1;
+        for (std::int64_t d : *entry.shape) elements *= static_cast<std::size_t>(d);
+        Require(elements == entry.values.size());
+      }
     }
   }
   for (const auto& prefix : taas::checkpoint::ListCheckpoints(Dir().string())) {

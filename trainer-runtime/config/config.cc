@@ -149,7 +149,7 @@ std::vector<Setting> Settings() {
                  TAAS_ASSIGN_OR_RETURN(c.info.sync, ParseBool(w, v));
                  return absl::OkStatus();
                }});
-  s.push_back({"replicas_to_aggregate", "TF_REPLICAS_TO_AGGREGATE",
+  s.push_back({"replicas_to_aggregate", std::string(contract::kReplicasToAggregateEnv),
                "gradients averaged per sync step (all training replicas)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
                  TAAS_ASSIGN_OR_RETURN(std::int64_t n, IntInRange(1, kMaxAddresses)(w, v));
@@ -167,6 +167,10 @@ std::vector<Setting> Settings() {
   s.push_back(Make("save_summaries_steps", "TF_SAVE_SUMMARIES_STEPS",
                    "global steps between TensorBoard summaries, 0 = off (100)", IntAtLeast(0),
                    &RuntimeConfig::save_summaries_steps));
+  s.push_back(Make("save_summaries_secs", std::string(contract::kSaveSummariesSecsEnv),
+                   "seconds between TensorBoard summaries, 0 = off; with steps too, whichever "
+                   "comes first (0)",
+                   ParseSeconds, &RuntimeConfig::save_summaries_secs));
   s.push_back({"summary_histograms", "TAAS_SUMMARY_HISTOGRAMS",
                "with each summary, a histogram of every variable (true)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
@@ -208,10 +212,10 @@ std::vector<Setting> Settings() {
                    "CPU priority (nice) of the evaluator, e.g. 10 to put it below training on "
                    "shared cores (0: as started)",
                    IntInRange(0, 19), &RuntimeConfig::evaluator_nice));
-  s.push_back(Make("partition_bytes", "TAAS_PARTITION_BYTES",
+  s.push_back(Make("partition_bytes", std::string(contract::kPartitionBytesEnv),
                    "variables at least this large are split across all PS (1048576)", IntAtLeast(4),
                    &RuntimeConfig::partition_bytes));
-  s.push_back(Make("ps_lanes", "TAAS_PS_LANES",
+  s.push_back(Make("ps_lanes", std::string(contract::kPsLanesEnv),
                    "lanes (stores over their own connections) per PS task for large variables (2)",
                    IntInRange(1, 64), &RuntimeConfig::ps_lanes));
   s.push_back(Make("metrics_port", std::string(contract::kMetricsPortEnv),
@@ -234,7 +238,7 @@ std::vector<Setting> Settings() {
                  c.strategy_source = w;
                  return absl::OkStatus();
                }});
-  s.push_back({"replicas_per_worker", "TAAS_REPLICAS_PER_WORKER",
+  s.push_back({"replicas_per_worker", std::string(contract::kReplicasPerWorkerEnv),
                "model replicas in each worker, each on its slice of the batch (collective "
                "training only; 1)",
                [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
@@ -258,13 +262,13 @@ std::vector<Setting> Settings() {
                    "threads of each model replica's compute; 0 = the CPUs this process may use "
                    "(its cgroup's CPU limit, its affinity) shared among its model replicas (0)",
                    IntInRange(0, kMaxComputeThreads), &RuntimeConfig::compute_threads));
-  s.push_back(Make("allreduce_bucket_bytes", "TAAS_ALLREDUCE_BUCKET_BYTES",
+  s.push_back(Make("allreduce_bucket_bytes", std::string(contract::kAllReduceBucketBytesEnv),
                    "gradients per all-reduce (4194304)", IntInRange(4, kMaxAllReduceBytes),
                    &RuntimeConfig::allreduce_bucket_bytes));
-  s.push_back(Make("allreduce_chunk_bytes", "TAAS_ALLREDUCE_CHUNK_BYTES",
+  s.push_back(Make("allreduce_chunk_bytes", std::string(contract::kAllReduceChunkBytesEnv),
                    "piece of an all-reduce that pipelines around the ring (1048576)",
                    IntInRange(4096, kMaxAllReduceBytes), &RuntimeConfig::allreduce_chunk_bytes));
-  s.push_back(Make("check_variables_steps", "TAAS_CHECK_VARIABLES_STEPS",
+  s.push_back(Make("check_variables_steps", std::string(contract::kCheckVariablesStepsEnv),
                    "steps between checks that every worker holds the same variables, 0 = off "
                    "(1000)",
                    IntAtLeast(0), &RuntimeConfig::check_variables_steps));
@@ -513,7 +517,7 @@ absl::Status ChooseStrategy(const std::string& replicas_source, RuntimeConfig& c
   }
   if (c.info.strategy == Strategy::kParameterServer) {
     if (c.info.replicas_per_worker > 1) {
-      return Invalid("TAAS_REPLICAS_PER_WORKER",
+      return Invalid(std::string(contract::kReplicasPerWorkerEnv),
                      "several model replicas per worker need collective training (a TFJob "
                      "without PS replicas)");
     }
@@ -607,9 +611,9 @@ absl::StatusOr<DeviceChoice> ChooseDevices(const RuntimeConfig& config, int cuda
     gpus = config.replicas_per_worker_set ? info.replicas_per_worker : cuda_devices;
     if (gpus > cuda_devices) {
       return absl::FailedPreconditionError(
-          "TAAS_REPLICAS_PER_WORKER: " + std::to_string(gpus) + " model replicas, but " +
-          std::to_string(cuda_devices) + " CUDA device(s) are visible (" + visible +
-          "): one replica per GPU; lower it, or give the replica more GPUs");
+          std::string(contract::kReplicasPerWorkerEnv) + ": " + std::to_string(gpus) +
+          " model replicas, but " + std::to_string(cuda_devices) + " CUDA device(s) are visible (" +
+          visible + "): one replica per GPU; lower it, or give the replica more GPUs");
     }
   }
   for (int g = 0; g < gpus; ++g) choice.devices.push_back(Device{DeviceType::kCuda, g});
@@ -657,8 +661,9 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   if (auto it = env.find(std::string(contract::kNvidiaVisibleDevicesEnv)); it != env.end()) {
     c.nvidia_visible_devices = "\"" + it->second.substr(0, 128) + "\"";
   }
-  std::string replicas_source =
-      env.count("TF_REPLICAS_TO_AGGREGATE") ? "TF_REPLICAS_TO_AGGREGATE" : "";
+  std::string replicas_source = env.count(std::string(contract::kReplicasToAggregateEnv))
+                                    ? std::string(contract::kReplicasToAggregateEnv)
+                                    : "";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {

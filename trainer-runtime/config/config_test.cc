@@ -304,6 +304,24 @@ TEST_CASE("seconds are finite, written in full and at most 30 days") {
   CHECK(c->save_checkpoints_secs == 0.5);
 }
 
+TEST_CASE("summaries by seconds: a flag and a variable, off by default, checked as seconds") {
+  auto defaults = ParseConfig({}, {});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->save_summaries_secs == 0);
+  CHECK(defaults->save_summaries_steps == 100);
+  auto env =
+      ParseConfig({}, {{"TAAS_SAVE_SUMMARIES_SECS", "30"}, {"TF_SAVE_SUMMARIES_STEPS", "0"}});
+  REQUIRE(env.ok());
+  CHECK(env->save_summaries_secs == 30);
+  CHECK(env->save_summaries_steps == 0);
+  auto flag = ParseConfig({"--save_summaries_secs=2.5"}, {{"TAAS_SAVE_SUMMARIES_SECS", "30"}});
+  REQUIRE(flag.ok());
+  CHECK(flag->save_summaries_secs == 2.5);
+  CHECK(Has(ErrorOf({}, {{"TAAS_SAVE_SUMMARIES_SECS", "-1"}}),
+            "TAAS_SAVE_SUMMARIES_SECS: must be a number of seconds"));
+  CHECK(HelpText().find("--save_summaries_secs / TAAS_SAVE_SUMMARIES_SECS") != std::string::npos);
+}
+
 // TF_CONFIG with `task` in place of the task, over the two-worker cluster.
 std::string WithTask(const std::string& task) {
   return R"({"cluster":{"ps":["a:1"],"worker":["b:2","c:3"]},"task":)" + task + "}";

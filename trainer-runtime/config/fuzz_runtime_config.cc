@@ -30,7 +30,8 @@ void CheckInvariants(const taas::config::RuntimeConfig& c) {
   Require(c.log_steps >= 1);
   Require(c.metrics_port >= 0 && c.metrics_port <= 65535);
   Require(c.ps_lanes >= 1 && c.ps_lanes <= 64);
-  for (double secs : {c.wait_timeout_secs, c.eval_interval_secs, c.save_checkpoints_secs}) {
+  for (double secs : {c.wait_timeout_secs, c.eval_interval_secs, c.save_checkpoints_secs,
+                      c.save_summaries_secs}) {
     Require(secs >= 0 && secs <= 30 * 24 * 3600);
   }
   Require(c.local || !c.listen_address.empty());

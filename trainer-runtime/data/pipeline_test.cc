@@ -7,22 +7,10 @@
 #include <stdexcept>
 
 #include "taas/sim_device/memory.h"
+#include "tiny_dataset.h"
 
 namespace taas::data {
 namespace {
-
-// n examples of 2x2 pixels; example i has every pixel = i and label i % 10.
-std::shared_ptr<const ImageDataset> Tiny(std::int64_t n) {
-  auto dataset = std::make_shared<ImageDataset>();
-  dataset->count = n;
-  dataset->rows = 2;
-  dataset->cols = 2;
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (int p = 0; p < 4; ++p) dataset->pixels.push_back(static_cast<std::uint8_t>(i));
-    dataset->labels.push_back(static_cast<std::uint8_t>(i % 10));
-  }
-  return dataset;
-}
 
 // The example ids of every batch, read back from the pixels.
 std::vector<std::vector<int>> Drain(Pipeline& pipeline, int max_batches = 1000) {
@@ -44,7 +32,7 @@ std::vector<std::vector<int>> Drain(Pipeline& pipeline, int max_batches = 1000) 
 }
 
 std::unique_ptr<Pipeline> Make(std::int64_t n, PipelineOptions options) {
-  auto pipeline = Pipeline::Create(Tiny(n), options);
+  auto pipeline = Pipeline::Create(testing::TinyDataset(n), options);
   REQUIRE_MESSAGE(pipeline.ok(), pipeline.status().message());
   return std::move(pipeline).value();
 }
@@ -136,34 +124,34 @@ TEST_CASE("prefetch on a thread yields the same batches as building them inline"
 TEST_CASE("bad options are rejected by name") {
   PipelineOptions options;
   options.batch_size = 0;
-  auto bad = Pipeline::Create(Tiny(4), options);
+  auto bad = Pipeline::Create(testing::TinyDataset(4), options);
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("batch_size") != std::string::npos);
   options.batch_size = 1;
   options.num_shards = 2;
   options.shard_index = 2;
-  bad = Pipeline::Create(Tiny(4), options);
+  bad = Pipeline::Create(testing::TinyDataset(4), options);
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("shard_index") != std::string::npos);
   options.shard_index = 0;
   options.example_shape = {3};
-  bad = Pipeline::Create(Tiny(4), options);
+  bad = Pipeline::Create(testing::TinyDataset(4), options);
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("example_shape") != std::string::npos);
 }
 
 TEST_CASE("a data set whose vectors disagree with its count and shape is rejected") {
-  auto pixels_short = std::make_shared<ImageDataset>(*Tiny(4));
+  auto pixels_short = std::make_shared<ImageDataset>(*testing::TinyDataset(4));
   pixels_short->pixels.pop_back();
   auto bad = Pipeline::Create(pixels_short, PipelineOptions());
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("not count x rows x cols") != std::string::npos);
 
-  auto labels_short = std::make_shared<ImageDataset>(*Tiny(4));
+  auto labels_short = std::make_shared<ImageDataset>(*testing::TinyDataset(4));
   labels_short->labels.pop_back();
   CHECK_FALSE(Pipeline::Create(labels_short, PipelineOptions()).ok());
 
-  auto overflowing = std::make_shared<ImageDataset>(*Tiny(4));
+  auto overflowing = std::make_shared<ImageDataset>(*testing::TinyDataset(4));
   overflowing->count = std::int64_t{1} << 40;
   overflowing->rows = std::int64_t{1} << 40;
   CHECK_FALSE(Pipeline::Create(overflowing, PipelineOptions()).ok());
@@ -203,7 +191,7 @@ TEST_CASE("a device without an engine in this binary is rejected by name") {
   DeviceMemory* engine = RegisterDeviceMemory(DeviceType::kCuda, nullptr);
   PipelineOptions options;
   options.device = Device{DeviceType::kCuda, 1};
-  auto pipeline = Pipeline::Create(Tiny(4), options);
+  auto pipeline = Pipeline::Create(testing::TinyDataset(4), options);
   RegisterDeviceMemory(DeviceType::kCuda, engine);
   REQUIRE_FALSE(pipeline.ok());
   CHECK(pipeline.status().message().find("pipeline: device cuda:1 has no engine") == 0);

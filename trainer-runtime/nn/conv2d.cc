@@ -1,6 +1,7 @@
 #include "taas/nn/conv2d.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "layer_internal.h"
 #include "taas/nn/host_kernels.h"
@@ -66,10 +67,12 @@ Conv2D::Conv2D(ComputeContext& context, Conv2DOptions options)
       padding_(options.padding),
       activation_(options.activation),
       regularizer_(options.kernel_regularizer),
-      kernel_{this->name() + "/kernel",
-              Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
+      kernel_{"", Tensor({kernel_size_, kernel_size_, in_channels_, filters_}),
               Tensor({kernel_size_, kernel_size_, in_channels_, filters_})},
-      bias_{this->name() + "/bias", Tensor({filters_}), Tensor({filters_})} {
+      bias_{"", Tensor({filters_}), Tensor({filters_})} {
+  // Named before the initialisers run: a random one is seeded with its variable's name.
+  std::tie(kernel_.name, bias_.name) =
+      internal::KernelAndBiasNames(this->name(), options.kernel_name, options.bias_name);
   internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
                                kernel_);
   internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);
@@ -108,8 +111,8 @@ absl::StatusOr<ConvGeometry> Conv2D::GeometryFor(const Shape& input_shape) const
 }
 
 absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
-  auto it = plans_.find(input_shape);
-  if (it != plans_.end() && it->second->has_bwd_data == input_gradient_) return it->second.get();
+  Plan* kept = internal::FindPlan(plans_, input_shape);
+  if (kept != nullptr && kept->has_bwd_data == input_gradient_) return kept;
 
   TAAS_ASSIGN_OR_RETURN(const ConvGeometry g, GeometryFor(input_shape));
   const std::int64_t n = g.n, h = g.h, w = g.w, oh = g.out_h, ow = g.out_w;
@@ -183,9 +186,7 @@ absl::StatusOr<Conv2D::Plan*> Conv2D::PlanFor(const Shape& input_shape) {
                                : memory(plan->bwd_data_pd.weights_desc(), engine);
       plan->weights_to_bwd_data.Init(user_weights, bwd_weights);
     }
-    Plan* result = plan.get();
-    plans_[input_shape] = std::move(plan);
-    return result;
+    return internal::KeepPlan(plans_, input_shape, std::move(plan));
   });
 }
 

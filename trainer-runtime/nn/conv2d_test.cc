@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,34 @@ TEST_CASE("conv2d: a batch of the wrong shape is an error value naming the layer
   Ok(conv.Backward(Tensor({2, 3, 3, 2})));
 }
 
+TEST_CASE("conv2d: the options name the variables") {
+  ComputeContext context;
+  Conv2D conv(context, Conv2DOptions{.name = "conv1",
+                                     .kernel_name = "conv1/weights",
+                                     .bias_name = "conv1/biases",
+                                     .in_channels = 1,
+                                     .filters = 2,
+                                     .kernel_size = 3});
+  REQUIRE(conv.variables().size() == 2);
+  CHECK(conv.variables()[0]->name == "conv1/weights");
+  CHECK(conv.variables()[1]->name == "conv1/biases");
+  Tensor expected({3, 3, 1, 2});
+  GlorotUniform(expected, 9, 9 * 2, std::hash<std::string>{}("conv1/weights"));
+  CHECK(std::equal(expected.values().begin(), expected.values().end(),
+                   conv.kernel().value.values().begin()));
+  Conv2D keras(context,
+               Conv2DOptions{.name = "c", .in_channels = 1, .filters = 1, .kernel_size = 1});
+  CHECK(keras.kernel().name == "c/kernel");
+  CHECK(keras.bias().name == "c/bias");
+  CHECK_THROWS_AS(Conv2D(context, Conv2DOptions{.name = "c",
+                                                .kernel_name = "same",
+                                                .bias_name = "same",
+                                                .in_channels = 1,
+                                                .filters = 1,
+                                                .kernel_size = 1}),
+                  std::invalid_argument);
+}
+
 TEST_CASE("conv2d: Keras's initialisers by default; the options name others") {
   ComputeContext context;
   Conv2D conv(context,
@@ -118,6 +147,25 @@ TEST_CASE("conv2d: Keras's initialisers by default; the options name others") {
                                     .kernel_initializer = initializers::RandomUniform(1.0f, 0.0f)}),
       "c3: kernel_initializer: maxval must be > minval, got minval 1 and maxval 0",
       std::invalid_argument);
+}
+
+TEST_CASE("conv2d keeps primitives for the last kMaxShapePlans batch shapes only") {
+  ComputeContext context;
+  Conv2D conv(context,
+              Conv2DOptions{.name = "c", .in_channels = 1, .filters = 2, .kernel_size = 3});
+  // Training in batches of 8, then an evaluation whose batches are of every size: the layer keeps
+  // what it runs now, not a plan (and its buffers) for every size it ever saw.
+  const Tensor train = Random({8, 6, 6, 1}, 1);
+  const Tensor first = Ok(conv.Forward(train, true));
+  for (std::int64_t n = 1; n <= 12; ++n) {
+    Ok(conv.Forward(Random({n, 6, 6, 1}, 2), false));
+    CHECK(conv.planned_shapes() <= kMaxShapePlans);
+  }
+  CHECK(conv.planned_shapes() == kMaxShapePlans);
+  // The training shape, dropped meanwhile, is planned again and computes the same.
+  const Tensor again = Ok(conv.Forward(train, true));
+  for (std::int64_t i = 0; i < first.size(); ++i) CHECK(again.data()[i] == first.data()[i]);
+  Ok(conv.Backward(again));
 }
 
 }  // namespace

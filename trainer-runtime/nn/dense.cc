@@ -1,5 +1,7 @@
 #include "taas/nn/dense.h"
 
+#include <tuple>
+
 #include "layer_internal.h"
 
 namespace taas::nn {
@@ -12,8 +14,11 @@ Dense::Dense(DenseOptions options)
       out_(options.units),
       activation_(options.activation),
       regularizer_(options.kernel_regularizer),
-      kernel_{this->name() + "/kernel", Tensor({in_, out_}), Tensor({in_, out_})},
-      bias_{this->name() + "/bias", Tensor({out_}), Tensor({out_})} {
+      kernel_{"", Tensor({in_, out_}), Tensor({in_, out_})},
+      bias_{"", Tensor({out_}), Tensor({out_})} {
+  // Named before the initialisers run: a random one is seeded with its variable's name.
+  std::tie(kernel_.name, bias_.name) =
+      internal::KernelAndBiasNames(this->name(), options.kernel_name, options.bias_name);
   internal::InitializeVariable(this->name(), "kernel_initializer", options.kernel_initializer,
                                kernel_);
   internal::InitializeVariable(this->name(), "bias_initializer", options.bias_initializer, bias_);

@@ -104,6 +104,33 @@ TEST_CASE("dense: the options name other initialisers") {
   CHECK(Values(he.bias().value) == Values(bias));
 }
 
+TEST_CASE("dense: the options name the variables, which seed their initialisers") {
+  // A port of TensorFlow's book model keeps its checkpoints' names.
+  Dense dense(DenseOptions{.name = "layer1",
+                           .kernel_name = "layer1/weights",
+                           .bias_name = "layer1/biases",
+                           .inputs = 6,
+                           .units = 3,
+                           .bias_initializer = initializers::RandomUniform(-1.0f, 1.0f)});
+  REQUIRE(dense.variables().size() == 2);
+  CHECK(dense.variables()[0]->name == "layer1/weights");
+  CHECK(dense.variables()[1]->name == "layer1/biases");
+  Tensor kernel({6, 3});
+  GlorotUniform(kernel, 6, 3, std::hash<std::string>{}("layer1/weights"));
+  CHECK(Values(dense.kernel().value) == Values(kernel));
+  Tensor bias({3});
+  initializers::RandomUniform(-1.0f, 1.0f).Fill(bias, std::hash<std::string>{}("layer1/biases"));
+  CHECK(Values(dense.bias().value) == Values(bias));
+  // One named, the other Keras's.
+  Dense half(DenseOptions{.name = "d", .kernel_name = "w", .inputs = 1, .units = 1});
+  CHECK(half.kernel().name == "w");
+  CHECK(half.bias().name == "d/bias");
+  CHECK_THROWS_WITH_AS(
+      Dense(DenseOptions{.name = "d", .kernel_name = "d/bias", .inputs = 1, .units = 1}),
+      "d: kernel_name and bias_name are both \"d/bias\": a model's variables need unique names",
+      std::invalid_argument);
+}
+
 TEST_CASE("dense: bad initialiser parameters name the layer and the field") {
   auto build = [](Initializer kernel, Initializer bias) {
     Dense dense(DenseOptions{.name = "dense1",

@@ -27,6 +27,18 @@ void ReluMask(const Tensor& output, const Tensor& grad, Tensor& out) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = y[i] > 0.0f ? g[i] : 0.0f;
 }
 
+std::pair<std::string, std::string> KernelAndBiasNames(const std::string& layer,
+                                                       const std::string& kernel_name,
+                                                       const std::string& bias_name) {
+  std::pair<std::string, std::string> names{kernel_name.empty() ? layer + "/kernel" : kernel_name,
+                                            bias_name.empty() ? layer + "/bias" : bias_name};
+  if (names.first == names.second) {
+    throw std::invalid_argument(layer + ": kernel_name and bias_name are both \"" + names.first +
+                                "\": a model's variables need unique names");
+  }
+  return names;
+}
+
 void CheckRegularizer(const std::string& layer, const Regularizer& regularizer) {
   if (!(regularizer.l2 >= 0.0f) || !std::isfinite(regularizer.l2)) {
     throw std::invalid_argument(layer +

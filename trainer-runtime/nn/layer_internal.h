@@ -3,7 +3,10 @@
 // another device's kernels (device_kernels.h).
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
+#include <list>
+#include <memory>
 #include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
@@ -29,6 +32,33 @@ void InitializeVariable(const std::string& layer, const char* field, const Initi
 // Makes `tensor` have `shape` on `device`, reallocating only when either changes. On a device
 // other than the host it throws std::bad_alloc when the device is full: call it inside OnDevice.
 void Ensure(Tensor& tensor, const Shape& shape, Device device = Device::Cpu());
+
+// A layer's plans (oneDNN primitives, their memories and workspaces, sized by the batch) per input
+// shape, most recently used first, at most kMaxShapePlans (layer.h): a layer that has seen one
+// large evaluation batch or many batch sizes does not keep a plan for each.
+template <typename Plan>
+using ShapePlans = std::list<std::pair<Shape, std::unique_ptr<Plan>>>;
+
+// The plan for `shape`, now the most recently used; nullptr when there is none.
+template <typename Plan>
+Plan* FindPlan(ShapePlans<Plan>& plans, const Shape& shape) {
+  for (auto it = plans.begin(); it != plans.end(); ++it) {
+    if (it->first != shape) continue;
+    plans.splice(plans.begin(), plans, it);
+    return plans.front().second.get();
+  }
+  return nullptr;
+}
+
+// Keeps `plan` for `shape` as the most recently used, in place of any plan for that shape, and
+// drops the least recently used beyond kMaxShapePlans. Returns it.
+template <typename Plan>
+Plan* KeepPlan(ShapePlans<Plan>& plans, const Shape& shape, std::unique_ptr<Plan> plan) {
+  plans.remove_if([&shape](const auto& entry) { return entry.first == shape; });
+  plans.emplace_front(shape, std::move(plan));
+  while (plans.size() > kMaxShapePlans) plans.pop_back();
+  return plans.front().second.get();
+}
 
 // grad * (output > 0) into `out`.
 void ReluMask(const Tensor& output, const Tensor& grad, Tensor& out);
@@ -68,6 +98,13 @@ absl::Status NoKernels(const std::string& layer, Device device);
 
 // "<layer>: <device>: <message>", same code: a device kernel's error as the layer returns it.
 absl::Status NameLayer(const std::string& layer, Device device, const absl::Status& status);
+
+// A layer's kernel and bias names: the options' when given, else "<layer>/kernel" and
+// "<layer>/bias" (Keras's). One name for both is a programming error: std::invalid_argument
+// "<layer>: kernel_name and bias_name are both \"...\"".
+std::pair<std::string, std::string> KernelAndBiasNames(const std::string& layer,
+                                                       const std::string& kernel_name,
+                                                       const std::string& bias_name);
 
 // std::invalid_argument "<layer>: kernel_regularizer: ..." unless the penalty is finite and >= 0
 // (a programming error, as a bad initialiser is).

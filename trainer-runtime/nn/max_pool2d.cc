@@ -60,8 +60,7 @@ absl::StatusOr<PoolGeometry> MaxPool2D::GeometryFor(const Shape& input_shape) co
 }
 
 absl::StatusOr<MaxPool2D::Plan*> MaxPool2D::PlanFor(const Shape& input_shape) {
-  auto it = plans_.find(input_shape);
-  if (it != plans_.end()) return it->second.get();
+  if (Plan* kept = internal::FindPlan(plans_, input_shape)) return kept;
   TAAS_ASSIGN_OR_RETURN(const PoolGeometry g, GeometryFor(input_shape));
   const std::int64_t n = g.n, h = g.h, w = g.w, c = g.c, oh = g.out_h, ow = g.out_w;
   return internal::CallDnnl(name(), [&]() -> absl::StatusOr<Plan*> {
@@ -86,9 +85,7 @@ absl::StatusOr<MaxPool2D::Plan*> MaxPool2D::PlanFor(const Shape& input_shape) {
     plan->diff_dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
     plan->diff_src = memory(src_md, engine, DNNL_MEMORY_NONE);
     plan->workspace = memory(plan->fwd_pd.workspace_desc(), engine);
-    Plan* result = plan.get();
-    plans_[input_shape] = std::move(plan);
-    return result;
+    return internal::KeepPlan(plans_, input_shape, std::move(plan));
   });
 }
 

@@ -49,5 +49,19 @@ TEST_CASE(
         "pool1: expected a gradient of the output's shape [2, 2, 2, 3], got [2, 2, 2, 2]");
 }
 
+TEST_CASE("maxpool keeps workspaces for the last kMaxShapePlans batch shapes only") {
+  ComputeContext context;
+  MaxPool2D pool(context, MaxPool2DOptions{.name = "pool", .pool_size = 2});
+  for (std::int64_t n = 1; n <= 10; ++n) {
+    Tensor batch({n, 4, 4, 2});
+    for (std::int64_t i = 0; i < batch.size(); ++i) batch.data()[i] = static_cast<float>(i % 7);
+    const Tensor& y = Ok(pool.Forward(batch, true));
+    CHECK(y.shape() == Shape{n, 2, 2, 2});
+    Ok(pool.Backward(y));
+    CHECK(pool.planned_shapes() <= kMaxShapePlans);
+  }
+  CHECK(pool.planned_shapes() == kMaxShapePlans);
+}
+
 }  // namespace
 }  // namespace taas::nn

@@ -197,6 +197,7 @@ absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t
   for (auto& s : shards) {
     auto* shard = req.add_shards();
     shard->set_name(s.name);
+    shard->set_variable(s.variable);
     SetFloats(shard->mutable_values(), s.values);
     for (const auto& slot : s.slots) SetFloats(shard->add_slots(), slot);
   }

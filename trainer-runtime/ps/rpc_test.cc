@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -58,9 +59,11 @@ optim::OptimizerConfig Sgd(float lr) {
   return c;
 }
 
-// Pushes each PS's shards of `values` as its initial state.
+// Pushes each PS's shards of `values` as its initial state, each named after its variable as the
+// chief names them.
 void InitAll(PsClient& client, const std::vector<VariablePlacement>& placement,
-             const std::vector<std::vector<float>>& values, bool sync, int replicas) {
+             const std::vector<std::vector<float>>& values, bool sync, int replicas,
+             const optim::OptimizerConfig& optimizer = Sgd(1.0f)) {
   for (int ps = 0; ps < client.num_ps(); ++ps) {
     std::vector<ShardState> shards;
     for (std::size_t v = 0; v < placement.size(); ++v) {
@@ -69,13 +72,14 @@ void InitAll(PsClient& client, const std::vector<VariablePlacement>& placement,
         shards.push_back({s.name,
                           std::vector<float>(values[v].begin() + s.offset,
                                              values[v].begin() + s.offset + s.size),
-                          {}});
+                          {},
+                          placement[v].name});
       }
     }
     TrainingSpec spec;
     spec.sync = sync;
     spec.replicas_to_aggregate = replicas;
-    spec.optimizer = Sgd(1.0f);
+    spec.optimizer = optimizer;
     REQUIRE(client.Initialize(ps, spec, 0, shards, 10).ok());
   }
 }
@@ -207,6 +211,121 @@ TEST_CASE("the learning-rate schedule travels to the PS: a piecewise rate applie
   absl::Status refused = client.Initialize(0, bad, 0, {{"w", {0.0f}, {}}}, 10);
   CHECK_FALSE(refused.ok());
   CHECK(std::string(refused.message()).find("learning_rate.values") != std::string::npos);
+}
+
+// A config using every field that crosses the wire, none at its default.
+std::vector<optim::OptimizerConfig> EveryField() {
+  const auto schedule =
+      optim::LearningRateSchedule::CosineDecay(0.02f, 5, 0.25f, 0.1f, 2).WithWarmup(2, 0.01f);
+  return {{.name = "adamw",
+           .learning_rate = schedule,
+           .beta1 = 0.8f,
+           .beta2 = 0.99f,
+           .epsilon = 1e-3f,
+           .weight_decay = 0.5f,
+           .exclude_from_weight_decay = {"bias"}},
+          {.name = "rmsprop",
+           .learning_rate = schedule,
+           .momentum = 0.5f,
+           .epsilon = 1e-3f,
+           .rho = 0.8f,
+           .centered = true,
+           .weight_decay = 0.1f},
+          {.name = "adagrad",
+           .learning_rate = schedule,
+           .epsilon = 1e-3f,
+           .initial_accumulator_value = 0.3f},
+          {.name = "momentum", .learning_rate = schedule, .use_nesterov = true}};
+}
+
+TEST_CASE("every optimizer field travels to the PS: its updates are the local optimizer's") {
+  // A kernel partitioned over both PS and a bias whole: the PS decays by the variable's name.
+  Cluster cluster(2);
+  PsClient client = OneLane(cluster.addresses);
+  RequireReachable(client);
+  auto placement = PlaceVariables({{"dense/kernel", 6}, {"dense/bias", 3}}, 2, 8);
+  REQUIRE(placement[0].shards.size() == 2);
+  for (const optim::OptimizerConfig& config : EveryField()) {
+    CAPTURE(config.name);
+    auto local = optim::CreateOptimizer(config);
+    REQUIRE(local.ok());
+    std::vector<std::vector<float>> expected = {{1, -2, 3, -4, 5, -6}, {0.5f, -0.5f, 1}};
+    InitAll(client, placement, expected, false, 1, config);
+    std::vector<std::vector<std::vector<float>>> slots(2);
+    for (std::size_t v = 0; v < 2; ++v) {
+      slots[v].assign(static_cast<std::size_t>((*local)->slot_count()),
+                      std::vector<float>(expected[v].size()));
+    }
+    std::vector<float> kernel(6), bias(3);
+    std::vector<float> g_kernel = {0.5f, -1, 2, 0.25f, -0.75f, 1}, g_bias = {1, -2, 0.5f};
+    std::vector<ParamBuffers> params = {{kernel, g_kernel}, {bias, g_bias}};
+    for (std::int64_t step = 0; step < 6; ++step) {
+      auto pulled = client.Pull(placement, params, 10);
+      REQUIRE(pulled.ok());
+      REQUIRE(client.Push(placement, params, pulled->ps_steps, 0, 10).ok());
+      for (std::size_t v = 0; v < 2; ++v) {
+        std::vector<std::span<float>> spans(slots[v].begin(), slots[v].end());
+        (*local)->Apply(placement[v].name, expected[v], params[v].gradient, spans, step);
+      }
+    }
+    REQUIRE(client.Pull(placement, params, 10).ok());
+    CHECK(kernel == expected[0]);
+    CHECK(bias == expected[1]);
+  }
+}
+
+TEST_CASE("the PS matches exclusions against the variable's name, not its shard's") {
+  Cluster cluster(2);
+  PsClient client = OneLane(cluster.addresses);
+  RequireReachable(client);
+  auto placement = PlaceVariables({{"kernel", 4}}, 2, 8);
+  REQUIRE(placement[0].shards[0].name == "kernel/part_0");
+  // SGD with zero gradients: only the decay moves the values (by lr * wd = 0.1 of them).
+  optim::OptimizerConfig config = Sgd(1.0f);
+  config.weight_decay = 0.1f;
+  config.exclude_from_weight_decay = {"part_"};
+  InitAll(client, placement, {{1, 2, 3, 4}}, false, 1, config);
+  std::vector<float> kernel(4), zero(4);
+  std::vector<ParamBuffers> params = {{kernel, zero}};
+  auto pulled = client.Pull(placement, params, 10);
+  REQUIRE(pulled.ok());
+  REQUIRE(client.Push(placement, params, pulled->ps_steps, 0, 10).ok());
+  REQUIRE(client.Pull(placement, params, 10).ok());
+  CHECK(kernel[0] == doctest::Approx(0.9));
+  CHECK(kernel[3] == doctest::Approx(3.6));
+}
+
+TEST_CASE("optimizer fields from the wire are checked and bounded") {
+  Cluster cluster(1);
+  PsClient client = OneLane(cluster.addresses);
+  RequireReachable(client);
+  const auto refused = [&](const optim::OptimizerConfig& config) {
+    TrainingSpec spec;
+    spec.optimizer = config;
+    absl::Status status = client.Initialize(0, spec, 0, {{"w", {0.0f}, {}}}, 10);
+    CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+    return std::string(status.message());
+  };
+  optim::OptimizerConfig config = Sgd(1.0f);
+  config.exclude_from_weight_decay.assign(optim::kMaxExcludedNames + 1, "bias");
+  CHECK(refused(config).find("exclude_from_weight_decay may hold at most") != std::string::npos);
+  config.exclude_from_weight_decay = {std::string(optim::kMaxExcludedNameBytes + 1, 'b')};
+  CHECK(refused(config).find("exclude_from_weight_decay[0]") != std::string::npos);
+  CHECK(refused({.name = "rmsprop", .rho = -1.0f}).find("rho") != std::string::npos);
+  CHECK(refused({.name = "adagrad", .initial_accumulator_value = NAN})
+            .find("initial_accumulator_value") != std::string::npos);
+  CHECK(refused({.name = "sgd", .weight_decay = INFINITY}).find("weight_decay") !=
+        std::string::npos);
+  CHECK(refused({.name = "sgd",
+                 .learning_rate = optim::LearningRateSchedule::Constant(0.1f).WithWarmup(-5)})
+            .find("learning_rate.warmup_steps") != std::string::npos);
+  // A shard's variable is the start of its name, so it is never longer than the name.
+  TrainingSpec spec;
+  absl::Status status =
+      client.Initialize(0, spec, 0, {{"w/part_0", {0.0f}, {}, "w/part_0/other"}}, 10);
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(status.message().find("its variable must be the start of its name") != std::string::npos);
+  CHECK(client.Initialize(0, spec, 0, {{"w/part_0", {0.0f}, {}, "w"}}, 10).ok());
 }
 
 TEST_CASE("pulls in small pieces, several in flight, land every element in place") {

@@ -56,14 +56,17 @@ static_assert(static_cast<int>(ScheduleKind::kPiecewiseConstant) ==
               rpc::OptimizerSpec::PIECEWISE_CONSTANT);
 static_assert(static_cast<int>(ScheduleKind::kPolynomial) == rpc::OptimizerSpec::POLYNOMIAL);
 static_assert(static_cast<int>(ScheduleKind::kInverseTime) == rpc::OptimizerSpec::INVERSE_TIME);
+static_assert(static_cast<int>(ScheduleKind::kCosine) == rpc::OptimizerSpec::COSINE);
 
-inline void ToProto(const optim::OptimizerConfig& c, rpc::OptimizerSpec* out) {
+// Sends `config` with its defaults filled in (optim::WithDefaults).
+inline void ToProto(const optim::OptimizerConfig& config, rpc::OptimizerSpec* out) {
+  const optim::OptimizerConfig c = optim::WithDefaults(config);
   out->set_name(c.name);
   out->set_learning_rate(c.learning_rate.initial);
   out->set_decay_rate(c.learning_rate.decay_rate);
   out->set_decay_steps(c.learning_rate.decay_steps);
   out->set_staircase(c.learning_rate.staircase);
-  out->set_momentum(c.momentum);
+  out->set_momentum(*c.momentum);
   out->set_use_nesterov(c.use_nesterov);
   out->set_beta1(c.beta1);
   out->set_beta2(c.beta2);
@@ -75,6 +78,16 @@ inline void ToProto(const optim::OptimizerConfig& c, rpc::OptimizerSpec* out) {
   out->set_end_learning_rate(lr.end_learning_rate);
   out->set_power(lr.power);
   out->set_cycle(lr.cycle);
+  out->set_rho(c.rho);
+  out->set_centered(c.centered);
+  out->set_initial_accumulator_value(c.initial_accumulator_value);
+  out->set_weight_decay(*c.weight_decay);
+  out->mutable_exclude_from_weight_decay()->Add(c.exclude_from_weight_decay.begin(),
+                                                c.exclude_from_weight_decay.end());
+  out->set_global_clipnorm(c.global_clipnorm);
+  out->set_alpha(lr.alpha);
+  out->set_warmup_steps(lr.warmup_steps);
+  out->set_warmup_initial(lr.warmup_initial);
 }
 
 inline optim::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
@@ -97,6 +110,16 @@ inline optim::OptimizerConfig FromProto(const rpc::OptimizerSpec& p) {
   c.learning_rate.end_learning_rate = p.end_learning_rate();
   c.learning_rate.power = p.power();
   c.learning_rate.cycle = p.cycle();
+  c.rho = p.rho();
+  c.centered = p.centered();
+  c.initial_accumulator_value = p.initial_accumulator_value();
+  c.weight_decay = p.weight_decay();
+  c.exclude_from_weight_decay.assign(p.exclude_from_weight_decay().begin(),
+                                     p.exclude_from_weight_decay().end());
+  c.global_clipnorm = p.global_clipnorm();
+  c.learning_rate.alpha = p.alpha();
+  c.learning_rate.warmup_steps = p.warmup_steps();
+  c.learning_rate.warmup_initial = p.warmup_initial();
   return c;
 }
 

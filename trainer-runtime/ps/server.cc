@@ -10,6 +10,7 @@
 
 #include "ps.grpc.pb.h"
 #include "rpc_util.h"
+#include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
 #include "wire.h"
 
@@ -34,10 +35,10 @@ rpc::PushReply::Outcome ToProto(PushOutcome outcome) {
 absl::StatusOr<ParameterStore*> LaneStore(
     const std::vector<std::unique_ptr<ParameterStore>>& stores, int lane) {
   if (lane < 0 || lane >= static_cast<int>(stores.size())) {
-    return absl::InvalidArgumentError("lane " + std::to_string(lane) +
-                                      " requested, this parameter server has " +
-                                      std::to_string(stores.size()) +
-                                      " (TAAS_PS_LANES differs between this replica and the PS?)");
+    return absl::InvalidArgumentError(
+        "lane " + std::to_string(lane) + " requested, this parameter server has " +
+        std::to_string(stores.size()) + " (" + std::string(contract::kPsLanesEnv) +
+        " differs between this replica and the PS?)");
   }
   return stores[static_cast<std::size_t>(lane)].get();
 }
@@ -413,12 +414,18 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     return nullptr;
   }
 
-  // The shards of an InitializeRequest; InvalidArgument when a value is not whole floats.
+  // The shards of an InitializeRequest; InvalidArgument when a value is not whole floats, or a
+  // shard's variable is not the start of its name (a shard is named after its variable).
   static absl::StatusOr<std::vector<ShardState>> Shards(const rpc::InitializeRequest& req) {
     std::vector<ShardState> shards;
     shards.reserve(static_cast<std::size_t>(req.shards_size()));
     for (const auto& s : req.shards()) {
-      ShardState state{s.name(), {}, {}};
+      if (!s.name().starts_with(s.variable())) {
+        return absl::InvalidArgumentError(
+            "shard " + s.name() + ": its variable must be the start of its name, got " +
+            std::to_string(s.variable().size()) + " bytes that are not");
+      }
+      ShardState state{s.name(), {}, {}, s.variable()};
       TAAS_ASSIGN_OR_RETURN(state.values, FloatVector(s.values(), "shard " + s.name()));
       for (const auto& slot : s.slots()) {
         TAAS_ASSIGN_OR_RETURN(state.slots.emplace_back(),

@@ -34,8 +34,11 @@ absl::Status ParameterStore::Initialize(const TrainingSpec& spec, std::vector<Sh
   for (auto& s : shards) {
     elements += static_cast<std::int64_t>(s.values.size());
     Shard shard;
+    shard.variable = s.variable.empty() ? s.name : std::move(s.variable);
     shard.slots = std::move(s.slots);
-    if (shard.slots.size() != slot_count) shard.slots.assign(slot_count, {});
+    // Zero slots are made by the shard's first update (ApplyLocked): a shard no push names (a
+    // model's state that is not trained) never holds any, nor sends any in a snapshot.
+    if (shard.slots.size() != slot_count) shard.slots.clear();
     for (auto& slot : shard.slots) {
       if (slot.size() != s.values.size()) slot.assign(s.values.size(), 0.0f);
     }
@@ -116,10 +119,15 @@ std::vector<float>& ParameterStore::MutableValues(Shard& shard) {
 
 void ParameterStore::ApplyLocked(Shard& shard, std::span<const float> gradient,
                                  std::size_t offset) {
+  const auto slot_count = static_cast<std::size_t>(optimizer_->slot_count());
+  if (shard.slots.size() != slot_count) {
+    shard.slots.assign(slot_count, std::vector<float>(shard.values->size(), 0.0f));
+  }
   std::vector<std::span<float>> slots;
   slots.reserve(shard.slots.size());
   for (auto& s : shard.slots) slots.push_back(std::span<float>(s).subspan(offset, gradient.size()));
-  optimizer_->Apply(std::span<float>(MutableValues(shard)).subspan(offset, gradient.size()),
+  optimizer_->Apply(shard.variable,
+                    std::span<float>(MutableValues(shard)).subspan(offset, gradient.size()),
                     gradient, slots, step_);
 }
 

@@ -174,6 +174,38 @@ TEST_CASE("sync: a worker's retried push for the same step does not count twice"
   CHECK(store.GetStatus().step == 1);
 }
 
+TEST_CASE("a shard nobody pushes (state that is not trained) is never changed") {
+  // The runtime places a model's state as shards of their own and never names them in a push:
+  // sync and async steps advance without them, and a snapshot returns them as placed.
+  for (const bool sync : {true, false}) {
+    CAPTURE(sync);
+    ParameterStore store(1);
+    TrainingSpec spec = Sgd(sync, 2);
+    spec.optimizer.name = "momentum";
+    REQUIRE(store.Initialize(spec, {{"w", {0}, {}}, {"mean", {7, 8}, {}}}, 0).ok());
+    std::vector<float> g = {1};
+    for (int step = 0; step < 2; ++step) {
+      Outcome a, b;
+      const std::int64_t tag = store.GetStatus().step;
+      store.Push(tag, {{"w", g}}, a.Callback(), /*worker=*/0);
+      store.Push(tag, {{"w", g}}, b.Callback(), /*worker=*/1);
+      CHECK(a.outcome() == PushOutcome::kApplied);
+      CHECK(b.outcome() == PushOutcome::kApplied);
+    }
+    CHECK(store.GetStatus().step == (sync ? 2 : 4));
+    CHECK(Read(store, "w") != std::vector<float>{0});
+    CHECK(Read(store, "mean") == std::vector<float>{7, 8});
+    auto snap = store.Snapshot();
+    REQUIRE(snap.ok());
+    REQUIRE(snap->second.size() == 2);
+    CHECK(snap->second[0].name == "mean");
+    CHECK(snap->second[0].values == std::vector<float>{7, 8});
+    // Its optimizer slots were never made: a frozen trunk costs the PS its values only.
+    CHECK(snap->second[0].slots.empty());
+    CHECK(snap->second[1].slots.size() == 1);
+  }
+}
+
 TEST_CASE("re-initialising (chief restore) releases waiting pushes and resets the step") {
   ParameterStore store(1);
   REQUIRE(store.Initialize(Sgd(true, 2), {{"w", {0}, {}}}, 8).ok());

@@ -95,7 +95,9 @@ absl::Status ParseModelArgs(const flags::FlagSet& flags, const std::vector<std::
   return absl::InvalidArgumentError("model arguments: " + std::string(status.message()));
 }
 
-std::map<std::string, double> DistModel::evaluate(Session&) { return {}; }
+absl::StatusOr<std::map<std::string, double>> DistModel::evaluate(Session&) {
+  return std::map<std::string, double>{};
+}
 void DistModel::after_train(Session&, bool) {}
 
 namespace runtime {
@@ -161,6 +163,9 @@ absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result) 
     TAAS_RETURN_IF_ERROR(
         CallModel("the engine before train()", [&] { return engine->BeforeStep(); }));
   }
+  // train() may update the state on the device (running statistics): from here the host's is
+  // stale, and nothing is copied until the host reads it (replica_state.h).
+  built.replica->StateChangedOnDevice();
   TAAS_RETURN_IF_ERROR(CallModel("train()", [&] {
     try {
       result = built.model->train(session);

@@ -22,6 +22,10 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
 
   std::vector<std::string> skipped;
   TAAS_ASSIGN_OR_RETURN(auto ckpt, checkpoint::LoadLatest(info.model_dir, &skipped));
+  // The state is the chief's own: on a device, the host state comes up to date before it is
+  // restored over, read by the init fn or kept (a restore with no checkpoint).
+  TAAS_RETURN_IF_ERROR(built.replica->StateToHost());
+  built.replica->StateChangedOnHost();
   for (const auto& s : skipped) {
     ctx.logger.Warning("skipping a checkpoint that does not verify", {{"error", s}});
   }
@@ -54,6 +58,7 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
                                      : std::vector<float>(entry->values.size(), 0.0f));
       }
     }
+    TAAS_RETURN_IF_ERROR(RestoreState(*ckpt, built.state.states, ctx.logger));
     state.global_step = ckpt->global_step;
     state.from_checkpoint = true;
     ctx.logger.Info("restoring variables from checkpoint",
@@ -89,14 +94,21 @@ absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built,
 }
 
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 const std::vector<Variable*>& states,
                                                  TrainingState state) {
   std::vector<checkpoint::Entry> entries;
   for (std::size_t v = 0; v < variables.size(); ++v) {
-    entries.push_back({variables[v]->name, std::move(state.values[v])});
+    // Recorded for warm starts from this checkpoint, which check shapes, not only sizes.
+    const Shape& shape = variables[v]->value.shape();
+    entries.push_back({variables[v]->name, std::move(state.values[v]), shape});
     for (std::size_t k = 0; k < state.slots[v].size(); ++k) {
       entries.push_back(
-          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k])});
+          {variables[v]->name + "/slot_" + std::to_string(k), std::move(state.slots[v][k]), shape});
     }
+  }
+  for (const Variable* s : states) {
+    auto values = s->value.values();
+    entries.push_back({s->name, {values.begin(), values.end()}, s->value.shape()});
   }
   return entries;
 }
@@ -110,6 +122,34 @@ absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                                         (entry ? "another size for " : "no variable ") + v->name);
     }
     std::copy(entry->values.begin(), entry->values.end(), v->value.data());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RestoreState(const checkpoint::Checkpoint& c, const std::vector<Variable*>& states,
+                          const Logger& logger) {
+  std::vector<const checkpoint::Entry*> entries;
+  std::string missing;
+  for (const Variable* s : states) {
+    const checkpoint::Entry* entry = c.Find(s->name);
+    if (entry && static_cast<std::int64_t>(entry->values.size()) != s->value.size()) {
+      return absl::InvalidArgumentError(
+          "checkpoint " + c.path + " holds " + std::to_string(entry->values.size()) +
+          " elements for state " + s->name + ", the model " + std::to_string(s->value.size()));
+    }
+    if (!entry) missing += (missing.empty() ? "" : ",") + s->name;
+    entries.push_back(entry);
+  }
+  if (!missing.empty()) {
+    logger.Warning(
+        "the checkpoint holds no entry for some state (written before the model registered it): "
+        "it keeps the values it has (build_model's when training starts)",
+        {{"checkpoint", c.path}, {"state", missing}});
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (entries[i] != nullptr) {
+      std::copy(entries[i]->values.begin(), entries[i]->values.end(), states[i]->value.data());
+    }
   }
   return absl::OkStatus();
 }
@@ -138,7 +178,9 @@ ChiefSchedule::ChiefSchedule(Context& ctx, const std::vector<Variable*>& variabl
       variables_(variables),
       replica_(replica),
       optimizer_(optimizer),
-      save_(std::move(save)) {}
+      save_(std::move(save)),
+      checkpoints_(ctx.config->save_checkpoints_steps, ctx.config->save_checkpoints_secs),
+      summaries_(ctx.config->save_summaries_steps, ctx.config->save_summaries_secs) {}
 
 void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step) {
   auto writer = summary::EventWriter::Create(ctx_.config->info.model_dir);
@@ -147,40 +189,36 @@ void ChiefSchedule::Start(std::int64_t global_step, std::int64_t checkpoint_step
   } else {
     ctx_.logger.Warning("no TensorBoard summaries", {{"error", writer.status().ToString()}});
   }
-  next_summary_step_ = global_step;
+  summaries_ =
+      StepsOrSecsSchedule(ctx_.config->save_summaries_steps, ctx_.config->save_summaries_secs);
   window_step_ = global_step;
   window_start_ = Clock::now();
-  last_checkpoint_step_ = checkpoint_step;
-  last_checkpoint_time_ = Clock::now();
+  CheckpointIsAt(checkpoint_step);
 }
 
 void ChiefSchedule::CheckpointIsAt(std::int64_t global_step) {
   last_checkpoint_step_ = global_step;
-  last_checkpoint_time_ = Clock::now();
+  // Without a checkpoint the steps count from 0, as the global step does.
+  checkpoints_.Happened(std::max<std::int64_t>(global_step, 0));
 }
 
 void ChiefSchedule::AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
                               const StepResult& result) {
-  const config::RuntimeConfig& cfg = *ctx_.config;
   window_examples_ += examples;
-  if (cfg.save_summaries_steps > 0 && global_step >= next_summary_step_ && events_) {
+  const Clock::time_point now = Clock::now();
+  if (events_ && summaries_.Due(global_step, now)) {
     WriteSummary(global_step, loss, result);
-    next_summary_step_ = (global_step / cfg.save_summaries_steps + 1) * cfg.save_summaries_steps;
-    window_start_ = Clock::now();
+    summaries_.Happened(global_step, now);
+    window_start_ = now;
     window_step_ = global_step;
     window_examples_ = 0;
   }
-  const bool by_time = cfg.save_checkpoints_secs > 0 &&
-                       SecondsSince(last_checkpoint_time_) >= cfg.save_checkpoints_secs;
-  const bool by_steps =
-      cfg.save_checkpoints_steps > 0 &&
-      global_step - std::max<std::int64_t>(last_checkpoint_step_, 0) >= cfg.save_checkpoints_steps;
-  if ((by_time || by_steps) && global_step != last_checkpoint_step_) {
+  if (global_step != last_checkpoint_step_ && checkpoints_.Due(global_step, now)) {
     absl::Status s = save_(global_step);
     if (!s.ok()) {
-      // Try again at the next step; a PS that lost its variables is noticed by the next pull.
+      // Try again when due again; a PS that lost its variables is noticed by the next pull.
       ctx_.logger.Warning("checkpoint failed", {{"error", s.ToString()}});
-      last_checkpoint_time_ = Clock::now();
+      checkpoints_.RestartSeconds(now);
     }
   }
 }
@@ -266,12 +304,16 @@ absl::Status ChiefEvaluation::AtEnd(std::int64_t global_step) {
 absl::Status ChiefEvaluation::Evaluate(std::int64_t global_step, bool final) {
   state_.global_step = global_step;
   const auto start = std::chrono::steady_clock::now();
-  std::map<std::string, double> metrics;
   TAAS_RETURN_IF_ERROR(state_.replica->Synchronize());
-  TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
-    metrics = model_.evaluate(session_);
-    return absl::OkStatus();
-  }));
+  absl::StatusOr<std::map<std::string, double>> evaluated = EvaluateModel(model_, session_);
+  if (!evaluated.ok()) {
+    // The chief exits with the model's failure; its report says why, so the job's result names
+    // the error rather than "no final metrics".
+    WriteJobReport(
+        ctx_, {global_step, {}, "evaluate() failed: " + std::string(evaluated.status().message())});
+    return evaluated.status();
+  }
+  const std::map<std::string, double>& metrics = *evaluated;
   last_step_ = global_step;
   last_metrics_ = metrics;
   if (final) session_.ReportFinalMetrics(metrics);
@@ -301,6 +343,10 @@ void PublishJobReport(Context& ctx, std::int64_t global_step,
   ctx.logger.Info("final metrics", {{"global_step", global_step}, {"metrics", line}});
   ctx.gauges->SetLabeled(contract::kFinalMetric, "The job's final metrics, once training ended",
                          samples);
+  WriteJobReport(ctx, {global_step, metrics, {}});
+}
+
+void WriteJobReport(Context& ctx, const job_report::JobReport& report) {
   std::string path = ctx.config->termination_message_path;
   std::error_code ec;
   if (path.empty() &&
@@ -309,7 +355,7 @@ void PublishJobReport(Context& ctx, std::int64_t global_step,
   }
   if (path.empty()) return;
   std::ofstream out(path, std::ios::trunc);
-  out << job_report::Format({global_step, metrics});
+  out << job_report::Format(report);
   out.flush();
   if (!out) {
     ctx.logger.Warning("cannot write the job's report", {{"path", path}});

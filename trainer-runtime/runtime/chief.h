@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "internal.h"
+#include "schedule.h"
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/job_report/job_report.h"
 #include "taas/summary/event_writer.h"
 
 namespace taas::runtime {
 
-// The variables' values and their optimizer slots at a global step.
+// The variables' values and their optimizer slots at a global step. The state that is not
+// trained is not here: it is the chief's own (its host state, where LoadTrainingState writes it
+// and CheckpointEntries reads it).
 struct TrainingState {
   std::int64_t global_step = 0;
   std::vector<std::vector<float>> values;              // per variable
@@ -30,20 +34,31 @@ struct TrainingState {
 // The state training starts from: the newest checkpoint that verifies (it always wins), else the
 // variables' current values after the model's init fn ran (warm start; only when `first_time`),
 // else their current values at `fallback_step` (a restore with no checkpoint). A checkpoint of
-// another model, or an init fn that fails, is InvalidArgument (permanent).
+// another model, or an init fn that fails, is InvalidArgument (permanent). The model's state that
+// is not trained is left in its host state (built.state.states, brought up to date first), from
+// the checkpoint (RestoreState) or as the init fn set it, and marked changed on the host.
 absl::StatusOr<TrainingState> LoadTrainingState(Context& ctx, BuiltModel& built, Session& session,
                                                 Session::State& session_state, int slot_count,
                                                 bool first_time, std::int64_t fallback_step);
 
 // The checkpoint entries of variables and their slots (slot k of variable v is "<v>/slot_<k>"),
-// as TrainingState holds them.
+// as TrainingState holds them, with the variables' shapes, then of the state that is not
+// trained, one entry each under its name and shape, from `states` (host values: the chief's own).
 std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& variables,
+                                                 const std::vector<Variable*>& states,
                                                  TrainingState state);
 
 // Copies a checkpoint's values into the model's variables (the evaluator, a local model);
 // InvalidArgument naming the first variable it lacks or holds at another size.
 absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                               const std::vector<Variable*>& variables);
+
+// Copies a checkpoint's state entries into `states` (host values): every restore of a job's
+// checkpoint (resume, evaluator, local model). State the checkpoint lacks (one written before
+// the model registered it) keeps its values, with one warning naming every missing entry; an
+// entry of another size is InvalidArgument naming it and both sizes, and then nothing is copied.
+absl::Status RestoreState(const checkpoint::Checkpoint& c, const std::vector<Variable*>& states,
+                          const Logger& logger);
 
 // A step's loss on the host: its device_loss copied there (what reading a loss on a device costs),
 // else `loss`.
@@ -66,7 +81,8 @@ class ChiefSchedule {
   // Opens the summary writer; the first window starts at `global_step`, and `checkpoint_step` is
   // the step of the checkpoint training starts from (-1 if none).
   void Start(std::int64_t global_step, std::int64_t checkpoint_step);
-  // Called after every step: summaries and checkpoints when due. A summary holds the loss at its
+  // Called after every step: summaries and checkpoints when due (the first summary at the first
+  // step after Start, then on schedule). A summary holds the loss at its
   // step (`loss`, as TensorFlow's summary of a loss tensor does), the step's extra scalars from
   // `result`, the learning rate, and examples/s and steps/s over the steps since the last one.
   void AfterStep(std::int64_t global_step, std::int64_t examples, const ReadLoss& loss,
@@ -90,9 +106,10 @@ class ChiefSchedule {
   const optim::Optimizer& optimizer_;
   SaveCheckpoint save_;
   std::unique_ptr<summary::EventWriter> events_;
-  Clock::time_point last_checkpoint_time_ = Clock::now();
+  // save_checkpoints_steps/secs, save_summaries_steps/secs: the one rule of schedule.h.
+  StepsOrSecsSchedule checkpoints_;
+  StepsOrSecsSchedule summaries_;
   std::int64_t last_checkpoint_step_ = -1;
-  std::int64_t next_summary_step_ = 0;
   Clock::time_point window_start_ = Clock::now();
   std::int64_t window_step_ = 0;
   std::int64_t window_examples_ = 0;
@@ -113,7 +130,8 @@ inline constexpr const char* kChiefEvalDir = "eval_chief";
 // training ends, with the variables as the chief holds them after the step (under PS, the values
 // its last push brought back; both sides of the replica's state brought up to date first). Each is
 // logged ("evaluated on the chief") and published under <model dir>/eval_chief. A failure is the
-// model's (evaluate() returned nothing useful or threw).
+// model's (evaluate() returned an error or threw): the chief leaves a report naming it
+// (WriteJobReport) and the caller exits with kExitModelError.
 class ChiefEvaluation {
  public:
   ChiefEvaluation(Context& ctx, DistModel& model, Session& session, Session::State& state);
@@ -146,6 +164,10 @@ class ChiefEvaluation {
 // result (job_report::JobResult); a report that cannot be written is a warning.
 void PublishJobReport(Context& ctx, std::int64_t global_step,
                       const std::map<std::string, double>& metrics);
+
+// Leaves `report` at the configured termination message path (else Kubernetes' when it exists);
+// a report that cannot be written is a warning.
+void WriteJobReport(Context& ctx, const job_report::JobReport& report);
 
 // Once the chief's after_train returned: its final metrics published (PublishJobReport) and
 // written as TensorBoard scalars "final/<name>" through `schedule`.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "taas/contract/model_dir.h"
 #include "taas/job_report/job_report.h"
 #include "taas/runtime/dist_model.h"
 
@@ -27,9 +28,12 @@ struct Recorded {
   std::map<std::string, double> reported;
 };
 
+// How evaluate() fails, if it does.
+enum class EvalFailure { kNone, kReturnsError, kThrows };
+
 struct Quadratic : DistModel {
   Recorded* recorded = nullptr;
-  bool throws = false;
+  EvalFailure failure = EvalFailure::kNone;
   Variable w{"w", Tensor({1}), Tensor({1})};
 
   absl::Status build_model(ModelBuilder& builder) override {
@@ -46,12 +50,16 @@ struct Quadratic : DistModel {
     result.loss = d * d;
     return result;
   }
-  std::map<std::string, double> evaluate(Session& session) override {
-    if (throws) throw std::runtime_error("evaluation data missing");
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override {
+    if (failure == EvalFailure::kThrows) throw std::runtime_error("evaluation data missing");
+    if (failure == EvalFailure::kReturnsError) {
+      return absl::NotFoundError("no test set in /data: give --test_data");
+    }
     std::lock_guard lock(recorded->mu);
     recorded->eval_steps.push_back(session.global_step());
     recorded->eval_w.push_back(w.value.data()[0]);
-    return {{"accuracy", 0.5}, {"distance", std::abs(w.value.data()[0] - 3.0)}};
+    return std::map<std::string, double>{{"accuracy", 0.5},
+                                         {"distance", std::abs(w.value.data()[0] - 3.0)}};
   }
   void after_train(Session& session, bool is_chief) override {
     std::lock_guard lock(recorded->mu);
@@ -69,15 +77,16 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-int Run(const std::vector<std::string>& flags, Recorded& recorded, bool throws = false) {
+int Run(const std::vector<std::string>& flags, Recorded& recorded,
+        EvalFailure failure = EvalFailure::kNone) {
   std::vector<std::string> args = {"chief_eval_test"};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  return RunMain(static_cast<int>(argv.size()), argv.data(), [&recorded, throws] {
+  return RunMain(static_cast<int>(argv.size()), argv.data(), [&recorded, failure] {
     auto model = std::make_unique<Quadratic>();
     model->recorded = &recorded;
-    model->throws = throws;
+    model->failure = failure;
     return std::unique_ptr<DistModel>(std::move(model));
   });
 }
@@ -150,14 +159,29 @@ TEST_CASE("the final evaluation and after_train's report are the job's final met
   }
 }
 
-TEST_CASE("an evaluate() that throws on the chief is the model's failure (exit 3)") {
-  for (const std::string strategy : {"parameter_server", "collective"}) {
-    CAPTURE(strategy);
-    TempDir dir;
-    Recorded recorded;
-    CHECK(Run({"--strategy=" + strategy, "--max_steps=3", "--model_dir=" + dir.path,
-               "--eval_on_chief=end", "--metrics_port=0"},
-              recorded, /*throws=*/true) == kExitModelError);
+TEST_CASE("a failed final evaluation is the model's failure (exit 3), named in the report") {
+  const std::map<EvalFailure, std::string> errors = {
+      {EvalFailure::kReturnsError, "evaluate() failed: no test set in /data: give --test_data"},
+      {EvalFailure::kThrows, "evaluate() failed: evaluate() threw: evaluation data missing"}};
+  for (const auto& [failure, error] : errors) {
+    for (const std::string strategy : {"parameter_server", "collective"}) {
+      CAPTURE(strategy);
+      CAPTURE(error);
+      TempDir dir;
+      Recorded recorded;
+      const fs::path report = fs::path(dir.path) / "termination-log";
+      CHECK(Run({"--strategy=" + strategy, "--max_steps=3", "--model_dir=" + dir.path,
+                 "--eval_on_chief=end", "--metrics_port=0",
+                 "--termination_message_path=" + report.string()},
+                recorded, failure) == kExitModelError);
+      auto parsed = job_report::Parse(ReadFile(report));
+      REQUIRE(parsed.ok());
+      CHECK(parsed->global_step == 3);
+      CHECK(parsed->final_metrics.empty());
+      CHECK(parsed->error == error);
+      // Not done: a restarted chief evaluates the final checkpoint again.
+      CHECK_FALSE(fs::exists(fs::path(dir.path) / contract::kTrainingDoneFile));
+    }
   }
 }
 

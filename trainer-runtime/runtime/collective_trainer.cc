@@ -11,7 +11,9 @@
 // the gradients and stays on the device until the runtime logs it (every log_steps): nothing else
 // of a step is copied to the host. The chief's first replica writes checkpoints and summaries
 // from host copies of its state; every few steps the replicas compare a checksum of their
-// variables.
+// variables. State that is not trained (ModelBuilder::AddState) is broadcast from the chief's first
+// replica with the start state, on the devices; then each replica's evolves with its own steps,
+// and the chief's is what its checkpoints hold (docs/trainer-runtime.md).
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -29,6 +31,7 @@
 #include "taas/collective/in_process.h"
 #include "taas/collective/staged.h"
 #include "taas/collective/tcp_ring.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/crc32c/crc32c.h"
 
@@ -128,10 +131,15 @@ class CollectiveTrainer {
   // The optimizer on elements [begin, begin + count) of variable `v` (registration order).
   absl::Status Apply(Replica& replica, std::size_t v, std::int64_t begin, std::int64_t count,
                      std::int64_t step);
+  // Adds the step to `window` and `run`, and logs the window every log_steps local steps.
   void Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
-              ProgressWindow& window);
+              ProgressWindow& window, RunSummary& run);
+  // The "training" line of `window`, closing it.
+  void LogWindow(Replica& replica, std::int64_t local_step, ProgressWindow& window);
   std::optional<Failure> CheckVariablesAgree(Replica& replica);
-  std::optional<Failure> Finish(Replica& replica, bool stopped_by_model);
+  // `local_step`, `window` and `run`: the replica's, for its last window and its run summary.
+  std::optional<Failure> Finish(Replica& replica, bool stopped_by_model, std::int64_t local_step,
+                                ProgressWindow& window, const RunSummary& run);
   absl::Status SaveCheckpoint(Replica& replica, std::int64_t global_step);
 
   // The first replica of the chief: it initialises, checkpoints and writes summaries.
@@ -244,6 +252,22 @@ std::optional<Failure> CollectiveTrainer::BuildReplicas() {
                 "replica " + std::to_string(replica->info.replica_in_worker) +
                 " registered other variables than replica 0 (variable " + std::to_string(v) +
                 "): build_model must register the same variables in every replica")};
+      }
+    }
+  }
+  // The same for the state, which the start broadcast sends tensor by tensor.
+  const auto& first_states = replicas_[0]->built->state.states;
+  for (const auto& replica : replicas_) {
+    const auto& states = replica->built->state.states;
+    for (std::size_t s = 0; s < std::max(states.size(), first_states.size()); ++s) {
+      if (s >= states.size() || s >= first_states.size() ||
+          states[s]->name != first_states[s]->name ||
+          states[s]->value.size() != first_states[s]->value.size()) {
+        return Failure{FailureSource::kModel, "build_model failed",
+                       absl::InvalidArgumentError(
+                           "replica " + std::to_string(replica->info.replica_in_worker) +
+                           " registered other state than replica 0 (state " + std::to_string(s) +
+                           "): build_model must register the same state in every replica")};
       }
     }
   }
@@ -361,6 +385,7 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
   if (auto failure = ShareStartState(replica)) return failure;
   replica.notices.Watch(replica.state().model_variables(), *replica.reduce);
   ProgressWindow window;
+  RunSummary run;
   std::int64_t local_step = 0;
   while (replica.session_state.global_step < info_.max_steps) {
     StepRecord record;
@@ -370,7 +395,7 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
     const std::int64_t step = replica.session_state.global_step;
     if (Reports(replica)) {
       SetGlobalStep(step);
-      Report(replica, local_step, record, window);
+      Report(replica, local_step, record, window, run);
     }
     if (IsChief(replica)) {
       schedule_->AfterStep(
@@ -383,10 +408,10 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
     }
     if (record.control[kStop] > 0.0f) {
       if (Reports(replica)) ctx_.logger.Info("train() asked to stop", {{"global_step", step}});
-      return Finish(replica, /*stopped_by_model=*/true);
+      return Finish(replica, /*stopped_by_model=*/true, local_step, window, run);
     }
   }
-  return Finish(replica, /*stopped_by_model=*/false);
+  return Finish(replica, /*stopped_by_model=*/false, local_step, window, run);
 }
 
 std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
@@ -408,6 +433,7 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     }
     state.ValuesChangedOnHost();
     absl::Status placed = state.ValuesToDevice();
+    if (placed.ok()) placed = state.StateToDevice();
     for (std::size_t k = 0; k < replica.slots.size() && placed.ok(); ++k) {
       Tensor host({state.elements()});
       for (std::size_t v = 0; v < vars.size(); ++v) {
@@ -430,8 +456,8 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     evaluation_->Start(step);
   }
   if (replica.cpu->size() > 1) {
-    // Everything in flight at once, then waited for: the step (a host value), the values and
-    // every slot (device buffers).
+    // Everything in flight at once, then waited for: the step (a host value), the values, every
+    // slot and the model's state tensors (device buffers).
     std::vector<collective::Handle> handles;
     handles.push_back(replica.cpu->Broadcast(std::as_writable_bytes(std::span(&step, 1)), 0));
     const auto elements = static_cast<std::size_t>(state.elements());
@@ -441,6 +467,11 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
       handles.push_back(
           replica.buffers->Broadcast(collective::AsBytes({slot.data(), elements}), 0));
     }
+    for (Variable* model_state : state.model_states()) {
+      Tensor& value = model_state->value;
+      handles.push_back(replica.buffers->Broadcast(
+          collective::AsBytes({value.data(), static_cast<std::size_t>(value.size())}), 0));
+    }
     absl::Status shared;
     for (const auto& handle : handles) {
       absl::Status status = handle.Wait();
@@ -449,7 +480,10 @@ std::optional<Failure> CollectiveTrainer::ShareStartState(Replica& replica) {
     if (!shared.ok()) {
       return Failure{FailureSource::kPeer, "cannot share the start state from the chief", shared};
     }
-    if (!IsChief(replica)) state.ValuesChangedOnDevice();
+    if (!IsChief(replica)) {
+      state.ValuesChangedOnDevice();
+      state.StateChangedOnDevice();
+    }
   }
   replica.session_state.global_step = step;
   if (Reports(replica)) {
@@ -504,12 +538,24 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& rec
     apply_secs += SecondsSince(apply_start);
     return applied;
   };
+  // Clipping by global norm needs every averaged gradient before any update: the buckets are
+  // only awaited, then the whole buffer is clipped on the device and every variable updated.
+  // Without it, each bucket's variables are updated as soon as it is reduced.
+  const bool clips = optimizer_->clips();
   absl::Status reduced = absl::OkStatus();
   if (reduces) {
-    reduced = replica.reduce->Finish(apply);
-  } else {
+    reduced = clips ? replica.reduce->Finish([](const BucketPiece&) { return absl::OkStatus(); })
+                    : replica.reduce->Finish(apply);
+  }
+  if (reduced.ok() && clips) {
+    Tensor gradients = state.variable_gradients();
+    reduced = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
+  if (!reduces || clips) {
     for (std::size_t v = 0; v < variables && reduced.ok(); ++v) {
+      const auto apply_start = Clock::now();
       reduced = Apply(replica, v, 0, state.parts()[v].size, step);
+      apply_secs += SecondsSince(apply_start);
     }
   }
   absl::Status controlled = control.Wait();
@@ -533,8 +579,8 @@ absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int6
   const std::int64_t offset = state.parts()[v].offset + begin;
   Tensor var = state.values().Slice(offset, {count});
   const Tensor grad = state.gradients().Slice(offset, {count});
-  std::array<Tensor, 2> slots;
-  std::array<Tensor*, 2> slot_pointers{};
+  std::array<Tensor, optim::kMaxSlots> slots;
+  std::array<Tensor*, optim::kMaxSlots> slot_pointers{};
   for (std::size_t k = 0; k < replica.slots.size(); ++k) {
     slots[k] = replica.slots[k].Slice(offset, {count});
     slot_pointers[k] = &slots[k];
@@ -544,10 +590,15 @@ absl::Status CollectiveTrainer::Apply(Replica& replica, std::size_t v, std::int6
 }
 
 void CollectiveTrainer::Report(Replica& replica, std::int64_t local_step, const StepRecord& record,
-                               ProgressWindow& window) {
+                               ProgressWindow& window, RunSummary& run) {
   window.Add(record.times);
+  run.Add(record.times.examples);
   ctx_.gauges->Set(contract::kLearningRateMetric, replica.session_state.learning_rate);
-  if (local_step % cfg_.log_steps != 0) return;
+  if (local_step % cfg_.log_steps == 0) LogWindow(replica, local_step, window);
+}
+
+void CollectiveTrainer::LogWindow(Replica& replica, std::int64_t local_step,
+                                  ProgressWindow& window) {
   const ProgressWindow::Summary w = window.Close();
   ctx_.gauges->Set(contract::kExamplesPerSecondMetric, w.examples_per_sec);
   absl::StatusOr<float> loss = ReadLoss(replica.state());
@@ -593,25 +644,36 @@ std::optional<Failure> CollectiveTrainer::CheckVariablesAgree(Replica& replica) 
           std::to_string(info_.num_replicas_in_sync()) +
           " replicas hold variables whose checksum differs from the chief's, so they no longer "
           "train one model (an update that is not deterministic, or memory corrupted); checked "
-          "every TAAS_CHECK_VARIABLES_STEPS=" +
+          "every " +
+          std::string(contract::kCheckVariablesStepsEnv) + "=" +
           std::to_string(cfg_.check_variables_steps) + " steps")};
 }
 
-std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_by_model) {
+std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_by_model,
+                                                 std::int64_t local_step, ProgressWindow& window,
+                                                 const RunSummary& run) {
   const std::int64_t step = replica.session_state.global_step;
   if (Reports(replica)) {
+    // The last window, shorter than TAAS_LOG_STEPS, is logged too.
+    if (window.steps() > 0) LogWindow(replica, local_step, window);
+    const RunSummary::Figures figures = run.Get();
     ctx_.logger.Info("training finished", {{"global_step", step},
                                            {"max_steps", info_.max_steps},
-                                           {"stopped_by_model", stopped_by_model}});
+                                           {"stopped_by_model", stopped_by_model},
+                                           {"local_steps", figures.local_steps},
+                                           {"warmup_steps", figures.warmup_steps},
+                                           {"mean_sec_per_batch", figures.sec_per_batch},
+                                           {"mean_examples_per_sec", figures.examples_per_sec}});
   }
   if (IsChief(replica)) {
     if (step != schedule_->last_checkpoint_step()) {
       absl::Status saved = SaveCheckpoint(replica, step);
       if (!saved.ok()) return Failure{FailureSource::kData, "final checkpoint failed", saved};
     }
-    MarkTrainingDone(info_, step);
+    // Done only once the final evaluation succeeded (as the PS trainer's Finish).
     absl::Status evaluated = evaluation_->AtEnd(step);
     if (!evaluated.ok()) return Failure{FailureSource::kModel, "evaluate() failed", evaluated};
+    MarkTrainingDone(info_, step);
   }
   if (!Reports(replica)) return std::nullopt;
   absl::Status after = replica.state().Synchronize();
@@ -631,6 +693,7 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
 absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t global_step) {
   ReplicaState& state = replica.state();
   TAAS_RETURN_IF_ERROR(state.ValuesToHost());
+  TAAS_RETURN_IF_ERROR(state.StateToHost());
   TrainingState training;
   training.global_step = global_step;
   for (const Variable* v : replica.host_variables()) {
@@ -650,7 +713,8 @@ absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t gl
   TAAS_ASSIGN_OR_RETURN(
       std::string path,
       checkpoint::Save(info_.model_dir, global_step,
-                       CheckpointEntries(replica.host_variables(), std::move(training)),
+                       CheckpointEntries(replica.host_variables(), replica.built->state.states,
+                                         std::move(training)),
                        cfg_.keep_checkpoints));
   ctx_.logger.Info(
       "saved checkpoint",

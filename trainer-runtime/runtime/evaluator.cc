@@ -73,7 +73,9 @@ int RunEvaluator(Context& ctx) {
       }
       if (ckpt.ok() && ckpt->has_value() && (*ckpt)->global_step > evaluated) {
         const auto& c = **ckpt;
-        if (absl::Status s = RestoreVariables(c, built.state.variables); !s.ok()) {
+        absl::Status restored = RestoreVariables(c, built.state.variables);
+        if (restored.ok()) restored = RestoreState(c, built.state.states, ctx.logger);
+        if (absl::Status s = restored; !s.ok()) {
           return Exit(ctx.logger, ctx.global_step, FailureSource::kData,
                       "cannot evaluate a checkpoint", s);
         }
@@ -81,25 +83,28 @@ int RunEvaluator(Context& ctx) {
         built.global_step = c.global_step;
         ctx.global_step = c.global_step;
         const auto start = std::chrono::steady_clock::now();
-        std::map<std::string, double> results;
         built.replica->ValuesChangedOnHost();
-        absl::Status s = built.replica->ValuesToDevice();
-        if (s.ok())
-          s = CallModel("evaluate()", [&] {
-            results = built.model->evaluate(session);
-            return absl::OkStatus();
-          });
-        if (!s.ok())
-          return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed", s);
+        built.replica->StateChangedOnHost();
+        using Metrics = absl::StatusOr<std::map<std::string, double>>;
+        const absl::Status on_device = built.replica->Synchronize();
+        Metrics results =
+            on_device.ok() ? EvaluateModel(*built.model, session) : Metrics(on_device);
+        // A checkpoint it cannot score ends the evaluator (the model's failure), as one that
+        // stays corrupt does: the next would most likely fail the same way (the same test set),
+        // and skipping it would leave the job's result to a score of an older checkpoint.
+        if (!results.ok()) {
+          return Exit(ctx.logger, c.global_step, FailureSource::kModel, "evaluate() failed",
+                      results.status());
+        }
         ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(c.global_step));
         const std::string line = PublishEvaluation(
-            ctx, events, (fs::path(info.model_dir) / "eval").string(), c.global_step, results);
+            ctx, events, (fs::path(info.model_dir) / "eval").string(), c.global_step, *results);
         ctx.logger.Info("evaluated checkpoint", {{"checkpoint", c.path},
                                                  {"global_step", c.global_step},
                                                  {"metrics", line},
                                                  {"secs", SecondsSince(start)}});
         evaluated = c.global_step;
-        last_results = std::move(results);
+        last_results = *std::move(results);
         last_new = std::chrono::steady_clock::now();
         logged_wait = false;
       }

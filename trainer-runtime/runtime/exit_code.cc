@@ -48,6 +48,15 @@ absl::Status CallModel(std::string_view hook, const std::function<absl::Status()
   }
 }
 
+absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Session& session) {
+  absl::StatusOr<std::map<std::string, double>> metrics;
+  TAAS_RETURN_IF_ERROR(CallModel("evaluate()", [&] {
+    metrics = model.evaluate(session);
+    return absl::OkStatus();
+  }));
+  return metrics;
+}
+
 int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
          std::string_view cause, const absl::Status& status) {
   const int code = ExitCodeFor(source, status);

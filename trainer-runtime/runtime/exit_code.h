@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,9 @@ absl::Status StatusFromCurrentException(std::string_view hook);
 // Runs `body` (a call into model code); an exception it throws comes back as a Status naming
 // `hook`, so a model's failure takes the same path as a Status it returned.
 absl::Status CallModel(std::string_view hook, const std::function<absl::Status()>& body);
+
+// The model's evaluate() through CallModel: the metrics, or the error it returned or threw.
+absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Session& session);
 
 // Logs the one line that explains a failed exit (`exiting: <cause>` with the exit code, the last
 // global step and the error) and returns the exit code for `source` and `status`.

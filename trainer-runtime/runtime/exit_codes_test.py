@@ -99,8 +99,12 @@ def model_hooks(tmp):
            "train() failed", "step=2", steps=10)
     model_dir = os.path.join(tmp, "evaluate")
     train_ok(model_dir, 2)
-    check("evaluate-throw", FAULTY, [f"--model_dir={model_dir}", "--", "--fail=evaluate"],
-          PERMANENT_MODEL, "evaluate() failed", injected + "evaluate", evaluator_env(tmp))
+    # The evaluator stops at the first checkpoint it cannot score, whether evaluate() threw or
+    # returned the error.
+    for how in ("throw", "status"):
+        check(f"evaluate-{how}", FAULTY,
+              [f"--model_dir={model_dir}", "--", "--fail=evaluate", f"--how={how}"],
+              PERMANENT_MODEL, "evaluate() failed", injected + "evaluate", evaluator_env(tmp))
 
 
 def configuration(tmp):

@@ -100,7 +100,8 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
 
 // One train() call of `built` through `session`, into `result`, with what every driver does
 // around it: the engine's hooks before and after (taas/runtime/engine.h), the step's own error,
-// and the check that the model wrote into the runtime's views (ReplicaState::CheckViews). An
+// and the check that the model wrote into the runtime's views (ReplicaState::CheckViews); the
+// replica's state that is not trained is marked changed on the device (no copy). An
 // error is the model's failure; the caller owns its values and gradients as before.
 absl::Status TrainOnce(BuiltModel& built, Session& session, StepResult& result);
 

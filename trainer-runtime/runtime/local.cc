@@ -63,12 +63,7 @@ absl::StatusOr<StepResult> LocalModel::Train() {
 }
 
 absl::StatusOr<std::map<std::string, double>> LocalModel::Evaluate() {
-  std::map<std::string, double> metrics;
-  TAAS_RETURN_IF_ERROR(runtime::CallModel("evaluate()", [&] {
-    metrics = impl_->built->model->evaluate(impl_->session);
-    return absl::OkStatus();
-  }));
-  return metrics;
+  return runtime::EvaluateModel(*impl_->built->model, impl_->session);
 }
 
 absl::StatusOr<std::string> LocalModel::SaveCheckpoint(const std::string& model_dir,
@@ -80,16 +75,22 @@ absl::StatusOr<std::string> LocalModel::SaveCheckpoint(const std::string& model_
     state.values.emplace_back(values.begin(), values.end());
   }
   state.slots.resize(variables().size());
-  return checkpoint::Save(model_dir, global_step,
-                          runtime::CheckpointEntries(variables(), std::move(state)),
-                          impl_->config.keep_checkpoints);
+  TAAS_RETURN_IF_ERROR(impl_->built->replica->StateToHost());
+  return checkpoint::Save(
+      model_dir, global_step,
+      runtime::CheckpointEntries(variables(), impl_->built->state.states, std::move(state)),
+      impl_->config.keep_checkpoints);
 }
 
 absl::Status LocalModel::RestoreCheckpoint(const std::string& model_dir) {
   std::vector<std::string> skipped;
   TAAS_ASSIGN_OR_RETURN(auto latest, checkpoint::LoadLatest(model_dir, &skipped));
   if (!latest) return absl::NotFoundError("no checkpoint in " + model_dir);
-  return runtime::RestoreVariables(*latest, variables());
+  TAAS_RETURN_IF_ERROR(runtime::RestoreVariables(*latest, variables()));
+  TAAS_RETURN_IF_ERROR(
+      runtime::RestoreState(*latest, impl_->built->state.states, impl_->ctx.logger));
+  impl_->built->replica->StateChangedOnHost();
+  return impl_->built->replica->StateToDevice();
 }
 
 int RunLocalTraining(const std::vector<std::string>& flags, ModelFactory factory, std::FILE* log) {

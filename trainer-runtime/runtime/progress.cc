@@ -38,4 +38,26 @@ ProgressWindow::Summary ProgressWindow::Close(Clock::time_point now) {
   return s;
 }
 
+void RunSummary::Add(std::int64_t examples, Clock::time_point now) {
+  ++steps_;
+  examples_ += examples;
+  last_ = now;
+  if (steps_ == kWarmupSteps) {
+    warm_ = now;
+    warm_examples_ = examples_;
+  }
+}
+
+RunSummary::Figures RunSummary::Get() const {
+  Figures f;
+  f.local_steps = steps_;
+  if (steps_ == 0) return f;
+  const bool warmed = steps_ > kWarmupSteps;
+  f.warmup_steps = warmed ? kWarmupSteps : 0;
+  f.secs = std::max(std::chrono::duration<double>(last_ - (warmed ? warm_ : start_)).count(), 1e-9);
+  f.sec_per_batch = f.secs / static_cast<double>(steps_ - f.warmup_steps);
+  f.examples_per_sec = static_cast<double>(examples_ - (warmed ? warm_examples_ : 0)) / f.secs;
+  return f;
+}
+
 }  // namespace taas::runtime

@@ -44,11 +44,47 @@ class ProgressWindow {
 
   void Add(const StepTimes& step);
   Summary Close(Clock::time_point now = Clock::now());
+  // Steps added since the last Close: a window not logged yet (the last, partial one).
+  std::int64_t steps() const { return steps_; }
 
  private:
   Clock::time_point start_;
   std::int64_t steps_ = 0;
   StepTimes sum_;
+};
+
+// Local steps a replica's run summary leaves out of its means: the first steps create the
+// layers' primitives and buffers and wait for the other replicas to start, so they say nothing
+// of the speed of training.
+inline constexpr std::int64_t kWarmupSteps = 10;
+
+// A replica's whole run, for the summary "training finished" logs: its local steps, and its mean
+// wall time per batch and examples per second after the warm-up (the first kWarmupSteps local
+// steps when it ran more than that, else none). Not thread-safe: one training loop owns it.
+class RunSummary {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Figures {
+    std::int64_t local_steps = 0;
+    std::int64_t warmup_steps = 0;  // kWarmupSteps, or 0 for a run of at most that many steps
+    double secs = 0;                // wall time of the steps after the warm-up
+    double sec_per_batch = 0;       // secs / (local_steps - warmup_steps); 0 without steps
+    double examples_per_sec = 0;    // their examples / secs
+  };
+
+  // `start`: when the first step began.
+  explicit RunSummary(Clock::time_point start = Clock::now()) : start_(start) {}
+
+  // A step that ended at `now` with `examples`.
+  void Add(std::int64_t examples, Clock::time_point now = Clock::now());
+  Figures Get() const;
+
+ private:
+  Clock::time_point start_, warm_, last_;
+  std::int64_t steps_ = 0;
+  std::int64_t examples_ = 0;       // of every step
+  std::int64_t warm_examples_ = 0;  // of the warm-up steps
 };
 
 }  // namespace taas::runtime

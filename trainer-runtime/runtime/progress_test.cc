@@ -55,6 +55,48 @@ TEST_CASE("an empty window reports zeros, not NaN") {
   CHECK(s.train_cpu_secs == 0.0);
 }
 
+TEST_CASE("a window not closed yet counts its steps: the last, partial one is logged") {
+  const Clock::time_point t0{};
+  ProgressWindow window(t0);
+  CHECK(window.steps() == 0);
+  window.Add(Step(0, 0, 0.1, 0.1, 10));
+  window.Add(Step(0, 0, 0.1, 0.1, 10));
+  CHECK(window.steps() == 2);
+  CHECK(window.Close(t0 + std::chrono::seconds(1)).sec_per_batch == doctest::Approx(0.5));
+  CHECK(window.steps() == 0);
+}
+
+TEST_CASE("the run summary: local steps, and means after the first kWarmupSteps") {
+  const Clock::time_point t0{};
+  RunSummary run(t0);
+  // Ten slow warm-up steps of 1 s, then 20 steps of 0.1 s with 100 examples each.
+  Clock::time_point t = t0;
+  for (int i = 0; i < kWarmupSteps; ++i) run.Add(100, t += std::chrono::seconds(1));
+  for (int i = 0; i < 20; ++i) run.Add(100, t += std::chrono::milliseconds(100));
+  const RunSummary::Figures f = run.Get();
+  CHECK(f.local_steps == 30);
+  CHECK(f.warmup_steps == kWarmupSteps);
+  CHECK(f.secs == doctest::Approx(2.0));
+  CHECK(f.sec_per_batch == doctest::Approx(0.1));
+  CHECK(f.examples_per_sec == doctest::Approx(1000.0));
+}
+
+TEST_CASE("a run of at most kWarmupSteps steps has no warm-up; none has zeros") {
+  const Clock::time_point t0{};
+  RunSummary empty(t0);
+  const RunSummary::Figures none = empty.Get();
+  CHECK(none.local_steps == 0);
+  CHECK(none.sec_per_batch == 0.0);
+  CHECK(none.examples_per_sec == 0.0);
+  RunSummary brief(t0);
+  for (int i = 1; i <= 4; ++i) brief.Add(10, t0 + std::chrono::milliseconds(500 * i));
+  const RunSummary::Figures f = brief.Get();
+  CHECK(f.local_steps == 4);
+  CHECK(f.warmup_steps == 0);
+  CHECK(f.sec_per_batch == doctest::Approx(0.5));
+  CHECK(f.examples_per_sec == doctest::Approx(20.0));
+}
+
 TEST_CASE("thread CPU time grows while computing, not while sleeping") {
   const double slept_from = ThreadCpuSeconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

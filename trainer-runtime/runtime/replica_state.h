@@ -64,6 +64,9 @@ class ReplicaState {
   // The gradient buffer: every part, then the loss at element loss_offset().
   Tensor& gradients() { return gradients_; }
   std::int64_t loss_offset() const { return elements_; }
+  // The gradient buffer's parts without the loss (a view): all of a step's gradients, which
+  // clipping by global norm scales together (the padding between parts is zero and stays so).
+  Tensor variable_gradients() { return gradients_.Slice(0, {elements_}); }
   Tensor& values() { return values_; }
 
   // The host side wrote the values (a pull, a restore, the init fn): ValuesToDevice copies.

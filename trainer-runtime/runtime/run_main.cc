@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -35,6 +36,17 @@ ps::PsServerOptions ServerOptions(const config::RuntimeConfig& cfg, const std::s
   o.limits.max_message_bytes = cfg.ps_max_message_bytes;
   o.limits.read_timeout_secs = cfg.wait_timeout_secs;
   return o;
+}
+
+// Creates the replica's termination message file (empty; a report left by an earlier run of the
+// replica stays) when TAAS_TERMINATION_MESSAGE_PATH names one: the sign that a taas trainer ran,
+// so `taas run` warns of a missing report only for a trainer, not for a plain command. A pod's
+// /dev/termination-log exists anyway; a file that cannot be created is a warning.
+void MarkTrainerStarted(const Context& ctx) {
+  const std::string& path = ctx.config->termination_message_path;
+  if (path.empty()) return;
+  std::ofstream file(path, std::ios::app);
+  if (!file) ctx.logger.Warning("cannot create the termination message file", {{"path", path}});
 }
 
 }  // namespace
@@ -234,6 +246,7 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
     ctx.logger =
         base.With({{"role", config::RoleName(cfg->info.role)}, {"index", cfg->info.task_index}});
     ctx.factory = std::move(factory);
+    runtime::MarkTrainerStarted(ctx);
     return runtime::RunRole(ctx, *cfg);
   } catch (...) {
     return runtime::Exit(ctx.logger, ctx.global_step, FailureSource::kModel, "uncaught exception",

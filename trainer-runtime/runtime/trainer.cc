@@ -1,6 +1,14 @@
 // The training replicas: workers and the chief (who also initialises, restores, checkpoints and
 // writes summaries).
+//
+// State that is not trained (ModelBuilder::AddState) is placed on the parameter servers as shards
+// of its own, which no push ever names, so a step never changes them: the chief writes its own
+// state there whenever it initialises or restores them, and every other worker pulls it once when
+// it starts and again when a parameter server's incarnation changed (a restarted PS, which the
+// chief re-initialises). Pulls and pushes of a step cover the trainable variables only; the
+// chief's checkpoints hold its own state, not the PS copy (docs/trainer-runtime.md).
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -76,6 +84,7 @@ class Trainer {
         info_(cfg_.info),
         built_(built),
         vars_(built.state.variables),
+        states_(built.state.states),
         // BuildModel validated the optimizer settings: creating it cannot fail here.
         optimizer_(std::move(optim::CreateOptimizer(built.state.optimizer)).value()),
         client_(ps_addresses, ClientOptions(*ctx.config), ctx.logger),
@@ -117,7 +126,7 @@ class Trainer {
     StepTimes times;
   };
 
-  // Places the variables on the parameter servers.
+  // Places the variables and the state on the parameter servers.
   void PlaceVariables();
   // Waits for the parameter servers; the chief initialises or restores them and opens its
   // summaries. An exit code when that failed.
@@ -125,6 +134,9 @@ class Trainer {
   // pull -> train -> push -> record.
   Outcome PullVariables(std::optional<ps::PullInfo>& refreshed, Step& step);
   Outcome PullFailed(const absl::Status& status);
+  // A worker other than the chief: the chief's state from the parameter servers, when it has
+  // none from their incarnations of `pulled` yet.
+  Outcome PullState(const ps::PullInfo& pulled);
   Outcome Train(Step& step);
   Outcome PushGradients(Step& step);
   // Counts the step, updates the gauges, logs progress, and on the chief writes summaries and
@@ -137,6 +149,12 @@ class Trainer {
     std::vector<ps::ParamBuffers> out;
     out.reserve(vars_.size());
     for (auto* v : vars_) out.push_back({v->value.values(), v->gradient.values()});
+    return out;
+  }
+  std::vector<ps::ParamBuffers> StateBuffers() const {
+    std::vector<ps::ParamBuffers> out;
+    out.reserve(states_.size());
+    for (auto* s : states_) out.push_back({s->value.values(), {}});
     return out;
   }
 
@@ -159,17 +177,22 @@ class Trainer {
   const TrainerInfo& info_;
   BuiltModel& built_;
   const std::vector<Variable*>& vars_;
+  const std::vector<Variable*>& states_;  // the state that is not trained, on the host
   std::vector<ps::VariablePlacement> placement_;
+  std::vector<ps::VariablePlacement> state_placement_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   ps::PsClient client_;
   Patience patience_;
   Session::State session_state_;
   Session session_;
   std::vector<std::uint64_t> incarnations_;
+  // The incarnations of the parameter servers the state was pulled from (workers; empty: none).
+  std::vector<std::uint64_t> state_incarnations_;
   std::int64_t last_global_step_ = 0;
   std::int64_t local_step_ = 0;
   std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
   ProgressWindow window_;
+  RunSummary run_;
 
   // Chief only: summaries, checkpoints and evaluate() when TAAS_EVAL_ON_CHIEF asks.
   ChiefSchedule schedule_;
@@ -191,12 +214,24 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
         if (shard.ps != p) continue;
         auto begin = static_cast<std::ptrdiff_t>(shard.offset);
         auto end = begin + static_cast<std::ptrdiff_t>(shard.size);
-        ps::ShardState state{
-            shard.name, std::vector<float>(values[v].begin() + begin, values[v].begin() + end), {}};
+        ps::ShardState state{shard.name,
+                             std::vector<float>(values[v].begin() + begin, values[v].begin() + end),
+                             {},
+                             placement_[v].name};
         for (const auto& slot : slots[v]) {
           state.slots.emplace_back(slot.begin() + begin, slot.begin() + end);
         }
         shards.push_back(std::move(state));
+      }
+    }
+    // The chief's own state, which LoadTrainingState left on the host.
+    for (std::size_t s = 0; s < states_.size(); ++s) {
+      const auto values = states_[s]->value.values();
+      for (const auto& shard : state_placement_[s].shards) {
+        if (shard.ps != p) continue;
+        const auto begin = values.begin() + static_cast<std::ptrdiff_t>(shard.offset);
+        shards.push_back(
+            {shard.name, {begin, begin + static_cast<std::ptrdiff_t>(shard.size)}, {}});
       }
     }
     ps::TrainingSpec spec;
@@ -250,9 +285,11 @@ absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
   }
   const std::int64_t step = state.global_step;
   const auto start = Clock::now();
+  // The chief's own state, from its device when it is on one (the PS copy is the start's).
+  TAAS_RETURN_IF_ERROR(built_.replica->StateToHost());
   TAAS_ASSIGN_OR_RETURN(
       std::string path,
-      checkpoint::Save(info_.model_dir, step, CheckpointEntries(vars_, std::move(state)),
+      checkpoint::Save(info_.model_dir, step, CheckpointEntries(vars_, states_, std::move(state)),
                        cfg_.keep_checkpoints));
   ctx_.logger.Info("saved checkpoint",
                    {{"checkpoint", path}, {"global_step", step}, {"secs", SecondsSince(start)}});
@@ -270,12 +307,15 @@ int Trainer::Run() {
   std::optional<ps::PullInfo> refreshed;  // what the last push brought back; empty: pull
   bool chief_stop = false;
   window_ = ProgressWindow();  // the first window starts with the first step, not at start-up
+  run_ = RunSummary();
+  std::optional<StepResult> last_result;  // the last step's, for the last window's loss
   while (true) {
     Step step;
     Outcome outcome = PullVariables(refreshed, step);
     if (outcome.next == Next::kRetry) continue;
     if (outcome.next == Next::kExit) return outcome.exit_code;
     if (step.pulled.done || step.pulled.global_step >= info_.max_steps) break;
+    last_result.reset();  // its device loss is valid only until the next train()
 
     outcome = Train(step);
     if (outcome.next == Next::kExit) return outcome.exit_code;
@@ -290,25 +330,36 @@ int Trainer::Run() {
       absl::Status evaluated = evaluation_.AfterStep(global_step);
       if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
     }
+    const bool stop = step.result.stop;
+    last_result = std::move(step.result);
     if (step.pushed.done || global_step >= info_.max_steps) break;
-    if (step.result.stop) {
+    if (stop) {
       chief_stop = info_.is_chief;
       ctx_.logger.Info("train() asked to stop", {{"global_step", global_step}});
       break;
     }
   }
+  // The last window, shorter than TAAS_LOG_STEPS, is logged too.
+  if (window_.steps() > 0 && last_result) LogProgress(last_global_step_, *last_result);
   return Finish(chief_stop);
 }
 
 void Trainer::PlaceVariables() {
+  // Placed together, so the bytes balance over both; each keeps its own list.
   std::vector<ps::VariableInfo> infos;
   for (auto* v : vars_) infos.push_back({v->name, v->value.size()});
+  for (auto* s : states_) infos.push_back({s->name, s->value.size()});
   placement_ = ps::PlaceVariables(infos, client_.num_ps(), cfg_.partition_bytes, client_.lanes());
+  const auto first_state = placement_.begin() + static_cast<std::ptrdiff_t>(vars_.size());
+  state_placement_.assign(std::make_move_iterator(first_state),
+                          std::make_move_iterator(placement_.end()));
+  placement_.erase(first_state, placement_.end());
   std::string bytes;
   for (auto b : ps::BytesPerPs(placement_, client_.num_ps())) {
     bytes += (bytes.empty() ? "" : ",") + std::to_string(b);
   }
   ctx_.logger.Info("model built", {{"variables", static_cast<std::int64_t>(vars_.size())},
+                                   {"state", static_cast<std::int64_t>(states_.size())},
                                    {"bytes_per_ps", bytes},
                                    {"sync", info_.sync},
                                    {"replicas_to_aggregate", info_.replicas_to_aggregate}});
@@ -360,6 +411,29 @@ Trainer::Outcome Trainer::PullVariables(std::optional<ps::PullInfo>& refreshed, 
   }
   incarnations_ = step.pulled.incarnations;
   SetGlobalStep(step.pulled.global_step);
+  if (!info_.is_chief && state_incarnations_ != step.pulled.incarnations) {
+    return PullState(step.pulled);
+  }
+  return {Next::kGoOn};
+}
+
+Trainer::Outcome Trainer::PullState(const ps::PullInfo& pulled) {
+  if (!states_.empty()) {
+    auto got = client_.Pull(state_placement_, StateBuffers(), cfg_.wait_timeout_secs);
+    if (!got.ok()) return PullFailed(got.status());
+    // Another incarnation answered than the variables' pull did (a PS restarted in between): the
+    // next step pulls again. A lane one of the two pulls did not call reports 0 (every lane of a
+    // task restarts with its lane 0, which both call).
+    for (std::size_t p = 0; p < pulled.incarnations.size(); ++p) {
+      const std::uint64_t mine = got->incarnations[p], theirs = pulled.incarnations[p];
+      if (mine != 0 && theirs != 0 && mine != theirs) return {Next::kRetry};
+    }
+    built_.replica->StateChangedOnHost();
+    ctx_.logger.Info("state pulled from the parameter servers",
+                     {{"state", static_cast<std::int64_t>(states_.size())},
+                      {"global_step", pulled.global_step}});
+  }
+  state_incarnations_ = pulled.incarnations;
   return {Next::kGoOn};
 }
 
@@ -391,8 +465,16 @@ Trainer::Outcome Trainer::Train(Step& step) {
   const double train_cpu_start = ThreadCpuSeconds();
   // On a device: the pulled values go there first (one copy), the gradients come back for the
   // push (one copy).
+  // The state goes there only after a restore or a pull of the chief's (a copy per state).
   absl::Status trained = built_.replica->ValuesToDevice();
+  if (trained.ok()) trained = built_.replica->StateToDevice();
   if (trained.ok()) trained = TrainOnce(built_, session_, step.result);
+  // Clipping by global norm needs the whole gradient, which only this replica holds (a PS holds
+  // shards): on the replica's device, before the push.
+  if (trained.ok() && optimizer_->clips()) {
+    Tensor gradients = built_.replica->variable_gradients();
+    trained = optimizer_->ClipByGlobalNorm(std::span<Tensor* const>(std::array{&gradients}));
+  }
   if (trained.ok()) trained = built_.replica->GradientsToHost();
   if (!trained.ok()) return Exiting(Fail(FailureSource::kModel, "train() failed", trained));
   step.times.train_cpu_secs = ThreadCpuSeconds() - train_cpu_start;
@@ -432,6 +514,7 @@ std::int64_t Trainer::Record(const Step& step) {
   const std::int64_t global_step = std::max(step.pushed.global_step, step.pulled.global_step);
   SetGlobalStep(global_step);
   window_.Add(step.times);
+  run_.Add(step.times.examples);
   ctx_.gauges->Set(contract::kLearningRateMetric, session_state_.learning_rate);
   if (local_step_ % cfg_.log_steps == 0) LogProgress(global_step, step.result);
   if (info_.is_chief) {
@@ -469,15 +552,20 @@ void Trainer::LogProgress(std::int64_t global_step, const StepResult& result) {
 }
 
 int Trainer::Finish(bool chief_stop) {
+  const RunSummary::Figures run = run_.Get();
   ctx_.logger.Info("training finished", {{"global_step", last_global_step_},
                                          {"max_steps", info_.max_steps},
-                                         {"stopped_by_model", chief_stop}});
+                                         {"stopped_by_model", chief_stop},
+                                         {"local_steps", run.local_steps},
+                                         {"warmup_steps", run.warmup_steps},
+                                         {"mean_sec_per_batch", run.sec_per_batch},
+                                         {"mean_examples_per_sec", run.examples_per_sec}});
   if (!info_.is_chief) {
     // Best effort: the final values for after_train (the PS may already be gone).
     auto pulled = client_.Pull(placement_, Buffers(), 10);
     if (pulled.ok()) session_state_.global_step = pulled->global_step;
     built_.replica->ValuesChangedOnHost();
-    absl::Status s = built_.replica->ValuesToDevice();
+    absl::Status s = built_.replica->Synchronize();
     if (s.ok())
       s = CallModel("after_train()", [&] {
         built_.model->after_train(session_, false);
@@ -502,10 +590,12 @@ int Trainer::Finish(bool chief_stop) {
     absl::Status s = SaveCheckpoint(pulled->global_step);
     if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
-  MarkTrainingDone(info_, pulled->global_step);
+  // Done only once the final evaluation succeeded: a chief restarted after it failed (restart
+  // policy OnFailure) evaluates the final checkpoint again instead of ending with no result.
   absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);
   if (!evaluated.ok()) return Fail(FailureSource::kModel, "evaluate() failed", evaluated);
-  absl::Status after = built_.replica->ValuesToDevice();
+  MarkTrainingDone(info_, pulled->global_step);
+  absl::Status after = built_.replica->Synchronize();
   if (after.ok())
     after = CallModel("after_train()", [&] {
       built_.model->after_train(session_, true);

@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <optional>
 #include <regex>
-#include <set>
 
 #include "taas/checkpoint/checkpoint.h"
 
@@ -57,41 +56,20 @@ absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
       }
     }
   }
-  std::set<std::string> chosen_names;
-  for (const Variable* v : chosen) chosen_names.insert(v->name);
-  for (const auto& [name, prev] : settings.var_name_to_prev_var_name) {
-    if (!chosen_names.contains(name)) {
-      return absl::InvalidArgumentError(
-          "warm start: var_name_to_prev_var_name renames " + name + " (to " + prev +
-          "), which is not a warm-started variable of the model (not registered, or matched by "
-          "no pattern of vars_to_warm_start)");
-    }
-  }
   TAAS_ASSIGN_OR_RETURN(checkpoint::Checkpoint ckpt, Open(settings.ckpt_to_initialize_from));
   // Every variable is checked before any is written: a failed warm start leaves the initial
   // values whole.
+  TAAS_ASSIGN_OR_RETURN(
+      std::vector<std::string> names,
+      MapToSource(
+          settings.var_name_to_prev_var_name, chosen, "checkpoint " + ckpt.path,
+          [&ckpt](const std::string& name) -> std::optional<SourceTensor> {
+            const checkpoint::Entry* entry = ckpt.Find(name);
+            if (!entry) return std::nullopt;
+            return SourceTensor{static_cast<std::int64_t>(entry->values.size()), entry->shape};
+          }));
   std::vector<const checkpoint::Entry*> entries;
-  for (const Variable* v : chosen) {
-    const auto renamed = settings.var_name_to_prev_var_name.find(v->name);
-    const std::string& prev =
-        renamed == settings.var_name_to_prev_var_name.end() ? v->name : renamed->second;
-    const std::string as = prev == v->name ? "" : " (as " + prev + ")";
-    const checkpoint::Entry* entry = ckpt.Find(prev);
-    if (!entry) {
-      return absl::InvalidArgumentError("warm start: checkpoint " + ckpt.path +
-                                        " has no variable " + prev + " for the model's " + v->name +
-                                        " (leave it out of vars_to_warm_start, or rename it in "
-                                        "var_name_to_prev_var_name)");
-    }
-    if (static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
-      return absl::InvalidArgumentError(
-          "warm start: " + v->name + as + " does not fit: the model's has shape " +
-          ShapeString(v->value.shape()) + " (" + std::to_string(v->value.size()) +
-          " elements), checkpoint " + ckpt.path + " holds " + std::to_string(entry->values.size()) +
-          " elements (checkpoints store no shapes)");
-    }
-    entries.push_back(entry);
-  }
+  for (const std::string& name : names) entries.push_back(ckpt.Find(name));
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     std::copy(entries[i]->values.begin(), entries[i]->values.end(), chosen[i]->value.data());
   }
@@ -100,11 +78,15 @@ absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
 
 InitFn WarmStart(WarmStartSettings settings) {
   return [settings = std::move(settings)](Session& session) -> absl::Status {
-    TAAS_ASSIGN_OR_RETURN(int copied, WarmStartVariables(settings, session.variables()));
+    // The state that is not trained is warm-started by name as the variables are: a frozen
+    // trunk with its BatchNorm statistics.
+    std::vector<Variable*> both = session.variables();
+    both.insert(both.end(), session.state().begin(), session.state().end());
+    TAAS_ASSIGN_OR_RETURN(int copied, WarmStartVariables(settings, both));
     session.logger().Info("warm start: variables copied from a checkpoint",
                           {{"from", settings.ckpt_to_initialize_from},
                            {"variables", copied},
-                           {"of", static_cast<std::int64_t>(session.variables().size())}});
+                           {"of", static_cast<std::int64_t>(both.size())}});
     return absl::OkStatus();
   };
 }

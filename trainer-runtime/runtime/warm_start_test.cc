@@ -21,6 +21,10 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
+bool Has(const absl::Status& status, const std::string& part) {
+  return std::string(status.message()).find(part) != std::string::npos;
+}
+
 Variable Var(const std::string& name, Shape shape, float fill) {
   Variable v{name, Tensor(shape), Tensor(shape)};
   for (float& x : v.value.values()) x = fill;
@@ -90,6 +94,85 @@ TEST_CASE("a shape mismatch names the variable, its shape, both counts and the c
   CHECK(message.find(prefix) != std::string::npos);
   // Nothing was copied, not even the variable checked before the bad one.
   for (float x : bias.value.values()) CHECK(x == 0.0f);
+}
+
+// A TensorFlow port's checkpoint, written by this runtime with shapes: the book's
+// "layer1/weights" [2, 3] and "layer1/biases" [3].
+std::string PortedJob(const TempDir& dir) {
+  auto saved = checkpoint::Save(
+      dir.path.string(), 100,
+      {{"layer1/weights", {1, 2, 3, 4, 5, 6}, std::vector<std::int64_t>{2, 3}},
+       {"layer1/biases", std::vector<float>(3, 0.5f), std::vector<std::int64_t>{3}}},
+      5);
+  REQUIRE(saved.ok());
+  return *saved;
+}
+
+TEST_CASE("a checkpoint's shapes are checked, not only its sizes: a transposed kernel is refused") {
+  TempDir dir;
+  const std::string prefix = PortedJob(dir);
+  Variable transposed = Var("layer1/weights", {3, 2}, 0.0f);
+  auto failed = WarmStartVariables({.ckpt_to_initialize_from = prefix}, {&transposed});
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(failed.status().message() ==
+        "warm start: layer1/weights does not fit: the model's has shape [3, 2], checkpoint " +
+            prefix + " holds shape [2, 3]");
+  for (float x : transposed.value.values()) CHECK(x == 0.0f);
+
+  // Through a rename, the message names both names.
+  Variable kernel = Var("hidden/kernel", {6}, 0.0f);
+  auto renamed =
+      WarmStartVariables({.ckpt_to_initialize_from = prefix,
+                          .var_name_to_prev_var_name = {{"hidden/kernel", "layer1/weights"}}},
+                         {&kernel});
+  REQUIRE_FALSE(renamed.ok());
+  CHECK(renamed.status().message() ==
+        "warm start: hidden/kernel (as layer1/weights) does not fit: the model's has shape [6], "
+        "checkpoint " +
+            prefix + " holds shape [2, 3]");
+}
+
+TEST_CASE("a renamed variable the checkpoint lacks names both names and the checkpoint") {
+  TempDir dir;
+  const std::string prefix = PortedJob(dir);
+  Variable kernel = Var("hidden/kernel", {2, 3}, 0.0f), bias = Var("hidden/bias", {3}, 0.0f);
+  auto copied =
+      WarmStartVariables({.ckpt_to_initialize_from = prefix,
+                          .var_name_to_prev_var_name = {{"hidden/kernel", "layer1/weights"},
+                                                        {"hidden/bias", "layer1/biases"}}},
+                         {&kernel, &bias});
+  REQUIRE_MESSAGE(copied.ok(), copied.status().ToString());
+  CHECK(kernel.value.values()[5] == 6.0f);
+  CHECK(bias.value.values()[0] == 0.5f);
+  auto missing = WarmStartVariables({.ckpt_to_initialize_from = prefix,
+                                     .var_name_to_prev_var_name = {{"hidden/kernel", "layer1/w"}}},
+                                    {&kernel});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == "warm start: checkpoint " + prefix +
+                                          " has no variable layer1/w for the model's "
+                                          "hidden/kernel (its entry in var_name_to_prev_var_name)");
+}
+
+TEST_CASE("the name map's checks hold for any source of saved values") {
+  // A source that is not a checkpoint (as a safetensors file would be): shapes known.
+  const SourceLookup source = [](const std::string& name) -> std::optional<SourceTensor> {
+    if (name == "layer1/weights") return SourceTensor{6, Shape{2, 3}};
+    return std::nullopt;
+  };
+  Variable kernel = Var("hidden/kernel", {2, 3}, 0.0f);
+  auto names =
+      MapToSource({{"hidden/kernel", "layer1/weights"}}, {&kernel}, "model.safetensors", source);
+  REQUIRE(names.ok());
+  CHECK(*names == std::vector<std::string>{"layer1/weights"});
+  auto unused =
+      MapToSource({{"typo/kernel", "layer1/weights"}}, {&kernel}, "model.safetensors", source);
+  REQUIRE_FALSE(unused.ok());
+  CHECK(Has(unused.status(), "renames typo/kernel (to layer1/weights)"));
+  auto absent = MapToSource({}, {&kernel}, "model.safetensors", source);
+  REQUIRE_FALSE(absent.ok());
+  CHECK(Has(absent.status(),
+            "model.safetensors has no variable hidden/kernel for the model's hidden/kernel"));
 }
 
 TEST_CASE("a missing variable, an unused rename, a bad pattern and no checkpoint are errors") {

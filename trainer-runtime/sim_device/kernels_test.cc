@@ -2,6 +2,7 @@
 // CPU engine: the same bits, with nothing copied to the host during a training step.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -110,11 +111,16 @@ TEST_CASE("a training step on the simulated device is the CPU engine's, bit for 
 
 TEST_CASE("the update rules on the simulated device are the host's, bit for bit") {
   SimulatedDevices devices;
-  for (const char* name : {"sgd", "momentum", "adam"}) {
+  for (const char* name : {"sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad"}) {
     CAPTURE(name);
     optim::OptimizerConfig config;
     config.name = name;
     config.learning_rate = optim::LearningRateSchedule::Constant(0.1f);
+    config.weight_decay = 0.01f;
+    if (config.name == "rmsprop") {
+      config.momentum = 0.5f;
+      config.centered = true;
+    }
     auto optimizer = optim::CreateOptimizer(config);
     REQUIRE(optimizer.ok());
     Tensor var = nn::testing::Random({37}, 1), grad = nn::testing::Random({37}, 2);
@@ -138,6 +144,30 @@ TEST_CASE("the update rules on the simulated device are the host's, bit for bit"
       CHECK(SameBits(OnHost(slots[k]), OnHost(device_slots[k])));
     }
   }
+}
+
+TEST_CASE("clipping by global norm on the simulated device copies nothing to the host") {
+  SimulatedDevices devices;
+  optim::OptimizerConfig config;
+  config.global_clipnorm = 0.5f;
+  auto optimizer = optim::CreateOptimizer(config);
+  REQUIRE(optimizer.ok());
+  Tensor a = nn::testing::Random({37}, 3), b = nn::testing::Random({5}, 4);
+  Tensor a_device = a.To(kSim0), b_device = b.To(kSim0);
+  std::vector<Tensor*> on_host = {&a, &b}, on_device = {&a_device, &b_device};
+  devices.memory().ResetTraffic();
+  REQUIRE((*optimizer)->ClipByGlobalNorm(on_device).ok());
+  // The norm is computed and applied on the device: not even the norm comes to the host.
+  CHECK(devices.traffic().to_host == CopyCount{});
+  CHECK(devices.traffic().to_device == CopyCount{});
+  REQUIRE((*optimizer)->ClipByGlobalNorm(on_host).ok());
+  CHECK(SameBits(OnHost(a), OnHost(a_device)));
+  CHECK(SameBits(OnHost(b), OnHost(b_device)));
+  double sum = 0.0;
+  for (const Tensor* t : on_host) {
+    for (float x : t->values()) sum += static_cast<double>(x) * x;
+  }
+  CHECK(std::sqrt(sum) == doctest::Approx(0.5));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The all-reduce trainer on two simulated devices, as on two GPUs: its state stays on the
-// devices (nothing but the loss, every log_steps, comes to the host between steps), its results
-// are the CPU path's bit for bit, and checkpoints, summaries, warm start and resuming work from
-// device state.
+// devices (nothing but the loss, every log_steps, comes to the host between steps, and nothing but
+// the batch goes there), its results are the CPU path's bit for bit, and checkpoints, summaries,
+// warm start and resuming work from device state, the state that is not trained included (a
+// running mean the model keeps on its device).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,8 +15,10 @@
 #include <vector>
 
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/nn/device_kernels.h"
 #include "taas/nn/layers.h"
 #include "taas/nn/sequential.h"
+#include "taas/optim/optimizer.h"
 #include "taas/runtime/local.h"
 #include "taas/runtime/warm_start.h"
 #include "taas/sim_device/sim_device.h"
@@ -32,17 +35,25 @@ constexpr std::int64_t kBatch = 6;
 
 // What the test sees from inside a run.
 struct Observed {
-  std::vector<std::int64_t> host_bytes_at_train;  // bytes copied to the host, at each train()
+  std::vector<std::int64_t> host_bytes_at_train;    // bytes copied to the host, at each train()
+  std::vector<std::int64_t> device_bytes_at_train;  // bytes copied to the devices, at each train()
+  std::int64_t device_bytes_at_end = 0;             // and in after_train
   std::map<std::string, std::vector<float>> final_values;
+  std::map<std::string, std::vector<float>> final_state;
 };
 
 // Two dense layers on synthetic data that depends only on the global step and the replica, with
-// its loss and accuracy left on the device. Replica 0 records the device's traffic at every
-// train() and the final values in after_train.
+// its loss and accuracy left on the device, and as state a running mean of each batch's first
+// example, kept on the device (BatchNorm's statistics in miniature). Replica 0 records the
+// device's traffic at every train() and the final values and state in after_train.
 class TinyModel final : public DistModel {
  public:
-  TinyModel(SimulatedDevices* devices, Observed* observed, std::string warm_start_from)
-      : devices_(devices), observed_(observed), warm_start_from_(std::move(warm_start_from)) {}
+  TinyModel(SimulatedDevices* devices, Observed* observed, std::string warm_start_from,
+            optim::OptimizerConfig optimizer)
+      : devices_(devices),
+        observed_(observed),
+        warm_start_from_(std::move(warm_start_from)),
+        optimizer_(std::move(optimizer)) {}
 
   absl::Status build_model(ModelBuilder& builder) override {
     network_.Add(std::make_unique<nn::Dense>(
@@ -54,10 +65,9 @@ class TinyModel final : public DistModel {
     network_.Add(
         std::make_unique<nn::Dense>(nn::DenseOptions{.name = "logits", .inputs = 8, .units = 3}));
     builder.AddVariables(network_.variables());
-    optim::OptimizerConfig adam;
-    adam.name = "adam";
-    adam.learning_rate = optim::LearningRateSchedule::Constant(0.05f);
-    builder.SetOptimizer(adam);
+    running_.value = Tensor({4}, std::vector<float>{0, 0, 0, 0}).To(builder.info().device);
+    builder.AddState(&running_);
+    builder.SetOptimizer(optimizer_);
     builder.SetBatchSize(kBatch);
     records_ = builder.info().replica_in_worker == 0;
     return absl::OkStatus();
@@ -71,6 +81,7 @@ class TinyModel final : public DistModel {
   StepResult train(Session& session) override {
     if (records_ && devices_ != nullptr) {
       observed_->host_bytes_at_train.push_back(devices_->traffic().to_host.bytes);
+      observed_->device_bytes_at_train.push_back(devices_->traffic().to_device.bytes);
     }
     const Device device = session.info().device;
     std::vector<float> x(kBatch * 4);
@@ -85,6 +96,11 @@ class TinyModel final : public DistModel {
     }
     input_ = Tensor({kBatch, 4}, x).To(device);
     StepResult result;
+    // running = 0.9 running + 0.1 x[0], on the device.
+    nn::DeviceKernels* kernels = nn::KernelsFor(device.type);
+    result.error = kernels->Axpy(-0.1f, running_.value, running_.value);
+    if (result.error.ok()) result.error = kernels->Axpy(0.1f, input_.Slice(0, {4}), running_.value);
+    if (!result.error.ok()) return result;
     auto logits = network_.Forward(input_, true);
     absl::StatusOr<Tensor*> stats =
         logits.ok() ? loss_.Compute(**logits, labels) : absl::StatusOr<Tensor*>(logits.status());
@@ -101,8 +117,12 @@ class TinyModel final : public DistModel {
 
   void after_train(Session& session, bool) override {
     if (!records_) return;
+    if (devices_ != nullptr) observed_->device_bytes_at_end = devices_->traffic().to_device.bytes;
     for (const Variable* v : session.variables()) {
       observed_->final_values[v->name].assign(v->value.values().begin(), v->value.values().end());
+    }
+    for (const Variable* s : session.state()) {
+      observed_->final_state[s->name].assign(s->value.values().begin(), s->value.values().end());
     }
   }
 
@@ -110,10 +130,12 @@ class TinyModel final : public DistModel {
   SimulatedDevices* devices_;
   Observed* observed_;
   std::string warm_start_from_;
+  optim::OptimizerConfig optimizer_;
   bool records_ = false;
   nn::Sequential network_;
   nn::SoftmaxCrossEntropy loss_;
   Tensor input_;
+  Variable running_{"running/mean", Tensor(), Tensor()};
 };
 
 struct Run {
@@ -121,6 +143,8 @@ struct Run {
   std::int64_t steps = 10;
   std::vector<std::string> flags = {};
   std::string warm_start_from = {};
+  optim::OptimizerConfig optimizer = {
+      .name = "adam", .learning_rate = optim::LearningRateSchedule::Constant(0.05f)};
 };
 
 // Runs the job on `devices` (two CPU replicas when empty); the exit code and what was observed.
@@ -136,7 +160,10 @@ std::pair<int, Observed> Train(const Run& run, const std::vector<Device>& device
   flags.insert(flags.end(), run.flags.begin(), run.flags.end());
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::tmpfile(), &std::fclose);
   const int code = RunLocalTraining(
-      flags, [&] { return std::make_unique<TinyModel>(sim, &observed, run.warm_start_from); },
+      flags,
+      [&] {
+        return std::make_unique<TinyModel>(sim, &observed, run.warm_start_from, run.optimizer);
+      },
       log.get(), devices);
   if (code != 0) {
     std::rewind(log.get());
@@ -193,6 +220,57 @@ TEST_CASE("between steps only the loss, every log_steps, leaves the devices") {
   }
 }
 
+TEST_CASE("a step with state moves no state bytes between host and device") {
+  TempDir dir;
+  // With a checkpoint at step 5: the state comes to the host for it, and only for it.
+  const auto run = [&](const std::string& name, std::int64_t steps, SimulatedDevices& devices) {
+    return Train(
+        {.model_dir = dir.Sub(name),
+         .steps = steps,
+         .flags = {"--log_steps=100", "--save_summaries_steps=0", "--save_checkpoints_steps=5"}},
+        kTwoDevices, &devices);
+  };
+  SimulatedDevices devices;
+  auto [code, observed] = run("job", 10, devices);
+  REQUIRE(code == 0);
+  REQUIRE(observed.device_bytes_at_train.size() == 10);
+  REQUIRE(observed.final_state.at("running/mean").size() == 4);
+  // The same job stopped after 6 steps: the 4 steps more cost each replica its 4 batches on its
+  // device and nothing else: the state stays there. (Whole runs are compared, by what went to the
+  // devices up to replica 0's after_train, once every replica's last step ended: within one step
+  // replica 1 may copy its batch before or after replica 0 records.)
+  SimulatedDevices shorter_devices;
+  auto [shorter_code, shorter] = run("shorter", 6, shorter_devices);
+  REQUIRE(shorter_code == 0);
+  constexpr std::int64_t kBatchBytes = kBatch * 4 * sizeof(float);
+  CHECK(observed.device_bytes_at_end - shorter.device_bytes_at_end == 2 * 4 * kBatchBytes);
+  // To the host: nothing but the checkpoint after step 5 (seen at train() 5), which holds more
+  // than the variables' values (their slots and the state too).
+  std::int64_t values_bytes = 0;
+  for (const auto& [name, values] : observed.final_values) {
+    values_bytes += static_cast<std::int64_t>(values.size() * sizeof(float));
+  }
+  for (std::size_t k = 1; k < observed.host_bytes_at_train.size(); ++k) {
+    CAPTURE(k);
+    const std::int64_t to_host =
+        observed.host_bytes_at_train[k] - observed.host_bytes_at_train[k - 1];
+    if (k == 5) {
+      CHECK(to_host > values_bytes);
+    } else {
+      CHECK(to_host == 0);
+    }
+  }
+  // The chief's state (its first replica's) is what the checkpoint holds.
+  std::vector<std::string> skipped;
+  auto saved = checkpoint::LoadLatest(dir.Sub("job"), &skipped);
+  REQUIRE(saved.ok());
+  REQUIRE(saved->has_value());
+  const checkpoint::Entry* entry = (*saved)->Find("running/mean");
+  REQUIRE(entry != nullptr);
+  CHECK(entry->values == observed.final_state.at("running/mean"));
+  CHECK((*saved)->Find("running/mean/slot_0") == nullptr);
+}
+
 TEST_CASE("two simulated devices train the CPU path's variables, bit for bit") {
   SimulatedDevices devices;
   TempDir dir;
@@ -202,6 +280,51 @@ TEST_CASE("two simulated devices train the CPU path's variables, bit for bit") {
   REQUIRE(cpu_code == 0);
   REQUIRE(sim_code == 0);
   CHECK(SameBits(on_cpu.final_values, on_sim.final_values));
+  CHECK(SameBits(on_cpu.final_state, on_sim.final_state));
+}
+
+TEST_CASE("clipped by global norm, with AdamW or RMSprop, the state stays on the devices") {
+  // The average gradient is clipped where it lies, on each device, then every variable updated:
+  // between steps still only the loss (every log_steps) leaves the devices, and the variables are
+  // the CPU path's bit for bit. Without the clip they differ, so it did clip.
+  const auto schedule = optim::LearningRateSchedule::CosineDecay(0.0f, 20, 0.1f, 0.05f, 3);
+  const std::vector<optim::OptimizerConfig> configs = {{.name = "adamw",
+                                                        .learning_rate = schedule,
+                                                        .weight_decay = 0.05f,
+                                                        .exclude_from_weight_decay = {"bias"},
+                                                        .global_clipnorm = 0.05f},
+                                                       {.name = "rmsprop",
+                                                        .learning_rate = schedule,
+                                                        .momentum = 0.5f,
+                                                        .centered = true,
+                                                        .global_clipnorm = 0.05f}};
+  for (const optim::OptimizerConfig& config : configs) {
+    CAPTURE(config.name);
+    SimulatedDevices devices;
+    TempDir dir;
+    auto [sim_code, on_sim] = Train({.model_dir = dir.Sub("sim"),
+                                     .steps = 10,
+                                     .flags = {"--log_steps=3", "--save_summaries_steps=0"},
+                                     .optimizer = config},
+                                    kTwoDevices, &devices);
+    REQUIRE(sim_code == 0);
+    REQUIRE(on_sim.host_bytes_at_train.size() == 10);
+    for (std::size_t k = 1; k < on_sim.host_bytes_at_train.size(); ++k) {
+      CAPTURE(k);
+      const std::int64_t moved = on_sim.host_bytes_at_train[k] - on_sim.host_bytes_at_train[k - 1];
+      CHECK(moved == (k % 3 == 0 ? 4 : 0));
+    }
+    auto [cpu_code, on_cpu] =
+        Train({.model_dir = dir.Sub("cpu"), .steps = 10, .optimizer = config}, {}, nullptr);
+    REQUIRE(cpu_code == 0);
+    CHECK(SameBits(on_cpu.final_values, on_sim.final_values));
+    optim::OptimizerConfig unclipped = config;
+    unclipped.global_clipnorm = 0.0f;
+    auto [free_code, free] =
+        Train({.model_dir = dir.Sub("free"), .steps = 10, .optimizer = unclipped}, {}, nullptr);
+    REQUIRE(free_code == 0);
+    CHECK_FALSE(SameBits(on_cpu.final_values, free.final_values));
+  }
 }
 
 TEST_CASE("checkpoints, summaries, warm start and resuming work from device state") {
@@ -253,6 +376,7 @@ TEST_CASE("checkpoints, summaries, warm start and resuming work from device stat
   REQUIRE(resumed_code == 0);
   REQUIRE(straight_code == 0);
   CHECK(SameBits(resumed_values.final_values, straight.final_values));
+  CHECK(SameBits(resumed_values.final_state, straight.final_state));  // restored on the devices
 
   // A new job warm-started from the first one's checkpoint, on the devices and on the CPU.
   auto [warm_code, warm] =
@@ -266,7 +390,9 @@ TEST_CASE("checkpoints, summaries, warm start and resuming work from device stat
   REQUIRE(warm_cpu_code == 0);
   REQUIRE(cold_code == 0);
   CHECK(SameBits(warm.final_values, warm_cpu.final_values));
+  CHECK(SameBits(warm.final_state, warm_cpu.final_state));
   CHECK_FALSE(SameBits(warm.final_values, cold.final_values));
+  CHECK_FALSE(SameBits(warm.final_state, cold.final_state));  // warm-started by name too
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "taas/collective/device_collective.h"
 #include "taas/nn/device_kernels.h"
@@ -112,6 +113,32 @@ class Rules final : public optim::DeviceUpdateRules {
                     const Tensor& grad, Tensor& m, Tensor& v) override {
     Tensor w = Host(var), m_host = Host(m), v_host = Host(v);
     return Cpu().Adam(lr_t, beta1, beta2, epsilon, w, Host(grad), m_host, v_host);
+  }
+  absl::Status RmsProp(float lr, float rho, float momentum, float epsilon, Tensor& var,
+                       const Tensor& grad, Tensor& velocity, Tensor* momentum_slot,
+                       Tensor* average_grad) override {
+    Tensor w = Host(var), velocity_host = Host(velocity);
+    Tensor momentum_host = momentum_slot != nullptr ? Host(*momentum_slot) : Tensor();
+    Tensor average_host = average_grad != nullptr ? Host(*average_grad) : Tensor();
+    return Cpu().RmsProp(lr, rho, momentum, epsilon, w, Host(grad), velocity_host,
+                         momentum_slot != nullptr ? &momentum_host : nullptr,
+                         average_grad != nullptr ? &average_host : nullptr);
+  }
+  absl::Status Adagrad(float lr, float offset, Tensor& var, const Tensor& grad,
+                       Tensor& accum) override {
+    Tensor w = Host(var), a = Host(accum);
+    return Cpu().Adagrad(lr, offset, w, Host(grad), a);
+  }
+  absl::Status Decay(float rate, Tensor& var) override {
+    Tensor w = Host(var);
+    return Cpu().Decay(rate, w);
+  }
+  absl::Status ClipByGlobalNorm(float clip_norm, std::span<Tensor* const> tensors) override {
+    std::vector<Tensor> views;
+    views.reserve(tensors.size());
+    std::vector<Tensor*> pointers;
+    for (const Tensor* tensor : tensors) pointers.push_back(&views.emplace_back(Host(*tensor)));
+    return Cpu().ClipByGlobalNorm(clip_norm, pointers);
   }
 
  private:

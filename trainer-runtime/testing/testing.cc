@@ -149,6 +149,7 @@ namespace {
 struct Recording {
   std::vector<float> losses;
   std::map<std::string, std::vector<float>> variables;
+  std::map<std::string, std::vector<float>> state;
   std::int64_t global_step = 0;
   int models = 0;
 };
@@ -175,7 +176,7 @@ class Recorder final : public DistModel {
     if (records_) recording_->losses.push_back(LossOf(result));
     return result;
   }
-  std::map<std::string, double> evaluate(Session& session) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override {
     return inner_->evaluate(session);
   }
   void after_train(Session& session, bool is_chief) override {
@@ -184,6 +185,10 @@ class Recorder final : public DistModel {
       for (const Variable* v : session.variables()) {
         auto values = v->value.values();
         recording_->variables[v->name].assign(values.begin(), values.end());
+      }
+      for (const Variable* s : session.state()) {
+        auto values = s->value.values();
+        recording_->state[s->name].assign(values.begin(), values.end());
       }
     }
     inner_->after_train(session, is_chief);
@@ -258,22 +263,29 @@ absl::StatusOr<RunStepsResult> RunSteps(const ModelFactory& factory, std::int64_
   RunStepsResult result;
   result.losses = std::move(recording.losses);
   result.variables = std::move(recording.variables);
+  result.state = std::move(recording.state);
   result.global_step = recording.global_step;
   return result;
 }
 
 absl::Status CheckpointRoundTrip(const ModelFactory& factory, const RoundTripOptions& options) {
   TAAS_ASSIGN_OR_RETURN(auto saved, LocalModel::Build(factory, options.model_args));
+  // The variables, then the state (ModelBuilder::AddState): both are checkpointed.
+  const auto registered = [](LocalModel& model) {
+    std::vector<Variable*> all = model.variables();
+    all.insert(all.end(), model.session().state().begin(), model.session().state().end());
+    return all;
+  };
+  const std::vector<Variable*> a = registered(*saved);
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (Variable* v : saved->variables()) {
+  for (Variable* v : a) {
     for (float& x : v->value.values()) x = uniform(rng);
   }
   TAAS_ASSIGN_OR_RETURN(TempDir dir, TempDir::Create());
   TAAS_ASSIGN_OR_RETURN(std::string prefix, saved->SaveCheckpoint(dir.path(), 1));
   TAAS_ASSIGN_OR_RETURN(auto restored, LocalModel::Build(factory, options.model_args));
-  const auto& a = saved->variables();
-  const auto& b = restored->variables();
+  const std::vector<Variable*> b = registered(*restored);
   for (std::size_t v = 0; v < std::max(a.size(), b.size()); ++v) {
     if (v >= a.size() || v >= b.size() || a[v]->name != b[v]->name ||
         a[v]->value.size() != b[v]->value.size()) {
@@ -282,7 +294,8 @@ absl::Status CheckpointRoundTrip(const ModelFactory& factory, const RoundTripOpt
                                : std::string("nothing");
       };
       return absl::FailedPreconditionError(
-          "CheckpointRoundTrip: two instances of the model register different variables: at " +
+          "CheckpointRoundTrip: two instances of the model register different variables or state: "
+          "at " +
           std::to_string(v) + ", " + describe(a) + " then " + describe(b) +
           " (build_model must register the same names, sizes and order every time)");
     }
@@ -309,7 +322,9 @@ absl::Status CheckpointRoundTrip(const ModelFactory& factory, const RoundTripOpt
             "CheckpointRoundTrip: evaluate() gives " + name + "=" + std::to_string(value) +
             " on the saved model and " +
             (found == after.end() ? std::string("nothing") : std::to_string(found->second)) +
-            " on the restored one: the model keeps state outside its registered variables");
+            " on the restored one: the model keeps state outside its registered variables "
+            "(register "
+            "it: ModelBuilder::AddState)");
       }
     }
   }

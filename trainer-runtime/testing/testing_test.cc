@@ -22,12 +22,15 @@ constexpr int kBatch = 16;
 // Logistic regression on synthetic data, gradients by hand. Each step's batch depends only on
 // the global step (or, with `from_counter`, on how often train() ran: not deterministic across
 // calls at one step). `bias_gradient_scale` != 1 writes a wrong bias gradient; `hidden_state`
-// makes evaluate() depend on a value outside the registered variables.
+// makes evaluate() depend on a value outside the registered variables, or, with
+// `register_hidden`, on registered state (ModelBuilder::AddState) starting at that value.
 struct Logistic : DistModel {
   float bias_gradient_scale = 1.0f;
   bool from_counter = false;
   std::int64_t counter = 0;
   float hidden_state = 0.0f;
+  bool register_hidden = false;
+  Variable hidden{"logistic/hidden", Tensor({1}), Tensor()};
   std::string name_prefix = "logistic";
   float lr = 0.5f;
   Variable w, b;
@@ -37,6 +40,10 @@ struct Logistic : DistModel {
     b = {name_prefix + "/b", Tensor({1}), Tensor({1})};
     for (int i = 0; i < kFeatures; ++i) w.value.data()[i] = 0.1f * static_cast<float>(i + 1);
     builder.AddVariables({&w, &b});
+    if (register_hidden) {
+      hidden.value.data()[0] = hidden_state;
+      builder.AddState(&hidden);
+    }
     optim::OptimizerConfig sgd;
     sgd.learning_rate.initial = lr;
     builder.SetOptimizer(sgd);
@@ -70,8 +77,9 @@ struct Logistic : DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(Session&) override {
-    return {{"w0_plus_hidden", w.value.data()[0] + hidden_state}};
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session&) override {
+    const float kept = register_hidden ? hidden.value.data()[0] : hidden_state;
+    return std::map<std::string, double>{{"w0_plus_hidden", w.value.data()[0] + kept}};
   }
 };
 
@@ -266,6 +274,27 @@ TEST_CASE("CheckpointRoundTrip: variables survive bit for bit; unstable names do
       {.compare_evaluate = true});
   REQUIRE_FALSE(state.ok());
   CHECK(std::string(state.message()).find("outside its registered variables") != std::string::npos);
+
+  // Registered, the same value is checkpointed and restored, and RunSteps reports it.
+  auto registered = Factory([hidden](Logistic& m) {
+    m.hidden_state = static_cast<float>((*hidden)++);
+    m.register_hidden = true;
+  });
+  absl::Status kept = CheckpointRoundTrip(registered, {.compare_evaluate = true});
+  CHECK_MESSAGE(kept.ok(), kept.ToString());
+  auto ran = RunSteps(registered, 2);
+  REQUIRE(ran.ok());
+  REQUIRE(ran->state.contains("logistic/hidden"));
+  CHECK(ran->state.at("logistic/hidden").size() == 1);
+
+  // State whose name changes between instances is caught as a variable's is.
+  auto names = std::make_shared<std::atomic<int>>(0);
+  absl::Status unstable = CheckpointRoundTrip(Factory([names](Logistic& m) {
+    m.hidden.name = "hidden" + std::to_string((*names)++);
+    m.register_hidden = true;
+  }));
+  REQUIRE_FALSE(unstable.ok());
+  CHECK(std::string(unstable.message()).find("hidden0 [1] then hidden1 [1]") != std::string::npos);
 }
 
 }  // namespace

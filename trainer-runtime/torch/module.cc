@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include "device_stream.h"
+
 namespace taas::torch_engine {
 namespace {
 
@@ -42,6 +44,7 @@ absl::StatusOr<::torch::Device> TorchDevice(Device device) {
     case DeviceType::kCpu:
       return ::torch::Device(::torch::kCPU);
     case DeviceType::kCuda:
+      TAAS_RETURN_IF_ERROR(LoadBackend(device));
       return ::torch::Device(::torch::kCUDA, static_cast<::torch::DeviceIndex>(device.index));
     case DeviceType::kSimulated:
       break;
@@ -59,8 +62,8 @@ struct BoundModule::Bound {
   ::torch::Tensor shadow;
 };
 
-BoundModule::BoundModule(::torch::nn::Module& module, ::torch::Device device)
-    : module_(module), device_(device) {}
+BoundModule::BoundModule(::torch::nn::Module& module, ::torch::Device device, Device runtime_device)
+    : module_(module), device_(device), runtime_device_(runtime_device) {}
 
 BoundModule::~BoundModule() {
   for (auto& p : parameters_) {
@@ -71,7 +74,7 @@ BoundModule::~BoundModule() {
 absl::StatusOr<std::unique_ptr<BoundModule>> BoundModule::Bind(ModelBuilder& builder,
                                                                ::torch::nn::Module& module) {
   TAAS_ASSIGN_OR_RETURN(::torch::Device device, TorchDevice(builder.info().device));
-  std::unique_ptr<BoundModule> bound(new BoundModule(module, device));
+  std::unique_ptr<BoundModule> bound(new BoundModule(module, device, builder.info().device));
   try {
     TAAS_RETURN_IF_ERROR(bound->Register(builder));
   } catch (const std::exception& e) {
@@ -140,6 +143,7 @@ absl::Status BoundModule::Register(ModelBuilder& builder) {
 }
 
 absl::Status BoundModule::VariablesPlaced() {
+  TAAS_RETURN_IF_ERROR(UseComputeStream(runtime_device_));
   ::torch::NoGradGuard no_grad;
   const auto options = ::torch::TensorOptions().dtype(::torch::kFloat32).device(device_);
   for (auto& p : parameters_) {
@@ -153,6 +157,7 @@ absl::Status BoundModule::VariablesPlaced() {
 }
 
 absl::Status BoundModule::BeforeStep() {
+  TAAS_RETURN_IF_ERROR(UseComputeStream(runtime_device_));
   ::torch::NoGradGuard no_grad;
   for (auto& p : parameters_) {
     if (p->tensor.grad().defined()) p->tensor.mutable_grad().zero_();

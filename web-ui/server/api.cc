@@ -9,6 +9,7 @@
 #include "taas/base/random_token.h"
 #include "taas/tfjob/serialization.h"
 #include "taas/tfjob/validation.h"
+#include "taas/ui_server/log_window.h"
 #include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
@@ -519,6 +520,7 @@ absl::StatusOr<LogRequest> Api::LogRequestOf(const Route& route) const {
                                         std::to_string(options_.max_log_bytes));
     }
   }
+  log.window_bytes = log.limit_bytes.value_or(options_.max_log_bytes);
   if (auto it = route.query.find("previous"); it != route.query.end() && it->second == "true") {
     log.previous = true;
   }
@@ -530,9 +532,13 @@ HttpResponse Api::GetLogs(const Route& route) const {
   if (!log.ok()) return Error(400, std::string(log.status().message()));
   auto text = source_->Logs(*log);
   if (!text.ok()) return SourceErrorResponse(text.status());
-  // The API server honours limitBytes; a source that does not is cut here, to the last bytes.
-  const auto limit = static_cast<std::size_t>(options_.max_log_bytes);
-  if (text->size() > limit) text->erase(0, text->size() - limit);
+  // Both sources keep to the window; one that did not is cut here by the same rule.
+  const auto window = static_cast<std::size_t>(log->window_bytes);
+  if (text->size() > window) {
+    LogWindow cut(window);
+    cut.Feed(*text);
+    *text = cut.Text();
+  }
   return {200, "text/plain; charset=utf-8", *text};
 }
 

@@ -256,26 +256,37 @@ std::string MetricsScraper::Address(const std::string& namespace_name, const std
 std::vector<std::pair<std::string, std::string>> MetricsScraper::Targets(const json& tfjob) const {
   const auto job = tfjob::TFJobFromJson(tfjob);
   if (!job.ok()) return {};
-  return TargetsOf(*job);
+  std::vector<std::pair<std::string, std::string>> targets;
+  for (const Target& t : TargetsOf(*job)) targets.emplace_back(t.replica, t.address);
+  return targets;
 }
 
-std::vector<std::pair<std::string, std::string>> MetricsScraper::TargetsOf(
-    const tfjob::TFJob& job) const {
-  std::vector<std::pair<std::string, std::string>> targets;
+std::vector<MetricsScraper::Target> MetricsScraper::TargetsOf(const tfjob::TFJob& job) const {
+  std::vector<Target> targets;
   if (job.metadata.name.empty()) return targets;
   const tfjob::TFJobSpec& spec = job.spec;
-  auto add = [&](tfjob::ReplicaType type, const tfjob::ReplicaSpec& replica_spec) {
-    const std::string replica = tfjob::ReplicaName(job.metadata.name, type, 0);
-    targets.emplace_back(replica,
-                         Address(job.metadata.namespace_name, replica, replica_spec.pod_template));
+  auto add = [&](tfjob::ReplicaType type, int index, const tfjob::ReplicaSpec& replica_spec,
+                 bool rate_only) {
+    const std::string replica = tfjob::ReplicaName(job.metadata.name, type, index);
+    targets.push_back({replica,
+                       Address(job.metadata.namespace_name, replica, replica_spec.pod_template),
+                       type, rate_only});
   };
   // The chief first: its value of a metric wins over the evaluator's (Scrape).
   for (const auto& [type, replica_spec] : spec.replica_specs) {
-    if (tfjob::IsMasterRole(spec, type, 0)) add(type, replica_spec);
+    if (tfjob::IsMasterRole(spec, type, 0)) add(type, 0, replica_spec, false);
   }
   if (auto evaluator = spec.replica_specs.find(tfjob::ReplicaType::kEvaluator);
       evaluator != spec.replica_specs.end()) {
-    add(evaluator->first, evaluator->second);
+    add(evaluator->first, 0, evaluator->second, false);
+  }
+  // Then every other training replica, for its rate: the job's is their sum.
+  for (const auto& [type, replica_spec] : spec.replica_specs) {
+    if (!tfjob::TrainsExamples(type)) continue;
+    const std::int64_t replicas = std::min<std::int64_t>(replica_spec.replicas, kMaxRateTargets);
+    for (int index = 0; index < replicas; ++index) {
+      if (!tfjob::IsMasterRole(spec, type, index)) add(type, index, replica_spec, true);
+    }
   }
   return targets;
 }
@@ -321,10 +332,17 @@ std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) cons
   MetricsPoint point;
   point.time_ms = NowMs();
   bool any = false;
-  for (const auto& [replica, address] : TargetsOf(job)) {
-    auto text = http::Get(address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
+  tfjob::JobExamplesRate rate;
+  for (const Target& target : TargetsOf(job)) {
+    auto text =
+        http::Get(target.address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
     if (!text.ok()) continue;
     const auto samples = ParsePrometheusText(*text);
+    if (auto it = samples.find(std::string(contract::kExamplesPerSecondMetric));
+        it != samples.end() && tfjob::TrainsExamples(target.type)) {
+      rate.Add(it->second);
+    }
+    if (target.rate_only) continue;
     // The first target's value of a metric wins (the chief's step over the evaluator's).
     auto take = [&](std::string_view metric, std::optional<double>* into) {
       if (auto it = samples.find(std::string(metric)); it != samples.end() && !into->has_value()) {
@@ -334,12 +352,12 @@ std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) cons
     };
     take(contract::kGlobalStepMetric, &point.global_step);
     take(contract::kLossMetric, &point.loss);
-    take(contract::kExamplesPerSecondMetric, &point.examples_per_second);
     take(contract::kLearningRateMetric, &point.learning_rate);
     take(contract::kEvalAccuracyMetric, &point.eval_accuracy);
     take(contract::kMaxStepsMetric, &point.max_steps);
   }
-  if (!any) return std::nullopt;
+  point.examples_per_second = rate.PerSecond();
+  if (!any && !point.examples_per_second) return std::nullopt;
   return point;
 }
 

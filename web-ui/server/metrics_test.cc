@@ -162,10 +162,14 @@ class MetricsPages {
   std::map<std::string, std::unique_ptr<HttpServer>> servers_;
 };
 
-TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job's history") {
+TEST_CASE(
+    "the scraper reads the chief's and evaluator's endpoints, and every worker's rate, into the "
+    "job's history") {
   MetricsPages pages(
       {{"chief", "taas_global_step 420\ntaas_loss 0.5\ntaas_examples_per_second 1234\n"},
-       {"eval", "taas_eval_accuracy 0.87\ntaas_global_step 400\n"}});
+       {"eval", "taas_eval_accuracy 0.87\ntaas_global_step 400\n"},
+       // Worker 1 counts for its rate only: its step and loss are not the job's.
+       {"worker", "taas_global_step 419\ntaas_loss 9\ntaas_examples_per_second 766\n"}});
 
   const json job = {
       {"metadata", {{"name", "mnist"}, {"namespace", "default"}}},
@@ -183,23 +187,26 @@ TEST_CASE("the scraper reads the chief's and evaluator's endpoints into the job'
   MetricsStore store;
   ScraperOptions options;
   options.overrides = {{"default/mnist-worker-0", pages.Address("chief")},
-                       {"default/mnist-evaluator-0", pages.Address("eval")}};
+                       {"default/mnist-evaluator-0", pages.Address("eval")},
+                       {"default/mnist-worker-1", pages.Address("worker")}};
   MetricsScraper scraper(&source, {"default"}, &store, options, Logger(stderr));
 
   // Without overrides, replicas are reached through their headless service.
   MetricsScraper plain(&source, {"default"}, &store, ScraperOptions{}, Logger(stderr));
   const auto targets = plain.Targets(job);
-  REQUIRE(targets.size() == 2);
+  REQUIRE(targets.size() == 3);
   CHECK(targets[0].first == "mnist-worker-0");
   CHECK(targets[0].second == "mnist-worker-0.default.svc:9191");
   CHECK(targets[1].second == "mnist-evaluator-0.default.svc:9090");
+  CHECK(targets[2].second == "mnist-worker-1.default.svc:9191");
 
   scraper.ScrapeOnce();
   const auto history = store.History("default/mnist");
   REQUIRE(history.size() == 1);
   CHECK(*history[0].global_step == 420);  // the chief's step wins over the evaluator's
   CHECK(*history[0].loss == doctest::Approx(0.5));
-  CHECK(*history[0].examples_per_second == 1234);
+  // The job's rate: every training replica's (tfjob::JobExamplesRate), not the chief's alone.
+  CHECK(*history[0].examples_per_second == 2000);
   CHECK(*history[0].eval_accuracy == doctest::Approx(0.87));
   CHECK_FALSE(history[0].learning_rate.has_value());
 

@@ -279,6 +279,7 @@ ProgressRow ProgressRowOf(const tfjob::JobProgress& progress) {
   row.accuracy = metric(tfjob::kAccuracyMetricName);
   for (const auto& [name, value] : progress.final_metrics)
     row.final_metrics.push_back({name, value});
+  row.final_error = progress.final_error;
   if (progress.update_time) row.updated = tfjob::FormatRfc3339(*progress.update_time);
   return row;
 }

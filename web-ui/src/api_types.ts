@@ -45,6 +45,7 @@ export interface ProgressRow {
   loss: number | null;
   accuracy: number | null;
   finalMetrics: MetricValue[];
+  finalError: string;
   updated: string;
 }
 

@@ -150,3 +150,45 @@ export function formatTime(iso: string | undefined): string {
 export function devicesText(devices: string[] | null | undefined): string {
   return devices && devices.length > 0 ? devices.join(', ') : '–';
 }
+
+// The marker before the kept end of a cut log line, as the server writes it
+// (web-ui/server/include/taas/ui_server/log_window.h, CutMarker): "[taas: 10485760 bytes cut] ".
+export function cutMarker(bytes: number): string {
+  return `[taas: ${bytes} bytes cut] `;
+}
+// Every marker in a text (a global pattern: reset lastIndex, or use it through split/matchAll).
+export const cutMarkerPattern = /\[taas: \d+ bytes cut\] /g;
+const leadingCutMarker = /^\[taas: (\d+) bytes cut\] /;
+
+const utf8 = new TextEncoder();
+
+// The log viewer's text once `chunk` arrived, within `max` characters, by the server's rule
+// (log_window.h): whole lines, newest last; the oldest kept that does not fit whole shows its end
+// behind the marker, which counts the UTF-8 bytes cut (adding to the count of a marker it already
+// had), or goes when not even the marker fits. A cut never splits a surrogate pair.
+export function appendLog(content: string, chunk: string, max: number): string {
+  const text = content + chunk;
+  if (text.length <= max) return text;
+  let from = text.length - max;
+  if (text[from - 1] === '\n') return text.slice(from);
+  const lineStart = text.lastIndexOf('\n', from - 1) + 1;
+  const newline = text.indexOf('\n', from);
+  const lineEnd = newline < 0 ? text.length : newline;
+  const had = leadingCutMarker.exec(text.slice(lineStart, lineStart + 64));
+  const cutBefore = had ? Number(had[1]) : 0;
+  const cutFrom = lineStart + (had ? had[0].length : 0);
+  // Room for the longest marker this line can need: every unit of it cut, 3 UTF-8 bytes each.
+  from += cutMarker(cutBefore + 3 * (lineEnd - cutFrom)).length;
+  const code = text.charCodeAt(from);
+  if (code >= 0xdc00 && code <= 0xdfff) from += 1; // the second half of a surrogate pair
+  if (from >= lineEnd) return text.slice(Math.min(lineEnd + 1, text.length));
+  return cutMarker(cutBefore + utf8.encode(text.slice(cutFrom, from)).length) + text.slice(from);
+}
+
+// The y range of a chart of values that cannot pass `cap` (an accuracy: 1): uPlot's own padding
+// around the values, but never past the cap, nor under 0 on a linear axis.
+export function cappedRange(min: number | null, max: number | null, cap: number): [number, number] {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, cap];
+  const pad = max > min ? (max - min) * 0.1 : Math.max(Math.abs(max) * 0.05, 0.01);
+  return [Math.max(0, Math.min(min - pad, cap)), Math.min(cap, max + pad)];
+}

@@ -131,41 +131,25 @@ taas::StepResult Model::train(taas::Session&) {
   return result;
 }
 
-std::map<std::string, double> Model::evaluate(taas::Session& session) {
+absl::StatusOr<std::map<std::string, double>> Model::evaluate(taas::Session&) {
+  // An error here (no test set, a bad batch) is the job's: the runtime ends the chief with it and
+  // names it in the job's result, rather than reporting success without metrics.
   if (test_ == nullptr) {  // on the chief (TAAS_EVAL_ON_CHIEF): the test set on first use
-    auto test = LoadSplit(options_.data_dir, "test");
-    if (!test.ok()) {
-      session.logger().Error("evaluation failed",
-                             {{"error", std::string(test.status().message())}});
-      return {};
-    }
-    test_ = *std::move(test);
+    TAAS_ASSIGN_OR_RETURN(test_, LoadSplit(options_.data_dir, "test"));
   }
-  taas::data::PipelineOptions pipeline;
-  pipeline.batch_size = 1000;
-  pipeline.example_shape = {kPixels};
-  auto batches = taas::data::Pipeline::Create(test_, pipeline);
-  if (!batches.ok()) {
-    session.logger().Error("evaluation failed",
-                           {{"error", std::string(batches.status().message())}});
-    return {};
-  }
-  double loss = 0.0;
-  std::int64_t correct = 0, examples = 0;
-  while (std::optional<taas::data::Batch> batch = (*batches)->Next()) {
-    auto stats = network_->Evaluate(*batch);
-    if (!stats.ok()) {
-      session.logger().Error("evaluation failed",
-                             {{"error", std::string(stats.status().message())}});
-      return {};
-    }
-    loss += static_cast<double>(stats->loss) * static_cast<double>(stats->examples);
-    correct += stats->correct;
-    examples += stats->examples;
-  }
-  if (examples == 0) return {};
-  return {{"accuracy", static_cast<double>(correct) / static_cast<double>(examples)},
-          {"loss", loss / static_cast<double>(examples)}};
+  // One pass over the test set in batches of 100, so that an evaluation needs no more memory
+  // than a training step; each metric is the mean over all its examples.
+  taas::data::EvaluateOptions evaluation;
+  evaluation.batch_size = 100;
+  evaluation.example_shape = {kPixels};
+  return taas::data::EvaluateInBatches(
+      test_, evaluation,
+      [this](const taas::data::Batch& batch) -> absl::StatusOr<taas::data::BatchMetrics> {
+        TAAS_ASSIGN_OR_RETURN(const BatchStats stats, network_->Evaluate(batch));
+        const double examples = static_cast<double>(stats.examples);
+        return taas::data::BatchMetrics{{"accuracy", static_cast<double>(stats.correct) / examples},
+                                        {"loss", static_cast<double>(stats.loss)}};
+      });
 }
 
 }  // namespace custom_model

@@ -148,6 +148,61 @@ __global__ void AdamKernel(float lr_t, float beta1, float beta2, float epsilon, 
   }
 }
 
+__global__ void RmsPropKernel(float lr, float rho, float momentum, float epsilon, float* var,
+                              const float* grad, float* velocity, float* momentum_slot,
+                              float* average_grad, std::int64_t n) {
+  for (std::int64_t i = First(); i < n; i += Stride()) {
+    const float g = grad[i];
+    const float vel = rho * velocity[i] + (1.0f - rho) * (g * g);
+    velocity[i] = vel;
+    float denominator = vel + epsilon;
+    if (average_grad != nullptr) {
+      const float average = rho * average_grad[i] + (1.0f - rho) * g;
+      average_grad[i] = average;
+      denominator = vel - average * average + epsilon;
+    }
+    const float increment = lr * g / sqrtf(denominator);
+    if (momentum_slot != nullptr) {
+      const float m = momentum * momentum_slot[i] + increment;
+      momentum_slot[i] = m;
+      var[i] -= m;
+    } else {
+      var[i] -= increment;
+    }
+  }
+}
+
+__global__ void AdagradKernel(float lr, float offset, float* var, const float* grad, float* accum,
+                              std::int64_t n) {
+  for (std::int64_t i = First(); i < n; i += Stride()) {
+    const float g = grad[i];
+    const float a = accum[i] + g * g;
+    accum[i] = a;
+    var[i] -= lr * g / sqrtf(a + offset);
+  }
+}
+
+__global__ void DecayKernel(float rate, float* var, std::int64_t n) {
+  for (std::int64_t i = First(); i < n; i += Stride()) var[i] -= rate * var[i];
+}
+
+__global__ void AddToTotalKernel(const double* partials, bool first, double* total) {
+  double sum = first ? 0.0 : total[0];
+  for (int b = 0; b < kReduceBlocks; ++b) sum += partials[b];
+  total[0] = sum;
+}
+
+__global__ void ClipScaleKernel(const double* total, float clip_norm, float* scale) {
+  const double norm = sqrt(total[0]);
+  const double clip = clip_norm;
+  scale[0] = isfinite(norm) ? static_cast<float>(clip / fmax(norm, clip)) : nanf("");
+}
+
+__global__ void ScaleByKernel(const float* scale, float* x, std::int64_t n) {
+  const float s = scale[0];
+  for (std::int64_t i = First(); i < n; i += Stride()) x[i] *= s;
+}
+
 // Launches `kernel` over n elements (nothing for n == 0) and returns the launch's error.
 template <typename Kernel, typename... Args>
 cudaError_t Launch(Kernel kernel, std::int64_t n, cudaStream_t stream, Args... args) {
@@ -225,6 +280,40 @@ cudaError_t MomentumUpdate(float lr, float momentum, bool nesterov, float* var, 
 cudaError_t AdamUpdate(float lr_t, float beta1, float beta2, float epsilon, float* var,
                        const float* grad, float* m, float* v, std::int64_t n, cudaStream_t stream) {
   return Launch(AdamKernel, n, stream, lr_t, beta1, beta2, epsilon, var, grad, m, v, n);
+}
+
+cudaError_t RmsPropUpdate(float lr, float rho, float momentum, float epsilon, float* var,
+                          const float* grad, float* velocity, float* momentum_slot,
+                          float* average_grad, std::int64_t n, cudaStream_t stream) {
+  return Launch(RmsPropKernel, n, stream, lr, rho, momentum, epsilon, var, grad, velocity,
+                momentum_slot, average_grad, n);
+}
+
+cudaError_t AdagradUpdate(float lr, float offset, float* var, const float* grad, float* accum,
+                          std::int64_t n, cudaStream_t stream) {
+  return Launch(AdagradKernel, n, stream, lr, offset, var, grad, accum, n);
+}
+
+cudaError_t DecayUpdate(float rate, float* var, std::int64_t n, cudaStream_t stream) {
+  return Launch(DecayKernel, n, stream, rate, var, n);
+}
+
+cudaError_t AddSquares(const float* x, std::int64_t n, bool first, double* partials, double* total,
+                       cudaStream_t stream) {
+  // Always all blocks, so that every partial is written (zero for an empty tensor).
+  SumOfSquaresKernel<<<kReduceBlocks, kThreads, 0, stream>>>(x, n, partials);
+  if (const cudaError_t launched = cudaGetLastError(); launched != cudaSuccess) return launched;
+  AddToTotalKernel<<<1, 1, 0, stream>>>(partials, first, total);
+  return cudaGetLastError();
+}
+
+cudaError_t ClipScale(const double* total, float clip_norm, float* scale, cudaStream_t stream) {
+  ClipScaleKernel<<<1, 1, 0, stream>>>(total, clip_norm, scale);
+  return cudaGetLastError();
+}
+
+cudaError_t ScaleBy(const float* scale, float* x, std::int64_t n, cudaStream_t stream) {
+  return Launch(ScaleByKernel, n, stream, scale, x, n);
 }
 
 }  // namespace taas::nn::cuda

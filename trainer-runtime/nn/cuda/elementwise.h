@@ -56,5 +56,22 @@ cudaError_t MomentumUpdate(float lr, float momentum, bool nesterov, float* var, 
                            float* accum, std::int64_t n, cudaStream_t stream);
 cudaError_t AdamUpdate(float lr_t, float beta1, float beta2, float epsilon, float* var,
                        const float* grad, float* m, float* v, std::int64_t n, cudaStream_t stream);
+// `momentum_slot` and `average_grad` null when RMSprop keeps no such slot.
+cudaError_t RmsPropUpdate(float lr, float rho, float momentum, float epsilon, float* var,
+                          const float* grad, float* velocity, float* momentum_slot,
+                          float* average_grad, std::int64_t n, cudaStream_t stream);
+cudaError_t AdagradUpdate(float lr, float offset, float* var, const float* grad, float* accum,
+                          std::int64_t n, cudaStream_t stream);
+cudaError_t DecayUpdate(float rate, float* var, std::int64_t n, cudaStream_t stream);
+
+// Clipping by global norm, in three steps that never leave the device: AddSquares for each
+// tensor (kReduceBlocks partials in double, then one thread adds them in order to total[0], which
+// the first tensor's call starts from zero), ClipScale (scale[0] = clip_norm / max(norm,
+// clip_norm) with norm = sqrt(total[0]), NaN when it is not finite), then ScaleBy for each tensor
+// (x *= scale[0]): the same sum on every run.
+cudaError_t AddSquares(const float* x, std::int64_t n, bool first, double* partials, double* total,
+                       cudaStream_t stream);
+cudaError_t ClipScale(const double* total, float clip_norm, float* scale, cudaStream_t stream);
+cudaError_t ScaleBy(const float* scale, float* x, std::int64_t n, cudaStream_t stream);
 
 }  // namespace taas::nn::cuda

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -76,8 +77,9 @@ struct DeviceContext {
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   // Scratch, grown as needed, from the device's allocator: cuDNN's workspace, ones for the bias
-  // gradients, the loss's labels and per-row results, the L2 sum's partials.
-  Tensor workspace, ones, labels, row_loss, row_correct, partials;
+  // gradients, the loss's labels and per-row results, the L2 sum's and the clipping's partials,
+  // the clipping's total (a double) and scale (a float after it).
+  Tensor workspace, ones, labels, row_loss, row_correct, partials, clip;
   std::vector<float> host_labels;
 };
 
@@ -542,6 +544,57 @@ class CudaEngine final : public DeviceKernels, public optim::DeviceUpdateRules {
       return CudaStatus(AdamUpdate(lr_t, beta1, beta2, epsilon, var.data(), grad.data(), m.data(),
                                    v.data(), var.size(), c.stream),
                         "the Adam update kernel");
+    });
+  }
+
+  absl::Status RmsProp(float lr, float rho, float momentum, float epsilon, Tensor& var,
+                       const Tensor& grad, Tensor& velocity, Tensor* momentum_slot,
+                       Tensor* average_grad) override {
+    return With(var.device(), [&](DeviceContext& c) {
+      return CudaStatus(
+          RmsPropUpdate(lr, rho, momentum, epsilon, var.data(), grad.data(), velocity.data(),
+                        momentum_slot != nullptr ? momentum_slot->data() : nullptr,
+                        average_grad != nullptr ? average_grad->data() : nullptr, var.size(),
+                        c.stream),
+          "the RMSprop update kernel");
+    });
+  }
+
+  absl::Status Adagrad(float lr, float offset, Tensor& var, const Tensor& grad,
+                       Tensor& accum) override {
+    return With(var.device(), [&](DeviceContext& c) {
+      return CudaStatus(
+          AdagradUpdate(lr, offset, var.data(), grad.data(), accum.data(), var.size(), c.stream),
+          "the Adagrad update kernel");
+    });
+  }
+
+  absl::Status Decay(float rate, Tensor& var) override {
+    return With(var.device(), [&](DeviceContext& c) {
+      return CudaStatus(DecayUpdate(rate, var.data(), var.size(), c.stream),
+                        "the weight decay kernel");
+    });
+  }
+
+  absl::Status ClipByGlobalNorm(float clip_norm, std::span<Tensor* const> tensors) override {
+    if (tensors.empty()) return absl::OkStatus();
+    return With(tensors[0]->device(), [&](DeviceContext& c) -> absl::Status {
+      auto* partials = reinterpret_cast<double*>(Scratch(c.partials, 2 * kReduceBlocks, c.device));
+      float* clip = Scratch(c.clip, 3, c.device);  // 64-byte aligned: the double first
+      auto* total = reinterpret_cast<double*>(clip);
+      float* scale = clip + 2;
+      for (std::size_t k = 0; k < tensors.size(); ++k) {
+        TAAS_CUDA_RETURN_IF_ERROR(
+            AddSquares(tensors[k]->data(), tensors[k]->size(), k == 0, partials, total, c.stream),
+            "the global norm's sum-of-squares kernels");
+      }
+      TAAS_CUDA_RETURN_IF_ERROR(ClipScale(total, clip_norm, scale, c.stream),
+                                "the clipping scale kernel");
+      for (Tensor* tensor : tensors) {
+        TAAS_CUDA_RETURN_IF_ERROR(ScaleBy(scale, tensor->data(), tensor->size(), c.stream),
+                                  "the clipping kernel");
+      }
+      return absl::OkStatus();
     });
   }
 

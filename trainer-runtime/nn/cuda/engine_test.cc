@@ -272,9 +272,16 @@ TEST_CASE("each update rule on CUDA matches the CPU over a few steps") {
        .learning_rate = optim::LearningRateSchedule::ExponentialDecay(0.1f, 2, 0.5f)},
       {.name = "momentum", .learning_rate = {}, .momentum = 0.9f},
       {.name = "momentum", .learning_rate = {}, .momentum = 0.9f, .use_nesterov = true},
-      {.name = "adam", .learning_rate = optim::LearningRateSchedule::Constant(0.001f)}};
+      {.name = "adam", .learning_rate = optim::LearningRateSchedule::Constant(0.001f)},
+      {.name = "adamw",
+       .learning_rate = optim::LearningRateSchedule::CosineDecay(0.0f, 10, 0.0f, 0.01f, 2),
+       .weight_decay = 0.1f},
+      {.name = "rmsprop", .learning_rate = {}},
+      {.name = "rmsprop", .learning_rate = {}, .momentum = 0.5f, .centered = true},
+      {.name = "adagrad", .learning_rate = optim::LearningRateSchedule::Constant(0.1f)}};
   for (const auto& config : configs) {
-    INFO(config.name << (config.use_nesterov ? " (nesterov)" : ""));
+    INFO(config.name << (config.use_nesterov ? " (nesterov)" : "")
+                     << (config.centered ? " (centered, momentum)" : ""));
     auto optimizer = optim::CreateOptimizer(config);
     REQUIRE(optimizer.ok());
     Tensor var = Random({1031}, 71), var_cuda = var.To(kCuda0);
@@ -298,6 +305,18 @@ TEST_CASE("each update rule on CUDA matches the CPU over a few steps") {
       ExpectClose(slots_cuda[i], slots[i], kElementTolerance, "slot " + std::to_string(i));
     }
   }
+}
+
+TEST_CASE("clipping by global norm on CUDA matches the CPU") {
+  auto optimizer = optim::CreateOptimizer({.name = "sgd", .global_clipnorm = 1.5f});
+  REQUIRE(optimizer.ok());
+  Tensor a = Random({1031}, 81), b = Random({7, 3}, 82);
+  Tensor a_cuda = a.To(kCuda0), b_cuda = b.To(kCuda0);
+  std::vector<Tensor*> on_cpu = {&a, &b}, on_cuda = {&a_cuda, &b_cuda};
+  REQUIRE((*optimizer)->ClipByGlobalNorm(on_cpu).ok());
+  REQUIRE((*optimizer)->ClipByGlobalNorm(on_cuda).ok());
+  ExpectClose(a_cuda, a, kElementTolerance, "first gradient");
+  ExpectClose(b_cuda, b, kElementTolerance, "second gradient");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // A model for the exit-code tests that fails on request: `-- --fail=<hook> --how=<way>` makes
 // <hook> (factory, build_model, get_init_fn, init_fn, train, after_train, evaluate) fail by
 // throwing a std::exception (--how=throw, the default), throwing something else (--how=int) or
-// with an error Status (--how=status: returned by build_model and the init fn, set in
+// with an error Status (--how=status: returned by build_model, the init fn and evaluate, set in
 // StepResult::error by train). --fail_at=N fails train() only at local step N. Without --fail it
 // trains one variable towards 1 and evaluates.
 #include <stdexcept>
@@ -69,9 +69,9 @@ class FaultyModel : public taas::DistModel {
     return result;
   }
 
-  std::map<std::string, double> evaluate(taas::Session&) override {
-    (void)MaybeFail(fault_, "evaluate");
-    return {{"w", w_.value.data()[0]}};
+  absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session&) override {
+    TAAS_RETURN_IF_ERROR(MaybeFail(fault_, "evaluate"));
+    return std::map<std::string, double>{{"w", w_.value.data()[0]}};
   }
 
   void after_train(taas::Session&, bool) override { (void)MaybeFail(fault_, "after_train"); }

@@ -6,13 +6,24 @@
 //
 // Model arguments (after --): --shards=N (sub-batches per step, default 1), --batch=B (32),
 // --step_ms=M (sleep per step, to make runs long enough to kill replicas), --lr=F (0.05),
-// --optimizer=sgd|momentum|adam, --init_bias=F (a warm start: the init fn sets the bias).
+// --optimizer=NAME (an optim::OptimizerConfig name, default sgd), --clip=F (global_clipnorm),
+// --weight_decay=F, --exclude=S (exclude_from_weight_decay, one name), --init_bias=F (a warm
+// start: the init fn sets the bias),
+// --state (state that is not trained: "linear/label_mean", a running mean of the labels this
+// replica's batches hold, and "linear/frozen", which nothing trains), --frozen=F (implies --state:
+// the init fn sets linear/frozen to F). With --state, after_train logs "final state" and
+// evaluate() reports both as metrics.
+// --fail_evaluate=MESSAGE (evaluate() returns that error: a test set that cannot be read).
+// --long_line=N (prints one line of N bytes ending "the end of the long line" when the model is
+// built: the log viewer's browser test).
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "taas/runtime/dist_model.h"
 
@@ -40,8 +51,23 @@ class LinearRegression : public taas::DistModel {
         lr_ = std::stof(value);
       } else if (key == "--optimizer") {
         optimizer_ = value;
+      } else if (key == "--clip") {
+        clip_ = std::stof(value);
+      } else if (key == "--weight_decay") {
+        weight_decay_ = std::stof(value);
+      } else if (key == "--exclude") {
+        exclude_.push_back(value);
       } else if (key == "--init_bias") {
         init_bias_ = std::stof(value);
+      } else if (key == "--state") {
+        state_ = true;
+      } else if (key == "--frozen") {
+        state_ = true;
+        frozen_init_ = std::stof(value);
+      } else if (key == "--fail_evaluate") {
+        evaluate_error_ = value;
+      } else if (key == "--long_line") {
+        PrintLongLine(std::stoul(value));
       } else {
         return absl::InvalidArgumentError("unknown model argument " + arg);
       }
@@ -55,20 +81,40 @@ class LinearRegression : public taas::DistModel {
     // Initial values the chief pushes when there is no checkpoint.
     for (int i = 0; i < kFeatures; ++i) w_.value.data()[i] = 0.01f * static_cast<float>(i);
     builder.AddVariables({&w_, &b_});
+    if (state_) {
+      label_mean_ = {"linear/label_mean", taas::Tensor({1}), {}};
+      frozen_ = {"linear/frozen", taas::Tensor({1}), {}};
+      builder.AddStates({&label_mean_, &frozen_});
+    }
     taas::optim::OptimizerConfig opt;
     opt.name = optimizer_;
     opt.learning_rate.initial = lr_;
+    opt.global_clipnorm = clip_;
+    opt.weight_decay = weight_decay_;
+    opt.exclude_from_weight_decay = exclude_;
     builder.SetOptimizer(opt);
     builder.SetBatchSize(static_cast<std::int64_t>(batch_) * shards_);
     rank_ = builder.info().replica_id_in_sync();
     return absl::OkStatus();
   }
 
+  static void PrintLongLine(std::size_t bytes) {
+    const std::string end = " the end of the long line";
+    const std::string line = std::string(bytes > end.size() ? bytes - end.size() : 0, 'x') + end;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+
   taas::InitFn get_init_fn() override {
-    if (!init_bias_) return {};
+    if (!init_bias_ && !frozen_init_) return {};
     return [this](taas::Session& session) {
-      b_.value.data()[0] = *init_bias_;
-      session.logger().Info("warm start", {{"bias", static_cast<double>(*init_bias_)}});
+      if (init_bias_) {
+        b_.value.data()[0] = *init_bias_;
+        session.logger().Info("warm start", {{"bias", static_cast<double>(*init_bias_)}});
+      }
+      // Through the session's host state, as a warm start of a model on a device must.
+      if (frozen_init_) session.state()[1]->value.data()[0] = *frozen_init_;
       return absl::OkStatus();
     };
   }
@@ -91,12 +137,20 @@ class LinearRegression : public taas::DistModel {
     }
     for (int i = 0; i < kFeatures; ++i) w_.gradient.data()[i] = gw[i] / static_cast<float>(shards_);
     b_.gradient.data()[0] = gb / static_cast<float>(shards_);
+    if (state_) {
+      // This replica's own labels (its first sub-batch): each replica's statistics differ.
+      float labels = 0;
+      Batch(session.global_step(), rank_ * shards_, [&](const float*, float y) { labels += y; });
+      label_mean_.value.data()[0] =
+          0.9f * label_mean_.value.data()[0] + 0.1f * labels / static_cast<float>(batch_);
+    }
     taas::StepResult result;
     result.loss = loss / static_cast<float>(shards_);
     return result;
   }
 
-  std::map<std::string, double> evaluate(taas::Session&) override {
+  absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session&) override {
+    if (!evaluate_error_.empty()) return absl::NotFoundError(evaluate_error_);
     double mse = 0;
     int close = 0, n = 0;
     Batch(-1, 0, [&](const float* x, float y) {  // step -1: held-out data
@@ -105,7 +159,13 @@ class LinearRegression : public taas::DistModel {
       close += std::abs(err) < 0.5 ? 1 : 0;
       ++n;
     });
-    return {{"loss", mse / n}, {"accuracy", static_cast<double>(close) / n}};
+    std::map<std::string, double> metrics = {{"loss", mse / n},
+                                             {"accuracy", static_cast<double>(close) / n}};
+    if (state_) {
+      metrics["label_mean"] = label_mean_.value.data()[0];
+      metrics["frozen"] = frozen_.value.data()[0];
+    }
+    return metrics;
   }
 
   void after_train(taas::Session& session, bool is_chief) override {
@@ -113,6 +173,12 @@ class LinearRegression : public taas::DistModel {
     for (int i = 0; i < kFeatures; ++i) w += std::to_string(w_.value.data()[i]) + " ";
     session.logger().Info("final parameters",
                           {{"chief", is_chief}, {"w", w}, {"b", b_.value.data()[0]}});
+    if (state_) {
+      session.logger().Info("final state",
+                            {{"chief", is_chief},
+                             {"label_mean", std::to_string(label_mean_.value.data()[0])},
+                             {"frozen", std::to_string(frozen_.value.data()[0])}});
+    }
   }
 
  private:
@@ -137,10 +203,16 @@ class LinearRegression : public taas::DistModel {
     }
   }
 
-  taas::Variable w_, b_;
+  taas::Variable w_, b_, label_mean_, frozen_;
+  bool state_ = false;
+  std::optional<float> frozen_init_;
   int shards_ = 1, batch_ = 32, step_ms_ = 0, rank_ = 0;
   float lr_ = 0.05f;
   std::string optimizer_ = "sgd";
+  std::string evaluate_error_;  // --fail_evaluate
+  float clip_ = 0.0f;
+  std::optional<float> weight_decay_;
+  std::vector<std::string> exclude_;
   std::optional<float> init_bias_;
 };
 

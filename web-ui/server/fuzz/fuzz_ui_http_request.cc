@@ -34,9 +34,8 @@ class FakeKube : public taas::ui_kube::KubeApi {
   }
   absl::StatusOr<json> Post(const std::string&, const json& body) override { return body; }
   absl::StatusOr<json> Delete(const std::string&) override { return json::object(); }
-  absl::StatusOr<std::string> GetText(const std::string&) override { return std::string("log\n"); }
   absl::Status StreamText(const std::string&, const std::function<bool(std::string_view)>& on_chunk,
-                          taas::Cancellation*) override {
+                          taas::Cancellation*, bool) override {
     on_chunk("log\n");
     return absl::OkStatus();
   }

@@ -61,23 +61,20 @@ class FakeKube : public KubeApi {
     if (!objects.count(path)) return NotFound(path);
     return json{{"status", "Success"}};
   }
-  absl::StatusOr<std::string> GetText(const std::string& path) override {
-    std::lock_guard<std::mutex> lock(mu);
-    texts_requested.push_back(path);
-    return std::string("line 1\nline 2\n");
-  }
   absl::Status StreamText(const std::string& path,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          Cancellation* cancel) override {
+                          Cancellation* cancel, bool follow) override {
+    std::vector<std::string> chunks;
     {
       std::lock_guard<std::mutex> lock(mu);
       texts_requested.push_back(path);
+      chunks = log_chunks;
     }
-    for (const char* chunk : {"step=1 loss=2.3\n", "step=2 loss=2.1\n", "step=3 loss=1.9\n"}) {
+    for (const std::string& chunk : chunks) {
       if (!on_chunk(chunk)) return absl::OkStatus();
     }
     // A quiet pod: nothing more until the stream is cancelled.
-    while (stream_until_cancelled && !(cancel && cancel->cancelled())) {
+    while (follow && stream_until_cancelled && !(cancel && cancel->cancelled())) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     ++streams_ended;
@@ -109,6 +106,9 @@ class FakeKube : public KubeApi {
   std::vector<std::pair<std::string, json>> posts;
   std::vector<std::string> deletes;
   std::vector<std::string> texts_requested;
+  // The pod's output as the API server streams it (a log answer or a followed one).
+  std::vector<std::string> log_chunks = {"step=1 loss=2.3\n", "step=2 loss=2.1\n",
+                                         "step=3 loss=1.9\n"};
   std::atomic<bool> stream_until_cancelled{false};
   std::atomic<int> streams_ended{0};
 };
@@ -433,10 +433,10 @@ TEST_CASE("logs of a replica, only for pods of the job") {
   HttpResponse r = f.Call(
       "GET", "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs?tailLines=50");
   CHECK(r.status == 200);
-  CHECK(r.body == "line 1\nline 2\n");
+  CHECK(r.body == "step=1 loss=2.3\nstep=2 loss=2.1\nstep=3 loss=1.9\n");
+  // No limitBytes: the API server would keep the first bytes, not the last.
   CHECK(f.kube.texts_requested.back() ==
-        "/api/v1/namespaces/default/pods/mnist-worker-0/log?tailLines=50&limitBytes=8388608"
-        "&container=tensorflow");
+        "/api/v1/namespaces/default/pods/mnist-worker-0/log?tailLines=50&container=tensorflow");
   r = f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist/pods/other-worker-0/logs");
   CHECK(r.status == 404);
   r = f.Call("GET", "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs?tailLines=x");
@@ -586,6 +586,53 @@ Fetched Fetch(int port, const std::string& method, const std::string& target,
           std::string(res[http::field::content_type])};
 }
 
+TEST_CASE("a 10 MiB line shows its end behind the cut marker, in an answer and a followed stream") {
+  ApiOptions options;
+  options.max_log_bytes = 1 << 20;  // the window; under Beast's 8 MiB limit of a read answer
+  Fixture f(false, options);
+  const std::string line = std::string(10 << 20, 'x') + " the end";
+  f.kube.log_chunks = {"before\n"};
+  for (std::size_t at = 0; at < line.size(); at += 65536) {
+    f.kube.log_chunks.push_back(line.substr(at, 65536));
+  }
+  f.kube.log_chunks.push_back("\nafter\n");
+  const std::string after = "\nafter\n";
+  const std::string logs = "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs";
+  // Every byte of the line is shown or counted, and the line fills the window (with the lines
+  // after it in an answer; alone in a stream, which cuts each line).
+  const auto check_cut = [&](const std::string& text, std::size_t window) {
+    REQUIRE(text.rfind("[taas: ", 0) == 0);
+    CHECK(text.size() <= window);
+    CHECK(text.size() > window - 64);
+    REQUIRE(text.size() > 14);
+    CHECK(text.compare(text.size() - 14, 14, "the end\nafter\n") == 0);
+    const std::size_t count = std::stoul(text.substr(7));
+    const std::size_t marker_end =
+        text.find(" bytes cut] xxx") + std::string(" bytes cut] ").size();
+    CHECK(count + (text.size() - marker_end - after.size()) == line.size());
+  };
+  for (const std::string query : {"?tailLines=5", ""}) {
+    CAPTURE(query);
+    const HttpResponse r = f.Call("GET", logs + query);
+    REQUIRE(r.status == 200);
+    check_cut(r.body, std::size_t{1} << 20);
+  }
+
+  // A followed stream cuts the line as it passes, over the server.
+  const auto assets = std::filesystem::temp_directory_path() /
+                      ("taas-ui-long-line-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(assets);
+  HttpServer server(f.api.get(), {"127.0.0.1", 0, assets.string()}, Logger(stderr));
+  REQUIRE(server.Start().ok());
+  const Fetched followed = Fetch(server.port(), "GET", logs + "?follow=true&tailLines=5", kToken);
+  CHECK(followed.status == 200);
+  REQUIRE(followed.body.rfind("before\n", 0) == 0);
+  check_cut(followed.body.substr(std::string("before\n").size()),
+            (std::size_t{1} << 20) + std::string("after\n").size());
+  server.Stop();
+  std::filesystem::remove_all(assets);
+}
+
 TEST_CASE("over HTTP: token, API, followed logs and the front end's files") {
   Fixture f;
   const auto assets = std::filesystem::temp_directory_path() /
@@ -678,7 +725,9 @@ TEST_CASE(
   MetricsStore store;
   ScraperOptions scraper_options;
   scraper_options.timeout = std::chrono::milliseconds(50);
-  for (const char* replica : {"mnist-chief-0", "mnist-worker-0", "mnist-evaluator-0"}) {
+  // Every replica scraped (the workers for the job's rate) refuses at once: no name to resolve.
+  for (const char* replica :
+       {"mnist-chief-0", "mnist-worker-0", "mnist-worker-1", "mnist-evaluator-0"}) {
     scraper_options.overrides[std::string("default/") + replica] = "127.0.0.1:1";
   }
   MetricsScraper scraper(&f.source, {"default"}, &store, scraper_options, Logger(stderr));
@@ -1107,10 +1156,18 @@ TEST_CASE("log answers are bounded in bytes, job lists in rows") {
   options.max_list_items = 1;
   Fixture f(false, options);
   const std::string logs = "/api/v1/namespaces/default/tfjobs/mnist/pods/mnist-worker-0/logs";
-  CHECK(f.Call("GET", logs + "?limitBytes=100").status == 200);
-  CHECK(f.kube.texts_requested.back().find("&limitBytes=100&") != std::string::npos);
-  CHECK(f.Call("GET", logs).status == 200);
-  CHECK(f.kube.texts_requested.back().find("&limitBytes=4096&") != std::string::npos);
+  f.kube.log_chunks = {std::string(5000, 'a') + "\n", "step 1\n", "step 2\n"};
+  const HttpResponse small = f.Call("GET", logs + "?limitBytes=100");
+  CHECK(small.status == 200);
+  CHECK(small.body.size() <= 100);
+  CHECK(small.body.find("bytes cut] aaa") != std::string::npos);
+  CHECK(f.kube.texts_requested.back().find("limitBytes") == std::string::npos);
+  const HttpResponse most = f.Call("GET", logs);
+  CHECK(most.status == 200);
+  CHECK(most.body.size() <= 4096);
+  CHECK(most.body.rfind("[taas: ", 0) == 0);
+  CHECK(most.body.find("bytes cut] aaa") != std::string::npos);
+  CHECK(most.body.find("a\nstep 1\nstep 2\n") == most.body.size() - 16);
   for (const char* bad : {"0", "4097", "-1", "1e3", "99999999999999999999", "", "x"}) {
     CAPTURE(bad);
     const HttpResponse r = f.Call("GET", logs + "?limitBytes=" + bad);

@@ -58,15 +58,12 @@ absl::StatusOr<nlohmann::json> KubeClientApi::Delete(const std::string& path) {
   return client_->Delete(path, {{"propagationPolicy", "Background"}});
 }
 
-absl::StatusOr<std::string> KubeClientApi::GetText(const std::string& path) {
-  return client_->GetText(path);
-}
-
 absl::Status KubeClientApi::StreamText(const std::string& path,
                                        const std::function<bool(std::string_view)>& on_chunk,
-                                       Cancellation* cancel) {
+                                       Cancellation* cancel, bool follow) {
   kube::StreamOptions options;
   options.cancel = cancel;
+  if (!follow) options.idle_timeout = client_->config().timeout;
   return client_->StreamText(path, on_chunk, options);
 }
 

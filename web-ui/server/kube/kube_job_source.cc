@@ -9,6 +9,7 @@
 #include "taas/tfjob/tfjob.h"
 #include "taas/ui_kube/views.h"
 #include "taas/ui_server/job_form.h"
+#include "taas/ui_server/log_window.h"
 
 namespace taas::ui_kube {
 namespace {
@@ -156,7 +157,11 @@ absl::StatusOr<std::string> KubeJobSource::LogPath(const ui_server::LogRequest& 
   const std::string container = LogContainer(pod);
   std::string path = PodsPath(request.namespace_name) + "/" + request.replica +
                      "/log?tailLines=" + std::to_string(request.tail_lines);
-  if (request.limit_bytes) path += "&limitBytes=" + std::to_string(*request.limit_bytes);
+  // Not for an answer: the API server's limitBytes keeps the first bytes, and the end is what a
+  // reader looks for (Logs keeps it, in the window). A followed stream ends after them, as asked.
+  if (follow && request.limit_bytes) {
+    path += "&limitBytes=" + std::to_string(*request.limit_bytes);
+  }
   // The name goes into the query as it is: only a name Kubernetes could have.
   if (ui_server::IsDns1123Subdomain(container)) path += "&container=" + container;
   if (request.previous) path += "&previous=true";
@@ -166,14 +171,38 @@ absl::StatusOr<std::string> KubeJobSource::LogPath(const ui_server::LogRequest& 
 
 absl::StatusOr<std::string> KubeJobSource::Logs(const ui_server::LogRequest& request) {
   TAAS_ASSIGN_OR_RETURN(const std::string path, LogPath(request, /*follow=*/false));
-  return kube_->GetText(path);
+  // Streamed through the window, which holds at most about twice its size whatever the lines;
+  // the kubelet's tail of one log file bounds what is read.
+  ui_server::LogWindow window(static_cast<std::size_t>(request.window_bytes),
+                              static_cast<std::size_t>(request.tail_lines));
+  TAAS_RETURN_IF_ERROR(kube_->StreamText(
+      path,
+      [&](std::string_view chunk) {
+        window.Feed(chunk);
+        return true;
+      },
+      nullptr, /*follow=*/false));
+  return window.Text();
 }
 
 absl::Status KubeJobSource::FollowLogs(const ui_server::LogRequest& request,
                                        const std::function<bool(std::string_view)>& on_chunk,
                                        Cancellation* cancel) {
   TAAS_ASSIGN_OR_RETURN(const std::string path, LogPath(request, /*follow=*/true));
-  return kube_->StreamText(path, on_chunk, cancel);
+  ui_server::LineCutter cutter(static_cast<std::size_t>(request.window_bytes));
+  bool stopped = false;
+  TAAS_RETURN_IF_ERROR(kube_->StreamText(
+      path,
+      [&](std::string_view chunk) {
+        const std::string lines = cutter.Feed(chunk);
+        stopped = !lines.empty() && !on_chunk(lines);
+        return !stopped;
+      },
+      cancel, /*follow=*/true));
+  if (stopped || (cancel != nullptr && cancel->cancelled())) return absl::OkStatus();
+  // The stream ended: its last line, if it had no newline.
+  if (const std::string rest = cutter.Finish(); !rest.empty()) on_chunk(rest);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<ui_server::NodeUsage>> KubeJobSource::Nodes() {

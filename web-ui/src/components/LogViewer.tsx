@@ -1,8 +1,24 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { follow, ReplicaRow, text } from '../api';
+import { appendLog, cutMarkerPattern } from '../logic';
 
+// The viewer's window: the server cuts an answer to it (limitBytes), and the viewer a followed
+// stream, by the same rule (logic.ts appendLog).
 const MAX_CHARS = 2_000_000;
+
+// The text with each cut marker shown apart.
+function withMarkers(content: string) {
+  const parts: ComponentChildren[] = [];
+  let at = 0;
+  for (const m of content.matchAll(cutMarkerPattern)) {
+    parts.push(content.slice(at, m.index ?? 0), <mark class="log-cut" data-testid="log-cut">{m[0]}</mark>);
+    at = (m.index ?? 0) + m[0].length;
+  }
+  parts.push(content.slice(at));
+  return parts;
+}
 
 // Streams the logs of one replica; follows new lines while "Follow" is on.
 export function LogViewer(props: { namespace: string; job: string; pods: ReplicaRow[]; selected?: string; onSelect: (pod: string) => void }) {
@@ -19,11 +35,7 @@ export function LogViewer(props: { namespace: string; job: string; pods: Replica
     setStatus('loading');
     const path = `namespaces/${encodeURIComponent(props.namespace)}/tfjobs/${encodeURIComponent(props.job)}/pods/${encodeURIComponent(pod)}/logs?tailLines=2000`;
     const abort = new AbortController();
-    const append = (chunk: string) =>
-      setContent((c) => {
-        const next = c + chunk;
-        return next.length > MAX_CHARS ? next.slice(next.length - MAX_CHARS) : next;
-      });
+    const append = (chunk: string) => setContent((c) => appendLog(c, chunk, MAX_CHARS));
     (async () => {
       try {
         if (following) {
@@ -31,7 +43,7 @@ export function LogViewer(props: { namespace: string; job: string; pods: Replica
           await follow(`${path}&follow=true`, append, abort.signal);
           setStatus('stream ended');
         } else {
-          append(await text(path));
+          append(await text(`${path}&limitBytes=${MAX_CHARS}`));
           setStatus('');
         }
       } catch (e) {
@@ -76,7 +88,7 @@ export function LogViewer(props: { namespace: string; job: string; pods: Replica
           stick.current = el.scrollTop + el.clientHeight >= el.scrollHeight - 20;
         }}
       >
-        {content || ' '}
+        {content ? withMarkers(content) : ' '}
       </pre>
     </div>
   );

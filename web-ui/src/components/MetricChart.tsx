@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 
 import type { MetricsPoint } from '../api';
-import { smooth } from '../logic';
+import { cappedRange, smooth } from '../logic';
 
 export { toCsv } from '../logic';
 
@@ -15,6 +15,8 @@ export function MetricChart(props: {
   x: XAxis;
   smoothing: number;
   logScale: boolean;
+  // The most a value can be (an accuracy's 1): the linear axis ends there at the latest.
+  yMax?: number;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -44,7 +46,11 @@ export function MetricChart(props: {
         height: 220,
         scales: {
           x: { time: props.x === 'time' },
-          y: props.logScale ? { distr: 3 } : {},
+          y: props.logScale
+            ? { distr: 3 }
+            : props.yMax === undefined
+              ? {}
+              : { range: (_u: uPlot, min: number | null, max: number | null) => cappedRange(min, max, props.yMax as number) },
         },
         axes: [{ label: props.x === 'step' ? 'global step' : undefined }, {}],
         series: [
@@ -61,7 +67,7 @@ export function MetricChart(props: {
     };
     // The plot is rebuilt when its shape changes; data updates go through setData below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [props.x, props.logScale, props.series.map((s) => s.key).join()]);
+  }, [props.x, props.logScale, props.yMax, props.series.map((s) => s.key).join()]);
 
   useEffect(() => {
     plot.current?.setData(data);

@@ -134,9 +134,6 @@ class Client {
   // `body` is optional DeleteOptions, e.g. {"propagationPolicy":"Background"}.
   absl::StatusOr<nlohmann::json> Delete(std::string_view path, const nlohmann::json& body = nullptr,
                                         const CallOptions& call = {});
-  // A plain-text GET, e.g. pod logs.
-  absl::StatusOr<std::string> GetText(std::string_view path);
-
   // Follows a watch (`?watch=1...`): calls on_event for each event, in order, on the calling
   // thread. Returns OK when the server ends the stream, a callback returns false, or the watch is
   // cancelled; an error Status for a non-2xx answer or a broken connection.

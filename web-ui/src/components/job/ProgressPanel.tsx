@@ -48,7 +48,7 @@ export function ProgressPanel(props: { points: MetricsPoint[]; csvName: string }
         </button>
       </header>
       <MetricChart title="Loss" {...chart} series={[{ key: 'loss', label: 'loss', color: '#d9480f' }]} />
-      <MetricChart title="Evaluation accuracy" {...chart} series={[{ key: 'evalAccuracy', label: 'accuracy', color: '#1971c2' }]} />
+      <MetricChart title="Evaluation accuracy" {...chart} yMax={1} series={[{ key: 'evalAccuracy', label: 'accuracy', color: '#1971c2' }]} />
     </article>
   );
 }

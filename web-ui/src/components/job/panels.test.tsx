@@ -13,7 +13,7 @@ const job: JobRow = {
 
 const running: ProgressRow = {
   step: 12345, maxSteps: 20000, percent: 61, examplesPerSecond: null, etaSeconds: 185, eta: '3m05s', loss: 0.123456,
-  accuracy: 0.9, finalMetrics: [], updated: '2026-11-22T01:00:00Z',
+  accuracy: 0.9, finalMetrics: [], finalError: '', updated: '2026-11-22T01:00:00Z',
 };
 
 test('a waiting job says why, with the detail when it says more', () => {
@@ -48,6 +48,8 @@ test('a finished job shows each final metric; a job without progress shows dashe
   assert.match(r.html, /data-testid="stat-eta"><small>ETA<\/small><strong>–</);
   assert.match(r.html, /data-testid="stat-final-accuracy"><small>Final accuracy<\/small><strong>0.9087</);
   assert.match(r.html, /data-testid="stat-final-loss"><small>Final loss<\/small><strong>0.2571</);
+  const failed = render(<JobStats job={{ ...job, state: 'Failed', progress: { ...running, finalError: 'evaluate() failed: no test set' } }} />);
+  assert.match(failed.html, /data-testid="stat-final-error"><small>Final evaluation failed<\/small><strong>evaluate\(\) failed: no test set</);
   const none = render(<JobStats job={job} />);
   assert.match(none.html, /data-testid="stat-progress"><small>Progress<\/small><strong>–<\/strong><\/article>/);
   assert.match(none.html, /data-testid="stat-step"><small>Global step<\/small><strong>–</);

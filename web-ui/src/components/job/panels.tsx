@@ -21,7 +21,8 @@ export function WaitingNote(props: { waiting: Waiting | null | undefined }) {
 }
 
 // The job's figures: its replicas and GPUs, its progress (the TFJob's status.progress, what it
-// lacks from the UI's own scrape), and once training ended its final metrics, each as a figure.
+// lacks from the UI's own scrape), and once training ended its final metrics, each as a figure, or
+// why there are none (the chief's final evaluation failed).
 export function JobStats(props: { job: JobRow }) {
   const { job } = props;
   const p = job.progress;
@@ -45,6 +46,7 @@ export function JobStats(props: { job: JobRow }) {
       {p?.finalMetrics.map((m) => (
         <Stat label={`Final ${m.name}`} value={formatMetric(m.value)} testid={`stat-final-${m.name}`} />
       ))}
+      {p?.finalError && <Stat label="Final evaluation failed" value={p.finalError} testid="stat-final-error" wide />}
       <Stat label="Age" value={formatAge(job.ageSeconds)} />
     </div>
   );

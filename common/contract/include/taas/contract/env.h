@@ -16,6 +16,21 @@ inline constexpr std::string_view kModelDirEnv = "TF_LOGDIR";
 inline constexpr std::string_view kMaxStepsEnv = "TF_MAX_STEPS";
 // Synchronous (true) or asynchronous parameter-server training.
 inline constexpr std::string_view kSyncEnv = "TF_SYNC";
+// Settings every replica that reads them must be given alike (taas/tfjob/settings.h compares them
+// across a job's replica specs; docs/trainer-runtime.md, "Job-level settings"): gradients averaged
+// per synchronous step; lanes per parameter server; the size from which a variable is split across
+// the parameter servers; model replicas per all-reduce worker; the all-reduce's bucket and chunk
+// sizes; the steps between the workers' variable checks.
+inline constexpr std::string_view kReplicasToAggregateEnv = "TF_REPLICAS_TO_AGGREGATE";
+inline constexpr std::string_view kPsLanesEnv = "TAAS_PS_LANES";
+inline constexpr std::string_view kPartitionBytesEnv = "TAAS_PARTITION_BYTES";
+inline constexpr std::string_view kReplicasPerWorkerEnv = "TAAS_REPLICAS_PER_WORKER";
+inline constexpr std::string_view kAllReduceBucketBytesEnv = "TAAS_ALLREDUCE_BUCKET_BYTES";
+inline constexpr std::string_view kAllReduceChunkBytesEnv = "TAAS_ALLREDUCE_CHUNK_BYTES";
+inline constexpr std::string_view kCheckVariablesStepsEnv = "TAAS_CHECK_VARIABLES_STEPS";
+// Seconds between the chief's TensorBoard summaries (0: off), beside TF_SAVE_SUMMARIES_STEPS: a
+// summary is due when either period passed since the last one, as with checkpoints.
+inline constexpr std::string_view kSaveSummariesSecsEnv = "TAAS_SAVE_SUMMARIES_SECS";
 // The TFJob's name, for the replicas' log lines.
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
 // The port of the replica's Prometheus endpoint (ports.h).

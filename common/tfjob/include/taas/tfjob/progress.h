@@ -9,7 +9,7 @@
 //       maxSteps: 6000            # where training ends (the trainer's taas_max_steps, else the
 //                                 #   chief's TF_MAX_STEPS in the spec)
 //       percent: 42               # derived: globalStep / maxSteps, rounded down, 0-100
-//       examplesPerSecond: 3310.5 # the chief's training rate
+//       examplesPerSecond: 3310.5 # the job's: every training replica's rate (JobExamplesRate)
 //       etaSeconds: 65            # time left at the step rate of the last few minutes
 //       eta: 1m05s                # derived: etaSeconds as a person reads it (the ETA column)
 //       metrics: {loss: 0.412, accuracy: 0.884}   # the latest: the chief's loss, the last
@@ -43,6 +43,8 @@ inline constexpr std::string_view kAccuracyMetricName = "accuracy";
 inline constexpr std::size_t kMaxProgressMetrics = 16;          // per map; the rest is dropped
 inline constexpr std::size_t kMaxProgressMetricNameBytes = 63;  // [A-Za-z0-9_.-], a letter first
 inline constexpr std::int64_t kMaxProgressStep = std::int64_t{1} << 53;  // exact in a double
+// finalError's bytes at most (the CRD's maxLength): a job report's error fits (job_report.h).
+inline constexpr std::size_t kMaxProgressErrorBytes = 512;
 
 // globalStep / maxSteps in percent, rounded down and held to 0-100; nullopt without both (or
 // with maxSteps <= 0).
@@ -64,8 +66,9 @@ bool IsProgressMetricName(std::string_view name);
 nlohmann::json ProgressToJson(const JobProgress& progress);
 // Reads status.progress as the operator wrote it; any other JSON type in any field, a value out
 // of range, a metric name IsProgressMetricName refuses or a non-finite number drops that field
-// alone (whoever may write the status may write anything there, and the operator rewrites it).
-// The derived fields are not read. nullopt when `value` is not an object.
+// alone (a finalError longer than kMaxProgressErrorBytes is cut at a character's start) (whoever
+// may write the status may write anything there, and the operator rewrites it). The derived fields
+// are not read. nullopt when `value` is not an object.
 std::optional<JobProgress> ProgressFromJson(const nlohmann::json& value);
 
 // The global step's rate over about the last `window`: the samples inside it and one before, so
@@ -84,6 +87,27 @@ class StepRate {
  private:
   std::chrono::seconds window_;
   std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // oldest first
+};
+
+// Whether a replica of `type` trains, so that its rate (contract::kExamplesPerSecondMetric: the
+// examples it trained per second) adds to the job's: the Chief or Master and the workers; a
+// parameter server or an evaluator trains none.
+bool TrainsExamples(ReplicaType type);
+
+// A job's examples per second: the sum of its training replicas' (TrainsExamples) own rates. The
+// one definition of examples/s wherever a job's rate is shown: `taas run`'s progress line, the UI
+// (jobs list, job page), status.progress.examplesPerSecond and so `kubectl get`. One replica's
+// rate is that replica's, and is labelled so where it is shown.
+class JobExamplesRate {
+ public:
+  // A training replica's rate as its page says it: an unknown rate, or one that is negative or
+  // not finite (a hostile page), adds nothing.
+  void Add(std::optional<double> rate);
+  // The sum; nullopt until a training replica gave a rate.
+  std::optional<double> PerSecond() const;
+
+ private:
+  std::optional<double> sum_;
 };
 
 // Seconds until `step` reaches `max_steps` at `steps_per_second`, rounded up; nullopt without a

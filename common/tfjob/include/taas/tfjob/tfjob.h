@@ -7,7 +7,8 @@
 //
 // Companion headers: rfc3339.h (timestamps), serialization.h (JSON/YAML), defaults.h,
 // validation.h (field errors), labels.h (names, labels, selectors), restart.h (exit codes),
-// status.h (conditions and job status), progress.h (status.progress), tf_config.h (TF_CONFIG).
+// status.h (conditions and job status), progress.h (status.progress), tf_config.h (TF_CONFIG),
+// settings.h (settings the replicas must share).
 #pragma once
 
 #include <chrono>
@@ -209,7 +210,10 @@ struct JobProgress {
   std::optional<std::int64_t> eta_seconds;
   std::map<std::string, double> metrics;        // latest, by name ("loss", "accuracy")
   std::map<std::string, double> final_metrics;  // the job's result, once training ended
-  std::optional<Time> update_time;              // when these were read from the trainer
+  // Why the job has no result: its chief's evaluation failed (its report's error,
+  // taas/job_report); empty otherwise. At most kMaxProgressErrorBytes (progress.h).
+  std::string final_error;
+  std::optional<Time> update_time;  // when these were read from the trainer
 
   bool operator==(const JobProgress&) const = default;
 };

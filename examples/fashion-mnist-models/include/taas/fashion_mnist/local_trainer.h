@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "taas/data/idx.h"
 #include "taas/fashion_mnist/models.h"
@@ -46,11 +48,11 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
                                                  std::shared_ptr<const data::ImageDataset> test,
                                                  const LocalTrainingOptions& options);
 
-// Accuracy and mean loss of `model` over the whole of `dataset`, in batches of `batch_size` put
-// on `device`, the one the model's variables are on.
-absl::StatusOr<BatchStats> EvaluateDataset(Model& model,
-                                           std::shared_ptr<const data::ImageDataset> dataset,
-                                           std::int64_t batch_size = 1000,
-                                           Device device = Device::Cpu());
+// "accuracy" and "loss" (the mean) of `model` over the whole of `dataset`, one pass in batches
+// of `batch_size` put on `device`, the one the model's variables are on (data::EvaluateInBatches:
+// small batches keep an evaluation's memory to a training step's).
+absl::StatusOr<std::map<std::string, double>> EvaluateDataset(
+    Model& model, std::shared_ptr<const data::ImageDataset> dataset, std::int64_t batch_size = 100,
+    Device device = Device::Cpu());
 
 }  // namespace taas::fashion_mnist

@@ -15,8 +15,10 @@
 // (1 - d) * (s - w) / lr, which plain SGD turns into s -= (1 - d) * (s - w); averages are
 // therefore only kept with the "sgd" optimizer.
 //
-// Model arguments (after `--`): --batch_size=N (100), --data_dir=DIR, --threads=N (0: the runtime's
-// choice, TAAS_COMPUTE_THREADS), --seed=N, --optimizer=sgd|momentum|adam, --learning_rate=F,
+// Model arguments (after `--`): --batch_size=N (100), --eval_batch_size=N (evaluate()'s batches,
+// Keras's evaluate(batch_size); 0, the default: --batch_size), --data_dir=DIR, --threads=N (0: the
+// runtime's choice, TAAS_COMPUTE_THREADS), --seed=N, --optimizer=sgd|momentum|adam,
+// --learning_rate=F,
 // --moving_averages=true|false.
 #pragma once
 
@@ -37,7 +39,7 @@ class FashionMnistTrainer : public DistModel {
 
   absl::Status build_model(ModelBuilder& builder) override;
   StepResult train(Session& session) override;
-  std::map<std::string, double> evaluate(Session& session) override;
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override;
   void after_train(Session& session, bool is_chief) override;
 
  private:
@@ -48,6 +50,7 @@ class FashionMnistTrainer : public DistModel {
 
   std::string model_name_;
   std::int64_t batch_size_ = 100;
+  std::int64_t eval_batch_size_ = 0;  // 0: batch_size_
   std::string data_dir_ = data::kFashionMnistDir;
   int threads_ = 0;
   std::uint64_t seed_ = 1;

@@ -34,7 +34,7 @@ class TorchTrainer : public DistModel {
   absl::Status build_model(ModelBuilder& builder) override;
   InitFn get_init_fn() override;
   StepResult train(Session& session) override;
-  std::map<std::string, double> evaluate(Session& session) override;
+  absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override;
   void after_train(Session& session, bool is_chief) override;
 
   // The model (for tests).

@@ -132,8 +132,8 @@ inline constexpr std::size_t kMaxKeptTerminationMessage = job_report::kMaxReport
 // The `tensorflow` container's termination message (state.terminated.message, which the kubelet
 // copies from the file terminationMessagePath names: the chief's job report, taas/job_report),
 // cut to kMaxKeptTerminationMessage bytes; std::nullopt unless that container's current state is
-// terminated with exit code 0 and a non-empty message string (any other JSON anywhere on the way
-// is no message, never an error).
+// terminated with an integer exit code (0, or a failure whose report names it) and a non-empty
+// message string (any other JSON anywhere on the way is no message, never an error).
 std::optional<std::string> TerminationMessage(const nlohmann::json& pod);
 
 // What the operator's caches keep of a pod or service: exactly what ObserveReplica,

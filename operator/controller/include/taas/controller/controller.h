@@ -122,6 +122,11 @@ class Controller {
                         const Decision& decision, bool blocked, bool acted_ok,
                         taas::tfjob::Time now);
   void EnsurePodGroup(const JobContext& ctx, const taas::tfjob::TFJob& job, const Gang& gang);
+  // A Warning event when the replica specs of a job not finished disagree on a setting their
+  // replicas must share (taas/tfjob/settings.h), once per job generation: an edited spec is
+  // judged again. Judged generations are kept in memory, so an operator that restarts warns
+  // once more.
+  void WarnOnSettings(const JobContext& ctx, const taas::tfjob::TFJob& job);
   // The job's Secret (created once, read back when it exists, never regenerated) and its
   // NetworkPolicy, before any of its pods; once per job UID.
   absl::Status EnsureJobAccess(const JobContext& ctx, const taas::tfjob::TFJob& job);
@@ -163,7 +168,10 @@ class Controller {
   std::set<std::string> pod_groups_;  // guarded by mu_
   // TFJob UIDs whose Secret and NetworkPolicy are known to exist.
   std::set<std::string> secured_;  // guarded by mu_
-  bool synced_ = false;            // guarded by mu_
+  // By job key: the UID and generation whose settings WarnOnSettings judged.
+  std::unordered_map<std::string, std::pair<std::string, std::int64_t>>
+      settings_judged_;  // guarded by mu_
+  bool synced_ = false;  // guarded by mu_
 };
 
 }  // namespace taas::controller

@@ -26,8 +26,8 @@ struct ObservedPod {
   std::optional<taas::tfjob::ObservedReplica> replica;
   // Deleted by this controller (in memory), the deletion not yet seen by the informer.
   bool deleting = false;
-  // Its training container's termination message once that exited 0 (TerminationMessage in
-  // builders.h): the chief's job report.
+  // Its training container's termination message once that exited (TerminationMessage in
+  // builders.h): the chief's job report, with an error when its evaluation failed.
   std::optional<std::string> termination_message;
 };
 
@@ -114,7 +114,7 @@ struct ReplicaMessage {
 };
 // The messages the job's result is read from (job_report::JobResult): its chief's (the pod whose
 // replica IsMasterRole: Chief/Master, else Worker 0) and its Evaluator's; each std::nullopt while
-// that pod has not exited 0 with one. Pure.
+// that pod has not exited with one. Pure.
 struct ResultMessages {
   std::optional<ReplicaMessage> chief;
   std::optional<ReplicaMessage> evaluator;

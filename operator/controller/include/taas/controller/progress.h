@@ -38,6 +38,9 @@ struct ProgressOptions {
 
 // The most the operator reads of one metrics page: a trainer's page is a few KB of gauges.
 inline constexpr std::size_t kMaxProgressPageBytes = std::size_t{256} << 10;
+// Training replicas of one type read for the job's rate: a read of a job stays short; a larger
+// job's rate is the sum of its first ones.
+inline constexpr std::int64_t kMaxRateTargets = 64;
 // Near its end a job is read more often than `interval`: its chief serves its final metrics
 // only for a short while before it exits (ReadAgainIn).
 inline constexpr std::chrono::seconds kFinishingScrapeInterval{2};
@@ -61,16 +64,22 @@ struct TrainerReport {
 
 TrainerReport ReadTrainerReport(const std::vector<prometheus::PrometheusSample>& samples);
 
-// The job's report from its chief's and its evaluator's: the chief's word on the step, max steps,
-// rate and loss (an evaluator's step is the checkpoint it scored, behind the chief's); the
-// accuracy and the final metrics from the chief, else the evaluator.
+// The job's report from its chief's and its evaluator's: the chief's word on the step, max steps
+// and loss (an evaluator's step is the checkpoint it scored, behind the chief's); the accuracy and
+// the final metrics from the chief, else the evaluator; the rate is the job's
+// (tfjob::JobExamplesRate): the chief's and its other training replicas' (`trainers`, those that
+// answered) added.
 TrainerReport MergeReports(const std::optional<TrainerReport>& chief,
-                           const std::optional<TrainerReport>& evaluator);
+                           const std::optional<TrainerReport>& evaluator,
+                           const std::vector<TrainerReport>& trainers = {});
 
 // Where a job's progress is read.
 struct ScrapeTargets {
   std::string chief;      // "host:port": the Chief/Master, else Worker 0
   std::string evaluator;  // "host:port" of Evaluator 0; empty without one
+  // "host:port" of every other training replica (tfjob::TrainsExamples), read for its rate only;
+  // at most kMaxRateTargets of a type.
+  std::vector<std::string> trainers;
 
   bool operator==(const ScrapeTargets&) const = default;
 };

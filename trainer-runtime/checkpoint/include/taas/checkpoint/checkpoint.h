@@ -1,6 +1,7 @@
 // Checkpoints in the model dir, laid out like TensorFlow's so tools and people find them:
 //   checkpoint                 text index: model_checkpoint_path + all_model_checkpoint_paths
-//   model.ckpt-<step>.index    JSON: global step, entries (name, offset, count, CRC-32C)
+//   model.ckpt-<step>.index    JSON: global step, entries (name, offset, count, CRC-32C, and the
+//                              variable's shape when the writer knew it)
 //   model.ckpt-<step>.data     the float32 values of every entry, back to back
 //
 // Every file is written to a temporary name, fsynced, renamed and the directory fsynced, data
@@ -24,6 +25,9 @@ namespace taas::checkpoint {
 struct Entry {
   std::string name;  // variable name, or "<variable>/slot_<k>" for optimizer slots
   std::vector<float> values;
+  // The values' shape (its product is values.size()); absent in checkpoints written before shapes
+  // were recorded, which a reader then checks by element count only.
+  std::optional<std::vector<std::int64_t>> shape = std::nullopt;
 };
 
 struct Checkpoint {
@@ -35,7 +39,8 @@ struct Checkpoint {
 };
 
 // Writes a checkpoint at `global_step`, makes it the latest, and deletes all but the newest
-// `keep` checkpoints. Returns the new checkpoint's prefix.
+// `keep` checkpoints. Returns the new checkpoint's prefix. An entry whose shape does not hold its
+// values is InvalidArgument, and nothing is written.
 absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
                                  const std::vector<Entry>& entries, int keep);
 
@@ -47,8 +52,8 @@ std::vector<std::string> ListCheckpoints(const std::string& dir);
 std::optional<std::int64_t> LatestStep(const std::string& dir);
 
 // Loads and verifies one checkpoint: DataLoss naming the file and the field for an index that is
-// not what Save writes (any JSON type, a size or offset outside the data file), a size or
-// checksum mismatch.
+// not what Save writes (any JSON type, a size or offset outside the data file, a shape that does
+// not hold the entry's count), a size or checksum mismatch.
 absl::StatusOr<Checkpoint> Load(const std::string& prefix);
 
 // The newest checkpoint that verifies; nullopt when the dir lists none; DataLoss when it lists

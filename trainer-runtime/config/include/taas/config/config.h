@@ -31,10 +31,13 @@ struct RuntimeConfig {
   std::string listen_address;  // This replica's own address from TF_CONFIG ("" if none).
   std::string job_name;        // For log lines (TAAS_JOB_NAME), may be empty.
 
+  // Checkpoints and summaries are each due when either period passed since the last one, 0 = that
+  // period off (taas/runtime's schedule.h).
   double save_checkpoints_secs = 600;
   std::int64_t save_checkpoints_steps = 0;  // 0: by time only.
   int keep_checkpoints = 5;
   std::int64_t save_summaries_steps = 100;
+  double save_summaries_secs = 0;  // 0: by steps only.
   bool summary_histograms = true;  // The chief's summaries include a histogram of each variable.
   std::int64_t log_steps = 10;
   double wait_timeout_secs = 600;  // Longest any wait for a peer may last.

@@ -4,9 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "taas/nn/compute.h"
@@ -23,7 +24,10 @@ enum class Padding { kValid, kSame };
 // Keras's Conv2D arguments (square kernels and strides), plus the input channels Keras would
 // infer. Defaults are Keras's.
 struct Conv2DOptions {
-  std::string name;              // variables "<name>/kernel" and "<name>/bias"
+  std::string name;  // the layer's, in errors; its variables' unless named below
+  // The variables' names, "<name>/kernel" and "<name>/bias" when empty (DenseOptions').
+  std::string kernel_name = {};
+  std::string bias_name = {};
   std::int64_t in_channels = 0;  // required: C of the input [N, H, W, C]
   std::int64_t filters = 0;      // required: output channels
   std::int64_t kernel_size = 0;  // required: the kernel is kernel_size x kernel_size
@@ -37,11 +41,12 @@ struct Conv2DOptions {
 };
 
 // Kernel [kernel_size, kernel_size, in_channels, filters] ("<name>/kernel", TF's HWIO), bias
-// [filters] ("<name>/bias"). The initialisers fill the variables at construction (the kernel's
-// fans: kernel_size^2 * in_channels in, kernel_size^2 * filters out, as Keras's); a random one
-// without a seed of its own is seeded with the hash of the variable's name, so every replica
-// builds the same values (initializers.h). Invalid initialiser parameters are a programming error
-// (layer.h): the constructor throws std::invalid_argument "<name>: kernel_initializer: <why>";
+// [filters] ("<name>/bias"), unless the options name them. The initialisers fill the variables at
+// construction (the kernel's fans: kernel_size^2 * in_channels in, kernel_size^2 * filters out,
+// as Keras's); a random one without a seed of its own is seeded with the hash of the variable's
+// name, so every replica builds the same values (initializers.h). Invalid initialiser parameters
+// or one name for both variables are a programming error (layer.h): the constructor throws
+// std::invalid_argument "<name>: kernel_initializer: <why>";
 // check options read from input first with Initializer::Validate().
 class Conv2D final : public Layer {
  public:
@@ -61,6 +66,8 @@ class Conv2D final : public Layer {
   absl::StatusOr<const Tensor*> Rebind(const Tensor& input);
   // The oneDNN implementations chosen for the last input shape ("fwd: ..., bwd_d: ...").
   std::string ImplementationInfo() const;
+  // Input shapes the layer holds primitives for on the host: at most kMaxShapePlans.
+  std::size_t planned_shapes() const { return plans_.size(); }
 
  private:
   struct Plan;
@@ -82,7 +89,8 @@ class Conv2D final : public Layer {
   Regularizer regularizer_;
   bool skip_relu_mask_ = false;
   Variable kernel_, bias_;
-  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  // Most recently used first, at most kMaxShapePlans (layer.h; internal::ShapePlans).
+  std::list<std::pair<Shape, std::unique_ptr<Plan>>> plans_;
   Plan* plan_ = nullptr;
   ConvGeometry geometry_;                      // of the last Forward on a device
   std::unique_ptr<DeviceState> device_state_;  // the device kernels' own

@@ -13,7 +13,12 @@ namespace taas::nn {
 
 // Keras's Dense arguments, plus the input width Keras would infer. Defaults are Keras's.
 struct DenseOptions {
-  std::string name;         // variables "<name>/kernel" and "<name>/bias"
+  std::string name;  // the layer's, in errors; its variables' unless named below
+  // The variables' names, "<name>/kernel" and "<name>/bias" when empty: a port keeps its
+  // checkpoints' names ("layer1/weights"). They key checkpoints, the parameter servers and the
+  // initialisers' seeds, so they must be unique in the model.
+  std::string kernel_name = {};
+  std::string bias_name = {};
   std::int64_t inputs = 0;  // required: features per example, x is [N, inputs]
   std::int64_t units = 0;   // required: outputs per example, y is [N, units]
   Activation activation = Activation::kNone;
@@ -23,13 +28,14 @@ struct DenseOptions {
   Regularizer kernel_regularizer = {};                   // Keras's None
 };
 
-// x [N, inputs], kernel W [inputs, units] ("<name>/kernel"), bias b [units] ("<name>/bias").
-// The initialisers fill the variables at construction (fans: `inputs` in, `units` out; the bias's
-// both `units`); a random one without a seed of its own is seeded with the hash of the variable's
-// name ("<name>/kernel"), so every replica builds the same values (initializers.h). Invalid
-// initialiser parameters (a stddev <= 0, a NaN) or a negative penalty are a programming error
-// (layer.h): the constructor throws std::invalid_argument "<name>: kernel_initializer: <why>";
-// check options read from input first with Initializer::Validate().
+// x [N, inputs], kernel W [inputs, units] ("<name>/kernel"), bias b [units] ("<name>/bias"),
+// unless the options name them. The initialisers fill the variables at construction (fans:
+// `inputs` in, `units` out; the bias's both `units`); a random one without a seed of its own is
+// seeded with the hash of the variable's name ("<name>/kernel"), so every replica builds the same
+// values (initializers.h). Invalid initialiser parameters (a stddev <= 0, a NaN), a negative
+// penalty or one name for both variables are a programming error (layer.h): the constructor
+// throws std::invalid_argument "<name>: kernel_initializer: <why>"; check options read from input
+// first with Initializer::Validate().
 class Dense final : public Layer {
  public:
   explicit Dense(DenseOptions options);

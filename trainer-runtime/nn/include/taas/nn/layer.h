@@ -19,13 +19,17 @@
 // - On a device, nothing a layer does waits for the device or copies to the host.
 // - The error-free path costs a shape comparison per call and allocates nothing.
 // - Returned pointers stay valid until the next call on the layer.
-// - Primitives and buffers are created once per input shape and reused.
+// - Primitives and buffers are created once per input shape and reused, for the last
+//   kMaxShapePlans input shapes only: a layer's memory follows the batches it runs now (a training
+//   batch and its remainder, an evaluation batch and its last, smaller one), not every shape it
+//   ever saw. A shape seen again after being dropped is planned again (a few milliseconds).
 // - Options that break a layer's invariants (a dropout rate of 1, a chunk of 0) are programming
 //   errors, not data: the constructor throws std::invalid_argument, as the core's Tensor does for
 //   a negative shape.
 // Layers are not thread-safe; one model is driven by one thread.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +39,9 @@
 #include "taas/tensor/variable.h"
 
 namespace taas::nn {
+
+// Input shapes a layer keeps primitives and buffers for (the layer contract above).
+inline constexpr std::size_t kMaxShapePlans = 4;
 
 // The activation a layer fuses into its output (Keras's `activation` argument).
 enum class Activation { kNone, kRelu };

@@ -3,11 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <list>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "taas/nn/compute.h"
 #include "taas/nn/device_kernels.h"
@@ -28,6 +29,9 @@ class MaxPool2D final : public Layer {
   MaxPool2D(ComputeContext& context, MaxPool2DOptions options);
   ~MaxPool2D() override;
   std::string ImplementationInfo() const;
+  // Input shapes the layer holds primitives and workspaces for on the host: at most
+  // kMaxShapePlans.
+  std::size_t planned_shapes() const { return plans_.size(); }
   // The input is a ReLU's output whose layer skips its own mask (SkipReluMask): Backward then
   // zeroes the gradient of windows whose maximum is 0, which is exactly the ReLU's mask at the
   // positions the gradient flows to, on a tensor pool_size^2 times smaller.
@@ -54,7 +58,8 @@ class MaxPool2D final : public Layer {
   ComputeContext& context_;
   std::int64_t pool_size_, strides_;
   bool relu_input_ = false;
-  std::map<Shape, std::unique_ptr<Plan>> plans_;
+  // Most recently used first, at most kMaxShapePlans (layer.h; internal::ShapePlans).
+  std::list<std::pair<Shape, std::unique_ptr<Plan>>> plans_;
   Plan* plan_ = nullptr;
   PoolGeometry geometry_;                      // of the last Forward on a device
   std::unique_ptr<DeviceState> device_state_;  // the device kernels' own

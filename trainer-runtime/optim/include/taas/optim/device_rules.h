@@ -11,6 +11,8 @@
 // Returns OK or Internal naming the failing call; never throws.
 #pragma once
 
+#include <span>
+
 #include "taas/base/status.h"
 #include "taas/tensor/device.h"
 #include "taas/tensor/tensor.h"
@@ -30,6 +32,27 @@ class DeviceUpdateRules {
   // var -= lr_t * m / (sqrt(v) + epsilon), lr_t already bias-corrected.
   virtual absl::Status Adam(float lr_t, float beta1, float beta2, float epsilon, Tensor& var,
                             const Tensor& grad, Tensor& m, Tensor& v) = 0;
+  // Keras's RMSprop: velocity = rho velocity + (1 - rho) grad^2; with `average_grad` (centered)
+  // average_grad = rho average_grad + (1 - rho) grad and d = velocity - average_grad^2 + epsilon,
+  // else d = velocity + epsilon; increment = lr * grad / sqrt(d); with `momentum_slot`
+  // momentum_slot = momentum * momentum_slot + increment and var -= momentum_slot, else
+  // var -= increment. `momentum_slot` and `average_grad` may be null (not kept).
+  virtual absl::Status RmsProp(float lr, float rho, float momentum, float epsilon, Tensor& var,
+                               const Tensor& grad, Tensor& velocity, Tensor* momentum_slot,
+                               Tensor* average_grad) = 0;
+  // Keras's Adagrad with the accumulator kept less its initial value (so that it starts at zero
+  // as every slot does): accum += grad^2; var -= lr * grad / sqrt(accum + offset), offset =
+  // initial_accumulator_value + epsilon.
+  virtual absl::Status Adagrad(float lr, float offset, Tensor& var, const Tensor& grad,
+                               Tensor& accum) = 0;
+  // Decoupled weight decay: var -= rate * var (rate = lr * weight_decay).
+  virtual absl::Status Decay(float rate, Tensor& var) = 0;
+  // tf.clip_by_global_norm in place: norm = sqrt of the sum of every element's square over all of
+  // `tensors` (summed in double), then each tensor *= clip_norm / max(norm, clip_norm), or NaN
+  // when the norm is not finite (TF's rule: a step that overflowed shows as NaN, not as a quietly
+  // zeroed gradient). Computed and applied on the device: nothing is copied to the host. The sum
+  // is taken in a fixed order, so every replica holding the same gradients scales them alike.
+  virtual absl::Status ClipByGlobalNorm(float clip_norm, std::span<Tensor* const> tensors) = 0;
 };
 
 // The host's rules, on host tensors: Optimizer::Apply's loops. A test device (taas::sim_device)

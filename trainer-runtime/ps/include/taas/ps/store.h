@@ -45,7 +45,12 @@ struct TrainingSpec {
 struct ShardState {
   std::string name;
   std::vector<float> values;
-  std::vector<std::vector<float>> slots;  // Empty on initialise = zero slots.
+  // Empty on initialise = zero slots, made by the shard's first update (a snapshot of a shard
+  // never updated has none).
+  std::vector<std::vector<float>> slots;
+  // The variable the shard is part of (its name without "/part_<i>"): what the optimizer's
+  // per-variable rules (weight decay and its exclusions) see. Empty: `name`.
+  std::string variable = {};
 };
 
 enum class PushOutcome { kApplied, kStale, kReset, kDone };
@@ -124,7 +129,8 @@ class ParameterStore {
                                                         std::vector<GradientSize> shards,
                                                         int worker = -1);
 
-  // Copies of every shard with its slots, and the step (for checkpoints).
+  // Copies of every shard with its slots (none for a shard initialised without slots and never
+  // updated since: zeros), and the step (for checkpoints).
   absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> Snapshot() const;
 
   // Training is over: pending pushes are released with kDone, later pushes get kDone; pulls
@@ -133,6 +139,7 @@ class ParameterStore {
 
  private:
   struct Shard {
+    std::string variable;                        // ShardState::variable, never empty
     std::shared_ptr<std::vector<float>> values;  // Copy-on-write (see PullShared).
     std::vector<std::vector<float>> slots;
     std::vector<float> accumulator;  // Sync mode: sum of this step's gradients.

@@ -238,7 +238,13 @@ class DistModel {
   //    the final checkpoint, before after_train) or N (also every N global steps, between two
   //    train() calls); its scalars go under <model dir>/eval_chief/.
   // Never on other workers or PS; with neither an Evaluator nor the setting it is never called.
-  virtual std::map<std::string, double> evaluate(Session& session);
+  // A model that cannot score (its test set is missing or bad) returns the error, naming what and
+  // the fix; an exception counts the same. Either is the model's failure (kExitModelError) on
+  // the chief and on the evaluator alike, and a failed evaluation on the chief is the job's
+  // result: its report names the error, so `taas run`'s last line and the TFJob's status say
+  // why it failed instead of "succeeded with no metrics" (docs/trainer-runtime.md, "Evaluating
+  // on the chief").
+  virtual absl::StatusOr<std::map<std::string, double>> evaluate(Session& session);
 
   // After training, with the final parameter values pulled (best effort on non-chief workers).
   virtual void after_train(Session& session, bool is_chief);

@@ -44,13 +44,14 @@ class LocalModel {
   absl::StatusOr<StepResult> Train();
   // evaluate() with the variables as they are.
   absl::StatusOr<std::map<std::string, double>> Evaluate();
-  // Writes the variables (no optimizer slots) as a checkpoint at `global_step` into `model_dir`,
-  // as the chief does; returns its prefix.
+  // Writes the variables (no optimizer slots) and the state (ModelBuilder::AddState) as a
+  // checkpoint at `global_step` into `model_dir`, as the chief does; returns its prefix.
   absl::StatusOr<std::string> SaveCheckpoint(const std::string& model_dir,
                                              std::int64_t global_step);
-  // Loads the newest checkpoint of `model_dir` that verifies into the variables, as the evaluator
-  // does: InvalidArgument naming a variable the checkpoint lacks or holds at another size,
-  // NotFound when there is none.
+  // Loads the newest checkpoint of `model_dir` that verifies into the variables and the state, as
+  // the evaluator does: InvalidArgument naming a variable the checkpoint lacks or a variable or
+  // state it holds at another size, NotFound when there is none. State it lacks (a checkpoint
+  // written before the model registered it) keeps its values, with a warning.
   absl::Status RestoreCheckpoint(const std::string& model_dir);
 
  private:

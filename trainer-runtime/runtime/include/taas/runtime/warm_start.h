@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "taas/runtime/dist_model.h"
+#include "taas/runtime/var_name_map.h"
 
 namespace taas {
 
@@ -31,21 +32,24 @@ struct WarmStartSettings {
   // "dense_1/kernel"; write "dense/.*" or "dense/kernel$" to be exact). Default: every variable.
   std::vector<std::string> vars_to_warm_start = {".*"};
   // The checkpoint's name for a model variable whose name changed: {model name, name in the
-  // checkpoint}. Every key must be a warm-started variable (TF's rule: an unused rename is an
-  // error, usually a typo).
-  std::map<std::string, std::string> var_name_to_prev_var_name = {};
+  // checkpoint} (var_name_map.h, with its checks). Every key must be a warm-started variable
+  // (TF's rule: an unused rename is an error, usually a typo).
+  VarNameMap var_name_to_prev_var_name = {};
 };
 
 // Copies the matching variables' values from the checkpoint into `variables`. Every failure
 // names the checkpoint: one that cannot be read or holds none (NotFound, DataLoss), a bad
-// regular expression, an unused rename, a matched variable the checkpoint lacks or holds with
-// another element count (InvalidArgument naming the variable, its shape and both counts:
-// checkpoints store no shapes). Nothing is copied unless every matched variable can be.
+// regular expression, and MapToSource's (var_name_map.h): an unused rename, a matched variable
+// the checkpoint lacks (both names), or holds with another shape (both shapes; a checkpoint
+// written before shapes were recorded: both element counts). Nothing is copied unless every
+// matched variable can be.
 // Returns how many variables were warm-started.
 absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
                                        const std::vector<Variable*>& variables);
 
-// An InitFn that runs WarmStartVariables on the session's variables and logs what it copied.
+// An InitFn that runs WarmStartVariables on the session's variables and state (Session::state(),
+// matched and renamed by the same settings: a frozen trunk's BatchNorm statistics come with it)
+// and logs what it copied.
 InitFn WarmStart(WarmStartSettings settings);
 
 }  // namespace taas

@@ -100,6 +100,7 @@ struct RunStepsOptions {
 struct RunStepsResult {
   std::vector<float> losses;  // train()'s loss at each step of the first model replica
   std::map<std::string, std::vector<float>> variables;  // the final values, by name
+  std::map<std::string, std::vector<float>> state;      // the final state (ModelBuilder::AddState)
   std::int64_t global_step = 0;                         // where training ended
 };
 
@@ -110,12 +111,13 @@ absl::StatusOr<RunStepsResult> RunSteps(const ModelFactory& factory, std::int64_
 
 // ---- Checkpoint round trip ---------------------------------------------------------------------
 //
-// Builds the model, gives every variable element a distinct value (seeded), saves the variables
-// as a checkpoint in a temporary dir, builds a second instance and restores the checkpoint into
-// it as the evaluator and a restarted job do, then compares every variable bit for bit: catches
-// names that change between instances, variables registered in another order or size, and
-// values that do not survive. With `compare_evaluate`, evaluate() must also return the same
-// metrics on both (state the model keeps outside its registered variables would differ).
+// Builds the model, gives every variable and state element (ModelBuilder::AddState) a distinct
+// value (seeded), saves them as a checkpoint in a temporary dir, builds a second instance and
+// restores the checkpoint into it as the evaluator and a restarted job do, then compares every
+// variable and state bit for bit: catches names that change between instances, variables or
+// state registered in another order or size, and values that do not survive. With
+// `compare_evaluate`, evaluate() must also return the same metrics on both (state the model keeps
+// outside what it registered would differ).
 struct RoundTripOptions {
   std::uint64_t seed = 1;
   bool compare_evaluate = false;

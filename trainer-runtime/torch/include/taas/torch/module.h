@@ -47,8 +47,10 @@
 
 namespace taas::torch_engine {
 
-// The torch device of a replica's device (TrainerInfo::device): the CPU, or a CUDA device.
-// InvalidArgument for a device LibTorch cannot compute on (the simulated test device).
+// The torch device of a replica's device (TrainerInfo::device): the CPU, or a CUDA device, whose
+// LibTorch backend this loads (libtorch_cuda.so, only when a replica uses a GPU).
+// InvalidArgument for a device LibTorch cannot compute on (the simulated test device);
+// FailedPrecondition for a GPU in a build without CUDA or without LibTorch's CUDA libraries.
 absl::StatusOr<::torch::Device> TorchDevice(Device device);
 
 class BoundModule : public EngineHooks {
@@ -82,12 +84,13 @@ class BoundModule : public EngineHooks {
 
  private:
   struct Bound;
-  BoundModule(::torch::nn::Module& module, ::torch::Device device);
+  BoundModule(::torch::nn::Module& module, ::torch::Device device, Device runtime_device);
   absl::Status Register(ModelBuilder& builder);
   absl::Status CheckUnchanged() const;
 
   ::torch::nn::Module& module_;
   ::torch::Device device_;
+  Device runtime_device_;                           // the same device, as the runtime names it
   std::vector<std::unique_ptr<Bound>> parameters_;  // trained
   std::vector<std::unique_ptr<Bound>> states_;      // frozen parameters and buffers
   ::torch::Tensor loss_;                            // the last step's, kept for device_loss

@@ -33,9 +33,10 @@ struct ApiOptions {
   bool allow_anonymous_read = false;    // GETs without a token (never writes)
   // Served by `taas run` for its one job (the front end says so); GET config says "localRun".
   bool local_run = false;
-  // Bytes of one log answer (`limitBytes`, default and maximum); a followed stream is bounded
-  // by time instead (ServerOptions::max_follow) unless the request sets limitBytes.
-  std::int64_t max_log_bytes = 8 << 20;
+  // Bytes of one log answer (`limitBytes`, default and maximum), its log window (log_window.h);
+  // a followed stream is bounded by time instead (ServerOptions::max_follow) unless the request
+  // sets limitBytes, and cuts its lines longer than this window.
+  std::int64_t max_log_bytes = kDefaultLogWindowBytes;
   // Rows of the job list; the answer says "truncated" when there were more.
   std::int64_t max_list_items = 500;
   // The cluster page is computed at most once per this period, shared by every tab.

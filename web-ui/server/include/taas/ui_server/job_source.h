@@ -24,6 +24,7 @@
 
 #include "taas/base/cancellation.h"
 #include "taas/base/status.h"
+#include "taas/ui_server/log_window.h"
 #include "taas/ui_server/rows.h"
 
 namespace taas::ui_server {
@@ -46,12 +47,15 @@ struct JobDetail {
 
 // One replica's output. `tail_lines` >= 1; `limit_bytes` bounds the answer (a followed stream
 // is bounded by time instead, unless set); `previous`: the replica's previous run.
+// `window_bytes` is the log window of log_window.h: an answer is its output's end within it, and
+// a line longer than it, in an answer or a followed stream, shows its end behind CutMarker.
 struct LogRequest {
   std::string namespace_name;
   std::string job;
   std::string replica;
   std::int64_t tail_lines = 1000;
   std::optional<std::int64_t> limit_bytes;
+  std::int64_t window_bytes = kDefaultLogWindowBytes;
   bool previous = false;
 };
 

@@ -159,6 +159,9 @@ struct ScraperOptions {
 class MetricsScraper {
  public:
   static constexpr std::size_t kDeviceScrapesPerRound = 8;
+  // Training replicas of one type read for the job's rate: a round stays short (each scrape is
+  // one bounded GET); a larger job's rate is the sum of its first ones.
+  static constexpr std::int64_t kMaxRateTargets = 64;
 
   // `source`, `store` and `devices` (may be null: no devices) are not owned and must outlive the
   // scraper.
@@ -173,8 +176,9 @@ class MetricsScraper {
   // One round over all jobs, on the calling thread.
   void ScrapeOnce();
   // The replicas scraped for a TFJob object (any JSON): its chief (tfjob::IsMasterRole: the
-  // Chief or Master, else worker 0) and evaluator, as {replica name, "host:port"}; none for a job
-  // the TFJob rules cannot read.
+  // Chief or Master, else worker 0) and evaluator, then its other training replicas (at most
+  // kMaxRateTargets of a type) for their rates, whose sum is the job's (tfjob::JobExamplesRate),
+  // as {replica name, "host:port"}; none for a job the TFJob rules cannot read.
   std::vector<std::pair<std::string, std::string>> Targets(const nlohmann::json& tfjob) const;
   // "host:port" of a replica's metrics endpoint: the override, else its headless service on the
   // port its pod template names contract::kMetricsPortName (else the default port).
@@ -184,7 +188,13 @@ class MetricsScraper {
   void ScrapeDevices();
 
  private:
-  std::vector<std::pair<std::string, std::string>> TargetsOf(const tfjob::TFJob& job) const;
+  struct Target {
+    std::string replica;
+    std::string address;  // "host:port"
+    tfjob::ReplicaType type;
+    bool rate_only;  // a training replica other than the chief: only its rate is read
+  };
+  std::vector<Target> TargetsOf(const tfjob::TFJob& job) const;
   // One point from the job's targets; nullopt when none answered with a known metric.
   std::optional<MetricsPoint> Scrape(const tfjob::TFJob& job) const;
 

@@ -69,7 +69,8 @@ struct ProgressRow {
   std::optional<double> loss = std::nullopt;  // the latest
   std::optional<double> accuracy = std::nullopt;  // the latest evaluation's
   std::vector<MetricValue> final_metrics;         // by name; none until training ended
-  std::string updated;                            // RFC 3339: when read from the trainer, or ""
+  std::string final_error;  // why there are none: the chief's final evaluation failed, or ""
+  std::string updated;      // RFC 3339: when read from the trainer, or ""
 };
 
 struct JobRow {
@@ -315,6 +316,7 @@ TAAS_SCHEMA_ROW(ProgressRow, Field("step", &ProgressRow::step),
                 Field("etaSeconds", &ProgressRow::eta_seconds), Field("eta", &ProgressRow::eta),
                 Field("loss", &ProgressRow::loss), Field("accuracy", &ProgressRow::accuracy),
                 Field("finalMetrics", &ProgressRow::final_metrics),
+                Field("finalError", &ProgressRow::final_error),
                 Field("updated", &ProgressRow::updated));
 TAAS_SCHEMA_ROW(JobRow, Field("namespace", &JobRow::namespace_name), Field("name", &JobRow::name),
                 Field("created", &JobRow::created), Field("ageSeconds", &JobRow::age_seconds),

@@ -38,13 +38,13 @@ class KubeApi {
   virtual absl::StatusOr<nlohmann::json> Post(const std::string& path,
                                               const nlohmann::json& body) = 0;
   virtual absl::StatusOr<nlohmann::json> Delete(const std::string& path) = 0;
-  virtual absl::StatusOr<std::string> GetText(const std::string& path) = 0;
-  // Calls `on_chunk` with each piece of a streamed text answer (pod logs with `follow=true`)
+  // Calls `on_chunk` with each piece of a streamed text answer (pod logs, followed or not)
   // until the stream ends, `on_chunk` returns false or `cancel` (may be null) is cancelled (not
-  // errors), or the connection fails.
+  // errors), or the connection fails. A followed stream (`follow`) may be quiet for minutes; an
+  // answer fails after the client's call timeout without a byte.
   virtual absl::Status StreamText(const std::string& path,
                                   const std::function<bool(std::string_view)>& on_chunk,
-                                  Cancellation* cancel) = 0;
+                                  Cancellation* cancel, bool follow) = 0;
   // The objects of the cluster page for `namespaces`. By default one list of each per call;
   // KubeClientApi serves nodes, pods and events from informers (one watch each, shared).
   virtual absl::StatusOr<ClusterObjects> ListClusterObjects(

@@ -25,10 +25,9 @@ class KubeClientApi : public KubeApi {
   absl::StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) override;
   // Deletes in the background: the garbage collector removes the job's pods and services.
   absl::StatusOr<nlohmann::json> Delete(const std::string& path) override;
-  absl::StatusOr<std::string> GetText(const std::string& path) override;
   absl::Status StreamText(const std::string& path,
                           const std::function<bool(std::string_view)>& on_chunk,
-                          Cancellation* cancel) override;
+                          Cancellation* cancel, bool follow) override;
   // From informers started on the first call (a UI whose cluster page is never opened watches
   // nothing): nodes, every pod, and FailedScheduling events of `namespaces`.
   absl::StatusOr<ClusterObjects> ListClusterObjects(
