@@ -117,45 +117,32 @@ taas::StepResult Model::train(taas::Session&) {
   return bound_->Result(loss, static_cast<std::int64_t>(batch_->labels.size()));
 }
 
-std::map<std::string, double> Model::evaluate(taas::Session& session) {
+absl::StatusOr<std::map<std::string, double>> Model::evaluate(taas::Session& session) {
+  // An error here (no test set, a bad batch) is the job's: the runtime ends the chief with it and
+  // names it in the job's result, rather than reporting success without metrics.
   if (test_ == nullptr) {  // on the chief (TAAS_EVAL_ON_CHIEF): the test set on first use
-    auto test = LoadSplit(options_.data_dir, "test");
-    if (!test.ok()) {
-      session.logger().Error("evaluation failed",
-                             {{"error", std::string(test.status().message())}});
-      return {};
-    }
-    test_ = *std::move(test);
-  }
-  taas::data::PipelineOptions pipeline;
-  pipeline.batch_size = 1000;
-  pipeline.example_shape = {28, 28, 1};
-  pipeline.device = session.info().device;
-  auto batches = taas::data::Pipeline::Create(test_, pipeline);
-  if (!batches.ok()) {
-    session.logger().Error("evaluation failed",
-                           {{"error", std::string(batches.status().message())}});
-    return {};
+    TAAS_ASSIGN_OR_RETURN(test_, LoadSplit(options_.data_dir, "test"));
   }
   // BatchNorm with its running statistics, and no graph for backward.
   torch::NoGradGuard no_grad;
   network_->eval();
-  double loss = 0.0;
-  std::int64_t correct = 0, examples = 0;
-  while (std::optional<taas::data::Batch> batch = (*batches)->Next()) {
-    const torch::Tensor logits = network_->forward(Images(*batch, device_));
-    const torch::Tensor labels = Labels(batch->labels, device_);
-    loss +=
-        torch::nn::functional::cross_entropy(
-            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    correct += logits.argmax(1).eq(labels).sum().item<std::int64_t>();
-    examples += static_cast<std::int64_t>(batch->labels.size());
-  }
+  taas::data::EvaluateOptions evaluation;
+  evaluation.batch_size = 1000;
+  evaluation.example_shape = {28, 28, 1};
+  evaluation.device = session.info().device;
+  auto metrics = taas::data::EvaluateInBatches(
+      test_, evaluation,
+      [this](const taas::data::Batch& batch) -> absl::StatusOr<taas::data::BatchMetrics> {
+        // The batch's images are only read.
+        const torch::Tensor logits =
+            network_->forward(Images(const_cast<taas::data::Batch&>(batch), device_));
+        const torch::Tensor labels = Labels(batch.labels, device_);
+        return taas::data::BatchMetrics{
+            {"accuracy", logits.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>()},
+            {"loss", torch::nn::functional::cross_entropy(logits, labels).item<double>()}};
+      });
   network_->train();
-  if (examples == 0) return {};
-  return {{"accuracy", static_cast<double>(correct) / static_cast<double>(examples)},
-          {"loss", loss / static_cast<double>(examples)}};
+  return metrics;
 }
 
 }  // namespace custom_model

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/data/evaluate.h"
 #include "taas/data/pipeline.h"
 #include "taas/runtime/dist_model.h"
 #include "taas/torch/module.h"
@@ -60,7 +61,8 @@ class Model final : public taas::DistModel {
   taas::StepResult train(taas::Session& session) override;
   // Accuracy and loss on the test set: on the Evaluator replica for each checkpoint, and on the
   // chief when TAAS_EVAL_ON_CHIEF asks (job.yaml: once training ends).
-  std::map<std::string, double> evaluate(taas::Session& session) override;
+  // A failure (no test set in --data_dir) is returned: the job ends with it named.
+  absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session& session) override;
 
  private:
   Options options_;
