@@ -6,15 +6,17 @@
 #                    passes when scripts/setup.d/46-libtorch.sh installed it, or a Python
 #                    site-packages with torch installed; empty: no torch engine.
 #   TAAS_WITH_TORCH  after this file, ON when the engine is built: `if(TAAS_WITH_TORCH)`.
+#   TAAS_LIBTORCH_VERSION  its version (the installed SDK's package asks for the same minor one).
+#   TAAS_SDK_TORCH   ON when the installed SDK carries the engine (sdk/, tests/sdk): built, and
+#                    without CUDA, whose parts the SDK does not ship yet (the CUDA build's
+#                    taas_torch links taas::cuda).
 #
-# The target taas::libtorch: LibTorch's headers as system headers (they are not ours to keep
-# warning-free) and its CPU libraries, plus libc10_cuda (streams) when taas is built with CUDA;
-# libtorch_cuda.so, whose CUDA libraries (cuSPARSE, cuFFT, ...) a build machine lacks, is loaded
-# only when a replica uses a GPU (trainer-runtime/torch/cuda/device_stream.cc). It is
-# imported by hand rather than through the wheel's TorchConfig.cmake, which looks for a full
-# CUDA toolkit (nvToolsExt, cuDNN, CUPTI) that a CPU build or the wheels' toolkit lacks.
+# The target taas::libtorch comes from cmake/TaasLibTorch.cmake, which the SDK installs so that a
+# user's project imports LibTorch the same way.
+include(${CMAKE_CURRENT_LIST_DIR}/TaasLibTorch.cmake)
 set(TAAS_TORCH_ROOT "" CACHE PATH "A folder holding torch/include and torch/lib (the torch wheel's layout); empty: no torch engine")
 set(TAAS_WITH_TORCH OFF)
+set(TAAS_SDK_TORCH OFF)
 if(NOT TAAS_TORCH_ROOT)
   message(STATUS "LibTorch: TAAS_TORCH_ROOT is empty; the torch engine is not built")
   return()
@@ -24,21 +26,14 @@ if(TAAS_SANITIZE OR TAAS_FUZZ)
   message(STATUS "LibTorch: not in the sanitizer and fuzz trees")
   return()
 endif()
-set(taas_torch "${TAAS_TORCH_ROOT}/torch")
-if(NOT EXISTS "${taas_torch}/include/torch/csrc/api/include/torch/torch.h" OR
-   NOT EXISTS "${taas_torch}/lib/libtorch_cpu.so")
-  message(FATAL_ERROR "TAAS_TORCH_ROOT=${TAAS_TORCH_ROOT} holds no LibTorch (torch/include, "
-                      "torch/lib/libtorch_cpu.so): run scripts/setup.sh (it installs LibTorch "
-                      "into ~/.cache/taas/libtorch-<version>), or configure with -DTAAS_TORCH_ROOT=")
-endif()
-add_library(taas_libtorch INTERFACE)
-add_library(taas::libtorch ALIAS taas_libtorch)
-target_include_directories(taas_libtorch SYSTEM INTERFACE "${taas_torch}/include"
-                           "${taas_torch}/include/torch/csrc/api/include")
-target_link_libraries(taas_libtorch INTERFACE "${taas_torch}/lib/libtorch_cpu.so"
-                      "${taas_torch}/lib/libc10.so")
-if(TAAS_WITH_CUDA)
-  target_link_libraries(taas_libtorch INTERFACE "${taas_torch}/lib/libc10_cuda.so")
+taas_import_libtorch(ROOT "${TAAS_TORCH_ROOT}" CUDA "${TAAS_WITH_CUDA}" ERROR_VARIABLE taas_torch_error)
+if(taas_torch_error)
+  message(FATAL_ERROR "TAAS_TORCH_ROOT=${taas_torch_error}: run scripts/setup.sh (it installs "
+                      "LibTorch into ~/.cache/taas/libtorch-<version>), or configure with "
+                      "-DTAAS_TORCH_ROOT=")
 endif()
 set(TAAS_WITH_TORCH ON)
-message(STATUS "LibTorch: ${taas_torch} (CUDA: ${TAAS_WITH_CUDA})")
+if(NOT TAAS_WITH_CUDA)
+  set(TAAS_SDK_TORCH ON)
+endif()
+message(STATUS "LibTorch ${TAAS_LIBTORCH_VERSION}: ${TAAS_TORCH_ROOT}/torch (CUDA: ${TAAS_WITH_CUDA})")

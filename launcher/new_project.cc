@@ -123,7 +123,10 @@ std::string AbsoluteDir(const std::string& dir) {
   return path.string();
 }
 
-absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::string& name) {
+// Copies `from` into `to` (over what is there), names replaced; a folder named `skip` directly
+// in `from` is left out.
+absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::string& name,
+                      const std::string& skip) {
   const std::vector<std::pair<std::string, std::string>> renames = {
       {kTemplateName, name}, {kTemplateNamespace, NamespaceOf(name)}};
   std::error_code ec;
@@ -138,7 +141,8 @@ absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::strin
     const fs::file_status status = it->symlink_status(ec);
     if (ec) break;
     if (fs::is_directory(status)) {
-      if (source.filename() == "build") {  // a build of the template in place: not the template
+      // A build of the template in place is not the template; engines/ is laid over it.
+      if (source.filename() == "build" || (it.depth() == 0 && source.filename() == skip)) {
         it.disable_recursion_pending();
         continue;
       }
@@ -170,6 +174,13 @@ absl::Status CopyTree(const fs::path& from, const fs::path& to, const std::strin
 }
 
 }  // namespace
+
+absl::Status ValidateEngine(const std::string& engine) {
+  if (engine == kBuiltinEngine || engine == kTorchEngine) return absl::OkStatus();
+  return absl::InvalidArgumentError("--engine must be " + std::string(kBuiltinEngine) +
+                                    " (taas's own layers) or " + kTorchEngine +
+                                    " (a torch::nn model), got \"" + engine + "\"");
+}
 
 absl::Status ValidateProjectName(const std::string& name) {
   const auto bad = [&](const std::string& rule) {
@@ -215,13 +226,22 @@ absl::StatusOr<std::string> FindTemplate(const std::vector<std::string>& places)
 }
 
 absl::Status CreateProject(const std::string& template_dir, const std::string& name,
-                           const std::string& dir) {
+                           const std::string& dir, const std::string& engine) {
   TAAS_RETURN_IF_ERROR(ValidateProjectName(name));
+  TAAS_RETURN_IF_ERROR(ValidateEngine(engine));
   if (!IsTemplate(template_dir)) {
     return absl::NotFoundError("no project template (CMakeLists.txt and job.yaml) in " +
                                template_dir);
   }
   std::error_code ec;
+  const fs::path overlay = fs::path(template_dir) / kTemplateEngines / engine;
+  if (engine != kBuiltinEngine && !fs::is_directory(overlay, ec)) {
+    return absl::FailedPreconditionError(
+        "the template " + template_dir + " has no " + engine + " engine (" + overlay.string() +
+        "): this SDK was built without it; install an SDK built with the " + engine +
+        " engine (docs/trainer-runtime.md, \"Building against the SDK\") or use --engine " +
+        kBuiltinEngine);
+  }
   const fs::path target(dir);
   // A project inside the template would be copied into itself.
   const fs::path inside =
@@ -241,7 +261,8 @@ absl::Status CreateProject(const std::string& template_dir, const std::string& n
                                       "DIR) or remove it");
     }
   }
-  absl::Status copied = CopyTree(template_dir, target, name);
+  absl::Status copied = CopyTree(template_dir, target, name, kTemplateEngines);
+  if (copied.ok() && engine != kBuiltinEngine) copied = CopyTree(overlay, target, name, "");
   if (!copied.ok()) {
     // Leave nothing half made: the folder as it was before (absent, or empty).
     if (existed) {
@@ -273,19 +294,38 @@ std::vector<std::string> NextSteps(const ProjectPlaces& places) {
 }
 
 std::string NewUsage() {
-  return "usage: taas new NAME [DIR]\n"
+  return "usage: taas new NAME [DIR] [--engine builtin|torch]\n"
          "  Creates a model project NAME in DIR (default ./NAME) from the SDK's template: a\n"
          "  CMakeLists.txt using find_package(taas), a model, its unit test, a job.yaml and a\n"
          "  Dockerfile. NAME names the job, the binary and the CMake project: lower-case letters,\n"
-         "  digits and '-', starting with a letter.";
+         "  digits and '-', starting with a letter.\n"
+         "  --engine builtin  (the default) the model is written with taas's own layers "
+         "(taas::nn)\n"
+         "  --engine torch    the model is a LibTorch torch::nn module (taas::torch); the SDK "
+         "must\n"
+         "                    have been built with the torch engine";
 }
 
 int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
   std::vector<std::string> positional;
-  for (const std::string& arg : args) {
+  std::string engine = kBuiltinEngine;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       std::printf("%s\n", NewUsage().c_str());
       return 0;
+    }
+    if (arg == "--engine" || arg.starts_with("--engine=")) {
+      if (arg == "--engine" && i + 1 == args.size()) {
+        std::fprintf(stderr, "taas new: --engine needs a value\n%s\n", NewUsage().c_str());
+        return 2;
+      }
+      engine = arg == "--engine" ? args[++i] : arg.substr(std::string_view("--engine=").size());
+      if (absl::Status valid = ValidateEngine(engine); !valid.ok()) {
+        std::fprintf(stderr, "taas new: %s\n", std::string(valid.message()).c_str());
+        return 2;
+      }
+      continue;
     }
     if (arg.starts_with("-")) {
       std::fprintf(stderr, "taas new: unknown option %s\n%s\n", arg.c_str(), NewUsage().c_str());
@@ -309,7 +349,7 @@ int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
       launcher.empty() ? "" : fs::path(launcher).parent_path().string();
   auto template_dir = FindTemplate(TemplatePlaces(launcher_dir));
   absl::Status created = template_dir.status();
-  if (created.ok()) created = CreateProject(*template_dir, name, dir);
+  if (created.ok()) created = CreateProject(*template_dir, name, dir, engine);
   if (!created.ok()) {
     std::fprintf(stderr, "taas new: %s\n", std::string(created.message()).c_str());
     return 1;
@@ -326,8 +366,8 @@ int RunNew(const std::vector<std::string>& args, const std::string& self_path) {
     places.build_tree = tree->dir;
   }
   std::printf(
-      "created %s (%s) from %s\nnext steps%s:\n", places.project.c_str(), name.c_str(),
-      template_dir->c_str(),
+      "created %s (%s, the %s engine) from %s\nnext steps%s:\n", places.project.c_str(),
+      name.c_str(), engine.c_str(), template_dir->c_str(),
       places.build_tree.empty() ? "" : " (the first installs the SDK, in a prefix you choose)");
   for (const std::string& step : NextSteps(places)) std::printf("  %s\n", step.c_str());
   return 0;

@@ -1,6 +1,7 @@
-// `taas new NAME [DIR]`: a new model project in DIR (default ./NAME), copied from the template
-// (examples/custom-model in the source tree, <prefix>/share/taas/template once installed) with
-// the template's name replaced by NAME, ready to build against the installed SDK.
+// `taas new NAME [DIR] [--engine builtin|torch]`: a new model project in DIR (default ./NAME),
+// copied from the template (examples/custom-model in the source tree, <prefix>/share/taas/template
+// once installed) with the template's name replaced by NAME, ready to build against the installed
+// SDK.
 #pragma once
 
 #include <string>
@@ -14,6 +15,18 @@ namespace taas::launcher {
 // its C++ namespace ("custom_model"). `taas new` replaces both, in file contents and file names.
 inline constexpr const char* kTemplateName = "custom-model";
 inline constexpr const char* kTemplateNamespace = "custom_model";
+
+// The model engines a project can be made for. The template as it is uses the built-in one
+// (taas::nn's layers); the template's folder engines/<engine>/ holds what another engine's project
+// has instead (its CMakeLists.txt, model, unit test, README), laid over the template's files; the
+// rest (main.cc, job.yaml, Dockerfile) is the same for every engine. engines/ itself is never
+// copied into a project.
+inline constexpr const char* kBuiltinEngine = "builtin";
+inline constexpr const char* kTorchEngine = "torch";  // a torch::nn model (taas::torch)
+inline constexpr const char* kTemplateEngines = "engines";
+
+// OK for kBuiltinEngine and kTorchEngine; else InvalidArgument naming both.
+absl::Status ValidateEngine(const std::string& engine);
 
 // OK when NAME can name the job (a TFJob name: a DNS-1035 label short enough for the replicas'
 // service names), the binary and the C++ namespace (NAME with '-' as '_': no C++ keyword, no
@@ -30,11 +43,13 @@ std::vector<std::string> TemplatePlaces(const std::string& launcher_dir);
 absl::StatusOr<std::string> FindTemplate(const std::vector<std::string>& places);
 
 // Copies `template_dir` into `dir` with the names replaced (kTemplateName -> name,
-// kTemplateNamespace -> name with '_' for '-'). Regular files and folders only (a `build`
-// folder in the template is skipped); `dir` must not exist or be an empty folder
-// (AlreadyExists otherwise). On failure nothing of `dir` that this call created is left.
+// kTemplateNamespace -> name with '_' for '-'), then, for an engine other than the built-in one,
+// the template's engines/<engine>/ over it (FailedPrecondition when the template has none: an SDK
+// built without that engine). Regular files and folders only (a `build` folder in the template
+// is skipped); `dir` must not exist or be an empty folder (AlreadyExists otherwise). On failure
+// nothing of `dir` that this call created is left.
 absl::Status CreateProject(const std::string& template_dir, const std::string& name,
-                           const std::string& dir);
+                           const std::string& dir, const std::string& engine = kBuiltinEngine);
 
 // Where a new project's next steps point, each an absolute path.
 struct ProjectPlaces {

@@ -93,6 +93,60 @@ TEST_CASE("a project is the template with its names replaced") {
             .code() == absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("an engine's project is the template with engines/<engine> laid over it") {
+  TempDir tmp;
+  const fs::path templ = tmp.path / "template";
+  MakeTemplate(templ);
+  Write(templ / "engines" / "torch" / "CMakeLists.txt",
+        "project(custom-model)\nfind_package(taas COMPONENTS torch)\n");
+  Write(templ / "engines" / "torch" / "src" / "net.h", "namespace custom_model::net {}\n");
+
+  // The built-in engine: the template as it is, without engines/.
+  const fs::path builtin = tmp.path / "builtin";
+  REQUIRE(CreateProject(templ.string(), "fm", builtin.string(), kBuiltinEngine).ok());
+  CHECK(Read(builtin / "CMakeLists.txt") == "project(fm)\nadd_executable(fm main.cc)\n");
+  CHECK_FALSE(fs::exists(builtin / "engines"));
+  CHECK_FALSE(fs::exists(builtin / "src" / "net.h"));
+
+  // torch: the overlay's files replace the template's and add to them, names replaced; the rest
+  // is the template's.
+  const fs::path torch = tmp.path / "torch";
+  REQUIRE(CreateProject(templ.string(), "fm-torch", torch.string(), kTorchEngine).ok());
+  CHECK(Read(torch / "CMakeLists.txt") ==
+        "project(fm-torch)\nfind_package(taas COMPONENTS torch)\n");
+  CHECK(Read(torch / "src" / "net.h") == "namespace fm_torch::net {}\n");
+  CHECK(Read(torch / "job.yaml") ==
+        "metadata:\n  name: fm-torch\ncommand: [/opt/taas/bin/fm-torch]\n");
+  CHECK(Read(torch / "src" / "fm-torch.h") == "namespace fm_torch {}\n");
+  CHECK(::access((torch / "run.sh").c_str(), X_OK) == 0);
+  CHECK_FALSE(fs::exists(torch / "engines"));
+  CHECK_FALSE(fs::exists(torch / "build"));
+
+  // An SDK built without the engine has no overlay for it: refused, nothing made.
+  fs::remove_all(templ / "engines");
+  const fs::path refused = tmp.path / "refused";
+  const absl::Status status = CreateProject(templ.string(), "fm", refused.string(), kTorchEngine);
+  CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(status.message()).find("has no torch engine") != std::string::npos);
+  CHECK_FALSE(fs::exists(refused));
+  CHECK(CreateProject(templ.string(), "fm", refused.string(), "tensorflow").code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK_FALSE(fs::exists(refused));
+}
+
+TEST_CASE("engines: builtin and torch") {
+  CHECK(ValidateEngine("builtin").ok());
+  CHECK(ValidateEngine("torch").ok());
+  for (const char* bad : {"", "Torch", "tensorflow", "../torch"}) {
+    CAPTURE(bad);
+    const absl::Status status = ValidateEngine(bad);
+    CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(status.message()) ==
+          "--engine must be builtin (taas's own layers) or torch (a torch::nn model), got \"" +
+              std::string(bad) + "\"");
+  }
+}
+
 TEST_CASE("a template with something other than files and folders leaves nothing behind") {
   TempDir tmp;
   MakeTemplate(tmp.path / "template");
@@ -175,6 +229,9 @@ TEST_CASE("taas new: arguments") {
   CHECK(RunNew({"a", "b", "c"}, "taas") == 2);
   CHECK(RunNew({"Bad_Name"}, "taas") == 2);
   CHECK(RunNew({"--force", "x"}, "taas") == 2);
+  CHECK(RunNew({"x", "--engine"}, "taas") == 2);
+  CHECK(RunNew({"x", "--engine", "gpu"}, "taas") == 2);
+  CHECK(RunNew({"--engine=", "x"}, "taas") == 2);
 }
 
 }  // namespace

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # The SDK from nothing to a running job, against an installed prefix only:
-#   cmake --install BUILD --prefix P; P/bin/taas new sdk-check; build it (MODE cmake: its
-#   CMakeLists with find_package(taas), then its unit test, with the commands taas new printed,
-#   which must be README's; MODE pkgconfig: g++ with
-#   `pkg-config --cflags --libs taas`); P/bin/taas run job.yaml for a few steps.
+#   cmake --install BUILD --prefix P; P/bin/taas new sdk-check [--engine torch]; build it (MODE
+#   cmake: its CMakeLists with find_package(taas), then its unit test, with the commands taas new
+#   printed, which must be README's; MODE pkgconfig: g++ with `pkg-config --cflags --libs taas`,
+#   or taas-torch); P/bin/taas run job.yaml for a few steps.
 # No file of the build must name the source tree or the build tree: the project sees only P.
-# Usage: sdk_install_test.sh cmake|pkgconfig BUILD_DIR SOURCE_DIR
+# ENGINE torch makes the project with a LibTorch model (`taas new --engine torch`); TORCH_ROOT is
+# the LibTorch the tree was built with (TAAS_TORCH_ROOT), empty when its SDK has no torch engine: the
+# test is then skipped (exit 77).
+# Usage: sdk_install_test.sh cmake|pkgconfig BUILD_DIR SOURCE_DIR [builtin | torch TORCH_ROOT]
 set -euo pipefail
-mode="$1" build="$(cd "$2" && pwd)" source="$(cd "$3" && pwd)"
+mode="$1" build="$(cd "$2" && pwd)" source="$(cd "$3" && pwd)" engine="${4:-builtin}"
+torch_root="${5:-}"
+if [ "$engine" = torch ] && [ -z "$torch_root" ]; then
+  echo "skipped: this tree's SDK has no torch engine (built without LibTorch, or with CUDA)"
+  exit 77
+fi
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-sdk-test.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 passes=0
@@ -29,6 +37,12 @@ mv "$tmp/staged" "$prefix"
 [ -x "$prefix/bin/taas" ] || fail "the launcher is installed in bin/"
 [ -f "$prefix/include/taas/runtime/dist_model.h" ] || fail "the public header is installed"
 [ -f "$prefix/share/taas/template/CMakeLists.txt" ] || fail "the template is installed"
+if [ "$engine" = torch ]; then
+  [ -f "$prefix/include/taas/torch/module.h" ] && [ -f "$prefix/lib/libtaas_torch.a" ] &&
+    [ -f "$prefix/lib/cmake/taas/taasTorchTargets.cmake" ] &&
+    [ -d "$prefix/share/taas/template/engines/torch" ] ||
+    fail "the torch engine is installed (header, library, CMake targets, template)"
+fi
 while read -r header; do
   [ -f "$prefix/include/$header" ] || fail "$header, included by an installed header, is not installed"
 done < <(sed -n 's/^#include "\(taas\/.*\)"/\1/p' "$prefix"/include/taas/*/*.h | sort -u)
@@ -38,7 +52,9 @@ ok "every taas header an installed header includes is installed"
 
 # A user's project: the installed launcher creates it from the installed template.
 mkdir "$tmp/work"
-(cd "$tmp/work" && "$prefix/bin/taas" new sdk-check) >"$tmp/new.log" 2>&1 ||
+new_args=()  # builtin: the default
+[ "$engine" = builtin ] || new_args=(--engine "$engine")
+(cd "$tmp/work" && "$prefix/bin/taas" new sdk-check "${new_args[@]}") >"$tmp/new.log" 2>&1 ||
   fail "taas new" "$tmp/new.log"
 project="$tmp/work/sdk-check"
 grep -q "from $prefix/share/taas/template" "$tmp/new.log" || fail "taas new used the installed template" "$tmp/new.log"
@@ -47,7 +63,13 @@ grep -q 'project(sdk-check' "$project/CMakeLists.txt" || fail "taas new renamed 
 grep -q 'build/sdk-check /opt/taas/bin/sdk-check$' "$project/Dockerfile" &&
   grep -q 'command: \["/opt/taas/bin/sdk-check"\]' "$project/job.yaml" ||
   fail "the project's Dockerfile and job.yaml name the binary"
-ok "taas new sdk-check"
+[ ! -e "$project/engines" ] || fail "the template's engines/ is not copied into a project"
+if [ "$engine" = torch ]; then
+  grep -q 'find_package(taas 0.1 CONFIG REQUIRED COMPONENTS torch)' "$project/src/model.cmake" &&
+    grep -q 'BoundModule::Bind' "$project/src/model.cc" ||
+    fail "the project's model is the torch one"
+fi
+ok "taas new sdk-check ${new_args[*]}"
 # What it prints next are README's "Write your own model" commands with this project's and this
 # prefix's absolute paths (its `taas` included: it need not be on PATH), ready to paste; the CMake
 # mode runs them as printed.
@@ -64,7 +86,7 @@ done
 ok "taas new printed README's next steps with absolute paths"
 
 # Compiler caches and the tree's own settings stay out: this is a user's machine.
-unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD
+unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD TAAS_TORCH_ROOT Torch_DIR
 # What the SDK's package config must not print: lines a user cannot act on (gRPC's search for a
 # c-ares config before it finds c-ares, oneDNN's probe of OpenCL headers for a GPU runtime).
 configure_noise='Could NOT find|OpenCL|CL_VERSION'
@@ -76,6 +98,37 @@ case "$mode" in
   cmake)
     timed configure bash -c "${steps[0]}"
     quiet_configure "$tmp/configure.log"
+    if [ "$engine" = builtin ]; then
+      ! grep -i torch "$tmp/configure.log" || fail "a project without torch hears nothing of it"
+    else
+      # The SDK finds the LibTorch it was built with unless told another: by Torch_DIR (the
+      # wheel's CMake folder, as PyTorch's docs say) or TAAS_TORCH_ROOT; one that holds none is
+      # named in the error.
+      timed configure-torch-dir cmake -S "$project" -B "$tmp/torch-dir" -G Ninja \
+        -DCMAKE_PREFIX_PATH="$prefix" -DTorch_DIR="$torch_root/torch/share/cmake/Torch"
+      quiet_configure "$tmp/configure-torch-dir.log"
+      refused() { # LABEL ROOT MESSAGE: a configure with TAAS_TORCH_ROOT=ROOT fails with MESSAGE
+        if cmake -S "$project" -B "$tmp/$1-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+          -DTAAS_TORCH_ROOT="$2" >"$tmp/$1.log" 2>&1; then
+          fail "$1: a configure with TAAS_TORCH_ROOT=$2 fails" "$tmp/$1.log"
+        fi
+        # (CMake wraps the message: read as one line.)
+        grep -q -- "$3" <<<"$(tr -s '\n ' '  ' <"$tmp/$1.log")" ||
+          fail "$1: the error says: $3" "$tmp/$1.log"
+      }
+      mkdir "$tmp/nowhere"
+      refused no-torch "$tmp/nowhere" \
+        "no LibTorch [0-9.]* for taas::torch in TAAS_TORCH_ROOT=$tmp/nowhere: $tmp/nowhere holds no LibTorch"
+      # Another minor version of LibTorch (its C++ ABI differs) is refused, not linked.
+      other="$tmp/other-torch/torch"
+      mkdir -p "$other/include/torch/csrc/api/include/torch" "$other/include/torch/headeronly" \
+        "$other/lib"
+      touch "$other/include/torch/csrc/api/include/torch/torch.h" "$other/lib/libtorch_cpu.so"
+      printf '#define TORCH_VERSION_MAJOR 2\n#define TORCH_VERSION_MINOR 9\n#define TORCH_VERSION_PATCH 1\n' \
+        >"$other/include/torch/headeronly/version.h"
+      refused other-torch "$tmp/other-torch" "$tmp/other-torch holds LibTorch 2.9.1, not [0-9]*\.[0-9]*\.x"
+      ok "LibTorch from the SDK's default, Torch_DIR, or an error naming TAAS_TORCH_ROOT"
+    fi
     timed build bash -c "${steps[1]}"
     timed unit-test bash -c "${steps[2]} --output-on-failure"
     # The Dockerfile's sdk stage installs sdk/debian-packages.txt and what they depend on: every
@@ -98,7 +151,9 @@ case "$mode" in
     ;;
   pkgconfig)
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
-    flags="$(pkg-config --cflags --libs taas)" || fail "pkg-config --cflags --libs taas"
+    package=taas
+    [ "$engine" = builtin ] || package=taas-torch
+    flags="$(pkg-config --cflags --libs "$package")" || fail "pkg-config --cflags --libs $package"
     mkdir -p "$project/out"
     # shellcheck disable=SC2086 # pkg-config's words
     timed compile g++ -O2 -I"$project/src" "$project/src/model.cc" "$project/src/main.cc" \
@@ -132,8 +187,8 @@ ok "the job trained 40 steps and the chief scored the model"
 
 # The shared library (TAAS_SDK_SHARED, on by default): the same model linked with taas::shared
 # (CMake) or taas-shared (pkg-config) loads libtaas.so from the prefix and trains alone (no
-# TF_CONFIG) for a few steps.
-if [ -e "$prefix/lib/libtaas.so" ]; then
+# TF_CONFIG) for a few steps. The torch engine links the static libraries only.
+if [ "$engine" = builtin ] && [ -e "$prefix/lib/libtaas.so" ]; then
   shared="$tmp/shared/build/sdk-check-shared"
   mkdir -p "$tmp/shared/build"
   if [ "$mode" = cmake ]; then
