@@ -108,10 +108,10 @@ LINK_RULES = [
     ("taas", ["taas_kube", "OpenSSL::SSL", "OpenSSL::Crypto"],
      "`taas run` links no Kubernetes client and no TLS"),
     ("taas", ["taas_cuda", "taas::cudart"], "`taas run` starts processes; it needs no GPU"),
-    ("taas", ["taas_torch", "taas_libtorch"], "`taas run` starts processes; it needs no engine"),
-    ("taas_fashion_mnist_trainer", ["taas_torch", "taas_libtorch"],
+    ("taas", ["taas_torch", "taas::libtorch"], "`taas run` starts processes; it needs no engine"),
+    ("taas_fashion_mnist_trainer", ["taas_torch", "taas::libtorch"],
      "the built-in engine's trainers do not carry LibTorch"),
-    ("linear-regression", ["taas_torch", "taas_libtorch"], "a model without layers links no engine"),
+    ("linear-regression", ["taas_torch", "taas::libtorch"], "a model without layers links no engine"),
     ("taas-ui", ["taas_controller"],
      "the UI server uses the Kubernetes client (kube/), not the operator's controller"),
 ]
