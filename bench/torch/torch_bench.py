@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,8 @@ def taas_job(args, name, workers, command, model_args, steps, batch):
            "--model-dir", os.path.join(args.work, name + "-model")]
     for key, value in env.items():
         cmd += ["--env", f"{key}={value}"]
+    # A fresh model dir every run: the last run's final checkpoint would end this one at once.
+    shutil.rmtree(os.path.join(args.work, name + "-model"), ignore_errors=True)
     before = children_cpu()
     with open(log, "w") as out:
         code = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
