@@ -17,18 +17,21 @@ REPLICA = """    {type}:
           containers:
             - name: tensorflow
               image: taas/trainer:latest
-              command: ["/opt/taas/bin/fashion-mnist-cnn"]
-              args: ["--", "--batch_size={batch}"]
+              command: ["/opt/taas/bin/{command}"]
+              args: ["--", "--batch_size={batch}"{args}]
 """
 
 
-def manifest(name, ps, workers, batch):
+def manifest(name, ps, workers, batch, command="fashion-mnist-cnn", args=()):
+    """Prints a TFJob of PS and workers running `command` with --batch_size and `args`."""
+    extra = "".join(f', "{a}"' for a in args)
     replicas = [("PS", int(ps)), ("Worker", int(workers))]
     print("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: "
           f"{name}\nspec:\n  tfReplicaSpecs:")
     for rtype, count in replicas:
         if count:
-            print(REPLICA.format(type=rtype, count=count, batch=batch), end="")
+            print(REPLICA.format(type=rtype, count=count, batch=batch, command=command,
+                                 args=extra), end="")
 
 
 def read_run(path):

@@ -54,6 +54,29 @@ LstmClassifierImpl::LstmClassifierImpl() {
   return head_->forward(output.select(1, 27));
 }
 
+CnnImpl::CnnImpl() {
+  conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 32, 3)));
+  conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(32, 64, 3)));
+  conv3_ = register_module("conv3", nn::Conv2d(nn::Conv2dOptions(64, 64, 3)));
+  dense1_ = register_module("dense1", nn::Linear(3 * 3 * 64, 64));
+  logits_ = register_module("logits", nn::Linear(64, 10));
+  ::torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    if (item.value().dim() > 1) {
+      nn::init::xavier_uniform_(item.value());
+    } else {
+      nn::init::zeros_(item.value());
+    }
+  }
+}
+
+::torch::Tensor CnnImpl::forward(const ::torch::Tensor& images) {
+  ::torch::Tensor x = ::torch::max_pool2d(::torch::relu(conv1_->forward(images)), 2);
+  x = ::torch::max_pool2d(::torch::relu(conv2_->forward(x)), 2);
+  x = ::torch::relu(conv3_->forward(x)).flatten(1);
+  return logits_->forward(::torch::relu(dense1_->forward(x)));
+}
+
 absl::StatusOr<Classifier> Classifier::Create(const std::string& name, std::uint64_t seed) {
   ::torch::manual_seed(seed);
   Classifier c;
@@ -62,14 +85,17 @@ absl::StatusOr<Classifier> Classifier::Create(const std::string& name, std::uint
     c.module_ = ResNet().ptr();
   } else if (name == "lstm") {
     c.module_ = LstmClassifier().ptr();
+  } else if (name == "cnn") {
+    c.module_ = Cnn().ptr();
   } else {
-    return absl::InvalidArgumentError("model " + name + ": expected resnet or lstm");
+    return absl::InvalidArgumentError("model " + name + ": expected resnet, lstm or cnn");
   }
   return c;
 }
 
 ::torch::Tensor Classifier::forward(const ::torch::Tensor& images) {
   if (auto* resnet = dynamic_cast<ResNetImpl*>(module_.get())) return resnet->forward(images);
+  if (auto* cnn = dynamic_cast<CnnImpl*>(module_.get())) return cnn->forward(images);
   return static_cast<LstmClassifierImpl&>(*module_).forward(images);
 }
 

@@ -23,7 +23,7 @@ std::vector<std::string> TrainedNames(::torch::nn::Module& module) {
 }
 
 TEST_CASE("the models take Fashion-MNIST images and return 10 logits") {
-  for (const std::string name : {"resnet", "lstm"}) {
+  for (const std::string name : {"resnet", "lstm", "cnn"}) {
     CAPTURE(name);
     auto model = Classifier::Create(name, 1);
     REQUIRE(model.ok());
@@ -31,7 +31,7 @@ TEST_CASE("the models take Fashion-MNIST images and return 10 logits") {
   }
   auto unknown = Classifier::Create("vgg", 1);
   REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.status().message() == "model vgg: expected resnet or lstm");
+  CHECK(unknown.status().message() == "model vgg: expected resnet, lstm or cnn");
 }
 
 TEST_CASE("the same seed gives the same parameters") {

@@ -32,7 +32,7 @@ constexpr std::int64_t kEvalBatch = 1000;
 
 absl::Status TorchTrainer::ParseArgs(const std::vector<std::string>& args) {
   flags::FlagSet flags;
-  flags.Choice("model", {"resnet", "lstm"}, &model_name_);
+  flags.Choice("model", {"resnet", "lstm", "cnn"}, &model_name_);
   flags.Int("batch_size", 1, std::int64_t{1} << 20, &batch_size_);
   flags.String("optimizer", &optimizer_name_);
   flags.Double("learning_rate", 1e-9, 1e6, &learning_rate_);

@@ -67,9 +67,24 @@ class LstmClassifierImpl : public ::torch::nn::Module {
 };
 TORCH_MODULE(LstmClassifier);
 
-// One of the models above by name ("resnet", "lstm"), as a Module with forward(images) -> logits,
-// its parameters initialised from `seed` (the same on every replica: the chief's are the job's).
-// InvalidArgument naming the choices for another name.
+// The built-in engine's Fashion-MNIST CNN (examples/fashion-mnist-models, Cnn) in torch::nn, so
+// that the two engines compare on one model (bench/torch): 3x3 valid convolutions of 32, 64 and 64
+// filters with ReLU, 2x2 max pooling after the first two, dense 64 with ReLU and 10 logits;
+// Keras's initialisers like the original (Glorot-uniform weights, zero biases).
+class CnnImpl : public ::torch::nn::Module {
+ public:
+  CnnImpl();
+  ::torch::Tensor forward(const ::torch::Tensor& images);
+
+ private:
+  ::torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
+  ::torch::nn::Linear dense1_{nullptr}, logits_{nullptr};
+};
+TORCH_MODULE(Cnn);
+
+// One of the models above by name ("resnet", "lstm", "cnn"), as a Module with forward(images) ->
+// logits, its parameters initialised from `seed` (the same on every replica: the chief's are the
+// job's). InvalidArgument naming the choices for another name.
 class Classifier {
  public:
   static absl::StatusOr<Classifier> Create(const std::string& name, std::uint64_t seed);

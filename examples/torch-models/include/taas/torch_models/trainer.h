@@ -1,7 +1,7 @@
 // The torch models (models.h) as a taas DistModel: one trainer binary, fashion-mnist-torch, that
 // runs as PS, worker, chief or evaluator from TF_CONFIG like every taas trainer. Model arguments
 // after `--`:
-//   --model=resnet|lstm        which model (default resnet)
+//   --model=resnet|lstm|cnn    which model (default resnet; cnn: the built-in engine's CNN)
 //   --batch_size=N             examples per step on this worker (default 64), split among its
 //                              model replicas
 //   --optimizer=NAME, --learning_rate=X   the runtime's update rule (default adam, 0.001)
