@@ -232,9 +232,16 @@ def log_cases(t):
     t.check("tailLines too big", request("GET", logs + "?tailLines=1000000", auth=True), 400)
     t.check("tailLines negative", request("GET", logs + "?tailLines=-1", auth=True), 400)
     t.check("limitBytes too big", request("GET", logs + "?limitBytes=99999999999", auth=True), 400)
-    t.check("limitBytes", request("GET", logs + "?limitBytes=100", auth=True), 200, b"loss=2.3")
-    if t.fake.count(lambda p: "/log?" in p and "limitBytes=100&" in p) != 1:
-        t.failures.append("limitBytes did not reach the API server")
+    answer = t.check("limitBytes", request("GET", logs + "?limitBytes=100", auth=True), 200,
+                     b"loss=2.3")
+    # The UI server keeps the log's end within limitBytes itself (ui_server::LogWindow): the API
+    # server's limitBytes would keep the first bytes, so it is asked once, without one.
+    if (t.fake.count(lambda p: "/log?" in p) != 1 or
+            t.fake.count(lambda p: "/log?" in p and "limitBytes" in p) != 0):
+        t.failures.append("the log was not read once from the API server without limitBytes")
+    body = answer.split(b"\r\n\r\n", 1)[-1]
+    if len(body) > 100 + 64:  # the window, and a chunked answer's framing
+        t.failures.append("the answer to limitBytes=100 holds %d bytes" % len(body))
     started = time.time()
     t.check("a followed stream ends", request("GET", logs + "?follow=true", auth=True), 200,
             b"longest follow", timeout=10)
