@@ -130,8 +130,11 @@ class MarkedLogTest(unittest.TestCase):
                       'phase_start setup/10-toolchain; phase_end setup/10-toolchain; '
                       'phase_end setup; TAAS_PHASE_PREFIX=ctest/ phase_start sanitize-tsan/build; '
                       'TAAS_PHASE_PREFIX=ctest/ phase_end sanitize-tsan/build')
+            # The run's own phase settings, not the ones scripts/test.sh gives ctest (a
+            # TAAS_PHASE_PREFIX inherited from it would name every phase ctest/...).
+            env = {k: v for k, v in os.environ.items() if not k.startswith("TAAS_PHASE_")}
             run = subprocess.run(["bash", "-euo", "pipefail", "-c", script],
-                                 env={**os.environ, "TAAS_PHASE_LOG": str(phase_log)},
+                                 env={**env, "TAAS_PHASE_LOG": str(phase_log)},
                                  capture_output=True, text=True, check=True)
             self.assertEqual(phase_log.read_text(),
                              "[taas] phase setup/10-toolchain: 0 s\n[taas] phase setup: 0 s\n"
