@@ -163,7 +163,10 @@ TEST_CASE("a failed final evaluation is the model's failure (exit 3), named in t
   const std::map<EvalFailure, std::string> errors = {
       {EvalFailure::kReturnsError, "evaluate() failed: no test set in /data: give --test_data"},
       {EvalFailure::kThrows, "evaluate() failed: evaluate() threw: evaluation data missing"}};
-  for (const auto& [failure, error] : errors) {
+  for (const auto& [failure, expected_error] : errors) {
+    // A named copy: CAPTURE's lambda cannot capture a structured binding under clang 14 (the
+    // sanitizer trees' compiler).
+    const std::string error = expected_error;
     for (const std::string strategy : {"parameter_server", "collective"}) {
       CAPTURE(strategy);
       CAPTURE(error);
