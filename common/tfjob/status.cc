@@ -347,6 +347,9 @@ class StatusComputation {
 
   bool SucceedOrAwaitEvaluator(ReplicaType decided_by) {
     if (const std::optional<Time> until = EvaluatorWaitEnd(decided_by)) {
+      // The job still runs (its evaluator scores the final checkpoint), also when its chief
+      // ended before any observation counted it active (rule 7).
+      SetRunning();
       update_.awaiting_evaluator_until = *until;
       Requeue(*until);
       return false;

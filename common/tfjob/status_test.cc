@@ -821,6 +821,21 @@ TEST_CASE("a job with an evaluator succeeds once the evaluator scored the final 
   }
 }
 
+TEST_CASE("a job whose chief ended before it was seen running is Running while it waits") {
+  // The operator's first look after the pods started finds the chief done (kwok, a short job):
+  // the job was never Running, and its evaluator still works, so it is Running now, not Created.
+  TFJob job = TestJob({{kChief, 1}, {kEvaluator, 1}});
+  const std::vector<ObservedReplica> waiting = {Ended(kChief, 0, kSucceeded, 0, At(100)),
+                                                Replica(kEvaluator, 0, kRunning)};
+  const StatusUpdate update = Step(job, waiting, At(101));
+  CHECK_FALSE(IsFinished(job.status));
+  CHECK(IsRunning(job.status));
+  CHECK(update.awaiting_evaluator_until == At(220));
+  Step(job, {waiting[0], Ended(kEvaluator, 0, kSucceeded, 0, At(130))}, At(131));
+  CHECK(IsSucceeded(job.status));
+  CHECK_FALSE(IsRunning(job.status));
+}
+
 TEST_CASE("while it waits for the evaluator, no failure or restart undoes the chief's success") {
   TFJob job = RunningJobWithEvaluator();
   job.spec.replica_specs.at(kWorker).restart_policy = RestartPolicy::kExitCode;

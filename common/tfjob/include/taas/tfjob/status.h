@@ -168,7 +168,8 @@ struct StatusUpdate {
 //     success is decided first (before rules 5 and 6), so a wait never ends in a failure; the job
 //     is reported Succeeded once no Evaluator replica is active (Running or Pending, not being
 //     deleted: it exits once it scored the final checkpoint), or options.evaluator_grace after the
-//     deciding replicas' finished_at (the latest of them), whichever comes first. Meanwhile
+//     deciding replicas' finished_at (the latest of them), whichever comes first. Meanwhile the
+//     job is Running (set then if the chief ended before it was ever seen active), the other
 //     conditions stay, no replica is failed or restarted, requeue_at and awaiting_evaluator_until
 //     are the grace's end. No wait when the grace is zero, a finished_at is missing, or one is
 //     more than the grace ahead of `now` (no clock is that far off: waiting from it would not be
