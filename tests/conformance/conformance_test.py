@@ -786,18 +786,25 @@ def main():
                 if n in TAAS_ONLY and impl.name != "taas":
                     results[n][impl.name] = (True, "— (" + TAAS_ONLY[n] + ")")
                     continue
-                ns = f"{impl.name}-{n.replace('_', '-')}"
-                log(f"[{impl.title}] scenario {n}")
-                started = time.time()
-                try:
-                    env.namespace(ns)
-                    note = globals()[f"scenario_{n}"](env, ns, impl)
-                    results[n][impl.name] = (True, note)
-                    log(f"[{impl.title}] {n} passed in {time.time() - started:.1f}s: {note}")
-                except Exception as e:
-                    traceback.print_exc()
-                    results[n][impl.name] = (False, f"FAIL: {e}")
-                    log(f"[{impl.title}] {n} FAILED in {time.time() - started:.1f}s")
+                # The peer gets a second try in a namespace of its own: Kubeflow v1.8.1 now and
+                # then never recreates a Failed pod (restart_on_failure, 1 run in ~5 on 2 cores),
+                # which is its behaviour to record, not taas's to fail on. taas gets one try.
+                tries = 1 if impl.name == "taas" else 2
+                for attempt in range(1, tries + 1):
+                    ns = f"{impl.name}-{n.replace('_', '-')}" + ("" if attempt == 1 else f"-{attempt}")
+                    log(f"[{impl.title}] scenario {n}" + ("" if attempt == 1 else f" (try {attempt})"))
+                    started = time.time()
+                    try:
+                        env.namespace(ns)
+                        note = globals()[f"scenario_{n}"](env, ns, impl)
+                        results[n][impl.name] = (True, note)
+                        log(f"[{impl.title}] {n} passed in {time.time() - started:.1f}s: {note}")
+                        break
+                    except Exception as e:
+                        traceback.print_exc()
+                        results[n][impl.name] = (False, f"FAIL: {e}")
+                        log(f"[{impl.title}] {n} FAILED in {time.time() - started:.1f}s"
+                            + (", trying again" if attempt < tries else ""))
             impl.uninstall()
             current = None
         failed = False
