@@ -60,6 +60,17 @@ TEST_CASE("freezing the ResNet's trunk leaves only the head trained, its BatchNo
   CHECK_FALSE(lstm->FreezeTrunk().ok());
 }
 
+TEST_CASE("--cosine_decay_steps decays the rate to 0 over that many steps; 0 keeps it constant") {
+  const optim::LearningRateSchedule constant = LearningRate(0.002, 0);
+  CHECK(constant.At(0) == doctest::Approx(0.002));
+  CHECK(constant.At(100000) == doctest::Approx(0.002));
+  const optim::LearningRateSchedule cosine = LearningRate(0.002, 1000);
+  CHECK(cosine.At(0) == doctest::Approx(0.002));
+  CHECK(cosine.At(500) == doctest::Approx(0.001));
+  CHECK(cosine.At(1000) == doctest::Approx(0.0).epsilon(1e-9));
+  CHECK(cosine.At(5000) == doctest::Approx(0.0).epsilon(1e-9));
+}
+
 // The transfer recipe (docs/trainer-runtime.md): a second job starts from the first one's
 // checkpoint with its trunk frozen; only the head trains, and the trunk (parameters and
 // BatchNorm statistics) ends bit-identical to what it restored.

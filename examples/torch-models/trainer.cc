@@ -30,12 +30,20 @@ constexpr std::int64_t kEvalBatch = 1000;
 
 }  // namespace
 
+optim::LearningRateSchedule LearningRate(double rate, std::int64_t cosine_decay_steps) {
+  const auto initial = static_cast<float>(rate);
+  if (cosine_decay_steps <= 0) return optim::LearningRateSchedule::Constant(initial);
+  return optim::LearningRateSchedule::CosineDecay(initial, cosine_decay_steps);
+}
+
 absl::Status TorchTrainer::ParseArgs(const std::vector<std::string>& args) {
   flags::FlagSet flags;
   flags.Choice("model", {"resnet", "lstm", "cnn"}, &model_name_);
   flags.Int("batch_size", 1, std::int64_t{1} << 20, &batch_size_);
   flags.String("optimizer", &optimizer_name_);
   flags.Double("learning_rate", 1e-9, 1e6, &learning_rate_);
+  flags.Int("cosine_decay_steps", 0, std::numeric_limits<std::int64_t>::max(),
+            &cosine_decay_steps_);
   flags.String("data_dir", &data_dir_);
   flags.Int("seed", 0, std::numeric_limits<std::int64_t>::max(), &seed_);
   flags.Int("threads", 0, 1024, &threads_);
@@ -64,8 +72,7 @@ absl::Status TorchTrainer::build_model(ModelBuilder& builder) {
 
   optim::OptimizerConfig optimizer;
   optimizer.name = optimizer_name_;
-  optimizer.learning_rate =
-      optim::LearningRateSchedule::Constant(static_cast<float>(learning_rate_));
+  optimizer.learning_rate = LearningRate(learning_rate_, cosine_decay_steps_);
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(replica_batch);
 
