@@ -13,7 +13,7 @@
 # repeat REPEAT times; the table gives each run and the medians' ratios.
 #
 #   bench/torch/run.sh                    # 1000 steps, 3 repetitions
-#   STEPS=3000 REPEAT=1 bench/torch/run.sh   # the examples' full length (accuracy target)
+#   STEPS=3000 REPEAT=1 bench/torch/run.sh   # the accuracy comparison (a constant rate)
 #   bench/torch/run.sh --prepare           # install the peer and build, then stop
 #
 # Environment: STEPS (1000), BATCH (64), CNN_STEPS (STEPS), CNN_BATCH (100), REPEAT (3),
