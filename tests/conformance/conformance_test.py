@@ -787,8 +787,9 @@ def main():
                     results[n][impl.name] = (True, "— (" + TAAS_ONLY[n] + ")")
                     continue
                 # The peer gets a second try in a namespace of its own: Kubeflow v1.8.1 now and
-                # then never recreates a Failed pod (restart_on_failure, 1 run in ~5 on 2 cores),
-                # which is its behaviour to record, not taas's to fail on. taas gets one try.
+                # then never recreates a Failed pod (restart_on_failure, seen once on 2026-12-01
+                # after passing in the runs before), which is its behaviour to record, not taas's
+                # to fail on. taas gets one try.
                 tries = 1 if impl.name == "taas" else 2
                 for attempt in range(1, tries + 1):
                     ns = f"{impl.name}-{n.replace('_', '-')}" + ("" if attempt == 1 else f"-{attempt}")
