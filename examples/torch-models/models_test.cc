@@ -60,15 +60,22 @@ TEST_CASE("freezing the ResNet's trunk leaves only the head trained, its BatchNo
   CHECK_FALSE(lstm->FreezeTrunk().ok());
 }
 
-TEST_CASE("--cosine_decay_steps decays the rate to 0 over that many steps; 0 keeps it constant") {
-  const optim::LearningRateSchedule constant = LearningRate(0.002, 0);
-  CHECK(constant.At(0) == doctest::Approx(0.002));
-  CHECK(constant.At(100000) == doctest::Approx(0.002));
-  const optim::LearningRateSchedule cosine = LearningRate(0.002, 1000);
-  CHECK(cosine.At(0) == doctest::Approx(0.002));
-  CHECK(cosine.At(500) == doctest::Approx(0.001));
-  CHECK(cosine.At(1000) == doctest::Approx(0.0).epsilon(1e-9));
-  CHECK(cosine.At(5000) == doctest::Approx(0.0).epsilon(1e-9));
+TEST_CASE("--cosine_decay decays the rate to 0 over the job's max steps; without it, constant") {
+  const auto constant = LearningRate(0.002, false, 1000);
+  REQUIRE(constant.ok());
+  CHECK(constant->At(0) == doctest::Approx(0.002));
+  CHECK(constant->At(100000) == doctest::Approx(0.002));
+  const auto cosine = LearningRate(0.002, true, 1000);
+  REQUIRE(cosine.ok());
+  CHECK(cosine->At(0) == doctest::Approx(0.002));
+  CHECK(cosine->At(500) == doctest::Approx(0.001));
+  CHECK(cosine->At(1000) == doctest::Approx(0.0).epsilon(1e-9));
+  CHECK(cosine->At(5000) == doctest::Approx(0.0).epsilon(1e-9));
+  // A job with no max steps has nothing to decay over: the error names the setting.
+  const auto unbounded = LearningRate(0.002, true, 0);
+  REQUIRE_FALSE(unbounded.ok());
+  CHECK(unbounded.status().message().find("TF_MAX_STEPS") != std::string_view::npos);
+  CHECK(LearningRate(0.002, false, 0).ok());
 }
 
 // The transfer recipe (docs/trainer-runtime.md): a second job starts from the first one's

@@ -30,10 +30,16 @@ constexpr std::int64_t kEvalBatch = 1000;
 
 }  // namespace
 
-optim::LearningRateSchedule LearningRate(double rate, std::int64_t cosine_decay_steps) {
+absl::StatusOr<optim::LearningRateSchedule> LearningRate(double rate, bool cosine_decay,
+                                                         std::int64_t max_steps) {
   const auto initial = static_cast<float>(rate);
-  if (cosine_decay_steps <= 0) return optim::LearningRateSchedule::Constant(initial);
-  return optim::LearningRateSchedule::CosineDecay(initial, cosine_decay_steps);
+  if (!cosine_decay) return optim::LearningRateSchedule::Constant(initial);
+  if (max_steps <= 0) {
+    return absl::InvalidArgumentError(
+        "model argument --cosine_decay decays over the job's max steps, and the job has none: "
+        "set TF_MAX_STEPS (or --max_steps), or drop --cosine_decay");
+  }
+  return optim::LearningRateSchedule::CosineDecay(initial, max_steps);
 }
 
 absl::Status TorchTrainer::ParseArgs(const std::vector<std::string>& args) {
@@ -42,8 +48,7 @@ absl::Status TorchTrainer::ParseArgs(const std::vector<std::string>& args) {
   flags.Int("batch_size", 1, std::int64_t{1} << 20, &batch_size_);
   flags.String("optimizer", &optimizer_name_);
   flags.Double("learning_rate", 1e-9, 1e6, &learning_rate_);
-  flags.Int("cosine_decay_steps", 0, std::numeric_limits<std::int64_t>::max(),
-            &cosine_decay_steps_);
+  flags.Switch("cosine_decay", &cosine_decay_);
   flags.String("data_dir", &data_dir_);
   flags.Int("seed", 0, std::numeric_limits<std::int64_t>::max(), &seed_);
   flags.Int("threads", 0, 1024, &threads_);
@@ -72,7 +77,10 @@ absl::Status TorchTrainer::build_model(ModelBuilder& builder) {
 
   optim::OptimizerConfig optimizer;
   optimizer.name = optimizer_name_;
-  optimizer.learning_rate = LearningRate(learning_rate_, cosine_decay_steps_);
+  // An evaluator trains nothing: it needs no max steps to decay over.
+  const bool decays = cosine_decay_ && info.role != Role::kEvaluator;
+  TAAS_ASSIGN_OR_RETURN(optimizer.learning_rate,
+                        LearningRate(learning_rate_, decays, info.max_steps));
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(replica_batch);
 

@@ -5,8 +5,9 @@
 //   --batch_size=N             examples per step on this worker (default 64), split among its
 //                              model replicas
 //   --optimizer=NAME, --learning_rate=X   the runtime's update rule (default adam, 0.001)
-//   --cosine_decay_steps=N     the rate decays from --learning_rate to 0 over N global steps
-//                              (Keras's CosineDecay; default 0: constant)
+//   --cosine_decay             the rate decays from --learning_rate to 0 over the job's max
+//                              steps (TF_MAX_STEPS; Keras's CosineDecay with decay_steps the max
+//                              steps); default: constant
 //   --data_dir=DIR             the Fashion-MNIST IDX files (default: Debian's dataset package)
 //   --seed=N                   initial parameters and shuffling (default 1)
 //   --threads=N                LibTorch's compute threads (default: the runtime's share)
@@ -32,9 +33,10 @@
 
 namespace taas::torch_models {
 
-// The learning rate the model arguments ask for: constant, or cosine decay over
-// `cosine_decay_steps` global steps when that is positive.
-optim::LearningRateSchedule LearningRate(double rate, std::int64_t cosine_decay_steps);
+// The learning rate the model arguments ask for: constant, or with `cosine_decay` decaying to 0
+// over the job's `max_steps` (an error naming the setting when the job has none).
+absl::StatusOr<optim::LearningRateSchedule> LearningRate(double rate, bool cosine_decay,
+                                                         std::int64_t max_steps);
 
 class TorchTrainer : public DistModel {
  public:
@@ -55,7 +57,7 @@ class TorchTrainer : public DistModel {
   std::int64_t batch_size_ = 64;
   std::string optimizer_name_ = "adam";
   double learning_rate_ = 0.001;
-  std::int64_t cosine_decay_steps_ = 0;
+  bool cosine_decay_ = false;
   std::string data_dir_ = "/usr/share/datasets/fashion-mnist";
   std::int64_t seed_ = 1;
   std::int64_t threads_ = 0;
