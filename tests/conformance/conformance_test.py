@@ -751,6 +751,31 @@ def verdict(name, kubeflow, taas):
     return None
 
 
+# A scenario that fails against the peer gets a second try in a namespace of its own: Kubeflow
+# v1.8.1 now and then never recreates a Failed pod (restart_on_failure, seen once on 2026-12-01
+# after passing in the runs before), which is its behaviour to record, not taas's to fail on.
+# taas gets one try.
+def run_scenario(env, impl, n):
+    """Runs scenario `n` against `impl`: (True, its note) or (False, "FAIL: why")."""
+    tries = 1 if impl.name == "taas" else 2
+    for attempt in range(1, tries + 1):
+        suffix = "" if attempt == 1 else f"-{attempt}"
+        ns = f"{impl.name}-{n.replace('_', '-')}{suffix}"
+        log(f"[{impl.title}] scenario {n}" + (f" (try {attempt})" if suffix else ""))
+        started = time.time()
+        try:
+            env.namespace(ns)
+            note = globals()[f"scenario_{n}"](env, ns, impl)
+            log(f"[{impl.title}] {n} passed in {time.time() - started:.1f}s: {note}")
+            return True, note
+        except Exception as e:
+            traceback.print_exc()
+            result = (False, f"FAIL: {e}")
+            log(f"[{impl.title}] {n} FAILED in {time.time() - started:.1f}s"
+                + (", trying again" if attempt < tries else ""))
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--operator", required=True, help="taas-operator binary")
@@ -786,26 +811,7 @@ def main():
                 if n in TAAS_ONLY and impl.name != "taas":
                     results[n][impl.name] = (True, "— (" + TAAS_ONLY[n] + ")")
                     continue
-                # The peer gets a second try in a namespace of its own: Kubeflow v1.8.1 now and
-                # then never recreates a Failed pod (restart_on_failure, seen once on 2026-12-01
-                # after passing in the runs before), which is its behaviour to record, not taas's
-                # to fail on. taas gets one try.
-                tries = 1 if impl.name == "taas" else 2
-                for attempt in range(1, tries + 1):
-                    ns = f"{impl.name}-{n.replace('_', '-')}" + ("" if attempt == 1 else f"-{attempt}")
-                    log(f"[{impl.title}] scenario {n}" + ("" if attempt == 1 else f" (try {attempt})"))
-                    started = time.time()
-                    try:
-                        env.namespace(ns)
-                        note = globals()[f"scenario_{n}"](env, ns, impl)
-                        results[n][impl.name] = (True, note)
-                        log(f"[{impl.title}] {n} passed in {time.time() - started:.1f}s: {note}")
-                        break
-                    except Exception as e:
-                        traceback.print_exc()
-                        results[n][impl.name] = (False, f"FAIL: {e}")
-                        log(f"[{impl.title}] {n} FAILED in {time.time() - started:.1f}s"
-                            + (", trying again" if attempt < tries else ""))
+                results[n][impl.name] = run_scenario(env, impl, n)
             impl.uninstall()
             current = None
         failed = False
