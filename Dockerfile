@@ -2,13 +2,14 @@
 #
 #   builder   the repository's own setup script and CMake build, as in the README
 #   operator  taas-operator, taas-ui and the web UI assets            (--target operator)
-#   trainer   runtime shared libraries + example trainers in /opt/taas/bin (--target trainer)
+#   trainer   runtime shared libraries + example trainers in /opt/taas/bin, the LibTorch one
+#             included, with LibTorch's libraries in /opt/taas/torch/lib (--target trainer)
 #   trainer-cuda  the same trainers built with CUDA, and the CUDA libraries they load (cuDNN,
 #             cuBLAS, NCCL, the CUDA runtime, NVRTC) in /opt/taas/cuda/lib: nothing else of
 #             the toolkit; the driver comes from the node (--target trainer-cuda)
-#   sdk       compiler, the -dev packages and the installed taas SDK in /opt/taas, to build a
-#             model FROM (--target sdk; examples/custom-model/Dockerfile builds FROM sdk and
-#             runs FROM trainer)
+#   sdk       compiler, the -dev packages, the installed taas SDK in /opt/taas and LibTorch in
+#             /opt/libtorch (for `taas new --engine torch`), to build a model FROM (--target sdk;
+#             examples/custom-model/Dockerfile builds FROM sdk and runs FROM trainer)
 #
 #   docker build --target operator -t taas/operator:0.1.0 .
 #   docker build --target trainer  -t taas/trainer:0.1.0 .
@@ -31,9 +32,10 @@ WORKDIR /src/taas
 # The whole tree first: setup fragments may read component files (e.g. web-ui/package.json).
 COPY . .
 # The README's setup script, less the fragments that only tests need (the test control plane,
-# Python tools, Helm), the CUDA wheels (builder-cuda's) and LibTorch (the torch engine is not in
-# the images yet: docs/install.md): they are removed from this copy of the tree before it runs.
-ARG TAAS_SETUP_SKIP="30-kubernetes 40-python 45-cuda 46-libtorch 60-packaging"
+# Helm) and the CUDA wheels (builder-cuda's): they are removed from this copy of the tree before
+# it runs. LibTorch (46-libtorch) stays, for the torch engine and its trainer; it downloads with
+# the Python venv of 40-python (whose TensorBoard, for a test, comes along: a few MB).
+ARG TAAS_SETUP_SKIP="30-kubernetes 45-cuda 60-packaging"
 RUN for fragment in $TAAS_SETUP_SKIP; do rm -f "scripts/setup.d/$fragment.sh"; done \
  && scripts/setup.sh
 # (bash explicitly: the OCI image format has no SHELL instruction.)
@@ -42,21 +44,25 @@ RUN bash -euo pipefail -c 'source scripts/lib/common.sh; source scripts/lib/buil
 # ---------------------------------------------------------------------------------------------
 # What the runtime stages copy: binaries (stripped), web UI, runtime package list.
 FROM builder AS staging
-RUN scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
+RUN TAAS_TORCH_LIB_ROOT="$(bash -c 'source scripts/lib/common.sh; echo "$TAAS_TORCH_DIR"')" \
+    scripts/packaging/stage-install.sh "$TAAS_BUILD" /out
 # The SDK (sdk/CMakeLists.txt): headers, libraries, CMake package, pkg-config file, launcher and
 # template. Its files find each other by relative paths, so it moves to /opt/taas as it is.
 RUN cmake --install "$TAAS_BUILD" --prefix /out/sdk
+# LibTorch's C++ parts for the sdk image, where the package finds them through TAAS_TORCH_ROOT.
+RUN bash -c 'source scripts/lib/common.sh; mkdir -p /out/libtorch; cp -a "$TAAS_TORCH_DIR/torch" /out/libtorch/'
 
 # ---------------------------------------------------------------------------------------------
 # The CUDA build: the builder plus the CUDA wheels (scripts/setup.d/45-cuda.sh, installed with the
 # Python venv of 40-python), the tree built again with TAAS_WITH_CUDA in its own folder (ccache
 # keeps the C++ of the first build), staged with the NVIDIA libraries the trainers load.
 FROM builder AS builder-cuda
-COPY scripts/setup.d/40-python.sh scripts/setup.d/45-cuda.sh scripts/setup.d/
+COPY scripts/setup.d/45-cuda.sh scripts/setup.d/
 RUN scripts/setup.sh
 ENV TAAS_BUILD=/src/taas/build-cuda
 RUN bash -euo pipefail -c 'source scripts/lib/common.sh; source scripts/lib/build.sh; taas_build \
- && TAAS_CUDA_LIB_ROOT="$TAAS_CUDA_DIR/nvidia" scripts/packaging/stage-install.sh "$TAAS_BUILD" /out'
+ && TAAS_CUDA_LIB_ROOT="$TAAS_CUDA_DIR/nvidia" TAAS_TORCH_LIB_ROOT="$TAAS_TORCH_DIR" \
+    scripts/packaging/stage-install.sh "$TAAS_BUILD" /out'
 
 # ---------------------------------------------------------------------------------------------
 # What a model is built FROM: compiler, CMake, Ninja, pkg-config, the -dev packages the SDK's
@@ -71,7 +77,9 @@ RUN apt-get update -qq \
       $(cat /tmp/sdk-packages.txt) \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/sdk-packages.txt
 COPY --from=staging /out/sdk/ /opt/taas/
+COPY --from=staging /out/libtorch/ /opt/libtorch/
 ENV PATH=/opt/taas/bin:$PATH \
+    TAAS_TORCH_ROOT=/opt/libtorch \
     CMAKE_PREFIX_PATH=/opt/taas \
     PKG_CONFIG_PATH=/opt/taas/lib/pkgconfig
 
@@ -102,6 +110,9 @@ RUN apt-get update -qq \
       $(cat /tmp/runtime-packages.txt) dataset-fashion-mnist \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/runtime-packages.txt
 COPY --from=staging /out/trainer/bin/ /opt/taas/bin/
+# LibTorch's libraries, which fashion-mnist-torch and a torch model built FROM sdk load.
+COPY --from=staging /out/torch/lib/ /opt/taas/torch/lib/
+ENV LD_LIBRARY_PATH=/opt/taas/lib:/opt/taas/torch/lib
 USER 10001:10001
 # Trainers serve gRPC on the TF_CONFIG port (2222 under the operator) and metrics on 9090.
 EXPOSE 2222 9090
@@ -126,7 +137,8 @@ RUN apt-get update -qq \
 COPY --from=builder-cuda /out/lib/ /opt/taas/lib/
 COPY --from=builder-cuda /out/cuda/lib/ /opt/taas/cuda/lib/
 COPY --from=builder-cuda /out/trainer/bin/ /opt/taas/bin/
-ENV LD_LIBRARY_PATH=/opt/taas/lib:/opt/taas/cuda/lib \
+COPY --from=builder-cuda /out/torch/lib/ /opt/taas/torch/lib/
+ENV LD_LIBRARY_PATH=/opt/taas/lib:/opt/taas/cuda/lib:/opt/taas/torch/lib \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 USER 10001:10001
 EXPOSE 2222 9090

@@ -157,8 +157,11 @@ if [ -n "$from_build" ]; then
   # stages replaced by one that copies them in.
   prebuilt="$(mktemp -d "${TMPDIR:-/tmp}/taas-prebuilt.XXXXXX")"
   trap 'rm -rf "$prebuilt"' EXIT
-  timed "stage-install from $from_build" "$TAAS_ROOT/scripts/packaging/stage-install.sh" \
-    "$from_build" "$prebuilt/out" || die "stage-install.sh failed"
+  # The LibTorch the build was configured with, whose libraries its torch trainer loads.
+  torch_root="$(sed -n 's/^TAAS_TORCH_ROOT:PATH=//p' "$from_build/CMakeCache.txt")"
+  timed "stage-install from $from_build" env TAAS_TORCH_LIB_ROOT="$torch_root" \
+    "$TAAS_ROOT/scripts/packaging/stage-install.sh" "$from_build" "$prebuilt/out" ||
+    die "stage-install.sh failed"
   {
     echo 'ARG BASE_IMAGE=debian:bookworm-slim'
     echo 'FROM ${BASE_IMAGE} AS staging'

@@ -8,12 +8,18 @@
 #   OUT/trainer/runtime-packages.txt    Debian runtime packages those binaries load
 #   OUT/lib/                            shared libraries from the build tree, if any
 #   OUT/cuda/lib/                       a CUDA build's NVIDIA libraries (TAAS_CUDA_LIB_ROOT below)
+#   OUT/torch/lib/                      a torch build's LibTorch libraries (TAAS_TORCH_LIB_ROOT below)
 # Fails naming the binary when a required one was not built.
 #   scripts/packaging/stage-install.sh BUILD_DIR OUT
 # Environment: TAAS_CUDA_LIB_ROOT, the toolkit folder a CUDA build took its libraries from (the
 # wheels' nvidia/ folder): the libraries the trainers load from there are copied to OUT/cuda/lib,
 # with those they open at run time without linking them (cuDNN's sub-libraries, NVRTC), for the
 # trainer-cuda image; unset, such a library fails the staging as any unknown one does.
+# TAAS_TORCH_LIB_ROOT, the LibTorch folder a build with the torch engine took LibTorch from
+# ($TAAS_TORCH_DIR): the LibTorch trainer fashion-mnist-torch is staged too, and the libraries the
+# trainers load from there (libtorch_cpu, libc10 and the CUDA runtime they need) go to
+# OUT/torch/lib. LibTorch's CUDA backend (libtorch_cuda.so), which a torch replica opens when it
+# first uses a GPU, and its CUDA libraries are not staged (docs/install.md).
 # For tests: TAAS_WEB_UI_SRC (default <repo>/web-ui; the assets are its dist/),
 # TAAS_OPERATOR_BINARIES, TAAS_TRAINER_BINARIES (space-separated names).
 set -euo pipefail
@@ -27,11 +33,15 @@ out="$2"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 operator_binaries=(${TAAS_OPERATOR_BINARIES:-taas-operator taas-ui})
-trainer_binaries=(${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp taas})
+default_trainers="fashion-mnist-cnn fashion-mnist-mlp taas"
+[ -n "${TAAS_TORCH_LIB_ROOT:-}" ] && default_trainers+=" fashion-mnist-torch"
+trainer_binaries=(${TAAS_TRAINER_BINARIES:-$default_trainers})
 web_src="${TAAS_WEB_UI_SRC:-$root/web-ui}"
 web_dist="$web_src/dist"
 cuda_root=""
 [ -n "${TAAS_CUDA_LIB_ROOT:-}" ] && cuda_root="$(readlink -f "$TAAS_CUDA_LIB_ROOT")"
+torch_root=""
+[ -n "${TAAS_TORCH_LIB_ROOT:-}" ] && torch_root="$(readlink -f "$TAAS_TORCH_LIB_ROOT")"
 
 say() { printf 'stage-install: %s\n' "$*" >&2; }
 fail() {
@@ -49,7 +59,8 @@ find_binary() {
 }
 
 rm -rf "$out"
-mkdir -p "$out/operator/bin" "$out/operator/share" "$out/trainer/bin" "$out/lib"
+# (torch/lib even when empty: the trainer images copy it whether or not the build had LibTorch.)
+mkdir -p "$out/operator/bin" "$out/operator/share" "$out/trainer/bin" "$out/lib" "$out/torch/lib"
 stage() { # NAME DEST_DIR
   local src
   src="$(find_binary "$1")"
@@ -78,10 +89,16 @@ for image in operator trainer; do
     case "$lib" in
       "$build"/*) cp -L "$lib" "$out/lib/" ;;
       *)
-        [ -n "$cuda_root" ] && [[ "$(readlink -f "$lib")" == "$cuda_root"/* ]] ||
+        real="$(readlink -f "$lib")"
+        if [ -n "$torch_root" ] && [[ "$real" == "$torch_root"/* ]]; then
+          dest="$out/torch/lib"
+        elif [ -n "$cuda_root" ] && [[ "$real" == "$cuda_root"/* ]]; then
+          dest="$out/cuda/lib"
+        else
           fail "$lib is loaded by a staged binary but belongs to no Debian package and not to the build"
-        mkdir -p "$out/cuda/lib"
-        cp -L "$lib" "$out/cuda/lib/"
+        fi
+        mkdir -p "$dest"
+        cp -L "$lib" "$dest/"
         ;;
     esac
   done < <(sed -n 's/^file://p' "$out/needs.txt")
@@ -103,4 +120,9 @@ loads a library from there: was the build configured with TAAS_WITH_CUDA=ON?"
     done < <(find "$cuda_root" -name "$pattern" \( -type f -o -type l \))
   done
   say "CUDA libraries: $(ls "$out/cuda/lib" | tr '\n' ' ')"
+fi
+if [ -n "$torch_root" ]; then
+  [ -f "$out/torch/lib/libtorch_cpu.so" ] || fail "TAAS_TORCH_LIB_ROOT=$TAAS_TORCH_LIB_ROOT, but \
+no staged trainer loads libtorch_cpu.so from there: was the build configured with TAAS_TORCH_ROOT?"
+  say "LibTorch libraries: $(ls "$out/torch/lib" | tr '\n' ' ')"
 fi

@@ -96,6 +96,32 @@ check "the linked CUDA library and those opened at run time are staged" \
   -a -f "$tmp/out7/cuda/lib/libnvrtc.so.13"
 check "no CUDA library in the plain library folder" test ! -e "$tmp/out7/lib/libcudnn.so.9"
 
+# A build with the torch engine: a trainer linking LibTorch's library from the LibTorch folder (as
+# the wheel lays it out), which itself needs a CUDA runtime library beside it.
+torch="$tmp/libtorch"
+mkdir -p "$torch/torch/lib" "$torch/nvidia/cu13/lib"
+printf 'int cudart_answer() { return 42; }\n' >"$tmp/cudart.cc"
+g++ -shared -fPIC -Wl,-soname,libcudart.so.13 -o "$torch/nvidia/cu13/lib/libcudart.so.13" "$tmp/cudart.cc"
+printf 'int cudart_answer();\nint torch_answer() { return cudart_answer(); }\n' >"$tmp/torch.cc"
+g++ -shared -fPIC -Wl,-soname,libtorch_cpu.so -o "$torch/torch/lib/libtorch_cpu.so" "$tmp/torch.cc" \
+  "$torch/nvidia/cu13/lib/libcudart.so.13" -Wl,-rpath,'$ORIGIN/../../nvidia/cu13/lib'
+printf 'int torch_answer();\nint main() { return torch_answer() == 42 ? 0 : 1; }\n' >"$tmp/torch-main.cc"
+g++ -o "$build/examples/a/trainer-torch" "$tmp/torch-main.cc" "$torch/torch/lib/libtorch_cpu.so" \
+  -Wl,-rpath,"$torch/torch/lib"
+msg="$(TAAS_TRAINER_BINARIES="trainer-torch" "$stage" "$build" "$tmp/out8" 2>&1 || true)"
+check "LibTorch without TAAS_TORCH_LIB_ROOT is refused, named" \
+  grep -q "lib\(torch_cpu\|cudart\)\.so[.0-9]* is loaded by a staged binary but belongs to no Debian package" \
+  <<<"$msg"
+check "stage-install of a torch build succeeds" env TAAS_TRAINER_BINARIES="trainer-torch" \
+  TAAS_TORCH_LIB_ROOT="$torch" "$stage" "$build" "$tmp/out9"
+check "LibTorch's library and the CUDA runtime it needs are staged" \
+  test -f "$tmp/out9/torch/lib/libtorch_cpu.so" -a -f "$tmp/out9/torch/lib/libcudart.so.13"
+check "the staged torch trainer runs with the staged libraries" \
+  env LD_LIBRARY_PATH="$tmp/out9/torch/lib" "$tmp/out9/trainer/bin/trainer-torch"
+msg="$(TAAS_TORCH_LIB_ROOT="$torch" "$stage" "$build" "$tmp/out10" 2>&1 || true)"
+check "TAAS_TORCH_LIB_ROOT without a trainer loading LibTorch is refused, named" \
+  grep -q "no staged trainer loads libtorch_cpu.so from there" <<<"$msg"
+
 msg="$("$root/scripts/packaging/runtime-packages.sh" /etc/hostname 2>&1 || true)"
 check "non-ELF refused" grep -q "not an ELF binary" <<<"$msg"
 
