@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cfenv>
 #include <charconv>
@@ -485,6 +486,12 @@ class TcpRing final : public Collective {
     std::vector<float> scratch;
     auto progress_deadline = After(options_.timeout_secs);
     const int next = (options_.rank + 1) % size_, prev = (options_.rank + size_ - 1) % size_;
+    // The neighbour this rank waits for: the previous one while bytes are due from it.
+    std::atomic<int> awaited{prev};
+    StallWatch::Wait watched;
+    if (options_.stalls != nullptr) {
+      watched = options_.stalls->Begin([&] { return RingPeerName(options_, awaited.load()); });
+    }
     auto peer = [&](int rank) {
       return "rank " + std::to_string(rank) + " (" +
              options_.addresses[static_cast<std::size_t>(rank)] + ")";
@@ -493,6 +500,7 @@ class TcpRing final : public Collective {
       const bool can_send = send_at < sends.size() &&
                             sends[send_at].after_receive < static_cast<std::int64_t>(receive_at);
       const bool can_receive = receive_at < receives.size();
+      awaited = can_receive ? prev : next;
       pollfd fds[2] = {{next_.get(), static_cast<short>(can_send ? POLLOUT : 0), 0},
                        {prev_.get(), static_cast<short>(can_receive ? POLLIN : 0), 0}};
       const int ready = ::poll(fds, 2, MillisUntil(progress_deadline));
@@ -569,6 +577,7 @@ class TcpRing final : public Collective {
       }
       if (moved) {
         progress_deadline = After(options_.timeout_secs);
+        watched.Progressed();
       } else if ((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP)) {
         // A connection this rank was not using in that direction failed (its peer reset it).
         const bool next_failed = fds[0].revents & (POLLERR | POLLHUP);
@@ -692,6 +701,13 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
 
 }  // namespace
 
+std::string RingPeerName(const TcpRingOptions& options, int rank) {
+  const auto at = static_cast<std::size_t>(rank);
+  if (options.peer_names.size() == options.addresses.size() && at < options.peer_names.size())
+    return options.peer_names[at];
+  return "rank " + std::to_string(rank);
+}
+
 absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions& options,
                                                            const Logger& logger) {
   const int size = static_cast<int>(options.addresses.size());
@@ -713,6 +729,15 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions&
   // Joining the next rank and accepting the previous one at once: were every rank to finish one
   // before starting the other, each would wait for the next around the ring.
   absl::StatusOr<Fd> next_fd = absl::UnknownError("not joined");
+  // Forming the ring waits on both neighbours (peers start in any order).
+  StallWatch::Wait watched;
+  if (options.stalls != nullptr) {
+    watched = options.stalls->Begin([&options, next, size] {
+      const std::string prev = RingPeerName(options, (options.rank + size - 1) % size);
+      const std::string after = RingPeerName(options, next);
+      return prev == after ? prev : prev + ", " + after;
+    });
+  }
   std::thread join([&] { next_fd = JoinNext(options, next_address, deadline, logger); });
   absl::StatusOr<Fd> prev_fd = AcceptPrevious(options, listener.get(), deadline, logger);
   join.join();
@@ -724,6 +749,7 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions&
   }
   TAAS_RETURN_IF_ERROR(next_fd.status());
   TAAS_RETURN_IF_ERROR(prev_fd.status());
+  watched.End();
   listener.Reset();  // a process started later cannot join a ring already formed
   logger.Info("all-reduce ring formed",
               {{"rank", options.rank},

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "taas/base/json_fields.h"
+#include "taas/base/stall_watch.h"
 #include "taas/contract/env.h"
 #include "taas/contract/job_secret.h"
 #include "taas/contract/ports.h"
@@ -182,6 +183,10 @@ std::vector<Setting> Settings() {
   s.push_back(Make("wait_timeout_secs", "TAAS_WAIT_TIMEOUT_SECS",
                    "longest wait for a peer before exiting with the transient code (600)",
                    ParseSeconds, &RuntimeConfig::wait_timeout_secs));
+  s.push_back(Make("stall_secs", "TAAS_STALL_SECS",
+                   "seconds a wait for a peer lasts before it is logged and reported as a stall, "
+                   "0 = off (30)",
+                   ParseSeconds, &RuntimeConfig::stall_secs));
   s.push_back(Make("eval_interval_secs", "TAAS_EVAL_INTERVAL_SECS",
                    "evaluator's poll period for new checkpoints (5)", ParseSeconds,
                    &RuntimeConfig::eval_interval_secs));
@@ -440,7 +445,11 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   c.ps_addresses = cluster["ps"];
   const bool has_chief = cluster.count("chief") || cluster.count("master");
   for (const char* key : {"chief", "master", "worker"}) {
-    for (const auto& a : cluster[key]) c.worker_addresses.push_back(a);
+    const auto& addresses = cluster[key];
+    for (std::size_t i = 0; i < addresses.size(); ++i) {
+      c.worker_addresses.push_back(addresses[i]);
+      c.worker_names.push_back(PeerName(key, static_cast<int>(i)));
+    }
   }
   c.info.is_chief = *role == Role::kChief || (!has_chief && *role == Role::kWorker && index == 0);
   if (*role == Role::kWorker) c.info.worker_rank = static_cast<int>(index) + (has_chief ? 1 : 0);

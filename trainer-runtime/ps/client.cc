@@ -34,24 +34,43 @@ void PrepareCall(grpc::ClientContext& context, double timeout_secs, const PsToke
   }
 }
 
-// Waits for a fixed number of asynchronous calls to complete (each has a deadline, so this ends
-// by the latest of them).
+// Waits for asynchronous calls to complete, call i to the PS task peers[i] names (each has a
+// deadline, so this ends by the latest of them). A stall watch, when given, sees the wait and
+// names the tasks whose calls are still out.
 class Countdown {
  public:
-  explicit Countdown(int n) : left_(n) {}
-  void Done() {
+  explicit Countdown(std::vector<std::string> peers)
+      : peers_(std::move(peers)), done_(peers_.size(), false), left_(peers_.size()) {}
+  void Done(std::size_t call) {
     std::lock_guard<std::mutex> lock(mu_);
+    done_[call] = true;
     if (--left_ == 0) cv_.notify_all();
   }
-  void Wait() {
+  void Wait(StallWatch* stalls) {
+    StallWatch::Wait watched;
+    if (stalls != nullptr) watched = stalls->Begin([this] { return Awaited(); });
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return left_ == 0; });
   }
 
  private:
+  // The PS tasks of the calls still out, each once, in call order.
+  std::string Awaited() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string names;
+    for (std::size_t i = 0; i < peers_.size(); ++i) {
+      if (done_[i] || (" " + names + ",").find(" " + peers_[i] + ",") != std::string::npos)
+        continue;
+      names += (names.empty() ? "" : ", ") + peers_[i];
+    }
+    return names;
+  }
+
+  const std::vector<std::string> peers_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int left_;  // guarded by mu_
+  std::vector<bool> done_;  // guarded by mu_
+  std::size_t left_;        // guarded by mu_
 };
 
 // One call of the same method to several PS at once: a context, request, reply and status each.
@@ -84,18 +103,19 @@ struct PsClient::Impl {
 
   // Runs call i of `f` on PS ps_of_call[i], all at once, and waits for every one.
   template <class Request, class Reply, class Call>
-  void Run(FanOut<Request, Reply>& f, const std::vector<int>& ps_of_call, double timeout_secs,
-           const PsTokens& tokens, Call call) {
-    Countdown countdown(static_cast<int>(ps_of_call.size()));
+  void Run(FanOut<Request, Reply>& f, const std::vector<int>& ps_of_call,
+           const std::vector<std::string>& peers, double timeout_secs, const PsTokens& tokens,
+           StallWatch* stalls, Call call) {
+    Countdown countdown(peers);
     for (std::size_t i = 0; i < ps_of_call.size(); ++i) {
       PrepareCall(f.contexts[i], timeout_secs, tokens, /*chief_call=*/false);
       call(stubs[static_cast<std::size_t>(ps_of_call[i])]->async(), &f.contexts[i], &f.requests[i],
            &f.replies[i], [&f, i, &countdown](grpc::Status s) {
              f.statuses[i] = std::move(s);
-             countdown.Done();
+             countdown.Done(i);
            });
     }
-    countdown.Wait();
+    countdown.Wait(stalls);
   }
 };
 
@@ -107,6 +127,7 @@ PsClient::PsClient(std::vector<std::string> addresses, const PsClientOptions& op
       lanes_(std::max(options.lanes, 1)),
       tokens_(options.tokens),
       limits_(options.limits),
+      stalls_(options.stalls),
       impl_(std::make_unique<Impl>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(MaxMessageBytes(limits_));
@@ -135,15 +156,25 @@ std::string PsClient::Describe(int ps) const {
          (lanes_ > 1 ? " lane " + std::to_string(lane(ps)) : std::string()) + " at " + address(ps);
 }
 
+std::string PsClient::Peers() const {
+  std::string peers;
+  for (std::size_t task = 0; task < addresses_.size(); ++task) {
+    peers += (peers.empty() ? "" : ", ") + PeerOf(static_cast<int>(task) * lanes_);
+  }
+  return peers;
+}
+
 absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
   const auto n = static_cast<std::size_t>(num_ps());
   FanOut<rpc::StatusRequest, rpc::StatusReply> f(n);
   std::vector<int> all;
+  std::vector<std::string> peers;
   for (int i = 0; i < num_ps(); ++i) {
     all.push_back(i);
+    peers.push_back(PeerOf(i));
     f.requests[static_cast<std::size_t>(i)].set_lane(lane(i));
   }
-  impl_->Run(f, all, timeout_secs, tokens_,
+  impl_->Run(f, all, peers, timeout_secs, tokens_, stalls_,
              [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
                async->GetStatus(ctx, req, reply, std::move(done));
              });
@@ -160,6 +191,8 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(double timeout_se
   const auto start = std::chrono::steady_clock::now();
   double backoff = 0.1;
   bool logged = false;
+  StallWatch::Wait watched;
+  if (stalls_ != nullptr) watched = stalls_->Begin([this] { return Peers(); });
   while (true) {
     auto statuses = Statuses(std::max(1.0, backoff));
     if (statuses.ok()) {
@@ -269,9 +302,11 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
   }
   // Every call in flight at once; each reply is copied into place by the gRPC thread that
   // completes it, while the other pieces are still arriving.
-  Countdown countdown(static_cast<int>(calls.size()));
-  for (auto& c : calls) {
-    Call* call = c.get();
+  std::vector<std::string> peers;
+  for (const auto& c : calls) peers.push_back(PeerOf(c->ps));
+  Countdown countdown(std::move(peers));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    Call* call = calls[i].get();
     PrepareCall(call->context, timeout_secs, tokens_, /*chief_call=*/false);
     call->request_buffer = SerializeToBuffer(call->request);
     const auto ps = static_cast<std::size_t>(call->ps);
@@ -279,7 +314,7 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
     const std::int64_t max_header_bytes = limits_.max_header_bytes;
     impl_->generic[ps]->UnaryCall(
         &call->context, kPullMethod, grpc::StubOptions(), &call->request_buffer, &call->reply,
-        [call, what, max_header_bytes, &countdown](grpc::Status s) {
+        [call, i, what, max_header_bytes, &countdown](grpc::Status s) {
           call->status = FromGrpc(s, what);
           if (call->status.ok()) {
             BufferReader reader(call->reply);
@@ -300,10 +335,10 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
             }
           }
           call->reply.Clear();
-          countdown.Done();
+          countdown.Done(i);
         });
   }
-  countdown.Wait();
+  countdown.Wait(stalls_);
   PullInfo info;
   info.ps_steps.assign(n, std::numeric_limits<std::int64_t>::max());
   info.incarnations.resize(n);
@@ -334,11 +369,12 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
     std::size_t size;
   };
   PushCall(std::vector<grpc::ByteBuffer> messages, std::vector<Place> values,
-           std::int64_t max_header_bytes, Countdown* countdown)
+           std::int64_t max_header_bytes, Countdown* countdown, std::size_t call)
       : messages_(std::move(messages)),
         values_(std::move(values)),
         max_header_bytes_(max_header_bytes),
-        countdown_(countdown) {}
+        countdown_(countdown),
+        call_(call) {}
 
   void Start(grpc::GenericStub* stub, double timeout_secs, const PsTokens& tokens) {
     PrepareCall(context_, timeout_secs, tokens, /*chief_call=*/false);
@@ -366,7 +402,7 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   void OnDone(const grpc::Status& s) override {
     status_ = s;
     messages_.clear();  // Let go of the gradient slices.
-    countdown_->Done();
+    countdown_->Done(call_);
   }
 
   const grpc::Status& status() const { return status_; }
@@ -416,6 +452,7 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   bool overflow_ = false;
   grpc::Status status_;
   Countdown* countdown_;
+  std::size_t call_;  // its number in countdown_
 };
 
 }  // namespace
@@ -476,11 +513,13 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
   // Every PS task gets a push (lane 0 counts the step even when it holds nothing of this model);
   // other lanes only when they hold something.
   std::vector<std::unique_ptr<PushCall>> calls(n);
-  int called = 0;
+  std::vector<std::string> peers;
   for (std::size_t ps = 0; ps < n; ++ps) {
-    if (headers[ps].gradients_size() > 0 || lane(static_cast<int>(ps)) == 0) ++called;
+    if (headers[ps].gradients_size() > 0 || lane(static_cast<int>(ps)) == 0)
+      peers.push_back(PeerOf(static_cast<int>(ps)));
   }
-  Countdown countdown(called);
+  Countdown countdown(std::move(peers));
+  std::size_t call = 0;
   for (std::size_t ps = 0; ps < n; ++ps) {
     if (headers[ps].gradients_size() == 0 && lane(static_cast<int>(ps)) != 0) continue;
     if (bodies[ps].empty()) bodies[ps].emplace_back();
@@ -490,12 +529,12 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
     for (auto& body : bodies[ps]) messages.emplace_back(body.data(), body.size());
     bodies[ps].clear();
     calls[ps] = std::make_unique<PushCall>(std::move(messages), std::move(values[ps]),
-                                           limits_.max_header_bytes, &countdown);
+                                           limits_.max_header_bytes, &countdown, call++);
   }
   for (std::size_t ps = 0; ps < n; ++ps) {
     if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs, tokens_);
   }
-  countdown.Wait();
+  countdown.Wait(stalls_);
   PushInfo info;
   PullInfo pulled;
   pulled.ps_steps.resize(n);

@@ -303,6 +303,8 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
     options.token = cfg_.job_token;
     options.timeout_secs = cfg_.wait_timeout_secs;
     options.chunk_bytes = cfg_.allreduce_chunk_bytes;
+    options.stalls = ctx_.stalls;
+    options.peer_names = cfg_.worker_names;
     auto ring = collective::ConnectTcpRing(options, ctx_.logger);
     if (!ring.ok()) {
       return Failure{FailureSource::kPeer, "cannot form the all-reduce ring", ring.status()};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "replica_state.h"
+#include "taas/base/stall_watch.h"
 #include "taas/config/config.h"
 #include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
@@ -54,6 +55,8 @@ struct Context {
   const config::RuntimeConfig* config = nullptr;
   Logger logger;
   metrics::Gauges* gauges = nullptr;
+  // Long waits on a peer (TAAS_STALL_SECS); null when they are not watched.
+  StallWatch* stalls = nullptr;
   std::function<std::unique_ptr<DistModel>()> factory;
   // The last global step this replica saw, for the line that explains a failed exit.
   std::atomic<std::int64_t> global_step{0};

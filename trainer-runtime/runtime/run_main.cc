@@ -49,6 +49,33 @@ void MarkTrainerStarted(const Context& ctx) {
   if (!file) ctx.logger.Warning("cannot create the termination message file", {{"path", path}});
 }
 
+// The stall watch of a replica that waits on peers (TAAS_STALL_SECS; none when 0), reporting on
+// the metrics page: taas_stall_seconds{peer="ps-0"} while a stall lasts, and the stalled seconds
+// so far.
+std::unique_ptr<StallWatch> WatchStalls(Context& ctx) {
+  const config::RuntimeConfig& cfg = *ctx.config;
+  if (cfg.stall_secs <= 0 || cfg.info.role == Role::kPs) return nullptr;
+  metrics::Gauges* gauges = ctx.gauges;
+  gauges->Describe(contract::kStalledSecondsTotalMetric,
+                   "Seconds this replica waited on peers in waits longer than TAAS_STALL_SECS");
+  gauges->Set(contract::kStalledSecondsTotalMetric, 0);
+  StallSchedule schedule;
+  schedule.threshold = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.stall_secs * 1000));
+  return std::make_unique<StallWatch>(
+      ctx.logger, schedule,
+      [gauges](const StallState& state) {
+        std::vector<metrics::Gauges::Sample> current;
+        if (state.current) {
+          current.push_back({{{std::string(contract::kStallPeerLabel), state.current->peer}},
+                             state.current->seconds});
+        }
+        gauges->SetLabeled(contract::kStallSecondsMetric,
+                           "Seconds this replica has waited on the peer (a stall) so far", current);
+        gauges->Set(contract::kStalledSecondsTotalMetric, state.stalled_seconds_total);
+      },
+      &ctx.global_step);
+}
+
 }  // namespace
 
 std::string BindHost(const config::RuntimeConfig& cfg) {
@@ -153,6 +180,8 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
   gauges.Describe(contract::kMaxStepsMetric, "The global step training ends at");
   gauges.Set(contract::kMaxStepsMetric, static_cast<double>(info.max_steps));
   ctx.gauges = &gauges;
+  const std::unique_ptr<StallWatch> stalls = WatchStalls(ctx);
+  ctx.stalls = stalls.get();
   std::unique_ptr<metrics::MetricsServer> metrics_server;
   if (cfg.metrics_port > 0) {
     auto server = metrics::MetricsServer::Start(BindHost(cfg), cfg.metrics_port, &gauges);

@@ -31,18 +31,25 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Tracks one stretch of waiting (PS unreachable, variables not initialised): logs once, backs
-// off, and gives up after the configured timeout.
+// off, and gives up after the configured timeout. The stall watch (when there is one) sees the
+// stretch as one wait on `peer`, so a long one is logged and reported as a stall.
 class Patience {
  public:
-  Patience(const Logger& logger, double timeout_secs) : logger_(logger), timeout_(timeout_secs) {}
+  Patience(const Logger& logger, double timeout_secs, StallWatch* stalls)
+      : logger_(logger), timeout_(timeout_secs), stalls_(stalls) {}
 
   // OK after a pause; DeadlineExceeded naming what was awaited once the wait has lasted too long
   // (the caller exits with FailureSource::kWait).
-  absl::Status Wait(const std::string& why, const absl::Status& status) {
+  absl::Status Wait(const std::string& why, const absl::Status& status, const std::string& peer) {
     if (!since_) {
       since_ = Clock::now();
       backoff_ = 0.05;
       logger_.Info(why, {{"detail", std::string(status.message())}, {"timeout_secs", timeout_}});
+    }
+    if (stalls_ != nullptr && peer != peer_) {
+      watched_ = StallWatch::Wait();  // ended before peer_ changes: the watch reads it
+      peer_ = peer;
+      watched_ = stalls_->Begin([this] { return peer_; });
     }
     if (SecondsSince(*since_) > timeout_) {
       return absl::DeadlineExceededError("gave up after " + std::to_string(SecondsSince(*since_)) +
@@ -58,21 +65,27 @@ class Patience {
   void Reset() {
     if (since_) logger_.Info("resumed", {{"waited_secs", SecondsSince(*since_)}});
     since_.reset();
+    watched_ = StallWatch::Wait();
+    peer_.clear();
   }
 
  private:
   const Logger& logger_;
   double timeout_;
+  StallWatch* stalls_;
   std::optional<Clock::time_point> since_;
   double backoff_ = 0.05;
+  std::string peer_;  // whom the stretch waits for; read by the watch while watched_ runs
+  StallWatch::Wait watched_;
 };
 
 // The PS client's settings from the config: tokens, lanes and limits (taas/ps/client.h).
-ps::PsClientOptions ClientOptions(const config::RuntimeConfig& cfg) {
+ps::PsClientOptions ClientOptions(const config::RuntimeConfig& cfg, StallWatch* stalls) {
   ps::PsClientOptions o;
   o.lanes = cfg.ps_lanes;
   o.tokens = {cfg.job_token, cfg.chief_token};
   o.limits.max_message_bytes = cfg.ps_max_message_bytes;
+  o.stalls = stalls;
   return o;
 }
 
@@ -87,8 +100,8 @@ class Trainer {
         states_(built.state.states),
         // BuildModel validated the optimizer settings: creating it cannot fail here.
         optimizer_(std::move(optim::CreateOptimizer(built.state.optimizer)).value()),
-        client_(ps_addresses, ClientOptions(*ctx.config), ctx.logger),
-        patience_(ctx.logger, cfg_.wait_timeout_secs),
+        client_(ps_addresses, ClientOptions(*ctx.config, ctx.stalls), ctx.logger),
+        patience_(ctx.logger, cfg_.wait_timeout_secs, ctx.stalls),
         session_(&session_state_),
         schedule_(ctx, vars_, *built.replica, *optimizer_,
                   [this](std::int64_t step) { return SaveCheckpoint(step); }),
@@ -110,9 +123,11 @@ class Trainer {
     int exit_code = 0;  // for kExit
   };
   static Outcome Exiting(int exit_code) { return {Next::kExit, exit_code}; }
-  // Waits a little for `why`: retry the step, or exit once the wait has lasted too long.
-  Outcome Wait(const std::string& why, const absl::Status& status) {
-    if (auto code = KeepWaiting(why, status)) return Exiting(*code);
+  // Waits a little for `why` (on `peer`: the parameter servers unless named): retry the step, or
+  // exit once the wait has lasted too long.
+  Outcome Wait(const std::string& why, const absl::Status& status,
+               const std::string& peer = std::string()) {
+    if (auto code = KeepWaiting(why, status, peer)) return Exiting(*code);
     return {Next::kRetry};
   }
 
@@ -166,8 +181,9 @@ class Trainer {
     return Exit(ctx_.logger, last_global_step_, source, cause, status);
   }
   // Waits a little for `why`; the exit code once the wait has lasted too long, else nullopt.
-  std::optional<int> KeepWaiting(const std::string& why, const absl::Status& status) {
-    absl::Status waited = patience_.Wait(why, status);
+  std::optional<int> KeepWaiting(const std::string& why, const absl::Status& status,
+                                 const std::string& peer = std::string()) {
+    absl::Status waited = patience_.Wait(why, status, peer.empty() ? client_.Peers() : peer);
     if (waited.ok()) return std::nullopt;
     return Fail(FailureSource::kWait, "gave up waiting", waited);
   }
@@ -440,7 +456,8 @@ Trainer::Outcome Trainer::PullState(const ps::PullInfo& pulled) {
 Trainer::Outcome Trainer::PullFailed(const absl::Status& s) {
   if (s.code() == absl::StatusCode::kFailedPrecondition) {
     if (!info_.is_chief) {
-      return Wait("waiting for the chief to initialise or restore the variables", s);
+      return Wait("waiting for the chief to initialise or restore the variables", s,
+                  cfg_.worker_names.empty() ? PeerName("worker", 0) : cfg_.worker_names.front());
     }
     ctx_.logger.Warning(
         "a parameter server lost its variables (restarted): restoring all parameter servers "

@@ -23,4 +23,14 @@ inline constexpr std::string_view kReplicaDeviceInfoMetric = "taas_replica_devic
 inline constexpr std::string_view kDeviceLabel = "device";
 inline constexpr std::string_view kDeviceNameLabel = "name";
 
+// A stall (taas/base/stall_watch.h): while a replica has waited for a peer longer than its stall
+// threshold (TAAS_STALL_SECS), one sample labelled peer (whom it waits for: "ps-0") holding the
+// seconds it has waited; no sample otherwise. The progress views show it instead of the rate
+// (taas/tfjob/progress.h, ProgressStall).
+inline constexpr std::string_view kStallSecondsMetric = "taas_stall_seconds";
+inline constexpr std::string_view kStallPeerLabel = "peer";
+// The seconds the replica spent stalled so far, every stall counted from its wait's start; only
+// grows while the process runs.
+inline constexpr std::string_view kStalledSecondsTotalMetric = "taas_stalled_seconds_total";
+
 }  // namespace taas::contract

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "taas/base/log.h"
+#include "taas/base/stall_watch.h"
 #include "taas/collective/collective.h"
 
 namespace taas::collective {
@@ -45,7 +46,14 @@ struct TcpRingOptions {
   double timeout_secs = 600;
   // Piece size of the pipeline.
   std::int64_t chunk_bytes = std::int64_t{1} << 20;
+  // Where forming the ring and an operation's wait for a neighbour are reported, naming the rank
+  // awaited by peer_names[rank] ("worker-1"; "rank 1" without names); not owned, may be null.
+  StallWatch* stalls = nullptr;
+  std::vector<std::string> peer_names;
 };
+
+// The name of `rank` in the stall lines: options.peer_names[rank], else "rank N".
+std::string RingPeerName(const TcpRingOptions& options, int rank);
 
 // Forms the ring: listens, connects to the next rank (retrying until it answers), accepts the
 // previous one, and checks both hellos. A ring of size 1 needs no connection.

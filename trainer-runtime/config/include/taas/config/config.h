@@ -28,6 +28,9 @@ struct RuntimeConfig {
   std::vector<std::string> ps_addresses;
   // Training replicas in order: the chief (if the cluster has a chief/master) then the workers.
   std::vector<std::string> worker_addresses;
+  // Their names as the stall lines name a peer (taas::PeerName: "chief-0", "worker-1"), in the same
+  // order; empty for a sparse TF_CONFIG and without TF_CONFIG.
+  std::vector<std::string> worker_names;
   std::string listen_address;  // This replica's own address from TF_CONFIG ("" if none).
   std::string job_name;        // For log lines (TAAS_JOB_NAME), may be empty.
 
@@ -41,7 +44,10 @@ struct RuntimeConfig {
   bool summary_histograms = true;  // The chief's summaries include a histogram of each variable.
   std::int64_t log_steps = 10;
   double wait_timeout_secs = 600;  // Longest any wait for a peer may last.
-  double eval_interval_secs = 5;   // Evaluator's poll period for new checkpoints.
+  // A wait for a peer this long is a stall: logged with whom and since when, again with backoff,
+  // and reported on the metrics page (taas/base/stall_watch.h); 0: stalls are not watched.
+  double stall_secs = 30;
+  double eval_interval_secs = 5;  // Evaluator's poll period for new checkpoints.
   // evaluate() on the chief (TAAS_EVAL_ON_CHIEF): once training ends when set, and also every
   // eval_on_chief_steps global steps when that is > 0.
   bool eval_on_chief = false;

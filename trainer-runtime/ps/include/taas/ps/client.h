@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "taas/base/log.h"
+#include "taas/base/stall_watch.h"
 #include "taas/base/status.h"
 #include "taas/optim/optimizer.h"
 #include "taas/ps/auth.h"
@@ -76,6 +77,9 @@ struct PsClientOptions {
   // chief's; a worker has none and does not make those calls).
   PsTokens tokens;
   PsLimits limits;  // What a reply may make this client receive.
+  // Where a call that waits long on a PS is reported, naming the PS tasks still awaited ("ps-0");
+  // not owned, may be null (no reports).
+  StallWatch* stalls = nullptr;
 };
 
 class PsClient {
@@ -90,6 +94,8 @@ class PsClient {
   // PS as placement, pulls and pushes see them: every lane of every task.
   int num_ps() const { return static_cast<int>(addresses_.size()) * lanes_; }
   int lanes() const { return lanes_; }
+  // Every PS task as the stall lines name them: "ps-0, ps-1".
+  std::string Peers() const;
   // The address of the task that serves PS `ps`.
   const std::string& address(int ps) const {
     return addresses_[static_cast<std::size_t>(ps / lanes_)];
@@ -132,6 +138,7 @@ class PsClient {
  private:
   int lane(int ps) const { return ps % lanes_; }
   std::string Describe(int ps) const;  // "ps T lane L at host:port", for errors.
+  std::string PeerOf(int ps) const { return PeerName("ps", ps / lanes_); }  // "ps-T"
 
   std::vector<std::string> addresses_;
   Logger logger_;
@@ -139,6 +146,7 @@ class PsClient {
   int lanes_;
   PsTokens tokens_;
   PsLimits limits_;
+  StallWatch* stalls_;
   std::unique_ptr<Impl> impl_;
 };
 
