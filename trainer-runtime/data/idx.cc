@@ -1,14 +1,14 @@
 #include "taas/data/idx.h"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <memory>
+#include <cstdio>
+
+#include "gz_file.h"
 
 namespace taas::data {
 namespace {
+
+using internal::GzFile;
 
 constexpr std::uint32_t kLabelsMagic = 0x00000801;
 constexpr std::uint32_t kImagesMagic = 0x00000803;
@@ -16,99 +16,49 @@ constexpr std::uint32_t kImagesMagic = 0x00000803;
 constexpr std::int64_t kMaxCount = 100'000'000;
 constexpr std::int64_t kMaxSide = 65'536;
 
-// Sequential reader over a gzip (or plain) file that tracks the decompressed byte offset.
-class GzReader {
- public:
-  explicit GzReader(std::string path) : path_(std::move(path)) {}
-  ~GzReader() {
-    if (file_ != nullptr) gzclose(file_);
-  }
+// A big-endian 32-bit field of an IDX header.
+absl::StatusOr<std::uint32_t> ReadBigEndian32(GzFile& file, const std::string& what) {
+  unsigned char b[4];
+  TAAS_RETURN_IF_ERROR(file.Read(b, 4, what));
+  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
+         std::uint32_t{b[3]};
+}
 
-  absl::Status Open() {
-    file_ = gzopen(path_.c_str(), "rb");
-    if (file_ == nullptr) {
-      return absl::NotFoundError(path_ + ": cannot open: " + std::strerror(errno));
+absl::Status ExpectMagic(GzFile& file, std::uint32_t expected) {
+  TAAS_ASSIGN_OR_RETURN(std::uint32_t magic, ReadBigEndian32(file, "the magic number"));
+  if (magic != expected) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "0x%08x, expected 0x%08x", magic, expected);
+    return absl::DataLossError(file.path() + ": bad IDX magic number at byte offset 0: " + text);
+  }
+  return absl::OkStatus();
+}
+
+// Reads `size` bytes of `what` into `out`, growing it a chunk at a time: a header that declares
+// more than the file holds fails at its end, having allocated only what arrived.
+absl::Status ReadGrowing(GzFile& file, std::vector<std::uint8_t>& out, std::uint64_t size,
+                         const std::string& what) {
+  constexpr std::uint64_t kChunk = 16 << 20;
+  out.clear();
+  const std::uint64_t start = file.offset();
+  while (out.size() < size) {
+    const std::size_t have = out.size();
+    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, size - have));
+    out.resize(have + chunk);
+    absl::Status s = file.Read(out.data() + have, chunk, what);
+    if (!s.ok()) {
+      return absl::DataLossError(std::string(s.message()) + " (the header at byte offset 0 " +
+                                 "declares " + std::to_string(size) + " bytes from offset " +
+                                 std::to_string(start) + ")");
     }
-    gzbuffer(file_, 1 << 18);
-    return absl::OkStatus();
   }
+  return absl::OkStatus();
+}
 
-  // Reads exactly `size` bytes of `what`, or fails naming the file and offset.
-  absl::Status Read(void* out, std::size_t size, const std::string& what) {
-    auto* bytes = static_cast<unsigned char*>(out);
-    std::size_t done = 0;
-    while (done < size) {
-      const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(size - done, 1u << 30));
-      const int got = gzread(file_, bytes + done, chunk);
-      if (got < 0) {
-        int code = 0;
-        const char* message = gzerror(file_, &code);
-        return absl::DataLossError(path_ + ": corrupt gzip data at byte offset " +
-                                   std::to_string(offset_ + done) + " while reading " + what +
-                                   ": " + (message ? message : "unknown zlib error"));
-      }
-      if (got == 0) {
-        return absl::DataLossError(
-            path_ + ": truncated at byte offset " + std::to_string(offset_ + done) + ": expected " +
-            std::to_string(size) + " bytes of " + what + " from offset " + std::to_string(offset_));
-      }
-      done += static_cast<std::size_t>(got);
-    }
-    offset_ += size;
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<std::uint32_t> ReadBigEndian32(const std::string& what) {
-    unsigned char b[4];
-    TAAS_RETURN_IF_ERROR(Read(b, 4, what));
-    return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
-           std::uint32_t{b[3]};
-  }
-
-  absl::Status ExpectMagic(std::uint32_t expected) {
-    TAAS_ASSIGN_OR_RETURN(std::uint32_t magic, ReadBigEndian32("the magic number"));
-    if (magic != expected) {
-      char text[64];
-      std::snprintf(text, sizeof(text), "0x%08x, expected 0x%08x", magic, expected);
-      return absl::DataLossError(path_ + ": bad IDX magic number at byte offset 0: " + text);
-    }
-    return absl::OkStatus();
-  }
-
-  // Reads `size` bytes of `what` into `out`, growing it a chunk at a time: a header that declares
-  // more than the file holds fails at its end, having allocated only what arrived.
-  absl::Status ReadGrowing(std::vector<std::uint8_t>& out, std::uint64_t size,
-                           const std::string& what) {
-    constexpr std::uint64_t kChunk = 16 << 20;
-    out.clear();
-    const std::uint64_t start = offset_;
-    while (out.size() < size) {
-      const std::size_t have = out.size();
-      const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, size - have));
-      out.resize(have + chunk);
-      absl::Status s = Read(out.data() + have, chunk, what);
-      if (!s.ok()) {
-        return absl::DataLossError(std::string(s.message()) + " (the header at byte offset 0 " +
-                                   "declares " + std::to_string(size) + " bytes from offset " +
-                                   std::to_string(start) + ")");
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  std::uint64_t offset() const { return offset_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  gzFile file_ = nullptr;
-  std::uint64_t offset_ = 0;
-};
-
-absl::StatusOr<std::int64_t> ReadDimension(GzReader& reader, const std::string& what,
+absl::StatusOr<std::int64_t> ReadDimension(GzFile& reader, const std::string& what,
                                            std::int64_t limit) {
   const std::uint64_t at = reader.offset();
-  TAAS_ASSIGN_OR_RETURN(std::uint32_t value, reader.ReadBigEndian32(what));
+  TAAS_ASSIGN_OR_RETURN(std::uint32_t value, ReadBigEndian32(reader, what));
   if (value > limit) {
     return absl::DataLossError(reader.path() + ": implausible " + what + " " +
                                std::to_string(value) + " at byte offset " + std::to_string(at));
@@ -128,9 +78,9 @@ absl::Status CheckPayload(const std::string& path, std::uint64_t bytes, const Id
 }  // namespace
 
 absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, const IdxLimits& limits) {
-  GzReader reader(path);
+  GzFile reader(path);
   TAAS_RETURN_IF_ERROR(reader.Open());
-  TAAS_RETURN_IF_ERROR(reader.ExpectMagic(kImagesMagic));
+  TAAS_RETURN_IF_ERROR(ExpectMagic(reader, kImagesMagic));
   IdxImages images;
   TAAS_ASSIGN_OR_RETURN(images.count, ReadDimension(reader, "image count", kMaxCount));
   TAAS_ASSIGN_OR_RETURN(images.rows, ReadDimension(reader, "row count", kMaxSide));
@@ -140,19 +90,19 @@ absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path, const IdxLimits
                               static_cast<std::uint64_t>(images.rows) *
                               static_cast<std::uint64_t>(images.cols);
   TAAS_RETURN_IF_ERROR(CheckPayload(path, bytes, limits));
-  TAAS_RETURN_IF_ERROR(reader.ReadGrowing(images.pixels, bytes, "pixels"));
+  TAAS_RETURN_IF_ERROR(ReadGrowing(reader, images.pixels, bytes, "pixels"));
   return images;
 }
 
 absl::StatusOr<std::vector<std::uint8_t>> ReadIdxLabels(const std::string& path,
                                                         const IdxLimits& limits) {
-  GzReader reader(path);
+  GzFile reader(path);
   TAAS_RETURN_IF_ERROR(reader.Open());
-  TAAS_RETURN_IF_ERROR(reader.ExpectMagic(kLabelsMagic));
+  TAAS_RETURN_IF_ERROR(ExpectMagic(reader, kLabelsMagic));
   TAAS_ASSIGN_OR_RETURN(std::int64_t count, ReadDimension(reader, "label count", kMaxCount));
   TAAS_RETURN_IF_ERROR(CheckPayload(path, static_cast<std::uint64_t>(count), limits));
   std::vector<std::uint8_t> labels;
-  TAAS_RETURN_IF_ERROR(reader.ReadGrowing(labels, static_cast<std::uint64_t>(count), "labels"));
+  TAAS_RETURN_IF_ERROR(ReadGrowing(reader, labels, static_cast<std::uint64_t>(count), "labels"));
   return labels;
 }
 

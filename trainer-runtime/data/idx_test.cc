@@ -2,27 +2,20 @@
 
 #include <doctest/doctest.h>
 #include <sys/resource.h>
-#include <zlib.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "test_files.h"
 
 namespace taas::data {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "taas-idx-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string File(const std::string& name) const { return path + "/" + name; }
-  std::string path;
-};
+using testing::Contains;
+using testing::ReadRaw;
+using testing::TempDir;
+using testing::WriteGz;
+using testing::WriteRaw;
 
 void Put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
@@ -37,28 +30,6 @@ std::vector<std::uint8_t> ImagesFile(std::uint32_t count, std::uint32_t rows, st
   for (std::uint32_t i = 0; i < count * rows * cols; ++i)
     bytes.push_back(static_cast<std::uint8_t>(i));
   return bytes;
-}
-
-void WriteGz(const std::string& path, const std::vector<std::uint8_t>& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-          static_cast<int>(bytes.size()));
-  gzclose(f);
-}
-
-std::vector<char> ReadRaw(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void WriteRaw(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-bool Contains(const absl::Status& status, const std::string& text) {
-  return std::string(status.message()).find(text) != std::string::npos;
 }
 
 TEST_CASE("reads gzip and plain IDX images and labels") {

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "random.h"
+#include "taas/data/shuffle_buffer.h"
 
 namespace taas::data {
 
@@ -62,7 +62,7 @@ Pipeline::Pipeline(DatasetView shard, PipelineOptions options)
     : dataset_(std::move(shard.dataset)),
       options_(std::move(options)),
       indices_(std::move(shard.indices)),
-      rng_state_(options_.seed) {}
+      buffer_(options_.shuffle_buffer, options_.seed) {}
 
 Pipeline::~Pipeline() {
   {
@@ -74,28 +74,15 @@ Pipeline::~Pipeline() {
 }
 
 std::int64_t Pipeline::NextIndex() {
-  const std::size_t capacity =
-      static_cast<std::size_t>(std::max<std::int64_t>(1, options_.shuffle_buffer));
   // The buffer holds examples of the current epoch only, so each epoch is a permutation of the
   // shard (tf.data's shuffle().repeat()); the next epoch starts once the buffer has drained.
   if (buffer_.empty() && cursor_ == indices_.size() && options_.repeat && !indices_.empty()) {
     cursor_ = 0;
     ++epoch_;
   }
-  while (buffer_.size() < capacity && cursor_ < indices_.size()) {
-    buffer_.push_back(indices_[cursor_++]);
-  }
+  while (!buffer_.full() && cursor_ < indices_.size()) buffer_.Push(indices_[cursor_++]);
   if (buffer_.empty()) return -1;
-  std::size_t pick = 0;
-  if (capacity > 1) pick = internal::NextRandom(rng_state_) % buffer_.size();
-  const std::int64_t index = buffer_[pick];
-  if (capacity > 1) {
-    buffer_[pick] = buffer_.back();
-    buffer_.pop_back();
-  } else {
-    buffer_.erase(buffer_.begin());
-  }
-  return index;
+  return buffer_.Take();
 }
 
 std::optional<Batch> Pipeline::Produce() {
@@ -146,6 +133,18 @@ void Pipeline::Run() {
     ready_.push_back(std::move(batch));
     cv_.notify_all();
     if (end) return;
+  }
+}
+
+absl::StatusOr<std::optional<Batch>> Pipeline::NextBatch() {
+  try {
+    return Next();
+  } catch (const std::exception& e) {
+    return absl::InternalError("pipeline: copying a batch to " + DeviceName(options_.device) +
+                               " failed: " + e.what());
+  } catch (...) {
+    return absl::InternalError("pipeline: copying a batch to " + DeviceName(options_.device) +
+                               " failed");
   }
 }
 

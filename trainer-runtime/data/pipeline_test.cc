@@ -187,6 +187,32 @@ TEST_CASE("a device that fails a copy fails Next with its error, then the pipeli
   CHECK_FALSE(pipeline->Next().has_value());
 }
 
+TEST_CASE(
+    "as a BatchStream, the pipeline gives the same batches and a device's failure as an error") {
+  PipelineOptions host;
+  host.batch_size = 3;
+  std::unique_ptr<BatchStream> stream = Make(7, host);
+  auto first = stream->NextBatch();
+  REQUIRE(first.ok());
+  REQUIRE(first->has_value());
+  CHECK((*first)->labels == std::vector<std::int32_t>{0, 1, 2});
+
+  sim::SimulatedMemory device;
+  device.copy_error = "sim:0: copying 48 bytes from the host: the device was lost";
+  PipelineOptions options;
+  options.batch_size = 3;
+  options.device = Device{DeviceType::kSimulated, 0};
+  stream = Make(7, options);
+  auto failed = stream->NextBatch();
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == absl::StatusCode::kInternal);
+  CHECK(std::string(failed.status().message()) ==
+        "pipeline: copying a batch to sim:0 failed: " + device.copy_error);
+  auto after = stream->NextBatch();
+  REQUIRE(after.ok());
+  CHECK_FALSE(after->has_value());
+}
+
 TEST_CASE("a device without an engine in this binary is rejected by name") {
   DeviceMemory* engine = RegisterDeviceMemory(DeviceType::kCuda, nullptr);
   PipelineOptions options;

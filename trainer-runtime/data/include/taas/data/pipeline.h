@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "taas/base/status.h"
+#include "taas/data/batch.h"
 #include "taas/data/idx.h"
+#include "taas/data/shuffle_buffer.h"
 #include "taas/data/split.h"
 #include "taas/tensor/tensor.h"
 
@@ -43,13 +45,7 @@ struct PipelineOptions {
   Device device = Device::Cpu();
 };
 
-struct Batch {
-  Tensor images;                     // [batch, example_shape...]
-  std::vector<std::int32_t> labels;  // batch
-  std::int64_t epoch = 0;            // epoch of the batch's first example
-};
-
-class Pipeline {
+class Pipeline : public BatchStream {
  public:
   // InvalidArgument naming the option for bad options (batch_size < 1, shard out of range,
   // a shard with no examples, example_shape of the wrong size), or for a data set whose vectors
@@ -60,7 +56,7 @@ class Pipeline {
   // before sharding and shuffling; the view's indices are copied, its examples are not.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(DatasetView view,
                                                           PipelineOptions options);
-  ~Pipeline();  // Stops and joins the background thread.
+  ~Pipeline() override;  // Stops and joins the background thread.
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
@@ -68,6 +64,9 @@ class Pipeline {
   // Rethrows what copying a batch to options.device threw (a failing device), after which the
   // pipeline is done. Called from one thread.
   std::optional<Batch> Next();
+  // Next as a BatchStream: what copying a batch to options.device threw becomes an Internal
+  // error naming the device instead.
+  absl::StatusOr<std::optional<Batch>> NextBatch() override;
 
   // Examples in this worker's shard (one epoch).
   std::int64_t shard_size() const { return static_cast<std::int64_t>(indices_.size()); }
@@ -83,8 +82,7 @@ class Pipeline {
   std::vector<std::int64_t> indices_;  // this shard's examples in the view's order
 
   // Producer state (only the producer thread, or the caller when prefetch == 0).
-  std::uint64_t rng_state_;
-  std::vector<std::int64_t> buffer_;
+  ShuffleBuffer<std::int64_t> buffer_;
   std::size_t cursor_ = 0;
   std::int64_t epoch_ = 0;
 

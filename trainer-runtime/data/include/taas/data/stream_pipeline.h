@@ -1,0 +1,92 @@
+// An input pipeline that streams a data set from disk (records.h), in tf.data's order:
+// shard -> read -> decode (N threads, in order) -> shuffle(buffer) -> repeat -> batch ->
+// prefetch (onto the replica's device). What it holds at once is bounded by its buffers, never by
+// the data set's size (max_examples_held).
+//
+//   TAAS_ASSIGN_OR_RETURN(auto files, data::TfRecordDataset::Create({"/data/train-*.tfrecord"}));
+//   TAAS_ASSIGN_OR_RETURN(auto decode, data::MakeExampleDecoder(spec));  // example.h
+//   data::StreamOptions options;
+//   options.batch_size = 64;
+//   options.example_shape = {28, 28, 1};
+//   options.shuffle_buffer = 10000;
+//   options.shard_index = info.replica_id_in_sync();
+//   options.num_shards = info.num_replicas_in_sync();
+//   TAAS_ASSIGN_OR_RETURN(auto stream, data::StreamPipeline::Create(files, decode, options));
+//   TAAS_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, stream->NextBatch());
+//
+// The order of the examples depends on the data set, the options and the seed only, not on the
+// number of decode threads or on timing: decoded examples are put back in read order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "taas/base/status.h"
+#include "taas/data/batch.h"
+#include "taas/data/records.h"
+#include "taas/tensor/tensor.h"
+
+namespace taas::data {
+
+struct StreamOptions {
+  std::int64_t batch_size = 32;
+  // Shape of one example without the batch dimension ({28, 28, 1}, {784}); every decoded input
+  // must hold exactly its element count.
+  Shape example_shape;
+  std::int64_t shuffle_buffer = 0;  // examples; 0 or 1 keeps the read order
+  std::uint64_t seed = 0;           // the shuffle's, and the order of a shard's parts per epoch
+  bool repeat = false;
+  bool drop_remainder = false;
+  int shard_index = 0;  // ShardPlan (records.h): by part when there are enough parts
+  int num_shards = 1;
+  int decode_threads = 1;
+  // Records read and decoded ahead of the shuffle buffer, beyond those being decoded; 0 means
+  // 4 per decode thread.
+  std::int64_t decode_ahead = 0;
+  int prefetch = 2;  // batches ready ahead, at least 1
+  // Where the batches' images go (the replica's TrainerInfo::device), copied by the batching
+  // thread ahead of use. A device this binary has no engine for is an InvalidArgument of Create.
+  Device device = Device::Cpu();
+};
+
+class StreamPipeline : public BatchStream {
+ public:
+  // InvalidArgument naming the option for bad options (batch_size < 1, an empty or non-positive
+  // example_shape, decode_threads < 1, a shard out of range, a data set without parts). Starts the
+  // threads; nothing is read before.
+  static absl::StatusOr<std::unique_ptr<StreamPipeline>> Create(
+      std::shared_ptr<const RecordDataset> dataset, DecodeFn decode, StreamOptions options);
+  ~StreamPipeline() override;  // Stops and joins the threads.
+  StreamPipeline(const StreamPipeline&) = delete;
+  StreamPipeline& operator=(const StreamPipeline&) = delete;
+
+  // Blocks until the next batch is ready. Errors (a part that cannot be opened, a corrupt record,
+  // a record that does not decode, a failing device) name the part, the record and its offset,
+  // and come after every batch before them; the stream is done after one. Called from one
+  // thread.
+  absl::StatusOr<std::optional<Batch>> NextBatch() override;
+
+  // The most decoded examples the pipeline holds at once: the shuffle buffer, the examples
+  // decoded ahead and being decoded, the batch being filled and the ready batches. Memory is
+  // about this times the example's bytes, plus one record per decode thread.
+  std::int64_t max_examples_held() const;
+
+  // The parts and records this replica reads.
+  const ShardPlan& plan() const;
+
+ private:
+  struct State;  // the reader, the decoded examples in order, the ready batches (the .cc)
+  explicit StreamPipeline(std::unique_ptr<State> state);
+  void DecodeLoop();
+  void BatchLoop();
+
+  std::unique_ptr<State> state_;
+  bool finished_ = false;  // the consumer saw the end or an error (the consumer's thread only)
+  std::vector<std::thread> decoders_;
+  std::thread batcher_;
+};
+
+}  // namespace taas::data

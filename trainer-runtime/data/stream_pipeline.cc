@@ -1,0 +1,454 @@
+#include "taas/data/stream_pipeline.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "example_shape.h"
+#include "taas/data/shuffle_buffer.h"
+
+namespace taas::data {
+namespace {
+
+// A record taken from the shard, numbered in read order.
+struct Taken {
+  std::int64_t sequence = 0;
+  std::int64_t epoch = 0;
+  bool end = false;    // the shard is done; `sequence` is how many records were numbered
+  absl::Status error;  // reading failed; the shard is done after it
+  std::int64_t part = 0;
+  Record record;
+};
+
+// Reads the shard's records in order, for several decode threads: each Take hands out the next
+// record and its number. Repeats the plan's parts every epoch, in a seeded order when shuffling
+// by part. Thread-safe.
+class ShardReader {
+ public:
+  ShardReader(std::shared_ptr<const RecordDataset> dataset, ShardPlan plan, bool repeat,
+              bool shuffle_parts, std::uint64_t seed, int shard_index, int num_shards)
+      : dataset_(std::move(dataset)),
+        plan_(std::move(plan)),
+        repeat_(repeat),
+        shuffle_parts_(shuffle_parts),
+        part_order_state_(seed ^ 0x5eedf11e5ULL),  // apart from the shuffle buffer's sequence
+        shard_name_("shard " + std::to_string(shard_index) + " of " + std::to_string(num_shards)) {
+    StartEpoch();
+  }
+
+  void Take(Taken& taken) {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken.end = false;
+    taken.error = absl::OkStatus();
+    for (;;) {
+      if (done_) {
+        taken.end = true;
+        taken.sequence = next_sequence_;
+        return;
+      }
+      if (reader_ == nullptr) {
+        if (next_part_ == order_.size()) {
+          if (kept_this_epoch_ == 0) {
+            Fail(taken, absl::FailedPreconditionError(
+                            "stream: " + shard_name_ + " holds no records of its " +
+                            std::to_string(order_.size()) +
+                            " part(s): a data set with fewer records than shards, or empty files"));
+            return;
+          }
+          if (!repeat_) {
+            done_ = true;
+            continue;
+          }
+          ++epoch_;
+          StartEpoch();
+        }
+        current_part_ = order_[next_part_++];
+        absl::StatusOr<std::unique_ptr<RecordReader>> opened = dataset_->Open(current_part_);
+        if (!opened.ok()) {
+          Fail(taken, opened.status());
+          return;
+        }
+        reader_ = *std::move(opened);
+      }
+      absl::StatusOr<bool> got = reader_->Next(taken.record);
+      if (!got.ok()) {
+        Fail(taken, got.status());
+        return;
+      }
+      if (!*got) {
+        reader_.reset();
+        continue;
+      }
+      const std::int64_t position = records_seen_++;
+      if (position % plan_.record_stride != plan_.record_offset) continue;
+      ++kept_this_epoch_;
+      taken.sequence = next_sequence_++;
+      taken.epoch = epoch_;
+      taken.part = current_part_;
+      return;
+    }
+  }
+
+ private:
+  void StartEpoch() {
+    order_ = plan_.parts;
+    if (shuffle_parts_) {  // Fisher-Yates, seeded: the same order on every machine
+      for (std::size_t i = order_.size(); i > 1; --i) {
+        std::swap(order_[i - 1], order_[NextShuffleRandom(part_order_state_) % i]);
+      }
+    }
+    next_part_ = 0;
+    records_seen_ = 0;
+    kept_this_epoch_ = 0;
+  }
+
+  void Fail(Taken& taken, absl::Status error) {
+    taken.error = std::move(error);
+    taken.sequence = next_sequence_++;
+    taken.epoch = epoch_;
+    done_ = true;
+    reader_.reset();
+  }
+
+  const std::shared_ptr<const RecordDataset> dataset_;
+  const ShardPlan plan_;
+  const bool repeat_;
+  const bool shuffle_parts_;
+  std::mutex mu_;  // guards everything below
+  std::uint64_t part_order_state_;
+  const std::string shard_name_;
+  std::int64_t epoch_ = 0;
+  std::vector<std::int64_t> order_;
+  std::size_t next_part_ = 0;
+  std::int64_t current_part_ = -1;
+  std::unique_ptr<RecordReader> reader_;
+  std::int64_t records_seen_ = 0;  // of the concatenation of this epoch's parts
+  std::int64_t kept_this_epoch_ = 0;
+  std::int64_t next_sequence_ = 0;
+  bool done_ = false;
+};
+
+// One record's outcome: its example, or the error that ends the stream.
+struct Decoded {
+  std::int64_t epoch = 0;
+  absl::StatusOr<DecodedExample> example;
+};
+
+// Decoded examples put back in read order. A decode thread waits while its record is `window` or
+// more ahead of the next one taken, so the window bounds what waits here. Thread-safe.
+class InOrder {
+ public:
+  explicit InOrder(std::int64_t window) : window_(window) {}
+
+  // False when stopped.
+  bool Put(std::int64_t sequence, Decoded decoded) {
+    std::unique_lock<std::mutex> lock(mu_);
+    space_.wait(lock, [&] { return stop_ || sequence < next_ + window_; });
+    if (stop_) return false;
+    waiting_.emplace(sequence, std::move(decoded));
+    arrived_.notify_all();
+    return true;
+  }
+
+  // Sequences [0, count) exist.
+  void End(std::int64_t count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    end_ = count;
+    arrived_.notify_all();
+  }
+
+  // The next example in read order; false at the end or when stopped.
+  bool Take(Decoded& out) {
+    std::unique_lock<std::mutex> lock(mu_);
+    arrived_.wait(lock, [&] { return stop_ || next_ == end_ || waiting_.count(next_) != 0; });
+    if (stop_ || next_ == end_) return false;
+    auto it = waiting_.find(next_);
+    out = std::move(it->second);
+    waiting_.erase(it);
+    ++next_;
+    space_.notify_all();
+    return true;
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    arrived_.notify_all();
+    space_.notify_all();
+  }
+
+ private:
+  const std::int64_t window_;
+  std::mutex mu_;  // guards everything below
+  std::condition_variable arrived_;
+  std::condition_variable space_;
+  std::map<std::int64_t, Decoded> waiting_;
+  std::int64_t next_ = 0;
+  std::int64_t end_ = -1;
+  bool stop_ = false;
+};
+
+// The batches ready for the consumer, at most `capacity`. Thread-safe.
+class ReadyBatches {
+ public:
+  explicit ReadyBatches(int capacity) : capacity_(static_cast<std::size_t>(capacity)) {}
+
+  // Blocks while full; false when stopped.
+  bool Push(absl::StatusOr<std::optional<Batch>> batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    space_.wait(lock, [&] { return stop_ || queue_.size() < capacity_; });
+    if (stop_) return false;
+    queue_.push_back(std::move(batch));
+    ready_.notify_all();
+    return true;
+  }
+
+  absl::StatusOr<std::optional<Batch>> Pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return !queue_.empty(); });
+    absl::StatusOr<std::optional<Batch>> batch = std::move(queue_.front());
+    queue_.pop_front();
+    space_.notify_all();
+    return batch;
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    space_.notify_all();
+  }
+
+ private:
+  const std::size_t capacity_;
+  std::mutex mu_;  // guards everything below
+  std::condition_variable ready_;
+  std::condition_variable space_;
+  std::deque<absl::StatusOr<std::optional<Batch>>> queue_;
+  bool stop_ = false;
+};
+
+std::string Where(const RecordDataset& dataset, std::int64_t part, const Record& record) {
+  return dataset.part_name(part) + ": record " + std::to_string(record.index) + " at byte offset " +
+         std::to_string(record.offset);
+}
+
+// The decoded record, or its error named by where the record is.
+absl::StatusOr<DecodedExample> DecodeRecord(const DecodeFn& decode, const RecordDataset& dataset,
+                                            const Taken& taken, std::int64_t elements) {
+  absl::StatusOr<DecodedExample> example;
+  try {
+    example = decode(taken.record.bytes);
+  } catch (const std::exception& e) {  // a user's decoder: nothing may escape the module
+    example = absl::InternalError(std::string("the decoder threw: ") + e.what());
+  } catch (...) {
+    example = absl::InternalError("the decoder threw");
+  }
+  if (example.ok() && static_cast<std::int64_t>(example->input.size()) != elements) {
+    example = absl::InvalidArgumentError(
+        "decoded " + std::to_string(example->input.size()) + " floats, but example_shape holds " +
+        std::to_string(elements) + ": set StreamOptions::example_shape to the records' shape");
+  }
+  if (!example.ok()) {
+    return absl::Status(example.status().code(), Where(dataset, taken.part, taken.record) + ": " +
+                                                     std::string(example.status().message()));
+  }
+  return example;
+}
+
+}  // namespace
+
+struct StreamPipeline::State {
+  State(std::shared_ptr<const RecordDataset> dataset_in, DecodeFn decode_in,
+        StreamOptions options_in, ShardPlan plan_in, std::int64_t decode_ahead)
+      : dataset(std::move(dataset_in)),
+        decode(std::move(decode_in)),
+        options(std::move(options_in)),
+        plan(std::move(plan_in)),
+        reader(dataset, plan, options.repeat, options.shuffle_buffer > 1 && plan.by_part(),
+               options.seed, options.shard_index, options.num_shards),
+        in_order(decode_ahead),
+        ready(options.prefetch),
+        decode_ahead(decode_ahead) {}
+
+  void Stop() {
+    in_order.Stop();
+    ready.Stop();
+  }
+
+  const std::shared_ptr<const RecordDataset> dataset;
+  const DecodeFn decode;
+  const StreamOptions options;
+  const ShardPlan plan;
+  ShardReader reader;
+  InOrder in_order;
+  ReadyBatches ready;
+  const std::int64_t decode_ahead;
+};
+
+absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
+    std::shared_ptr<const RecordDataset> dataset, DecodeFn decode, StreamOptions options) {
+  if (dataset == nullptr) return absl::InvalidArgumentError("stream: no data set");
+  if (!decode) return absl::InvalidArgumentError("stream: no decode function");
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError("stream: batch_size must be >= 1, got " +
+                                      std::to_string(options.batch_size));
+  }
+  TAAS_RETURN_IF_ERROR(internal::CheckExampleShape(options.example_shape, "stream"));
+  if (options.decode_threads < 1 || options.decode_threads > 1024) {
+    return absl::InvalidArgumentError("stream: decode_threads must be in [1, 1024], got " +
+                                      std::to_string(options.decode_threads));
+  }
+  if (options.prefetch < 1) {
+    return absl::InvalidArgumentError("stream: prefetch must be >= 1, got " +
+                                      std::to_string(options.prefetch));
+  }
+  if (options.decode_ahead < 0 || options.shuffle_buffer < 0) {
+    return absl::InvalidArgumentError("stream: decode_ahead and shuffle_buffer must be >= 0");
+  }
+  if (!options.device.is_cpu() && MemoryFor(options.device.type) == nullptr) {
+    return absl::InvalidArgumentError("stream: device " + DeviceName(options.device) +
+                                      " has no engine in this binary (TAAS_DEVICE=cpu runs "
+                                      "without)");
+  }
+  absl::StatusOr<ShardPlan> plan =
+      PlanShard(dataset->num_parts(), options.num_shards, options.shard_index);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError("stream: " + std::string(plan.status().message()));
+  }
+  const std::int64_t decode_ahead =
+      options.decode_ahead > 0 ? options.decode_ahead : 4 * std::int64_t{options.decode_threads};
+  auto state = std::make_unique<State>(std::move(dataset), std::move(decode), std::move(options),
+                                       *std::move(plan), decode_ahead);
+  std::unique_ptr<StreamPipeline> pipeline(new StreamPipeline(std::move(state)));
+  for (int i = 0; i < pipeline->state_->options.decode_threads; ++i) {
+    pipeline->decoders_.emplace_back([p = pipeline.get()] { p->DecodeLoop(); });
+  }
+  pipeline->batcher_ = std::thread([p = pipeline.get()] { p->BatchLoop(); });
+  return pipeline;
+}
+
+StreamPipeline::StreamPipeline(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+StreamPipeline::~StreamPipeline() {
+  state_->Stop();
+  for (std::thread& decoder : decoders_) decoder.join();
+  if (batcher_.joinable()) batcher_.join();
+}
+
+const ShardPlan& StreamPipeline::plan() const { return state_->plan; }
+
+std::int64_t StreamPipeline::max_examples_held() const {
+  const StreamOptions& o = state_->options;
+  // The shuffle buffer; the window of decoded examples and one per decode thread waiting to
+  // enter it; the batch being filled, the ready ones, and one waiting for room among them.
+  return std::max<std::int64_t>(1, o.shuffle_buffer) + state_->decode_ahead + o.decode_threads +
+         o.batch_size * (o.prefetch + 2);
+}
+
+void StreamPipeline::DecodeLoop() {
+  State& s = *state_;
+  const std::int64_t elements = NumElements(s.options.example_shape);
+  Taken taken;
+  for (;;) {
+    s.reader.Take(taken);
+    if (taken.end) {
+      s.in_order.End(taken.sequence);
+      return;
+    }
+    Decoded decoded{taken.epoch, taken.error.ok()
+                                     ? DecodeRecord(s.decode, *s.dataset, taken, elements)
+                                     : absl::StatusOr<DecodedExample>(taken.error)};
+    if (!s.in_order.Put(taken.sequence, std::move(decoded))) return;
+  }
+}
+
+namespace {
+
+// The examples as one batch on `device`; Internal when copying there threw.
+absl::StatusOr<std::optional<Batch>> Assemble(std::vector<DecodedExample>& examples,
+                                              std::int64_t epoch, const StreamOptions& options) {
+  const std::int64_t elements = NumElements(options.example_shape);
+  Shape shape = {static_cast<std::int64_t>(examples.size())};
+  shape.insert(shape.end(), options.example_shape.begin(), options.example_shape.end());
+  Batch batch{Tensor(shape), std::vector<std::int32_t>(examples.size()), epoch};
+  float* out = batch.images.data();
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    std::memcpy(out + static_cast<std::int64_t>(i) * elements, examples[i].input.data(),
+                static_cast<std::size_t>(elements) * sizeof(float));
+    batch.labels[i] = examples[i].label;
+  }
+  examples.clear();
+  if (options.device.is_cpu()) return batch;
+  try {  // here, on the batching thread, so the copy overlaps the model's step
+    batch.images = batch.images.To(options.device);
+  } catch (const std::exception& e) {
+    return absl::InternalError("stream: copying a batch to " + DeviceName(options.device) +
+                               " failed: " + e.what());
+  }
+  return batch;
+}
+
+}  // namespace
+
+void StreamPipeline::BatchLoop() {
+  State& s = *state_;
+  const StreamOptions& o = s.options;
+  ShuffleBuffer<DecodedExample> buffer(o.shuffle_buffer, o.seed);
+  std::int64_t buffer_epoch = 0;
+  std::optional<Decoded> next_epoch;  // the first example of an epoch, while the last one drains
+  std::vector<DecodedExample> batch;
+  std::int64_t batch_epoch = 0;
+  bool input_done = false;
+  for (;;) {
+    while (!buffer.full() && !input_done) {
+      Decoded decoded;
+      if (next_epoch.has_value()) {
+        if (!buffer.empty()) break;  // each epoch is a permutation of the shard
+        decoded = *std::move(next_epoch);
+        next_epoch.reset();
+      } else if (!s.in_order.Take(decoded)) {
+        input_done = true;
+        break;
+      }
+      if (!decoded.example.ok()) {
+        s.ready.Push(decoded.example.status());
+        return;
+      }
+      if (!buffer.empty() && decoded.epoch != buffer_epoch) {
+        next_epoch = std::move(decoded);
+        break;
+      }
+      buffer_epoch = decoded.epoch;
+      buffer.Push(*std::move(decoded.example));
+    }
+    if (buffer.empty()) {  // the input is done: the last batch, then the end
+      if (!batch.empty() && !o.drop_remainder) {
+        if (!s.ready.Push(Assemble(batch, batch_epoch, o))) return;
+      }
+      s.ready.Push(std::optional<Batch>());
+      return;
+    }
+    if (batch.empty()) batch_epoch = buffer_epoch;
+    batch.push_back(buffer.Take());
+    if (static_cast<std::int64_t>(batch.size()) == o.batch_size) {
+      absl::StatusOr<std::optional<Batch>> ready = Assemble(batch, batch_epoch, o);
+      const bool failed = !ready.ok();
+      if (!s.ready.Push(std::move(ready)) || failed) return;
+    }
+  }
+}
+
+absl::StatusOr<std::optional<Batch>> StreamPipeline::NextBatch() {
+  if (finished_) return std::optional<Batch>();
+  absl::StatusOr<std::optional<Batch>> batch = state_->ready.Pop();
+  if (!batch.ok() || !batch->has_value()) finished_ = true;
+  return batch;
+}
+
+}  // namespace taas::data
