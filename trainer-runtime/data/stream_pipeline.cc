@@ -16,19 +16,17 @@
 namespace taas::data {
 namespace {
 
-// A record taken from the shard, numbered in read order.
+// A record taken from the shard, or the error that ends it.
 struct Taken {
-  std::int64_t sequence = 0;
   std::int64_t epoch = 0;
-  bool end = false;    // the shard is done; `sequence` is how many records were numbered
   absl::Status error;  // reading failed; the shard is done after it
   std::int64_t part = 0;
   Record record;
 };
 
-// Reads the shard's records in order, for several decode threads: each Take hands out the next
-// record and its number. Repeats the plan's parts every epoch, in a seeded order when shuffling
-// by part. Thread-safe.
+// Reads the shard's records in order, for several decode threads: each TakeChunk hands out the
+// next records as one numbered chunk (one lock and one hand-over per chunk, not per record).
+// Repeats the plan's parts every epoch, in a seeded order when shuffling by part. Thread-safe.
 class ShardReader {
  public:
   ShardReader(std::shared_ptr<const RecordDataset> dataset, ShardPlan plan, bool repeat,
@@ -42,24 +40,33 @@ class ShardReader {
     StartEpoch();
   }
 
-  void Take(Taken& taken) {
+  // Fills chunk[0, n) with the next n <= chunk.size() records (the last may be an error) and
+  // returns n; `sequence` is the chunk's number. n == 0: the shard is done, and `sequence` is how
+  // many chunks there were.
+  std::size_t TakeChunk(std::vector<Taken>& chunk, std::int64_t& sequence) {
     std::lock_guard<std::mutex> lock(mu_);
-    taken.end = false;
+    std::size_t n = 0;
+    while (n < chunk.size() && TakeLocked(chunk[n])) {
+      if (!chunk[n++].error.ok()) break;
+    }
+    sequence = n > 0 ? next_sequence_++ : next_sequence_;
+    return n;
+  }
+
+ private:
+  // The next record or error; false once the shard is done.
+  bool TakeLocked(Taken& taken) {
     taken.error = absl::OkStatus();
     for (;;) {
-      if (done_) {
-        taken.end = true;
-        taken.sequence = next_sequence_;
-        return;
-      }
+      if (done_) return false;
       if (reader_ == nullptr) {
         if (next_part_ == order_.size()) {
           if (kept_this_epoch_ == 0) {
-            Fail(taken, absl::FailedPreconditionError(
-                            "stream: " + shard_name_ + " holds no records of its " +
-                            std::to_string(order_.size()) +
-                            " part(s): a data set with fewer records than shards, or empty files"));
-            return;
+            return Fail(taken, absl::FailedPreconditionError(
+                                   "stream: " + shard_name_ + " holds no records of its " +
+                                   std::to_string(order_.size()) +
+                                   " part(s): a data set with fewer records than shards, or "
+                                   "empty files"));
           }
           if (!repeat_) {
             done_ = true;
@@ -70,17 +77,11 @@ class ShardReader {
         }
         current_part_ = order_[next_part_++];
         absl::StatusOr<std::unique_ptr<RecordReader>> opened = dataset_->Open(current_part_);
-        if (!opened.ok()) {
-          Fail(taken, opened.status());
-          return;
-        }
+        if (!opened.ok()) return Fail(taken, opened.status());
         reader_ = *std::move(opened);
       }
       absl::StatusOr<bool> got = reader_->Next(taken.record);
-      if (!got.ok()) {
-        Fail(taken, got.status());
-        return;
-      }
+      if (!got.ok()) return Fail(taken, got.status());
       if (!*got) {
         reader_.reset();
         continue;
@@ -88,14 +89,12 @@ class ShardReader {
       const std::int64_t position = records_seen_++;
       if (position % plan_.record_stride != plan_.record_offset) continue;
       ++kept_this_epoch_;
-      taken.sequence = next_sequence_++;
       taken.epoch = epoch_;
       taken.part = current_part_;
-      return;
+      return true;
     }
   }
 
- private:
   void StartEpoch() {
     order_ = plan_.parts;
     if (shuffle_parts_) {  // Fisher-Yates, seeded: the same order on every machine
@@ -108,12 +107,12 @@ class ShardReader {
     kept_this_epoch_ = 0;
   }
 
-  void Fail(Taken& taken, absl::Status error) {
+  bool Fail(Taken& taken, absl::Status error) {
     taken.error = std::move(error);
-    taken.sequence = next_sequence_++;
     taken.epoch = epoch_;
     done_ = true;
     reader_.reset();
+    return true;
   }
 
   const std::shared_ptr<const RecordDataset> dataset_;
@@ -130,7 +129,7 @@ class ShardReader {
   std::unique_ptr<RecordReader> reader_;
   std::int64_t records_seen_ = 0;  // of the concatenation of this epoch's parts
   std::int64_t kept_this_epoch_ = 0;
-  std::int64_t next_sequence_ = 0;
+  std::int64_t next_sequence_ = 0;  // of chunks
   bool done_ = false;
 };
 
@@ -140,14 +139,15 @@ struct Decoded {
   absl::StatusOr<DecodedExample> example;
 };
 
-// Decoded examples put back in read order. A decode thread waits while its record is `window` or
-// more ahead of the next one taken, so the window bounds what waits here. Thread-safe.
+// Chunks of decoded examples put back in read order. A decode thread waits while its chunk is
+// `window` or more ahead of the next one taken, so the window bounds what waits here.
+// Thread-safe.
 class InOrder {
  public:
   explicit InOrder(std::int64_t window) : window_(window) {}
 
   // False when stopped.
-  bool Put(std::int64_t sequence, Decoded decoded) {
+  bool Put(std::int64_t sequence, std::vector<Decoded> decoded) {
     std::unique_lock<std::mutex> lock(mu_);
     space_.wait(lock, [&] { return stop_ || sequence < next_ + window_; });
     if (stop_) return false;
@@ -163,8 +163,8 @@ class InOrder {
     arrived_.notify_all();
   }
 
-  // The next example in read order; false at the end or when stopped.
-  bool Take(Decoded& out) {
+  // The next chunk in read order; false at the end or when stopped.
+  bool Take(std::vector<Decoded>& out) {
     std::unique_lock<std::mutex> lock(mu_);
     arrived_.wait(lock, [&] { return stop_ || next_ == end_ || waiting_.count(next_) != 0; });
     if (stop_ || next_ == end_) return false;
@@ -188,7 +188,7 @@ class InOrder {
   std::mutex mu_;  // guards everything below
   std::condition_variable arrived_;
   std::condition_variable space_;
-  std::map<std::int64_t, Decoded> waiting_;
+  std::map<std::int64_t, std::vector<Decoded>> waiting_;
   std::int64_t next_ = 0;
   std::int64_t end_ = -1;
   bool stop_ = false;
@@ -272,7 +272,7 @@ struct StreamPipeline::State {
         plan(std::move(plan_in)),
         reader(dataset, plan, options.repeat, options.shuffle_buffer > 1 && plan.by_part(),
                options.seed, options.shard_index, options.num_shards),
-        in_order(decode_ahead),
+        in_order((decode_ahead + options.decode_batch - 1) / options.decode_batch),
         ready(options.prefetch),
         decode_ahead(decode_ahead) {}
 
@@ -308,6 +308,10 @@ absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
     return absl::InvalidArgumentError("stream: prefetch must be >= 1, got " +
                                       std::to_string(options.prefetch));
   }
+  if (options.decode_batch < 1 || options.decode_batch > 65536) {
+    return absl::InvalidArgumentError("stream: decode_batch must be in [1, 65536], got " +
+                                      std::to_string(options.decode_batch));
+  }
   if (options.decode_ahead < 0 || options.shuffle_buffer < 0) {
     return absl::InvalidArgumentError("stream: decode_ahead and shuffle_buffer must be >= 0");
   }
@@ -321,8 +325,9 @@ absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
   if (!plan.ok()) {
     return absl::InvalidArgumentError("stream: " + std::string(plan.status().message()));
   }
-  const std::int64_t decode_ahead =
-      options.decode_ahead > 0 ? options.decode_ahead : 4 * std::int64_t{options.decode_threads};
+  const std::int64_t decode_ahead = options.decode_ahead > 0
+                                        ? options.decode_ahead
+                                        : 2 * options.decode_threads * options.decode_batch;
   auto state = std::make_unique<State>(std::move(dataset), std::move(decode), std::move(options),
                                        *std::move(plan), decode_ahead);
   std::unique_ptr<StreamPipeline> pipeline(new StreamPipeline(std::move(state)));
@@ -345,26 +350,34 @@ const ShardPlan& StreamPipeline::plan() const { return state_->plan; }
 
 std::int64_t StreamPipeline::max_examples_held() const {
   const StreamOptions& o = state_->options;
-  // The shuffle buffer; the window of decoded examples and one per decode thread waiting to
-  // enter it; the batch being filled, the ready ones, and one waiting for room among them.
-  return std::max<std::int64_t>(1, o.shuffle_buffer) + state_->decode_ahead + o.decode_threads +
-         o.batch_size * (o.prefetch + 2);
+  const std::int64_t window_chunks = (state_->decode_ahead + o.decode_batch - 1) / o.decode_batch;
+  // The shuffle buffer; the window of decoded chunks, one chunk per decode thread waiting to enter
+  // it and the one the batching thread takes from; the batch being filled, the ready ones, and
+  // one waiting for room among them.
+  return std::max<std::int64_t>(1, o.shuffle_buffer) +
+         (window_chunks + o.decode_threads + 1) * o.decode_batch + o.batch_size * (o.prefetch + 2);
 }
 
 void StreamPipeline::DecodeLoop() {
   State& s = *state_;
   const std::int64_t elements = NumElements(s.options.example_shape);
-  Taken taken;
+  std::vector<Taken> chunk(static_cast<std::size_t>(s.options.decode_batch));
   for (;;) {
-    s.reader.Take(taken);
-    if (taken.end) {
-      s.in_order.End(taken.sequence);
+    std::int64_t sequence = 0;
+    const std::size_t n = s.reader.TakeChunk(chunk, sequence);
+    if (n == 0) {
+      s.in_order.End(sequence);
       return;
     }
-    Decoded decoded{taken.epoch, taken.error.ok()
-                                     ? DecodeRecord(s.decode, *s.dataset, taken, elements)
-                                     : absl::StatusOr<DecodedExample>(taken.error)};
-    if (!s.in_order.Put(taken.sequence, std::move(decoded))) return;
+    std::vector<Decoded> decoded;
+    decoded.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Taken& taken = chunk[i];
+      decoded.push_back({taken.epoch, taken.error.ok()
+                                          ? DecodeRecord(s.decode, *s.dataset, taken, elements)
+                                          : absl::StatusOr<DecodedExample>(taken.error)});
+    }
+    if (!s.in_order.Put(sequence, std::move(decoded))) return;
   }
 }
 
@@ -402,6 +415,8 @@ void StreamPipeline::BatchLoop() {
   ShuffleBuffer<DecodedExample> buffer(o.shuffle_buffer, o.seed);
   std::int64_t buffer_epoch = 0;
   std::optional<Decoded> next_epoch;  // the first example of an epoch, while the last one drains
+  std::vector<Decoded> chunk;         // decoded, in read order, from chunk[next] on
+  std::size_t next = 0;
   std::vector<DecodedExample> batch;
   std::int64_t batch_epoch = 0;
   bool input_done = false;
@@ -412,9 +427,16 @@ void StreamPipeline::BatchLoop() {
         if (!buffer.empty()) break;  // each epoch is a permutation of the shard
         decoded = *std::move(next_epoch);
         next_epoch.reset();
-      } else if (!s.in_order.Take(decoded)) {
-        input_done = true;
-        break;
+      } else {
+        if (next == chunk.size()) {
+          next = 0;
+          if (!s.in_order.Take(chunk)) {
+            chunk.clear();
+            input_done = true;
+            break;
+          }
+        }
+        decoded = std::move(chunk[next++]);
       }
       if (!decoded.example.ok()) {
         s.ready.Push(decoded.example.status());

@@ -142,7 +142,7 @@ TEST_CASE("a shard without records is an error saying why") {
   CHECK(Contains(batch.status(), "shard 3 of 4 holds no records"));
 }
 
-TEST_CASE("the order does not depend on the number of decode threads") {
+TEST_CASE("the order does not depend on the number of decode threads or their batches") {
   auto dataset = Numbered(3, 200);
   StreamOptions options = Options(16);
   options.shuffle_buffer = 50;
@@ -153,6 +153,10 @@ TEST_CASE("the order does not depend on the number of decode threads") {
   options.decode_ahead = 3;
   const auto four = Drain(*Make(dataset, options));
   CHECK(one == four);
+  options.decode_batch = 1;  // nor on how many records a thread decodes at once
+  CHECK(Drain(*Make(dataset, options)) == one);
+  options.decode_batch = 7;
+  CHECK(Drain(*Make(dataset, options)) == one);
   std::vector<int> ids = Flat(one);
   CHECK(ids != Flat(Drain(*Make(dataset, Options(16)))));  // shuffled
   std::sort(ids.begin(), ids.end());
@@ -298,6 +302,9 @@ TEST_CASE("bad options are refused by name") {
   options.decode_threads = 0;
   CHECK(
       Contains(StreamPipeline::Create(dataset, DecodeNumber, options).status(), "decode_threads"));
+  options = Options(2);
+  options.decode_batch = 0;
+  CHECK(Contains(StreamPipeline::Create(dataset, DecodeNumber, options).status(), "decode_batch"));
   options = Options(2);
   options.shard_index = 2;
   options.num_shards = 2;
