@@ -44,7 +44,7 @@ struct StreamOptions {
   int num_shards = 1;
   int decode_threads = 1;
   // Records a decode thread reads and decodes at once, handed over as one: fewer hand-overs
-  // between threads (one per record made a pipeline of small records 7 times slower).
+  // between threads (one per record made a stream of small records about 3 times slower).
   std::int64_t decode_batch = 16;
   // Examples decoded ahead of the shuffle buffer, beyond those being decoded (rounded up to whole
   // decode batches); 0 means two decode batches per decode thread.
