@@ -78,6 +78,12 @@ TEST_CASE("the CRD's status.progress holds what ProgressToJson writes, and its c
   CHECK(progress["properties"]["percent"]["maximum"].as<int>() == 100);
   CHECK(progress["properties"]["finalError"]["maxLength"].as<std::size_t>() ==
         kMaxProgressErrorBytes);
+  const YAML::Node stall = progress["properties"]["stall"]["properties"];
+  CHECK(stall["waitingOn"]["maxLength"].as<std::size_t>() == kMaxProgressPeerBytes);
+  // The message holds the longest peer behind the longest duration FormatEta writes.
+  const std::string longest =
+      DescribeStall({kMaxProgressStep, std::string(kMaxProgressPeerBytes, 'p')});
+  CHECK(stall["message"]["maxLength"].as<std::size_t>() >= longest.size());
   JobProgress full;
   full.global_step = 1;
   full.max_steps = 2;
@@ -86,6 +92,7 @@ TEST_CASE("the CRD's status.progress holds what ProgressToJson writes, and its c
   full.metrics = {{"loss", 1}, {"accuracy", 0.5}};
   full.final_metrics = {{"accuracy", 0.5}};
   full.final_error = "evaluate() failed";
+  full.stall = ProgressStall{12, "ps-0"};
   full.update_time = Time(std::chrono::seconds(0));
   const nlohmann::json written = ProgressToJson(full);
   for (auto it = written.begin(); it != written.end(); ++it) {

@@ -6,6 +6,7 @@
 
 #include "taas/base/ascii.h"
 #include "taas/base/json_fields.h"
+#include "taas/contract/metric_names.h"
 #include "taas/tfjob/rfc3339.h"
 
 namespace taas::tfjob {
@@ -109,6 +110,11 @@ json ProgressToJson(const JobProgress& progress) {
   if (!progress.metrics.empty()) out["metrics"] = progress.metrics;
   if (!progress.final_metrics.empty()) out["finalMetrics"] = progress.final_metrics;
   if (!progress.final_error.empty()) out["finalError"] = progress.final_error;
+  if (progress.stall) {
+    out["stall"] = {{"seconds", progress.stall->seconds},
+                    {"waitingOn", progress.stall->waiting_on},
+                    {"message", DescribeStall(*progress.stall)}};
+  }
   if (auto accuracy = ProgressAccuracy(progress)) out["accuracy"] = *accuracy;
   if (progress.update_time) out["lastUpdateTime"] = FormatRfc3339(*progress.update_time);
   return out;
@@ -124,6 +130,12 @@ std::optional<JobProgress> ProgressFromJson(const json& value) {
   progress.metrics = MetricsField(value, "metrics");
   progress.final_metrics = MetricsField(value, "finalMetrics");
   progress.final_error = Utf8Prefix(jf::StringOr(value, "finalError", ""), kMaxProgressErrorBytes);
+  if (const json* stall = jf::Object(value, "stall")) {
+    const std::optional<std::int64_t> seconds = StepField(*stall, "seconds");
+    const std::string peer(
+        Utf8Prefix(jf::StringOr(*stall, "waitingOn", ""), kMaxProgressPeerBytes));
+    if (seconds && !peer.empty()) progress.stall = ProgressStall{*seconds, peer};
+  }
   if (auto time = jf::String(value, "lastUpdateTime")) {
     if (auto parsed = ParseRfc3339(*time); parsed.ok()) progress.update_time = *parsed;
   }
@@ -155,6 +167,39 @@ std::optional<std::int64_t> EtaSeconds(std::int64_t step, std::int64_t max_steps
   const double left = std::ceil(static_cast<double>(max_steps - step) / *steps_per_second);
   if (!(left <= static_cast<double>(kMaxProgressStep))) return kMaxProgressStep;
   return static_cast<std::int64_t>(left);
+}
+
+std::optional<ProgressStall> ReplicaStall(
+    const std::vector<prometheus::PrometheusSample>& samples) {
+  JobStall longest;
+  for (const prometheus::PrometheusSample& sample : samples) {
+    if (sample.name != contract::kStallSecondsMetric || !std::isfinite(sample.value) ||
+        sample.value < 0 || sample.value > static_cast<double>(kMaxProgressStep)) {
+      continue;
+    }
+    for (const auto& [label, value] : sample.labels) {
+      if (label != contract::kStallPeerLabel || value.empty()) continue;
+      longest.Add(ProgressStall{static_cast<std::int64_t>(sample.value),
+                                std::string(Utf8Prefix(value, kMaxProgressPeerBytes))});
+    }
+  }
+  return longest.Longest();
+}
+
+void JobStall::Add(const std::optional<ProgressStall>& stall) {
+  if (stall && (!longest_ || stall->seconds > longest_->seconds)) longest_ = stall;
+}
+
+std::string DescribeStall(const ProgressStall& stall) {
+  return "stalled " + FormatEta(std::chrono::seconds(stall.seconds)) + ", waiting on " +
+         stall.waiting_on;
+}
+
+void ApplyStall(JobProgress& progress, const std::optional<ProgressStall>& stall) {
+  progress.stall = stall;
+  if (!stall) return;
+  progress.examples_per_second.reset();
+  progress.eta_seconds.reset();
 }
 
 bool TrainsExamples(ReplicaType type) {

@@ -190,6 +190,76 @@ TEST_CASE("progress: the status carries it, a change of it is a status change") 
   CHECK_FALSE(kept->progress.has_value());
 }
 
+TEST_CASE("progress: a replica's stall is the longest peer-labelled stall sample of its page") {
+  using prometheus::ParsePrometheusSamples;
+  CHECK(!ReplicaStall(ParsePrometheusSamples("taas_global_step 10\n")));
+  // No sample while nothing stalls: the page declares the gauge and holds none.
+  CHECK(!ReplicaStall(ParsePrometheusSamples("# TYPE taas_stall_seconds gauge\n")));
+  const auto stall = ReplicaStall(ParsePrometheusSamples(
+      "taas_stall_seconds{peer=\"ps-0\"} 12.7\ntaas_stall_seconds{peer=\"ps-1\"} 30.2\n"));
+  REQUIRE(stall);
+  CHECK(*stall == ProgressStall{30, "ps-1"});
+  // A hostile page: no peer, a negative or endless value, an overlong peer (cut).
+  CHECK(!ReplicaStall(ParsePrometheusSamples("taas_stall_seconds 12\n")));
+  CHECK(!ReplicaStall(ParsePrometheusSamples("taas_stall_seconds{peer=\"\"} 12\n")));
+  CHECK(!ReplicaStall(ParsePrometheusSamples("taas_stall_seconds{peer=\"ps-0\"} -1\n")));
+  CHECK(!ReplicaStall(ParsePrometheusSamples("taas_stall_seconds{peer=\"ps-0\"} +Inf\n")));
+  const auto cut = ReplicaStall(
+      ParsePrometheusSamples("taas_stall_seconds{peer=\"" + std::string(500, 'p') + "\"} 9\n"));
+  REQUIRE(cut);
+  CHECK(cut->waiting_on.size() == kMaxProgressPeerBytes);
+}
+
+TEST_CASE("progress: a job's stall is its longest replica stall, said instead of the rate") {
+  JobStall job;
+  CHECK(!job.Longest());
+  job.Add(std::nullopt);
+  job.Add(ProgressStall{8, "ps-0"});
+  job.Add(ProgressStall{12, "worker-1"});
+  job.Add(ProgressStall{3, "ps-1"});
+  REQUIRE(job.Longest());
+  CHECK(*job.Longest() == ProgressStall{12, "worker-1"});
+  CHECK(DescribeStall({12, "ps-0"}) == "stalled 12s, waiting on ps-0");
+  CHECK(DescribeStall({75, "ps-0"}) == "stalled 1m15s, waiting on ps-0");
+
+  JobProgress p = Running();
+  ApplyStall(p, ProgressStall{12, "ps-0"});
+  CHECK(p.stall == ProgressStall{12, "ps-0"});
+  CHECK(!p.examples_per_second);  // the last rate is not the job's now
+  CHECK(!p.eta_seconds);
+  CHECK(p.global_step == 2520);
+  JobProgress resumed = Running();
+  resumed.stall = ProgressStall{12, "ps-0"};
+  ApplyStall(resumed, std::nullopt);
+  CHECK(!resumed.stall);
+  CHECK(resumed.examples_per_second == 3310.5);
+}
+
+TEST_CASE("progress: a stall in JSON with its message, and back; a change of it is a change") {
+  JobProgress p = Running();
+  ApplyStall(p, ProgressStall{12, "ps-0"});
+  const json j = ProgressToJson(p);
+  CHECK(j["stall"] ==
+        json{{"seconds", 12}, {"waitingOn", "ps-0"}, {"message", "stalled 12s, waiting on ps-0"}});
+  CHECK(!j.contains("examplesPerSecond"));
+  const auto back = ProgressFromJson(j);
+  REQUIRE(back);
+  CHECK(back->stall == p.stall);
+  CHECK(ProgressChanged(Running(), p));
+  JobProgress longer = p;
+  longer.stall->seconds = 40;
+  CHECK(ProgressChanged(p, longer));
+  // Whoever may write the status may write anything there.
+  json hostile = j;
+  hostile["stall"] = {{"seconds", -3}, {"waitingOn", "ps-0"}};
+  CHECK(!ProgressFromJson(hostile)->stall);
+  hostile["stall"] = {{"seconds", 3}, {"waitingOn", 7}};
+  CHECK(!ProgressFromJson(hostile)->stall);
+  hostile["stall"] = "stalled";
+  CHECK(!ProgressFromJson(hostile)->stall);
+  CHECK(ProgressFromJson(hostile)->global_step == 2520);
+}
+
 TEST_CASE("progress: the job's examples per second is every training replica's rate added") {
   // Whose rates count: the replicas that train, not a parameter server or an evaluator.
   CHECK(TrainsExamples(ReplicaType::kChief));

@@ -97,6 +97,7 @@ TrainerReport ReadTrainerReport(const std::vector<prometheus::PrometheusSample>&
       ReadFinalMetric(sample, report);
     }
   }
+  report.stall = tf::ReplicaStall(samples);
   return report;
 }
 
@@ -108,6 +109,10 @@ TrainerReport MergeReports(const std::optional<TrainerReport>& chief,
   rate.Add(merged.examples_per_second);
   for (const TrainerReport& trainer : trainers) rate.Add(trainer.examples_per_second);
   merged.examples_per_second = rate.PerSecond();
+  tf::JobStall stall;
+  stall.Add(merged.stall);
+  for (const TrainerReport& trainer : trainers) stall.Add(trainer.stall);
+  merged.stall = stall.Longest();
   if (!evaluator) return merged;
   SetOnce(merged.eval_accuracy, evaluator->eval_accuracy);
   if (merged.final_metrics.empty()) merged.final_metrics = evaluator->final_metrics;
@@ -178,6 +183,7 @@ tf::JobProgress ProgressEstimator::Add(const TrainerReport& report,
   p.eta_seconds.reset();
   if (p.global_step && p.max_steps)
     p.eta_seconds = tf::EtaSeconds(*p.global_step, *p.max_steps, rate_.PerSecond());
+  tf::ApplyStall(p, report.stall);
   return p;
 }
 
@@ -206,6 +212,7 @@ bool ProgressWriteDue(const std::optional<tf::JobProgress>& written, const tf::J
 
 tf::JobProgress FinishedProgress(tf::JobProgress progress, const tf::JobStatus& status) {
   progress.eta_seconds.reset();
+  progress.stall.reset();
   if (tf::IsSucceeded(status) && progress.max_steps) progress.global_step = progress.max_steps;
   return progress;
 }
@@ -222,6 +229,7 @@ tf::JobProgress WithJobReport(tf::JobProgress progress, const job_report::JobRep
   // A chief whose evaluation failed: the status says why the job has no result.
   progress.final_error = Utf8Prefix(report.error, tf::kMaxProgressErrorBytes);
   progress.eta_seconds.reset();
+  progress.stall.reset();
   progress.update_time = at;
   return progress;
 }

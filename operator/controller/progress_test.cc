@@ -214,6 +214,44 @@ TEST_CASE("progress: percent and ETA from successive reports") {
   CHECK_FALSE(estimator.Finishing());
 }
 
+TEST_CASE("progress: a stalled job's status.progress says whom it waits for, not its last rate") {
+  ProgressEstimator estimator;
+  const TrainerReport running =
+      Report("taas_global_step 1000\ntaas_examples_per_second 500\ntaas_stall_seconds_total 0\n");
+  tf::JobProgress p = estimator.Add(running, 6000, kT0, kNow);
+  p = estimator.Add(Report("taas_global_step 1600\ntaas_examples_per_second 500\n"), 6000,
+                    kT0 + std::chrono::seconds(30), kNow + std::chrono::seconds(30));
+  REQUIRE(p.eta_seconds);
+  CHECK(!p.stall);
+
+  // The chief reads well; a worker waits on the frozen PS: the job's stall is the longest.
+  const TrainerReport chief = Report(
+      "taas_global_step 1600\ntaas_examples_per_second 500\n"
+      "taas_stall_seconds{peer=\"ps-0\"} 9.5\ntaas_stalled_seconds_total 9.5\n");
+  const TrainerReport worker =
+      Report("taas_examples_per_second 480\ntaas_stall_seconds{peer=\"ps-0\"} 12.2\n");
+  CHECK(chief.stall == tf::ProgressStall{9, "ps-0"});
+  const TrainerReport merged = MergeReports(chief, std::nullopt, {worker});
+  CHECK(merged.stall == tf::ProgressStall{12, "ps-0"});
+  p = estimator.Add(merged, 6000, kT0 + std::chrono::seconds(40), kNow + std::chrono::seconds(40));
+  CHECK(p.stall == tf::ProgressStall{12, "ps-0"});
+  CHECK(!p.examples_per_second);
+  CHECK(!p.eta_seconds);
+  CHECK(tf::ProgressToJson(p)["stall"]["message"] == "stalled 12s, waiting on ps-0");
+
+  // The PS resumed: the stall is gone, the rate and the ETA are back.
+  p = estimator.Add(Report("taas_global_step 2200\ntaas_examples_per_second 490\n"), 6000,
+                    kT0 + std::chrono::seconds(70), kNow + std::chrono::seconds(70));
+  CHECK(!p.stall);
+  CHECK(p.examples_per_second == 490);
+  CHECK(p.eta_seconds);
+  // A finished job is stalled no more, whatever its last read said.
+  tf::JobProgress stalled = p;
+  stalled.stall = tf::ProgressStall{12, "ps-0"};
+  CHECK(!FinishedProgress(stalled, tf::JobStatus{}).stall);
+  CHECK(!WithJobReport(stalled, job_report::JobReport{}, kNow).stall);
+}
+
 TEST_CASE("progress: read again each interval, about when training ends, often at its end") {
   const auto interval = std::chrono::seconds(30);
   tf::JobProgress p;

@@ -14,6 +14,11 @@
 //       eta: 1m05s                # derived: etaSeconds as a person reads it (the ETA column)
 //       metrics: {loss: 0.412, accuracy: 0.884}   # the latest: the chief's loss, the last
 //                                                 #   evaluation's accuracy
+//       stall:                    # while a training replica waits on a peer too long
+//         seconds: 12             #   the longest such wait so far
+//         waitingOn: ps-0         #   whom it waits for
+//         message: "stalled 12s, waiting on ps-0"   # derived: what the views show instead of
+//                                                   #   the rate (DescribeStall)
 //       finalMetrics: {accuracy: 0.9087}          # the job's result, once training ended
 //       accuracy: 0.9087          # derived: final accuracy, else the latest (the ACCURACY column)
 //       lastUpdateTime: "2026-11-27T10:00:00Z"    # when these were read from the trainer
@@ -29,7 +34,9 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "taas/prometheus/text.h"
 #include "taas/tfjob/tfjob.h"  // JobProgress
 
 namespace taas::tfjob {
@@ -45,6 +52,8 @@ inline constexpr std::size_t kMaxProgressMetricNameBytes = 63;  // [A-Za-z0-9_.-
 inline constexpr std::int64_t kMaxProgressStep = std::int64_t{1} << 53;  // exact in a double
 // finalError's bytes at most (the CRD's maxLength): a job report's error fits (job_report.h).
 inline constexpr std::size_t kMaxProgressErrorBytes = 512;
+// stall.waitingOn's bytes at most (the CRD's maxLength); a longer peer label is cut.
+inline constexpr std::size_t kMaxProgressPeerBytes = 128;
 
 // globalStep / maxSteps in percent, rounded down and held to 0-100; nullopt without both (or
 // with maxSteps <= 0).
@@ -109,6 +118,30 @@ class JobExamplesRate {
  private:
   std::optional<double> sum_;
 };
+
+// One replica's stall as its metrics page says it (contract::kStallSecondsMetric): the longest
+// sample with a finite, non-negative value (seconds rounded down) and a non-empty peer label (cut
+// to kMaxProgressPeerBytes at a character's start); nullopt when the page has none: no stall.
+std::optional<ProgressStall> ReplicaStall(const std::vector<prometheus::PrometheusSample>& samples);
+
+// A job's stall: the longest of its training replicas' (the one definition for `taas run`'s
+// progress line, the UI and status.progress).
+class JobStall {
+ public:
+  void Add(const std::optional<ProgressStall>& stall);
+  const std::optional<ProgressStall>& Longest() const { return longest_; }
+
+ private:
+  std::optional<ProgressStall> longest_;
+};
+
+// "stalled 12s, waiting on ps-0": what every view of the job shows instead of the rate.
+std::string DescribeStall(const ProgressStall& stall);
+
+// `progress` with `stall`: a stalled job says so, and its last rate and an ETA at that rate are
+// dropped (they describe the job before the stall, not now); without a stall only the field is
+// cleared (the next read brings the rate back).
+void ApplyStall(JobProgress& progress, const std::optional<ProgressStall>& stall);
 
 // Seconds until `step` reaches `max_steps` at `steps_per_second`, rounded up; nullopt without a
 // positive rate or once the step reached max_steps; at most kMaxProgressStep.

@@ -203,6 +203,15 @@ struct ReplicaStatus {
 
 // status.progress, a taas extension: the job's training progress as its chief reports it (the
 // field by field meaning, the derived fields and the rules: progress.h).
+// A stalled job: a training replica has waited on a peer longer than its stall threshold
+// (TAAS_STALL_SECS), as its metrics page says (contract::kStallSecondsMetric).
+struct ProgressStall {
+  std::int64_t seconds = 0;  // how long the longest such wait has lasted
+  std::string waiting_on;    // whom it waits for: "ps-0" (at most kMaxProgressPeerBytes)
+
+  bool operator==(const ProgressStall&) const = default;
+};
+
 struct JobProgress {
   std::optional<std::int64_t> global_step;
   std::optional<std::int64_t> max_steps;
@@ -213,7 +222,8 @@ struct JobProgress {
   // Why the job has no result: its chief's evaluation failed (its report's error,
   // taas/job_report); empty otherwise. At most kMaxProgressErrorBytes (progress.h).
   std::string final_error;
-  std::optional<Time> update_time;  // when these were read from the trainer
+  std::optional<ProgressStall> stall;  // while the job is stalled (ApplyStall, progress.h)
+  std::optional<Time> update_time;     // when these were read from the trainer
 
   bool operator==(const JobProgress&) const = default;
 };

@@ -58,6 +58,8 @@ struct TrainerReport {
   // taas_final_metric{metric="accuracy"}: at most tfjob::kMaxProgressMetrics, names that
   // tfjob::IsProgressMetricName accepts; the first valid sample of a name wins.
   std::map<std::string, double> final_metrics;
+  // The replica waits on a peer beyond its stall threshold (tfjob::ReplicaStall).
+  std::optional<tfjob::ProgressStall> stall;
 
   bool operator==(const TrainerReport&) const = default;
 };
@@ -68,7 +70,7 @@ TrainerReport ReadTrainerReport(const std::vector<prometheus::PrometheusSample>&
 // and loss (an evaluator's step is the checkpoint it scored, behind the chief's); the accuracy and
 // the final metrics from the chief, else the evaluator; the rate is the job's
 // (tfjob::JobExamplesRate): the chief's and its other training replicas' (`trainers`, those that
-// answered) added.
+// answered) added; the stall is the longest of theirs (tfjob::JobStall).
 TrainerReport MergeReports(const std::optional<TrainerReport>& chief,
                            const std::optional<TrainerReport>& evaluator,
                            const std::vector<TrainerReport>& trainers = {});
@@ -96,7 +98,7 @@ std::optional<std::int64_t> MaxStepsFromSpec(const tfjob::TFJobSpec& spec);
 
 // One job's progress from its successive reports: the step rate over kProgressRateWindow for the
 // ETA, the last values a report lacks kept (a chief between two processes, an evaluator that has
-// stopped).
+// stopped); a report's stall is shown as it is, without the rate and the ETA (tfjob::ApplyStall).
 class ProgressEstimator {
  public:
   using Clock = std::chrono::steady_clock;
@@ -131,7 +133,7 @@ bool ProgressWriteDue(const std::optional<tfjob::JobProgress>& written,
 
 // The progress a job keeps once it finished, written with the status that says so: a succeeded
 // job trained to its max steps (its chief stops there) and has nothing left; a failed one keeps
-// what it reached, without an ETA.
+// what it reached, without an ETA; neither is stalled.
 tfjob::JobProgress FinishedProgress(tfjob::JobProgress progress, const tfjob::JobStatus& status);
 
 // `progress` (the newest a job has; empty when none) once its chief left its result in its
@@ -139,7 +141,7 @@ tfjob::JobProgress FinishedProgress(tfjob::JobProgress progress, const tfjob::Jo
 // global step and final metrics win over the scraped ones, which a trainer that exited right
 // after training seldom served long enough to be read. A metric name tfjob::IsProgressMetricName
 // refuses is dropped, a step beyond tfjob::kMaxProgressStep is not taken, a report without final
-// metrics keeps the scraped ones; no ETA: training ended.
+// metrics keeps the scraped ones; no ETA and no stall: training ended.
 tfjob::JobProgress WithJobReport(tfjob::JobProgress progress, const job_report::JobReport& report,
                                  tfjob::Time at);
 
