@@ -372,10 +372,11 @@ void StreamPipeline::DecodeLoop() {
     std::vector<Decoded> decoded;
     decoded.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const Taken& taken = chunk[i];
-      decoded.push_back({taken.epoch, taken.error.ok()
-                                          ? DecodeRecord(s.decode, *s.dataset, taken, elements)
-                                          : absl::StatusOr<DecodedExample>(taken.error)});
+      Taken& taken = chunk[i];
+      // The error is moved, not copied: one owner at a time, handed over under the queue's lock.
+      decoded.push_back(
+          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, elements)
+                                         : absl::StatusOr<DecodedExample>(std::move(taken.error))});
     }
     if (!s.in_order.Put(sequence, std::move(decoded))) return;
   }
@@ -439,7 +440,7 @@ void StreamPipeline::BatchLoop() {
         decoded = std::move(chunk[next++]);
       }
       if (!decoded.example.ok()) {
-        s.ready.Push(decoded.example.status());
+        s.ready.Push(std::move(decoded.example).status());
         return;
       }
       if (!buffer.empty() && decoded.epoch != buffer_epoch) {
