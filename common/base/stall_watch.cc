@@ -25,6 +25,8 @@ struct StallWatch::Entry {
   Clock::time_point since;
   std::chrono::system_clock::time_point since_wall;
   int reports = 0;  // lines logged of this stall
+  // Whom the last line named: once the peer answered, `whom` may name nobody still awaited.
+  std::string reported_peer;
 };
 
 std::chrono::milliseconds StallReportDue(const StallSchedule& schedule, int reports_made) {
@@ -65,7 +67,7 @@ StallWatch::Wait StallWatch::Begin(std::function<std::string()> whom) {
   std::lock_guard<std::mutex> lock(mu_);
   wait.watch_ = this;
   wait.entry_ = waits_.insert(
-      waits_.end(), Entry{std::move(whom), Clock::now(), std::chrono::system_clock::now(), 0});
+      waits_.end(), Entry{std::move(whom), Clock::now(), std::chrono::system_clock::now(), 0, ""});
   return wait;
 }
 
@@ -74,7 +76,7 @@ void StallWatch::Finish(std::list<Entry>::iterator entry) {
   ended_stalled_ += StalledSeconds(schedule_, waited);
   if (entry->reports > 0) {
     logger_.Info("the peer answered: the stall is over",
-                 {{"peer", entry->whom()},
+                 {{"peer", entry->reported_peer},
                   {"waited_secs", waited.count()},
                   {"global_step", global_step_ ? global_step_->load() : std::int64_t{0}}});
   }
@@ -106,8 +108,9 @@ void StallWatch::Tick(Clock::time_point now) {
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - e.since);
     if (waited < StallReportDue(schedule_, e.reports)) continue;
     ++e.reports;
+    e.reported_peer = e.whom();
     logger_.Warning("waiting on a peer",
-                    {{"peer", e.whom()},
+                    {{"peer", e.reported_peer},
                      {"since", UtcText(e.since_wall)},
                      {"waited_secs", std::chrono::duration<double>(waited).count()},
                      {"next_report_secs",
