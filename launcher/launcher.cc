@@ -98,12 +98,17 @@ int ConsoleColumns() {
 // in time). The progress view scrapes every training replica from the job loop's thread, once a
 // second on a terminal: a replica that stopped answering may delay the loop by this much each.
 constexpr std::chrono::milliseconds kScrapeTimeout{250};
-std::map<std::string, double> ScrapeMetrics(int port) {
+struct ScrapedPage {
+  std::map<std::string, double> metrics;  // by name, labels ignored
+  std::optional<tfjob::ProgressStall> stall;
+};
+ScrapedPage ScrapeMetrics(int port) {
   auto text =
       http::Get("127.0.0.1:" + std::to_string(port), "/metrics",
                 {.timeout = kScrapeTimeout, .max_body_bytes = contract::kMaxMetricsPageBytes});
   if (!text.ok()) return {};
-  return ui_server::ParsePrometheusText(*text);
+  return {ui_server::ParsePrometheusText(*text),
+          tfjob::ReplicaStall(ui_server::ParsePrometheusSamples(*text))};
 }
 
 std::string Now() {
@@ -422,12 +427,14 @@ void JobRunner::Progress() {
   ProgressSample sample;
   sample.at = Clock::now();
   tfjob::JobExamplesRate rate;
+  tfjob::JobStall stall;
   for (const Replica& r : replicas_) {
     ++sample.replicas_total;
     if (r.pid <= 0) continue;
     ++sample.replicas_running;
     if (r.type == tfjob::ReplicaType::kPS) continue;
-    const auto metrics = ScrapeMetrics(r.metrics_port);
+    const ScrapedPage page = ScrapeMetrics(r.metrics_port);
+    const auto& metrics = page.metrics;
     const auto metric = [&metrics](std::string_view name) -> std::optional<double> {
       auto it = metrics.find(std::string(name));
       return it == metrics.end() ? std::nullopt : std::optional<double>(it->second);
@@ -438,7 +445,10 @@ void JobRunner::Progress() {
     }
     // Every training replica's rate adds to the job's; the chief's (or worker 0's) view of the
     // global step and loss is the job's.
-    if (tfjob::TrainsExamples(r.type)) rate.Add(metric(contract::kExamplesPerSecondMetric));
+    if (tfjob::TrainsExamples(r.type)) {
+      rate.Add(metric(contract::kExamplesPerSecondMetric));
+      stall.Add(page.stall);
+    }
     if (!tfjob::IsMasterRole(job_.spec, r.type, r.index)) continue;
     if (auto step = metric(contract::kGlobalStepMetric)) {
       sample.global_step = static_cast<std::int64_t>(*step);
@@ -446,6 +456,7 @@ void JobRunner::Progress() {
     sample.loss = metric(contract::kLossMetric);
   }
   sample.examples_per_sec = rate.PerSecond();
+  sample.stall = stall.Longest();
   view_->Add(sample);
   if (bar_) {
     console_.Bar(view_->Bar(ConsoleColumns()));

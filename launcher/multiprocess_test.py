@@ -337,6 +337,69 @@ def scenario_kill_chief(tmp):
     check_trained(run, 600)
 
 
+def scenario_stall(tmp):
+    """Issue 37: a PS frozen (SIGSTOP) for FREEZE_SECS with a stall threshold of STALL_SECS: the
+    workers log whom they wait for and since when, the progress line, the chief's metrics page
+    and the UI's job say so, and the job completes once the PS resumes (SIGCONT)."""
+    import urllib.request
+    stall_secs, freeze_secs = 2, 8  # the lines come at 2, 4 and 8 s of the freeze
+    run = Launch(tmp, "linear", [("PS", 1), ("Worker", 2)],
+                 {"TF_MAX_STEPS": "600", "TAAS_STALL_SECS": str(stall_secs)},
+                 args=["--step_ms=10"], progress_secs=1, flags=["--ui-port", "0"])
+    ui = run.wait_for(r"^\[taas\] UI: (http://127\.0\.0\.1:\d+)/#token=([A-Za-z0-9]+)$")
+    chief_metrics = int(run.wait_for(r"started linear-worker-0 .*metrics_port=(\d+)").group(1))
+    run.wait_for(r"^\[linear-worker-0\] .*msg=training .*global_step=([1-9]\d\d)")
+    ps = run.pid_of("linear-ps-0")
+    frozen_at = time.time()
+    os.kill(ps, signal.SIGSTOP)
+    try:
+        # The progress line says it instead of the rate, within a second or two of the threshold.
+        line = run.wait_for(r"^\[taas\] step \d+/600 .*  (stalled (\d+)s, waiting on ps-0)  ",
+                            timeout=freeze_secs)
+        assert "examples/s" not in line.string and "left" not in line.string, line.string
+        shown = time.time() - frozen_at
+        run.wait_for(r"^\[linear-worker-[01]\] .*level=warning msg=\"waiting on a peer\" "
+                     r".*peer=ps-0 since=\d{4}-\d\d-\d\dT[\d:]+Z waited_secs=", timeout=2)
+        # The metric: the stall now, whom it waits for, and the stalled seconds so far.
+        page = urllib.request.urlopen(f"http://127.0.0.1:{chief_metrics}/metrics",
+                                      timeout=5).read().decode()
+        now = re.search(r'^taas_stall_seconds\{peer="ps-0"\} ([\d.]+)$', page, re.M)
+        total = re.search(r"^taas_stalled_seconds_total ([\d.]+)$", page, re.M)
+        assert now and float(now.group(1)) >= stall_secs, page
+        assert total and float(total.group(1)) >= float(now.group(1)), page
+        # The UI's job (its progress: status.progress merged with its own scrape of the replicas).
+        def ui_stall():
+            req = urllib.request.Request(ui.group(1) + "/api/v1/namespaces/default/tfjobs/linear",
+                                         headers={"Authorization": "Bearer " + ui.group(2)})
+            progress = json.loads(urllib.request.urlopen(req, timeout=5).read())["job"]["progress"]
+            return progress if progress and progress.get("stall") else None
+        deadline = frozen_at + freeze_secs
+        progress = None
+        while progress is None and time.time() < deadline:
+            progress = ui_stall()
+            time.sleep(0.2)
+        assert progress, "the UI never showed the stall"
+        assert re.fullmatch(r"stalled \d+s, waiting on ps-0", progress["stall"]), progress
+        assert progress["examplesPerSecond"] is None and progress["etaSeconds"] is None, progress
+        time.sleep(max(0.0, deadline - time.time()))
+    finally:
+        os.kill(ps, signal.SIGCONT)
+    run.wait_for(r"^\[linear-worker-[01]\] .*msg=\"the peer answered: the stall is over\" "
+                 r".*peer=ps-0 waited_secs=([\d.]+)")
+    check_trained(run, 600)
+    lines = run.snapshot()
+    # Again with backoff, not on every tick: at most the 2, 4 and 8 s lines per worker.
+    for w in ("linear-worker-0", "linear-worker-1"):
+        n = sum(1 for l in lines if l.startswith(f"[{w}]") and "waiting on a peer" in l)
+        assert 1 <= n <= 3, (w, n)
+    # After the PS resumed the line shows the rate again.
+    stalled_at = max(i for i, l in enumerate(lines) if l.startswith("[taas] step") and "stalled" in l)
+    after = [l for l in lines[stalled_at + 1:] if l.startswith("[taas] step")]
+    assert all("stalled" not in l for l in after), after
+    print(f"stall shown on the progress line {shown:.1f} s into a {freeze_secs} s freeze "
+          f"(threshold {stall_secs} s)")
+
+
 def scenario_bad_config(tmp):
     env = dict(os.environ)
     env["TF_CONFIG"] = '{"cluster":{"ps":["nohost"],"worker":["127.0.0.1:1"]},' \

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "taas/tfjob/progress.h"
+
 namespace taas::launcher {
 namespace {
 
@@ -77,9 +79,13 @@ std::string ProgressView::Line() const {
   } else {
     line = "starting";
   }
-  if (auto left = TimeLeft()) line += "  about " + FormatDuration(*left) + " left";
+  if (s.stall) {
+    line += "  " + tfjob::DescribeStall(*s.stall);
+  } else if (auto left = TimeLeft()) {
+    line += "  about " + FormatDuration(*left) + " left";
+  }
   if (s.loss) line += "  loss " + Fixed(*s.loss, 4);
-  if (s.examples_per_sec) line += "  " + Fixed(*s.examples_per_sec, 0) + " examples/s";
+  if (s.examples_per_sec && !s.stall) line += "  " + Fixed(*s.examples_per_sec, 0) + " examples/s";
   if (s.eval_accuracy) line += "  eval accuracy " + Fixed(*s.eval_accuracy, 4);
   line += "  " + std::to_string(s.replicas_running) + "/" + std::to_string(s.replicas_total) +
           " replicas running";

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "taas/tfjob/tfjob.h"
+
 namespace taas::launcher {
 
 // What is known of the job at one moment; a value the replicas have not reported yet is empty.
@@ -18,6 +20,10 @@ struct ProgressSample {
   std::optional<double> loss;
   std::optional<double> examples_per_sec;
   std::optional<double> eval_accuracy;  // the evaluator's latest score
+  // A training replica waits on a peer too long (tfjob::JobStall): the line says so instead of
+  // the rate and the time left. Never kept from an earlier sample: a stall lasts until a read
+  // finds none.
+  std::optional<tfjob::ProgressStall> stall;
   int replicas_running = 0;
   int replicas_total = 0;
 };
@@ -44,7 +50,8 @@ class ProgressView {
 
   // The newest sample as one line, what matters most first (a bar cuts the end off): "step
   // 2520/6000 (42%)  about 1m05s left  loss 0.4120  3310 examples/s  eval accuracy 0.8840  4/4
-  // replicas running".
+  // replicas running"; while stalled "step 2520/6000 (42%)  stalled 12s, waiting on ps-0  loss
+  // ..." (tfjob::DescribeStall) in place of the time left and the rate.
   std::string Line() const;
 
   // The same, behind a bar "[#####-----] ", cut to `columns` characters (a terminal's width).

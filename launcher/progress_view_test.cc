@@ -73,6 +73,31 @@ TEST_CASE("progress view: the rate follows the last minute, and restarts after a
   CHECK(*view.TimeLeft() == seconds(9980));
 }
 
+TEST_CASE("progress view: a stall is said instead of the last rate and the time left") {
+  ProgressView view(6000);
+  ProgressSample first = At(10, 1000);
+  first.examples_per_sec = 2668;
+  view.Add(first);
+  ProgressSample second = At(20, 2000);
+  second.examples_per_sec = 2668;
+  view.Add(second);
+  CHECK(view.Line() ==
+        "step 2000/6000 (33%)  about 40s left  2668 examples/s  4/4 replicas running");
+
+  ProgressSample frozen = At(30, 2000);
+  frozen.examples_per_sec = 2668;  // the gauge still holds the rate before the stall
+  frozen.stall = tfjob::ProgressStall{12, "ps-0"};
+  view.Add(frozen);
+  CHECK(view.Line() == "step 2000/6000 (33%)  stalled 12s, waiting on ps-0  4/4 replicas running");
+
+  // The PS resumed: a read without a stall brings the rate back.
+  ProgressSample resumed = At(40, 2500);
+  resumed.examples_per_sec = 2668;
+  view.Add(resumed);
+  CHECK(view.Line().find("stalled") == std::string::npos);
+  CHECK(view.Line().find("2668 examples/s") != std::string::npos);
+}
+
 TEST_CASE("progress view: without max steps, no share and no estimate") {
   ProgressView view(std::nullopt);
   view.Add(At(0, 10));

@@ -187,6 +187,7 @@ std::optional<tfjob::JobProgress> MetricsStore::Progress(const std::string& job_
   if (latest.eval_accuracy) {
     progress.metrics[std::string(tfjob::kAccuracyMetricName)] = *latest.eval_accuracy;
   }
+  tfjob::ApplyStall(progress, latest.stall);
   progress.update_time = std::chrono::floor<std::chrono::seconds>(
       std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(latest.time_ms)));
   return progress;
@@ -333,14 +334,18 @@ std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) cons
   point.time_ms = NowMs();
   bool any = false;
   tfjob::JobExamplesRate rate;
+  tfjob::JobStall stall;
   for (const Target& target : TargetsOf(job)) {
     auto text =
         http::Get(target.address, "/metrics", {options_.timeout, contract::kMaxMetricsPageBytes});
     if (!text.ok()) continue;
     const auto samples = ParsePrometheusText(*text);
-    if (auto it = samples.find(std::string(contract::kExamplesPerSecondMetric));
-        it != samples.end() && tfjob::TrainsExamples(target.type)) {
-      rate.Add(it->second);
+    if (tfjob::TrainsExamples(target.type)) {
+      if (auto it = samples.find(std::string(contract::kExamplesPerSecondMetric));
+          it != samples.end()) {
+        rate.Add(it->second);
+      }
+      stall.Add(tfjob::ReplicaStall(ParsePrometheusSamples(*text)));
     }
     if (target.rate_only) continue;
     // The first target's value of a metric wins (the chief's step over the evaluator's).
@@ -357,6 +362,7 @@ std::optional<MetricsPoint> MetricsScraper::Scrape(const tfjob::TFJob& job) cons
     take(contract::kMaxStepsMetric, &point.max_steps);
   }
   point.examples_per_second = rate.PerSecond();
+  point.stall = stall.Longest();
   if (!any && !point.examples_per_second) return std::nullopt;
   return point;
 }

@@ -10,6 +10,7 @@
 
 #include "taas/ui_server/api.h"
 #include "taas/ui_server/server.h"
+#include "taas/ui_server/views.h"
 
 namespace taas::ui_server {
 namespace {
@@ -80,6 +81,46 @@ TEST_CASE("the metrics store keeps a bounded history per job and a bounded numbe
   const json j = schema::ToJson(store.HistoryAnswer("default/c"));
   CHECK(j["points"][0]["step"].is_null());
   CHECK(j["latest"]["time"] == 0);
+}
+
+TEST_CASE("a stalled job's progress says whom it waits for instead of the rate, on the job page") {
+  MetricsStore store;
+  MetricsPoint running;
+  running.time_ms = 0;
+  running.global_step = 100;
+  running.max_steps = 1000;
+  running.examples_per_second = 2668;
+  store.Add("default/a", running);
+  MetricsPoint frozen = running;
+  frozen.time_ms = 10000;
+  frozen.stall = tfjob::ProgressStall{12, "ps-0"};
+  store.Add("default/a", frozen);
+  const auto scraped = store.Progress("default/a");
+  REQUIRE(scraped);
+  CHECK(scraped->stall == tfjob::ProgressStall{12, "ps-0"});
+  CHECK(!scraped->examples_per_second);
+  // The operator's status.progress, written before the stall, still has the rate: the scrape is
+  // the fresher word.
+  tfjob::JobProgress status;
+  status.global_step = 100;
+  status.examples_per_second = 2668;
+  status.eta_seconds = 30;
+  const auto merged = MergeProgress(status, scraped);
+  REQUIRE(merged);
+  CHECK(!merged->examples_per_second);
+  CHECK(!merged->eta_seconds);
+  const ProgressRow row = ProgressRowOf(*merged);
+  CHECK(row.stall == "stalled 12s, waiting on ps-0");
+  CHECK(schema::ToJson(row)["stall"] == "stalled 12s, waiting on ps-0");
+  // Resumed: no stall, the rate is back.
+  MetricsPoint resumed = running;
+  resumed.time_ms = 20000;
+  resumed.global_step = 150;
+  store.Add("default/a", resumed);
+  const auto again = MergeProgress(std::nullopt, store.Progress("default/a"));
+  CHECK(!again->stall);
+  CHECK(again->examples_per_second == 2668);
+  CHECK(ProgressRowOf(*again).stall.empty());
 }
 
 // A JobSource that lists one TFJob in "default" and serves nothing else.

@@ -280,6 +280,7 @@ ProgressRow ProgressRowOf(const tfjob::JobProgress& progress) {
   for (const auto& [name, value] : progress.final_metrics)
     row.final_metrics.push_back({name, value});
   row.final_error = progress.final_error;
+  if (progress.stall) row.stall = tfjob::DescribeStall(*progress.stall);
   if (progress.update_time) row.updated = tfjob::FormatRfc3339(*progress.update_time);
   return row;
 }
@@ -288,6 +289,8 @@ std::optional<tfjob::JobProgress> MergeProgress(std::optional<tfjob::JobProgress
                                                 const std::optional<tfjob::JobProgress>& scraped) {
   if (!scraped) return status;
   if (!status) status.emplace();
+  // The scrape is the fresher word on a stall (status.progress is written every interval).
+  tfjob::ApplyStall(*status, scraped->stall);
   auto fill = [](auto& into, const auto& from) {
     if (!into) into = from;
   };

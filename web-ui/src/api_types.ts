@@ -46,6 +46,7 @@ export interface ProgressRow {
   accuracy: number | null;
   finalMetrics: MetricValue[];
   finalError: string;
+  stall: string;
   updated: string;
 }
 

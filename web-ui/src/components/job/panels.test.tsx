@@ -13,7 +13,7 @@ const job: JobRow = {
 
 const running: ProgressRow = {
   step: 12345, maxSteps: 20000, percent: 61, examplesPerSecond: null, etaSeconds: 185, eta: '3m05s', loss: 0.123456,
-  accuracy: 0.9, finalMetrics: [], finalError: '', updated: '2026-11-22T01:00:00Z',
+  accuracy: 0.9, finalMetrics: [], finalError: '', stall: '', updated: '2026-11-22T01:00:00Z',
 };
 
 test('a waiting job says why, with the detail when it says more', () => {
@@ -53,6 +53,15 @@ test('a finished job shows each final metric; a job without progress shows dashe
   const none = render(<JobStats job={job} />);
   assert.match(none.html, /data-testid="stat-progress"><small>Progress<\/small><strong>–<\/strong><\/article>/);
   assert.match(none.html, /data-testid="stat-step"><small>Global step<\/small><strong>–</);
+});
+
+test('a stalled job says whom it waits for in place of the rate', () => {
+  const stalled = render(<JobStats job={{ ...job, progress: { ...running, examplesPerSecond: null, stall: 'stalled 12s, waiting on ps-0' } }} />);
+  assert.match(stalled.html, /data-testid="stat-stall"><small>Stalled<\/small><strong>stalled 12s, waiting on ps-0</);
+  assert.doesNotMatch(stalled.html, /Examples\/sec/);
+  const running_ = render(<JobStats job={{ ...job, progress: running }} />);
+  assert.match(running_.html, /data-testid="stat-rate"><small>Examples\/sec</);
+  assert.doesNotMatch(running_.html, /stat-stall/);
 });
 
 test('conditions are a timeline, oldest first', () => {

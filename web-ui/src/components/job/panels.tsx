@@ -40,7 +40,11 @@ export function JobStats(props: { job: JobRow }) {
       />
       <Stat label="ETA" value={p?.eta || '–'} testid="stat-eta" />
       <Stat label="Global step" value={formatMetric(p?.step)} testid="stat-step" />
-      <Stat label="Examples/sec" value={formatMetric(p?.examplesPerSecond)} />
+      {p?.stall ? (
+        <Stat label="Stalled" value={p.stall} testid="stat-stall" wide />
+      ) : (
+        <Stat label="Examples/sec" value={formatMetric(p?.examplesPerSecond)} testid="stat-rate" />
+      )}
       <Stat label="Loss" value={formatMetric(p?.loss)} />
       <Stat label="Eval accuracy" value={formatMetric(p?.accuracy)} />
       {p?.finalMetrics.map((m) => (

@@ -33,7 +33,7 @@ test('one row per job with its state, replicas, restarts and age; actions only w
 
 test('each row shows its progress, time left and accuracy: the final one, else the latest muted', () => {
   const progress = { step: 2520, maxSteps: 6000, percent: 42, examplesPerSecond: 3310, etaSeconds: 65, eta: '1m05s',
-    loss: 0.41, accuracy: 0.884, finalMetrics: [], finalError: '', updated: '' };
+    loss: 0.41, accuracy: 0.884, finalMetrics: [], finalError: '', stall: '', updated: '' };
   const done = { ...progress, step: 6000, percent: 100, etaSeconds: null, eta: '', finalMetrics: [{ name: 'accuracy', value: 0.9087 }] };
   const r = render(<JobsTable jobs={[job('mnist', { progress }), job('done', { progress: done }), job('new')]} canChange={false} onChanged={() => {}} />);
   assert.match(r.html, /<th>Progress<\/th><th>Accuracy<\/th>/);

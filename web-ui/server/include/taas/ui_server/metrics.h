@@ -94,6 +94,8 @@ struct MetricsPoint {
   std::optional<double> learning_rate;
   std::optional<double> eval_accuracy;
   std::optional<double> max_steps;  // where training ends (the chief's taas_max_steps)
+  // The longest stall of the training replicas (tfjob::JobStall): for Progress, not charted.
+  std::optional<tfjob::ProgressStall> stall;
 };
 
 // A job's history as the API answers it; `latest` is the last point.

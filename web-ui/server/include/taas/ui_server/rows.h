@@ -70,7 +70,10 @@ struct ProgressRow {
   std::optional<double> accuracy = std::nullopt;  // the latest evaluation's
   std::vector<MetricValue> final_metrics;         // by name; none until training ended
   std::string final_error;  // why there are none: the chief's final evaluation failed, or ""
-  std::string updated;      // RFC 3339: when read from the trainer, or ""
+  // "stalled 12s, waiting on ps-0" while a training replica waits on a peer too long
+  // (tfjob::DescribeStall; the rate and the ETA are unknown then), or ""
+  std::string stall;
+  std::string updated;  // RFC 3339: when read from the trainer, or ""
 };
 
 struct JobRow {
@@ -316,7 +319,7 @@ TAAS_SCHEMA_ROW(ProgressRow, Field("step", &ProgressRow::step),
                 Field("etaSeconds", &ProgressRow::eta_seconds), Field("eta", &ProgressRow::eta),
                 Field("loss", &ProgressRow::loss), Field("accuracy", &ProgressRow::accuracy),
                 Field("finalMetrics", &ProgressRow::final_metrics),
-                Field("finalError", &ProgressRow::final_error),
+                Field("finalError", &ProgressRow::final_error), Field("stall", &ProgressRow::stall),
                 Field("updated", &ProgressRow::updated));
 TAAS_SCHEMA_ROW(JobRow, Field("namespace", &JobRow::namespace_name), Field("name", &JobRow::name),
                 Field("created", &JobRow::created), Field("ageSeconds", &JobRow::age_seconds),

@@ -49,8 +49,9 @@ ProgressRow ProgressRowOf(const tfjob::JobProgress& progress);
 // The progress a TFJob's status says (the operator's), each figure it lacks taken from what the
 // UI scraped itself (a local run, whose status has only the final metrics; an operator with
 // progress off; the first interval before its first write). Once the status holds final
-// metrics, training has ended: no scraped rate or time left is added. nullopt when neither has
-// one.
+// metrics, training has ended: no scraped rate or time left is added. A stall is the scrape's
+// (the fresher word; tfjob::ApplyStall): while it lasts, neither says a rate or a time left.
+// nullopt when neither has one.
 std::optional<tfjob::JobProgress> MergeProgress(std::optional<tfjob::JobProgress> status,
                                                 const std::optional<tfjob::JobProgress>& scraped);
 
