@@ -34,16 +34,25 @@ const char* KindName(const wire::Feature& feature) {
   return "an empty feature";
 }
 
-// The feature named `name`, or DataLoss listing the ones the record has.
+// The feature named `name` (the last entry of that name, as in a map), or DataLoss listing the
+// names the record has.
 absl::StatusOr<const wire::Feature*> Find(const wire::Example& example, const std::string& name) {
-  const auto& features = example.features().feature();
-  auto it = features.find(name);
-  if (it != features.end()) return &it->second;
+  const auto& entries = example.features().feature();
+  for (int i = entries.size() - 1; i >= 0; --i) {
+    if (entries[i].key() == name) return &entries[i].value();
+  }
   std::vector<std::string> names;
-  for (const auto& [key, value] : features) names.push_back(key);
+  for (const wire::FeatureEntry& entry : entries) names.push_back(entry.key());
   std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  constexpr std::size_t kNamesShown = 20;  // a hostile record may have millions
   std::string have;
-  for (const std::string& key : names) have += (have.empty() ? "" : ", ") + key;
+  for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i) {
+    have += (have.empty() ? "" : ", ") + names[i];
+  }
+  if (names.size() > kNamesShown) {
+    have += ", and " + std::to_string(names.size() - kNamesShown) + " more";
+  }
   return absl::DataLossError("the Example has no feature \"" + name +
                              "\" (it has: " + (have.empty() ? "none" : have) +
                              "): set the spec's feature names to the records' own");
@@ -159,8 +168,10 @@ absl::StatusOr<Features> ParseExample(std::string_view record) {
   wire::Example example;
   TAAS_RETURN_IF_ERROR(ParseWire(record, example));
   Features out;
-  for (const auto& [name, feature] : example.features().feature()) {
-    Feature& value = out[name];
+  for (const wire::FeatureEntry& entry : example.features().feature()) {
+    const wire::Feature& feature = entry.value();
+    Feature& value = out[entry.key()];
+    value = std::monostate();  // a later entry of the same name replaces an earlier one
     switch (feature.kind_case()) {
       case wire::Feature::kBytesList:
         value = BytesList(feature.bytes_list().value().begin(), feature.bytes_list().value().end());
@@ -180,12 +191,13 @@ absl::StatusOr<Features> ParseExample(std::string_view record) {
 
 std::string SerializeExample(const Features& features) {
   wire::Example example;
-  auto& map = *example.mutable_features()->mutable_feature();
   for (const auto& [name, value] : features) {
-    wire::Feature& feature = map[name];
+    wire::FeatureEntry& entry = *example.mutable_features()->add_feature();
+    entry.set_key(name);
+    wire::Feature& feature = *entry.mutable_value();
     if (const auto* bytes = std::get_if<BytesList>(&value)) {
-      for (const std::string& v : *bytes) feature.mutable_bytes_list()->add_value(v);
-      feature.mutable_bytes_list();
+      auto* list = feature.mutable_bytes_list();  // set even when empty: the kind is kept
+      for (const std::string& v : *bytes) list->add_value(v);
     } else if (const auto* floats = std::get_if<FloatList>(&value)) {
       auto* list = feature.mutable_float_list();
       list->mutable_value()->Add(floats->begin(), floats->end());

@@ -26,6 +26,27 @@ TEST_CASE("Example round trip: every kind of feature") {
   CHECK(*parsed == features);
 }
 
+TEST_CASE("as in TensorFlow's map, a name's last entry wins, and a name need not be UTF-8") {
+  // Two serialized Examples one after the other parse as one whose entries are both lists'.
+  const std::string twice = SerializeExample({{"x", FloatList{1}}, {"y", Int64List{5}}}) +
+                            SerializeExample({{"x", FloatList{2, 3}}});
+  auto parsed = ParseExample(twice);
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == Features{{"x", FloatList{2, 3}}, {"y", Int64List{5}}});
+  ExampleSpec spec;
+  spec.input_feature = "x";
+  spec.label_feature = "y";
+  spec.example_shape = {2};
+  auto decoded = (*MakeExampleDecoder(spec))(twice);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->input == std::vector<float>{2, 3});
+
+  const Features binary_name = {{"\xff\xfe", BytesList{"v"}}};
+  auto read = ParseExample(SerializeExample(binary_name));
+  REQUIRE(read.ok());
+  CHECK(*read == binary_name);
+}
+
 TEST_CASE("bytes that are not an Example are DataLoss") {
   auto parsed = ParseExample("\xff\xff\xff\xff garbage");
   REQUIRE_FALSE(parsed.ok());
