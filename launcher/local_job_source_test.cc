@@ -412,7 +412,7 @@ TEST_CASE_FIXTURE(Fixture,
               R"({"globalStep":200,"finalMetrics":{"accuracy":0.875,"loss":0.03}})");
   // The scraper's last point: the step before the end, where training ends, the latest figures.
   metrics.Add("default/linear", {(kT0 + std::chrono::seconds(50)).time_since_epoch().count() * 1000,
-                                 190, 0.05, 400, 0.01, 0.8, 200});
+                                 190, 0.05, 400, 0.01, 0.8, 200, std::nullopt});
   Publish(state, job, {ps, w0, w1}, kT0 + std::chrono::seconds(50));
   // A running chief may still be writing its report: not read yet, the scraped figures only.
   json row = CallJson("GET", "tfjobs")["items"][0];

@@ -493,7 +493,7 @@ TEST_CASE("a job's progress is its TFJob's status.progress, not the UI's own scr
     "globalStep": 2520, "maxSteps": 6000, "examplesPerSecond": 3310.5, "etaSeconds": 65,
     "metrics": {"loss": 0.412, "accuracy": 0.884}, "lastUpdateTime": "2026-11-22T00:00:50Z"})")));
   // The chief as the UI scraped it, at another moment: every figure differs from the status's.
-  MetricsPoint scraped{1795305655000, 2000, 0.5, 1000, 0.01, 0.7, 9000};
+  MetricsPoint scraped{1795305655000, 2000, 0.5, 1000, 0.01, 0.7, 9000, std::nullopt};
   f.metrics.Add("default/mnist", scraped);
   for (const json& row : MnistRows(f)) {
     const json& progress = row["progress"];
@@ -518,7 +518,7 @@ TEST_CASE("a finished job's final metrics come from status.progress.finalMetrics
   job["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
   SetMnist(f, job);
   // The last scrape before the end: its rate and time left are not the finished job's.
-  f.metrics.Add("default/mnist", {1795305600000, 5990, 0.3, 3000, 0.01, 0.89, 6000});
+  f.metrics.Add("default/mnist", {1795305600000, 5990, 0.3, 3000, 0.01, 0.89, 6000, std::nullopt});
   for (const json& row : MnistRows(f)) {
     CHECK(row["state"] == "Succeeded");
     CHECK(row["progress"]["percent"] == 100);
@@ -535,8 +535,9 @@ TEST_CASE("what status.progress lacks comes from the UI's scrape; without either
   CHECK(MnistRows(f)[1]["progress"].is_null());
   // No progress in the status (the operator's first read is still to come): the scraped one,
   // its time left at the step rate of the last minute (10 steps a second).
-  f.metrics.Add("default/mnist", {1795305600000, 1000, 0.6, 800, 0.01, std::nullopt, 4000});
-  f.metrics.Add("default/mnist", {1795305610000, 1100, 0.5, 820, 0.01, 0.81, 4000});
+  f.metrics.Add("default/mnist",
+                {1795305600000, 1000, 0.6, 800, 0.01, std::nullopt, 4000, std::nullopt});
+  f.metrics.Add("default/mnist", {1795305610000, 1100, 0.5, 820, 0.01, 0.81, 4000, std::nullopt});
   for (const json& row : MnistRows(f)) {
     CHECK(row["progress"]["step"] == 1100);
     CHECK(row["progress"]["percent"] == 27);
