@@ -278,9 +278,15 @@ absl::Status CheckpointRoundTrip(const ModelFactory& factory, const RoundTripOpt
   };
   const std::vector<Variable*> a = registered(*saved);
   std::mt19937_64 rng(options.seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (Variable* v : a) {
-    for (float& x : v->value.values()) x = uniform(rng);
+  // Trained variables in [-1, 1); state in [0.5, 1.5): positive, as a running variance or a count
+  // must be for evaluate() to mean anything (BatchNorm's square root of a negative variance is
+  // NaN, and NaN equals nothing, not even itself).
+  std::uniform_real_distribution<float> trained(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> state(0.5f, 1.5f);
+  const std::size_t trained_count = saved->variables().size();
+  for (std::size_t v = 0; v < a.size(); ++v) {
+    auto& draw = v < trained_count ? trained : state;
+    for (float& x : a[v]->value.values()) x = draw(rng);
   }
   TAAS_ASSIGN_OR_RETURN(TempDir dir, TempDir::Create());
   TAAS_ASSIGN_OR_RETURN(std::string prefix, saved->SaveCheckpoint(dir.path(), 1));

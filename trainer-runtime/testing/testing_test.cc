@@ -23,13 +23,15 @@ constexpr int kBatch = 16;
 // the global step (or, with `from_counter`, on how often train() ran: not deterministic across
 // calls at one step). `bias_gradient_scale` != 1 writes a wrong bias gradient; `hidden_state`
 // makes evaluate() depend on a value outside the registered variables, or, with
-// `register_hidden`, on registered state (ModelBuilder::AddState) starting at that value.
+// `register_hidden`, on registered state (ModelBuilder::AddState) starting at that value;
+// `hidden_is_variance` reads that state as BatchNorm reads a running variance (its square root).
 struct Logistic : DistModel {
   float bias_gradient_scale = 1.0f;
   bool from_counter = false;
   std::int64_t counter = 0;
   float hidden_state = 0.0f;
   bool register_hidden = false;
+  bool hidden_is_variance = false;
   Variable hidden{"logistic/hidden", Tensor({1}), Tensor()};
   std::string name_prefix = "logistic";
   float lr = 0.5f;
@@ -79,7 +81,8 @@ struct Logistic : DistModel {
 
   absl::StatusOr<std::map<std::string, double>> evaluate(Session&) override {
     const float kept = register_hidden ? hidden.value.data()[0] : hidden_state;
-    return std::map<std::string, double>{{"w0_plus_hidden", w.value.data()[0] + kept}};
+    return std::map<std::string, double>{
+        {"w0_plus_hidden", w.value.data()[0] + (hidden_is_variance ? std::sqrt(kept) : kept)}};
   }
 };
 
@@ -286,6 +289,16 @@ TEST_CASE("CheckpointRoundTrip: variables survive bit for bit; unstable names do
   REQUIRE(ran.ok());
   REQUIRE(ran->state.contains("logistic/hidden"));
   CHECK(ran->state.at("logistic/hidden").size() == 1);
+
+  // State read as a variance gets a value a variance can have: evaluate() is a number (not NaN,
+  // which equals nothing) and the same after the restore.
+  absl::Status variance = CheckpointRoundTrip(Factory([](Logistic& m) {
+                                                m.hidden_state = 1.0f;
+                                                m.register_hidden = true;
+                                                m.hidden_is_variance = true;
+                                              }),
+                                              {.compare_evaluate = true});
+  CHECK_MESSAGE(variance.ok(), variance.ToString());
 
   // State whose name changes between instances is caught as a variable's is.
   auto names = std::make_shared<std::atomic<int>>(0);

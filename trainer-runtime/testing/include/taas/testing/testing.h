@@ -112,7 +112,8 @@ absl::StatusOr<RunStepsResult> RunSteps(const ModelFactory& factory, std::int64_
 // ---- Checkpoint round trip ---------------------------------------------------------------------
 //
 // Builds the model, gives every variable and state element (ModelBuilder::AddState) a distinct
-// value (seeded), saves them as a checkpoint in a temporary dir, builds a second instance and
+// value (seeded; variables from [-1, 1), state from [0.5, 1.5), positive as a running variance
+// must be), saves them as a checkpoint in a temporary dir, builds a second instance and
 // restores the checkpoint into it as the evaluator and a restarted job do, then compares every
 // variable and state bit for bit: catches names that change between instances, variables or
 // state registered in another order or size, and values that do not survive. With
