@@ -73,13 +73,21 @@ set(CMAKE_CUDA_STANDARD 20)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_EXTENSIONS OFF)
 
+# Objects name no checkout or build folder, as the C++ ones (the top CMakeLists.txt): the host
+# compiler nvcc runs writes the build folder as the debug info's compilation directory otherwise,
+# which the installed SDK's CUDA archives would carry into a user's binary (tests/sdk).
+add_compile_options(
+  "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${CMAKE_SOURCE_DIR}=.>"
+  "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${CMAKE_BINARY_DIR}=build>")
 # nvcc's own diagnostics and the host compiler's on the code it passes through, as errors.
 add_compile_options(
   "$<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings;-Xcompiler=-Wall,-Wextra>"
   "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${TAAS_WERROR}>>:-Xcompiler=-Werror>")
 
-# Where the toolkit keeps its headers and libraries (the wheels' layout, then a system toolkit's,
-# then the system's library folders, where Debian's and NVIDIA's packages put cuDNN and NCCL).
+# The libraries, from where the toolkit keeps them (the wheels' layout, then a system toolkit's,
+# then the system's library folders, where Debian's and NVIDIA's packages put cuDNN and NCCL):
+# cmake/TaasCudaLibraries.cmake, which the installed SDK's package uses the same way.
+include(${CMAKE_CURRENT_LIST_DIR}/TaasCudaLibraries.cmake)
 get_filename_component(taas_cuda_toolkit "${CMAKE_CUDA_COMPILER}" DIRECTORY)
 get_filename_component(taas_cuda_toolkit "${taas_cuda_toolkit}" DIRECTORY)
 set(taas_cuda_hints "${taas_cuda_toolkit}")
@@ -87,36 +95,16 @@ if(TAAS_CUDA_ROOT)
   list(PREPEND taas_cuda_hints "${TAAS_CUDA_ROOT}/cu13" "${TAAS_CUDA_ROOT}/cudnn"
        "${TAAS_CUDA_ROOT}/nccl")
 endif()
-
-# taas_cuda_import(NAME HEADER LIBRARY...): the imported target taas::NAME with the folder of
-# HEADER and the first LIBRARY file found (versioned names first: the wheels hold only those).
-function(taas_cuda_import name header)
-  find_path(TAAS_${name}_INCLUDE_DIR ${header} HINTS ${taas_cuda_hints}
-            PATH_SUFFIXES include targets/x86_64-linux/include)
-  find_library(TAAS_${name}_LIBRARY NAMES ${ARGN} HINTS ${taas_cuda_hints}
-               PATH_SUFFIXES lib lib64 targets/x86_64-linux/lib)
-  if(NOT TAAS_${name}_INCLUDE_DIR OR NOT TAAS_${name}_LIBRARY)
-    message(FATAL_ERROR "CUDA: ${name} not found (${header}: ${TAAS_${name}_INCLUDE_DIR}; "
-                        "library: ${TAAS_${name}_LIBRARY}) beside ${CMAKE_CUDA_COMPILER}: "
-                        "run scripts/setup.sh, pass -DTAAS_CUDA_ROOT=<site-packages>/nvidia, "
-                        "or configure with -DTAAS_WITH_CUDA=OFF")
-  endif()
-  add_library(taas::${name} SHARED IMPORTED GLOBAL)
-  set_target_properties(taas::${name} PROPERTIES IMPORTED_LOCATION "${TAAS_${name}_LIBRARY}"
-                        INTERFACE_INCLUDE_DIRECTORIES "${TAAS_${name}_INCLUDE_DIR}")
-  message(STATUS "CUDA: taas::${name} = ${TAAS_${name}_LIBRARY}")
-endfunction()
-taas_cuda_import(cudart cuda_runtime.h libcudart.so.13 cudart)
-taas_cuda_import(cublas cublas_v2.h libcublas.so.13 cublas)
-taas_cuda_import(cudnn cudnn.h libcudnn.so.9 cudnn)
-taas_cuda_import(nccl nccl.h libnccl.so.2 nccl)
-# cuBLAS needs its Lt half at run time; linking it names it for the loader and the image.
-find_library(TAAS_cublasLt_LIBRARY NAMES libcublasLt.so.13 cublasLt HINTS ${taas_cuda_hints}
-             PATH_SUFFIXES lib lib64 targets/x86_64-linux/lib REQUIRED)
-set_property(TARGET taas::cublas APPEND PROPERTY INTERFACE_LINK_LIBRARIES
-             "${TAAS_cublasLt_LIBRARY}" taas::cudart)
-set_property(TARGET taas::cudnn APPEND PROPERTY INTERFACE_LINK_LIBRARIES taas::cudart)
-set_property(TARGET taas::nccl APPEND PROPERTY INTERFACE_LINK_LIBRARIES taas::cudart)
+taas_import_cuda_libraries(HINTS ${taas_cuda_hints} ERROR_VARIABLE taas_cuda_error)
+if(taas_cuda_error)
+  message(FATAL_ERROR "${taas_cuda_error}, beside ${CMAKE_CUDA_COMPILER}: run scripts/setup.sh, "
+                      "pass -DTAAS_CUDA_ROOT=<site-packages>/nvidia, or configure with "
+                      "-DTAAS_WITH_CUDA=OFF")
+endif()
+foreach(taas_cuda_library IN ITEMS cudart cublas cudnn nccl)
+  get_target_property(taas_cuda_location taas::${taas_cuda_library} IMPORTED_LOCATION)
+  message(STATUS "CUDA: taas::${taas_cuda_library} = ${taas_cuda_location}")
+endforeach()
 message(STATUS "CUDA: ${CMAKE_CUDA_COMPILER} ${CMAKE_CUDA_COMPILER_VERSION}, architectures "
                "${CMAKE_CUDA_ARCHITECTURES}")
 

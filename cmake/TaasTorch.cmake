@@ -7,16 +7,12 @@
 #                    site-packages with torch installed; empty: no torch engine.
 #   TAAS_WITH_TORCH  after this file, ON when the engine is built: `if(TAAS_WITH_TORCH)`.
 #   TAAS_LIBTORCH_VERSION  its version (the installed SDK's package asks for the same minor one).
-#   TAAS_SDK_TORCH   ON when the installed SDK carries the engine (sdk/, tests/sdk): built, and
-#                    without CUDA, whose parts the SDK does not ship yet (the CUDA build's
-#                    taas_torch links taas::cuda).
 #
 # The target taas::libtorch comes from cmake/TaasLibTorch.cmake, which the SDK installs so that a
 # user's project imports LibTorch the same way.
 include(${CMAKE_CURRENT_LIST_DIR}/TaasLibTorch.cmake)
 set(TAAS_TORCH_ROOT "" CACHE PATH "A folder holding torch/include and torch/lib (the torch wheel's layout); empty: no torch engine")
 set(TAAS_WITH_TORCH OFF)
-set(TAAS_SDK_TORCH OFF)
 if(NOT TAAS_TORCH_ROOT)
   message(STATUS "LibTorch: TAAS_TORCH_ROOT is empty; the torch engine is not built")
   return()
@@ -33,7 +29,4 @@ if(taas_torch_error)
                       "-DTAAS_TORCH_ROOT=")
 endif()
 set(TAAS_WITH_TORCH ON)
-if(NOT TAAS_WITH_CUDA)
-  set(TAAS_SDK_TORCH ON)
-endif()
 message(STATUS "LibTorch ${TAAS_LIBTORCH_VERSION}: ${TAAS_TORCH_ROOT}/torch (CUDA: ${TAAS_WITH_CUDA})")

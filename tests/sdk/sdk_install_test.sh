@@ -4,6 +4,9 @@
 #   cmake: its CMakeLists with find_package(taas), then its unit test, with the commands taas new
 #   printed, which must be README's; MODE pkgconfig: g++ with `pkg-config --cflags --libs taas`,
 #   or taas-torch); P/bin/taas run job.yaml for a few steps.
+# In an SDK built with CUDA (its cuda component installed) the project also links the CUDA parts
+# (CMake: the template's OPTIONAL_COMPONENTS cuda, or the torch component's; pkg-config: taas-cuda)
+# and loads CUDA's libraries, and its job still runs on a machine without a GPU.
 # No file of the build must name the source tree or the build tree: the project sees only P.
 # ENGINE torch makes the project with a LibTorch model (`taas new --engine torch`); TORCH_ROOT is
 # the LibTorch the tree was built with (TAAS_TORCH_ROOT), empty when its SDK has no torch engine: the
@@ -13,7 +16,7 @@ set -euo pipefail
 mode="$1" build="$(cd "$2" && pwd)" source="$(cd "$3" && pwd)" engine="${4:-builtin}"
 torch_root="${5:-}"
 if [ "$engine" = torch ] && [ -z "$torch_root" ]; then
-  echo "skipped: this tree's SDK has no torch engine (built without LibTorch, or with CUDA)"
+  echo "skipped: this tree's SDK has no torch engine (built without LibTorch)"
   exit 77
 fi
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/taas-sdk-test.XXXXXX")"
@@ -47,6 +50,14 @@ while read -r header; do
   [ -f "$prefix/include/$header" ] || fail "$header, included by an installed header, is not installed"
 done < <(sed -n 's/^#include "\(taas\/.*\)"/\1/p' "$prefix"/include/taas/*/*.h | sort -u)
 ok "every taas header an installed header includes is installed"
+cuda=false
+if [ -f "$prefix/lib/cmake/taas/taasCudaTargets.cmake" ]; then
+  cuda=true
+  [ -f "$prefix/lib/cmake/taas/TaasCudaLibraries.cmake" ] && [ -f "$prefix/lib/libtaas_nn_cuda.a" ] &&
+    [ -f "$prefix/lib/libtaas_cuda.a" ] && [ -f "$prefix/lib/pkgconfig/taas-cuda.pc" ] ||
+    fail "the CUDA parts are installed (libraries, CMake targets and their import, taas-cuda.pc)"
+  ok "the SDK has the CUDA parts"
+fi
 ! grep -rq -- "$source" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" ||
   fail "the package files name the source tree"
 
@@ -86,7 +97,7 @@ done
 ok "taas new printed README's next steps with absolute paths"
 
 # Compiler caches and the tree's own settings stay out: this is a user's machine.
-unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD TAAS_TORCH_ROOT Torch_DIR
+unset CCACHE_DIR CMAKE_PREFIX_PATH TAAS_BIN_PATH TAAS_BUILD TAAS_TORCH_ROOT Torch_DIR TAAS_CUDA_ROOT
 # What the SDK's package config must not print: lines a user cannot act on (gRPC's search for a
 # c-ares config before it finds c-ares, oneDNN's probe of OpenCL headers for a GPU runtime).
 configure_noise='Could NOT find|OpenCL|CL_VERSION'
@@ -107,17 +118,17 @@ case "$mode" in
       timed configure-torch-dir cmake -S "$project" -B "$tmp/torch-dir" -G Ninja \
         -DCMAKE_PREFIX_PATH="$prefix" -DTorch_DIR="$torch_root/torch/share/cmake/Torch"
       quiet_configure "$tmp/configure-torch-dir.log"
-      refused() { # LABEL ROOT MESSAGE: a configure with TAAS_TORCH_ROOT=ROOT fails with MESSAGE
+      refused() { # LABEL VARIABLE=VALUE MESSAGE: a configure with -DVARIABLE=VALUE fails with MESSAGE
         if cmake -S "$project" -B "$tmp/$1-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-          -DTAAS_TORCH_ROOT="$2" >"$tmp/$1.log" 2>&1; then
-          fail "$1: a configure with TAAS_TORCH_ROOT=$2 fails" "$tmp/$1.log"
+          -D"$2" >"$tmp/$1.log" 2>&1; then
+          fail "$1: a configure with $2 fails" "$tmp/$1.log"
         fi
         # (CMake wraps the message: read as one line.)
         grep -q -- "$3" <<<"$(tr -s '\n ' '  ' <"$tmp/$1.log")" ||
           fail "$1: the error says: $3" "$tmp/$1.log"
       }
       mkdir "$tmp/nowhere"
-      refused no-torch "$tmp/nowhere" \
+      refused no-torch "TAAS_TORCH_ROOT=$tmp/nowhere" \
         "no LibTorch [0-9.]* for taas::torch in TAAS_TORCH_ROOT=$tmp/nowhere: $tmp/nowhere holds no LibTorch"
       # Another minor version of LibTorch (its C++ ABI differs) is refused, not linked.
       other="$tmp/other-torch/torch"
@@ -126,8 +137,21 @@ case "$mode" in
       touch "$other/include/torch/csrc/api/include/torch/torch.h" "$other/lib/libtorch_cpu.so"
       printf '#define TORCH_VERSION_MAJOR 2\n#define TORCH_VERSION_MINOR 9\n#define TORCH_VERSION_PATCH 1\n' \
         >"$other/include/torch/headeronly/version.h"
-      refused other-torch "$tmp/other-torch" "$tmp/other-torch holds LibTorch 2.9.1, not [0-9]*\.[0-9]*\.x"
+      refused other-torch "TAAS_TORCH_ROOT=$tmp/other-torch" "$tmp/other-torch holds LibTorch 2.9.1, not [0-9]*\.[0-9]*\.x"
       ok "LibTorch from the SDK's default, Torch_DIR, or an error naming TAAS_TORCH_ROOT"
+      if $cuda; then
+        refused no-cuda "TAAS_CUDA_ROOT=$tmp/nowhere" \
+          "taas::torch in this SDK runs on GPUs too and needs CUDA's libraries: no CUDA libraries for taas::nn_cuda in TAAS_CUDA_ROOT=$tmp/nowhere: CUDA's cudart not found"
+        ok "a CUDA SDK's torch engine without CUDA's libraries: an error naming TAAS_CUDA_ROOT"
+      fi
+    fi
+    if $cuda && [ "$engine" = builtin ]; then
+      # Optional for the built-in engine: without CUDA's libraries the model is built for the CPU.
+      timed configure-no-cuda cmake -S "$project" -B "$tmp/no-cuda" -G Ninja \
+        -DCMAKE_PREFIX_PATH="$prefix" -DTAAS_CUDA_ROOT="$tmp/nowhere"
+      ! grep -q nn_cuda "$tmp/no-cuda/build.ninja" || fail "without CUDA's libraries no CUDA part is linked"
+      grep -q nn_cuda "$project/build/build.ninja" || fail "the project links the CUDA engine"
+      ok "the CUDA engine linked where CUDA's libraries are, left out where they are not"
     fi
     timed build bash -c "${steps[1]}"
     timed unit-test bash -c "${steps[2]} --output-on-failure"
@@ -152,6 +176,7 @@ case "$mode" in
   pkgconfig)
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
     package=taas
+    $cuda && package=taas-cuda
     [ "$engine" = builtin ] || package=taas-torch
     flags="$(pkg-config --cflags --libs "$package")" || fail "pkg-config --cflags --libs $package"
     mkdir -p "$project/out"
@@ -173,6 +198,13 @@ if grep -q -e "$source/" -e "$build/" <<<"$(strings "$binary")"; then
   fail "the binary names the source or build tree"
 fi
 ok "nothing of the project names $source or $build"
+libraries="$(ldd "$binary")"
+! grep -q 'not found' <<<"$libraries" || fail "every library of the binary resolves: $libraries"
+if $cuda; then
+  grep -q 'libcudart\.so' <<<"$libraries" && grep -q 'libnccl\.so' <<<"$libraries" ||
+    fail "the binary loads CUDA's runtime and NCCL: $libraries"
+  ok "the binary links the CUDA parts and every library resolves"
+fi
 
 # Its job, briefly: 1 PS, 2 workers, 1 evaluator scoring a checkpoint.
 model="$tmp/model"
