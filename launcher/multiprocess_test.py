@@ -366,6 +366,7 @@ def scenario_stall(tmp):
         now = re.search(r'^taas_stall_seconds\{peer="ps-0"\} ([\d.]+)$', page, re.M)
         total = re.search(r"^taas_stalled_seconds_total ([\d.]+)$", page, re.M)
         assert now and float(now.group(1)) >= stall_secs, page
+        assert re.search(r"^# TYPE taas_stalled_seconds_total counter$", page, re.M), page
         assert total and float(total.group(1)) >= float(now.group(1)), page
         # The UI's job (its progress: status.progress merged with its own scrape of the replicas).
         def ui_stall():

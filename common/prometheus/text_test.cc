@@ -16,12 +16,15 @@ TEST_CASE("Prometheus text: names, labels, comments, bad lines") {
       "taas_loss 0.25\n"
       "taas_global_step{role=\"chief\"} 1200 1700000000000\n"
       "taas_examples_per_second 3.5e3\n"
+      "# TYPE taas_stalled_seconds_total counter\n"
+      "taas_stalled_seconds_total 9.5\n"
       "broken{ 1\n"
       "taas_nan NaN\n"
       "taas_word abc\n");
   CHECK(samples.at("taas_loss") == doctest::Approx(0.25));
   CHECK(samples.at("taas_global_step") == 1200);
   CHECK(samples.at("taas_examples_per_second") == 3500);
+  CHECK(samples.at("taas_stalled_seconds_total") == doctest::Approx(9.5));  // a counter reads alike
   CHECK(samples.count("broken") == 0);
   CHECK(samples.count("taas_nan") == 0);
   CHECK(samples.count("taas_word") == 0);

@@ -29,14 +29,17 @@ std::string EscapeLabelValue(std::string_view value) {
 
 void Gauges::Describe(std::string_view name, std::string_view help) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& g = gauges_[std::string(name)];
-  g.first = help;
-  g.second = std::nan("");
+  gauges_[std::string(name)] = {std::string(help), std::nan(""), false};
+}
+
+void Gauges::DescribeCounter(std::string_view name, std::string_view help) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_[std::string(name)] = {std::string(help), std::nan(""), true};
 }
 
 void Gauges::Set(std::string_view name, double value) {
   std::lock_guard<std::mutex> lock(mu_);
-  gauges_[std::string(name)].second = value;
+  gauges_[std::string(name)].value = value;
 }
 
 void Gauges::SetInfo(std::string_view name, std::string_view help,
@@ -62,9 +65,10 @@ std::string Gauges::Render() const {
   out.precision(10);
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, g] : gauges_) {
-    if (std::isnan(g.second)) continue;  // never set yet
-    if (!g.first.empty()) out << "# HELP " << name << " " << g.first << "\n";
-    out << "# TYPE " << name << " gauge\n" << name << " " << g.second << "\n";
+    if (std::isnan(g.value)) continue;  // never set yet
+    if (!g.help.empty()) out << "# HELP " << name << " " << g.help << "\n";
+    out << "# TYPE " << name << (g.counter ? " counter\n" : " gauge\n") << name << " " << g.value
+        << "\n";
   }
   for (const auto& [name, metric] : labeled_) {
     if (!metric.first.empty()) out << "# HELP " << name << " " << metric.first << "\n";

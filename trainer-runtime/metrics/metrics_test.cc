@@ -86,6 +86,19 @@ TEST_CASE("a labelled gauge: one sample per label set, the first of equal sets, 
   CHECK(gauges.Render() == "# TYPE taas_final_metric gauge\n");
 }
 
+TEST_CASE("a counter is served with TYPE counter, a gauge beside it with TYPE gauge") {
+  Gauges gauges;
+  gauges.DescribeCounter("taas_stalled_seconds_total", "Seconds stalled");
+  gauges.Describe("taas_loss", "Loss");
+  CHECK(gauges.Render().empty());  // neither set yet
+  gauges.Set("taas_stalled_seconds_total", 2.5);
+  gauges.Set("taas_loss", 0.25);
+  CHECK(gauges.Render() ==
+        "# HELP taas_loss Loss\n# TYPE taas_loss gauge\ntaas_loss 0.25\n"
+        "# HELP taas_stalled_seconds_total Seconds stalled\n"
+        "# TYPE taas_stalled_seconds_total counter\ntaas_stalled_seconds_total 2.5\n");
+}
+
 TEST_CASE("a client sending its request slowly holds the server for the deadline at most") {
   Gauges gauges;
   gauges.Set("taas_global_step", 7);

@@ -56,8 +56,9 @@ std::unique_ptr<StallWatch> WatchStalls(Context& ctx) {
   const config::RuntimeConfig& cfg = *ctx.config;
   if (cfg.stall_secs <= 0 || cfg.info.role == Role::kPs) return nullptr;
   metrics::Gauges* gauges = ctx.gauges;
-  gauges->Describe(contract::kStalledSecondsTotalMetric,
-                   "Seconds this replica waited on peers in waits longer than TAAS_STALL_SECS");
+  gauges->DescribeCounter(
+      contract::kStalledSecondsTotalMetric,
+      "Seconds this replica waited on peers in waits longer than TAAS_STALL_SECS");
   gauges->Set(contract::kStalledSecondsTotalMetric, 0);
   StallSchedule schedule;
   schedule.threshold = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.stall_secs * 1000));

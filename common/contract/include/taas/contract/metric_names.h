@@ -30,7 +30,8 @@ inline constexpr std::string_view kDeviceNameLabel = "name";
 inline constexpr std::string_view kStallSecondsMetric = "taas_stall_seconds";
 inline constexpr std::string_view kStallPeerLabel = "peer";
 // The seconds the replica spent stalled so far, every stall counted from its wait's start; only
-// grows while the process runs.
+// grows while the process runs, so it is served as a counter (TYPE counter). The scrapers
+// (taas/prometheus/text.h) read samples by name and skip TYPE lines either way.
 inline constexpr std::string_view kStalledSecondsTotalMetric = "taas_stalled_seconds_total";
 
 }  // namespace taas::contract

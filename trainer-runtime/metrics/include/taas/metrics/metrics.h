@@ -21,6 +21,10 @@ class Gauges {
  public:
   // Declares a gauge with its help text; undeclared names are served without HELP.
   void Describe(std::string_view name, std::string_view help);
+  // Declares a counter (a value that only grows, named `..._total` by Prometheus's convention):
+  // served as `# TYPE name counter`, so rate() and increase() may be applied to it. Set() still
+  // sets it; the caller keeps it monotonic.
+  void DescribeCounter(std::string_view name, std::string_view help);
   void Set(std::string_view name, double value);
   // An info metric (Prometheus's way of stating facts): one sample of value 1 per label set,
   // e.g. taas_replica_device_info{device="cuda:0",name="NVIDIA H100 80GB HBM3"} 1. Replaces the
@@ -35,8 +39,13 @@ class Gauges {
   std::string Render() const;
 
  private:
+  struct Scalar {
+    std::string help;
+    double value = 0;
+    bool counter = false;
+  };
   mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, double>> gauges_;                // guarded by mu_
+  std::map<std::string, Scalar> gauges_;                                        // guarded by mu_
   std::map<std::string, std::pair<std::string, std::vector<Sample>>> labeled_;  // guarded by mu_
 };
 
