@@ -240,7 +240,8 @@ std::string Where(const RecordDataset& dataset, std::int64_t part, const Record&
 
 // The decoded record, or its error named by where the record is.
 absl::StatusOr<DecodedExample> DecodeRecord(const DecodeFn& decode, const RecordDataset& dataset,
-                                            const Taken& taken, std::int64_t elements) {
+                                            const Taken& taken, std::int64_t elements,
+                                            std::int64_t target_elements) {
   absl::StatusOr<DecodedExample> example;
   try {
     example = decode(taken.record.bytes);
@@ -253,6 +254,11 @@ absl::StatusOr<DecodedExample> DecodeRecord(const DecodeFn& decode, const Record
     example = absl::InvalidArgumentError(
         "decoded " + std::to_string(example->input.size()) + " floats, but example_shape holds " +
         std::to_string(elements) + ": set StreamOptions::example_shape to the records' shape");
+  } else if (example.ok() && static_cast<std::int64_t>(example->target.size()) != target_elements) {
+    example = absl::InvalidArgumentError(
+        "decoded a target of " + std::to_string(example->target.size()) +
+        " floats, but StreamOptions::target_elements is " + std::to_string(target_elements) +
+        ": set it to the records' target size (0 for classes)");
   }
   if (!example.ok()) {
     return absl::Status(example.status().code(), Where(dataset, taken.part, taken.record) + ": " +
@@ -311,6 +317,10 @@ absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
   if (options.decode_batch < 1 || options.decode_batch > 65536) {
     return absl::InvalidArgumentError("stream: decode_batch must be in [1, 65536], got " +
                                       std::to_string(options.decode_batch));
+  }
+  if (options.target_elements < 0) {
+    return absl::InvalidArgumentError("stream: target_elements must be >= 0, got " +
+                                      std::to_string(options.target_elements));
   }
   if (options.decode_ahead < 0 || options.shuffle_buffer < 0) {
     return absl::InvalidArgumentError("stream: decode_ahead and shuffle_buffer must be >= 0");
@@ -375,7 +385,8 @@ void StreamPipeline::DecodeLoop() {
       Taken& taken = chunk[i];
       // The error is moved, not copied: one owner at a time, handed over under the queue's lock.
       decoded.push_back(
-          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, elements)
+          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, elements,
+                                                        s.options.target_elements)
                                          : absl::StatusOr<DecodedExample>(std::move(taken.error))});
     }
     if (!s.in_order.Put(sequence, std::move(decoded))) return;
@@ -391,11 +402,13 @@ absl::StatusOr<std::optional<Batch>> Assemble(std::vector<DecodedExample>& examp
   Shape shape = {static_cast<std::int64_t>(examples.size())};
   shape.insert(shape.end(), options.example_shape.begin(), options.example_shape.end());
   Batch batch{Tensor(shape), std::vector<std::int32_t>(examples.size()), epoch};
+  batch.targets.reserve(examples.size() * static_cast<std::size_t>(options.target_elements));
   float* out = batch.images.data();
   for (std::size_t i = 0; i < examples.size(); ++i) {
     std::memcpy(out + static_cast<std::int64_t>(i) * elements, examples[i].input.data(),
                 static_cast<std::size_t>(elements) * sizeof(float));
     batch.labels[i] = examples[i].label;
+    batch.targets.insert(batch.targets.end(), examples[i].target.begin(), examples[i].target.end());
   }
   examples.clear();
   if (options.device.is_cpu()) return batch;

@@ -291,6 +291,32 @@ TEST_CASE("inputs of the wrong size and a throwing decoder are errors, not crash
   CHECK(Contains(throwing.status(), "record 0 at byte offset 0: the decoder threw: boom"));
 }
 
+TEST_CASE("float targets: batch x target_elements in order, and a target of the wrong size") {
+  // A record "<id>" becomes the input {id} and the target {id / 2, -id}.
+  const DecodeFn with_target = [](std::string_view record) -> absl::StatusOr<DecodedExample> {
+    const float id = static_cast<float>(std::stoi(std::string(record)));
+    return DecodedExample{{id}, 0, {id / 2, -id}};
+  };
+  StreamOptions options = Options(3);
+  options.target_elements = 2;
+  auto batch = Make(Numbered(1, 4), options, with_target)->NextBatch();
+  REQUIRE_MESSAGE(batch.ok(), batch.status().message());
+  REQUIRE(batch->has_value());
+  CHECK((*batch)->targets == std::vector<float>{0, 0, 0.5f, -1, 1, -2});
+  // Classes carry no targets, and a decoder's target must have the size the options state.
+  auto classes = Make(Numbered(1, 4), Options(3))->NextBatch();
+  REQUIRE(classes.ok());
+  CHECK((*classes)->targets.empty());
+  auto unexpected = Make(Numbered(1, 4), Options(3), with_target)->NextBatch();
+  REQUIRE_FALSE(unexpected.ok());
+  CHECK(Contains(unexpected.status(),
+                 "record 0 at byte offset 0: decoded a target of 2 floats, but "
+                 "StreamOptions::target_elements is 0"));
+  options.target_elements = -1;
+  CHECK(Contains(StreamPipeline::Create(Numbered(1, 4), with_target, options).status(),
+                 "target_elements"));
+}
+
 TEST_CASE("bad options are refused by name") {
   auto dataset = Numbered(1, 3);
   StreamOptions options = Options(0);

@@ -17,6 +17,10 @@ struct Batch {
   Tensor images;                     // [batch, example_shape...], on the pipeline's device
   std::vector<std::int32_t> labels;  // batch, on the host
   std::int64_t epoch = 0;            // epoch of the batch's first example
+  // Float targets for a regression, batch x target_elements in row-major order, on the host;
+  // empty when the examples are classes (labels). Last and defaulted, so that code building a
+  // Batch from its first three members is unchanged.
+  std::vector<float> targets = {};
 };
 
 // A source of batches. Called from one thread; implementations say whether they block.

@@ -66,10 +66,12 @@ class MemoryRecordDataset : public RecordDataset {
 };
 
 // One example, decoded: the input's floats in row-major order (as many as the pipeline's
-// example_shape holds) and its class.
+// example_shape holds) and its class, or, for a regression, its float target (as many values as
+// the pipeline's target_elements; empty for a class).
 struct DecodedExample {
   std::vector<float> input;
   std::int32_t label = 0;
+  std::vector<float> target = {};  // = {}: aggregates that predate it need not name it
 };
 
 // Decodes one record. Called from the pipeline's decode threads at once, so it must be

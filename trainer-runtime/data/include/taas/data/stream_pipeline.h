@@ -36,6 +36,9 @@ struct StreamOptions {
   // Shape of one example without the batch dimension ({28, 28, 1}, {784}); every decoded input
   // must hold exactly its element count.
   Shape example_shape;
+  // Floats of each example's regression target (DecodedExample::target, Batch::targets); 0: the
+  // examples are classes (DecodedExample::label), and a decoded target is an error.
+  std::int64_t target_elements = 0;
   std::int64_t shuffle_buffer = 0;  // examples; 0 or 1 keeps the read order
   std::uint64_t seed = 0;           // the shuffle's, and the order of a shard's parts per epoch
   bool repeat = false;
