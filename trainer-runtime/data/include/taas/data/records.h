@@ -74,6 +74,10 @@ struct DecodedExample {
   std::vector<float> target = {};  // = {}: aggregates that predate it need not name it
 };
 
+// What a reader makes of an example's label: a class index (DecodedExample::label) or a float
+// target (DecodedExample::target, with StreamOptions::target_elements set to its size).
+enum class LabelKind { kClass, kFloatTarget };
+
 // Decodes one record. Called from the pipeline's decode threads at once, so it must be
 // thread-safe. An error says what is wrong with the record (the pipeline adds where it is).
 using DecodeFn = std::function<absl::StatusOr<DecodedExample>(std::string_view record)>;
