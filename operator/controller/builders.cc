@@ -664,6 +664,7 @@ json TrimContainerStatus(const json& cs, const json& pod) {
 
 void TrimCachedPod(json& pod) {
   json out = {{"metadata", TrimMetadata(pod)}};
+  if (std::string node = PodNodeName(pod); !node.empty()) out["spec"] = {{"nodeName", node}};
   const auto status = pod.find("status");
   if (status != pod.end() && status->is_object()) {
     json kept = json::object();
@@ -688,6 +689,10 @@ void TrimCachedPod(json& pod) {
     out["status"] = std::move(kept);
   }
   pod = std::move(out);
+}
+
+std::string PodNodeName(const json& pod) {
+  return jf::StringOr(jf::MemberOrNull(pod, "spec"), "nodeName");
 }
 
 void TrimCachedService(json& service) { service = {{"metadata", TrimMetadata(service)}}; }

@@ -607,6 +607,7 @@ void CheckSameReplica(const json& pod) {
   CHECK(taas::controller::TerminationMessage(trimmed) == taas::controller::TerminationMessage(pod));
   CHECK(taas::controller::ControllerUid(trimmed) == taas::controller::ControllerUid(pod));
   CHECK(taas::controller::ControllerName(trimmed) == taas::controller::ControllerName(pod));
+  CHECK(taas::controller::PodNodeName(trimmed) == taas::controller::PodNodeName(pod));
 }
 
 }  // namespace
@@ -664,6 +665,21 @@ TEST_CASE("the cache keeps of a pod exactly what the controller reads") {
   CHECK_FALSE(trimmed["status"].contains("conditions"));
   CHECK(trimmed["status"]["containerStatuses"].size() == 1);
   CHECK(trimmed.dump().size() < running.dump().size() / 4);
+
+  // The node it is bound to, which node-failure handling reads, and nothing else of its spec.
+  json bound = running;
+  bound["spec"]["nodeName"] = "node-1";
+  CheckSameReplica(bound);
+  taas::controller::TrimCachedPod(bound);
+  CHECK(bound["spec"] == json({{"nodeName", "node-1"}}));
+  CHECK(taas::controller::PodNodeName(bound) == "node-1");
+  for (const json& hostile : {json(7), json::array(), json(nullptr), json::object()}) {
+    json odd = running;
+    odd["spec"]["nodeName"] = hostile;
+    CHECK(taas::controller::PodNodeName(odd).empty());
+    odd["spec"] = hostile;
+    CHECK(taas::controller::PodNodeName(odd).empty());
+  }
 
   json waiting = running;
   waiting["status"]["phase"] = "Pending";

@@ -42,6 +42,7 @@ class ChildPlanner {
   void Plan(const std::vector<tf::ReplicaRef>& restarts) {
     const bool finished = tf::IsFinished(job_.status);
     const bool suspended = job_.spec.run_policy.suspend && !finished;
+    PlanLostPods();  // first: a lost pod's deletion is forced, whatever else wants it gone
     PlanRestarts(restarts);
     PlanCleanup(finished, suspended);
     PlanPods();
@@ -49,9 +50,19 @@ class ChildPlanner {
   }
 
  private:
-  void DeletePod(const ObservedPod& pod, std::string why, bool restart, bool newly) {
+  void DeletePod(const ObservedPod& pod, std::string why, bool restart, bool newly,
+                 bool force = false) {
     if (!deleting_.insert(pod.uid).second) return;
-    out_.delete_pods.push_back({pod.uid, pod.name, std::move(why), restart, newly});
+    out_.delete_pods.push_back({pod.uid, pod.name, std::move(why), restart, newly, force});
+  }
+
+  // Pods whose node failed (Observation::lost_pods): deleted forced, neither a failure nor a
+  // restart; ReplicasToCreate recreates them once they are gone.
+  void PlanLostPods() {
+    for (const auto& pod : seen_.pods) {
+      auto lost = seen_.lost_pods.find(pod.uid);
+      if (lost != seen_.lost_pods.end()) DeletePod(pod, lost->second, false, false, true);
+    }
   }
 
   // Restarts decided now (counted in the new status), then deletions still owed for restarts
@@ -159,7 +170,8 @@ std::vector<tf::ObservedReplica> ReplicasForStatus(const Observation& seen,
   for (const auto& pod : seen.pods) {
     if (!pod.replica) continue;
     replicas.push_back(*pod.replica);
-    if (AlreadyRestarting(pod, ledger)) replicas.back().terminating = true;
+    if (AlreadyRestarting(pod, ledger) || seen.lost_pods.count(pod.uid) != 0)
+      replicas.back().terminating = true;
   }
   for (const auto& ref : seen.expected_pods) {
     tf::ObservedReplica pending;

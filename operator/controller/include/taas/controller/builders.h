@@ -140,11 +140,15 @@ std::optional<std::string> TerminationMessage(const nlohmann::json& pod);
 // ControllerUid/ControllerName and the informers read (name, namespace, uid, resourceVersion,
 // timestamps, the training.kubeflow.org labels, the TFJob controller reference; for pods the
 // phase, reason, message, a False PodScheduled condition and the `tensorflow` container's
-// restartCount/state/lastState, with TerminationMessage's text). Everything else is dropped: with
-// thousands of pods the cache is most of the operator's memory. ObserveReplica(Trim(pod)) ==
-// ObserveReplica(pod) and TerminationMessage(Trim(pod)) == TerminationMessage(pod).
+// restartCount/state/lastState, with TerminationMessage's text; spec.nodeName). Everything else
+// is dropped: with thousands of pods the cache is most of the operator's memory.
+// ObserveReplica(Trim(pod)) == ObserveReplica(pod), TerminationMessage(Trim(pod)) ==
+// TerminationMessage(pod) and PodNodeName(Trim(pod)) == PodNodeName(pod).
 void TrimCachedPod(nlohmann::json& pod);
 void TrimCachedService(nlohmann::json& service);
+
+// The node a pod is bound to (spec.nodeName); "" while unscheduled or not a string.
+std::string PodNodeName(const nlohmann::json& pod);
 
 // The TFJob UID a child is controlled by (its controller owner reference of kind TFJob), or "".
 std::string ControllerUid(const nlohmann::json& object);

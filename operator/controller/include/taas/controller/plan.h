@@ -4,6 +4,7 @@
 // unit tested without an API server.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -29,6 +30,8 @@ struct ObservedPod {
   // Its training container's termination message once that exited (TerminationMessage in
   // builders.h): the chief's job report, with an error when its evaluation failed.
   std::optional<std::string> termination_message;
+  // The node it is bound to (spec.nodeName); empty while unscheduled.
+  std::string node;
 };
 
 // One service controlled by the job.
@@ -45,6 +48,10 @@ struct Observation {
   std::vector<ObservedService> services;
   // Services created by this controller and not in the cache yet.
   std::set<std::string> expected_services;
+  // Pods to replace because their node failed (node_failure.h, PlanNodeFailures): uid -> why.
+  // Deleted forced, and counted as terminating: a replica lost with its node is no failure and
+  // no restart, as a pod deleted by hand is not (Kubeflow's restart rules stay for the rest).
+  std::map<std::string, std::string> lost_pods;
 };
 
 // The UIDs of the pods whose failure has already been counted as a restart (in
@@ -64,6 +71,8 @@ struct PodToDelete {
   std::string why;       // "restart after exit code 137", "cleanPodPolicy", "job suspended", ...
   bool restart = false;  // a restart (decided now, or still to finish after an earlier decision)
   bool newly_restarted = false;  // a restart decided by this very decision (worth an Event)
+  // gracePeriodSeconds 0: the pod's node failed, and its kubelet cannot confirm a graceful end.
+  bool force = false;
 };
 
 struct ServiceToDelete {
@@ -95,8 +104,8 @@ struct Decision {
 };
 
 // The replicas as taas::tfjob::ComputeJobStatus must see them: every labelled pod (a pod this
-// controller is deleting, or whose restart the ledger already counted, as terminating) plus the
-// expected pods as Pending.
+// controller is deleting, whose restart the ledger already counted, or lost with its node, as
+// terminating) plus the expected pods as Pending.
 std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& seen,
                                                             const RestartLedger& ledger);
 
