@@ -16,7 +16,7 @@ constexpr std::string_view kUsage =
     "[--leader-elect=true|false]\n"
     "                     [--lease-namespace NS] [--lease-name NAME] [--lease-duration-seconds S]\n"
     "                     [--identity ID] [--cluster-domain DOMAIN] [--stuck-after-seconds S]\n"
-    "                     [--evaluator-grace-seconds S]\n"
+    "                     [--evaluator-grace-seconds S] [--node-failure-seconds S]\n"
     "                     [--resync-seconds S] [--api-parallelism N] [--child-event-delay-ms MS]\n"
     "                     [--max-replicas-per-job N] [--port-file PATH]\n"
     "                     [--progress-seconds S] [--scrape-parallelism N]\n"
@@ -46,6 +46,9 @@ void BindFlags(flags::FlagSet& set, OperatorOptions& o) {
   set.Int("stuck-after-seconds", 0, kYearSeconds, &c.status.stuck_after);
   set.Int("evaluator-grace-seconds", 0, tfjob::kMaxEvaluatorGrace.count(),
           &c.status.evaluator_grace);
+  // 0: off. Left alone, a lost node's pods are evicted after 300 s, gracefully, and stay
+  // terminating (the node never confirms): a threshold past 300 s still helps, up to an hour.
+  set.Int("node-failure-seconds", 0, 3600, &c.node_failure_after);
   set.Int("resync-seconds", 0, kYearSeconds, &c.resync_period);
   // 3 s at least: the renew deadline (2/3) must stay above the retry period (1/7, 1 s at least).
   set.Int("lease-duration-seconds", 3, 3600, &o.lease.lease_duration);

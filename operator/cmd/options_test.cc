@@ -37,6 +37,7 @@ TEST_CASE("without flags the operator runs with the documented defaults") {
   CHECK(o.controller.build.gang_scheduler_name.empty());
   CHECK(o.controller.status.stuck_after == std::chrono::seconds(300));
   CHECK(o.controller.status.evaluator_grace == tfjob::StatusOptions{}.evaluator_grace);
+  CHECK(o.controller.node_failure_after == std::chrono::seconds(60));
   CHECK(o.controller.resync_period == std::chrono::seconds(300));
   CHECK(o.controller.create_parallelism == 16);
   CHECK(o.controller.child_event_delay == std::chrono::milliseconds(250));
@@ -79,6 +80,8 @@ TEST_CASE("every flag lands in the option of the part it configures") {
                             "60",
                             "--evaluator-grace-seconds",
                             "5",
+                            "--node-failure-seconds",
+                            "0",
                             "--resync-seconds",
                             "30",
                             "--lease-duration-seconds",
@@ -124,6 +127,7 @@ TEST_CASE("every flag lands in the option of the part it configures") {
   CHECK(o.controller.build.gang_scheduler_name == "volcano");
   CHECK(o.controller.status.stuck_after == std::chrono::seconds(60));
   CHECK(o.controller.status.evaluator_grace == std::chrono::seconds(5));
+  CHECK(o.controller.node_failure_after == std::chrono::seconds(0));
   CHECK(o.controller.resync_period == std::chrono::seconds(30));
   // The shortest lease: renewed within 2 s, retried every second.
   CHECK(o.lease.lease_duration == std::chrono::seconds(3));
@@ -175,6 +179,8 @@ TEST_CASE("every mistake names the flag and the range or form it expects") {
        "--lease-duration-seconds: expected a number from 3 to 3600, got 2"},
       {{"--stuck-after-seconds", "31536001"},
        "--stuck-after-seconds: expected a number from 0 to 31536000, got 31536001"},
+      {{"--node-failure-seconds", "3601"},
+       "--node-failure-seconds: expected a number from 0 to 3600, got 3601"},
       {{"--evaluator-grace-seconds", "3601"},
        "--evaluator-grace-seconds: expected a number from 0 to 3600, got 3601"},
       {{"--evaluator-grace-seconds", "-1"},
@@ -220,7 +226,7 @@ TEST_CASE("--help asks for the usage, which names every flag there is") {
        it != std::sregex_iterator(); ++it) {
     named.insert((*it)[1]);
   }
-  CHECK(named.size() == 28);
+  CHECK(named.size() == 29);
   for (const std::string& name : named) {
     CAPTURE(name);
     // Declared: alone, a flag is either a switch or wants its value, never unknown.

@@ -94,9 +94,11 @@ std::function<absl::Status()> Controller::DeletePodTask(const JobContext& ctx,
   if (pod.newly_restarted)
     events_.Warning(ctx.ref, "RestartingReplica", "Restarting " + pod.name + " (" + pod.why + ")");
   return [this, &ctx, pod]() -> absl::Status {
-    auto deleted = client_->Delete(
-        CorePath(ctx.ns, "pods") + "/" + pod.name,
-        {{"preconditions", {{"uid", pod.uid}}}, {"propagationPolicy", "Background"}});
+    json options = {{"preconditions", {{"uid", pod.uid}}}, {"propagationPolicy", "Background"}};
+    // At once: the kubelet of a failed node would never confirm a graceful end, and the pod's
+    // name is taken until it is gone.
+    if (pod.force) options["gracePeriodSeconds"] = 0;
+    auto deleted = client_->Delete(CorePath(ctx.ns, "pods") + "/" + pod.name, options);
     if (!deleted.ok() && deleted.status().code() != absl::StatusCode::kNotFound &&
         deleted.status().code() != absl::StatusCode::kAborted) {
       events_.Warning(

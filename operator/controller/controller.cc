@@ -40,6 +40,10 @@ std::vector<kube::ObjectPtr> Owned(const kube::Informer* informer, const std::st
   return out;
 }
 
+// The index value of a node's pods. A job's value is "namespace/job" and a node's name holds no
+// '/' (a DNS subdomain), so the two never meet.
+std::string NodeIndexValue(const std::string& node) { return "node:" + node; }
+
 kube::Store::IndexFunc ByJobName() {
   return [](const json& object) -> std::vector<std::string> {
     const auto meta = object.find("metadata");
@@ -49,6 +53,16 @@ kube::Store::IndexFunc ByJobName() {
     std::string job = labels->value(std::string(tf::kLabelJobName), "");
     if (job.empty()) return {};
     return {meta->value("namespace", "") + "/" + job};
+  };
+}
+
+// Children by job (ByJobName) and, for node failure, pods by the node they are bound to.
+kube::Store::IndexFunc ByJobNameAndNode() {
+  return [by_job = ByJobName()](const json& object) {
+    std::vector<std::string> values = by_job(object);
+    if (std::string node = PodNodeName(object); !node.empty())
+      values.push_back(NodeIndexValue(node));
+    return values;
   };
 }
 
@@ -85,7 +99,7 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     pods.path = CorePath(ns, "pods");
     pods.label_selector = selector;
     pods.resync_period = std::chrono::seconds(0);
-    pods.index = ByJobName();
+    pods.index = options_.node_failure_after.count() > 0 ? ByJobNameAndNode() : ByJobName();
     pods.transform = TrimCachedPod;
     pods.store_mode = kube::StoreMode::kPacked;
     w.pods = std::make_unique<kube::Informer>(client_, pods, logger_);
@@ -97,6 +111,14 @@ Controller::Controller(kube::Client* client, ControllerOptions options, Logger l
     w.services = std::make_unique<kube::Informer>(client_, services, logger_);
     w.services->AddHandler([this](const kube::Delta& d) { OnChild(d, false); });
   }
+  if (options_.node_failure_after.count() > 0) {
+    kube::Informer::Options nodes;
+    nodes.path = CorePath("", "nodes");
+    nodes.resync_period = std::chrono::seconds(0);
+    nodes.transform = TrimCachedNode;  // a heartbeat then changes nothing cached
+    nodes_ = std::make_unique<kube::Informer>(client_, nodes, logger_);
+    nodes_->AddHandler([this](const kube::Delta& d) { OnNode(d); });
+  }
 }
 
 Controller::~Controller() { Stop(); }
@@ -107,6 +129,9 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
     w.services->Start();
     w.jobs->Start();
   }
+  // Not waited for: without the right to list nodes (an older RBAC) jobs still run, and node
+  // failures are handled once it syncs.
+  if (nodes_) nodes_->Start();
   auto deadline = SteadyClock::now() + sync_timeout;
   for (auto& [ns, w] : watched_) {
     for (kube::Informer* informer : {w.pods.get(), w.services.get(), w.jobs.get()}) {
@@ -152,6 +177,7 @@ void Controller::Stop() {
     w.pods->Stop();
     w.services->Stop();
   }
+  if (nodes_) nodes_->Stop();
 }
 
 bool Controller::Synced() const {
@@ -201,6 +227,47 @@ void Controller::OnChild(const kube::Delta& delta, bool is_pod) {
     }
   }
   if (delta.type != kube::DeltaType::kSync) queue_.AddAfter(key, options_.child_event_delay);
+}
+
+void Controller::OnNode(const kube::Delta& delta) {
+  const std::string name = MetaString(*delta.object, "name");
+  const NodeHealth health = ObserveNode(*delta.object);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (delta.type == kube::DeltaType::kDeleted || !health.failed) {
+      node_failed_seen_.erase(name);
+      return;
+    }
+    node_failed_seen_.try_emplace(
+        name, std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  }
+  std::set<std::string> jobs;
+  for (const auto& [ns, w] : watched_) {
+    for (const auto& pod : w.pods->store().ByIndex(NodeIndexValue(name))) {
+      if (std::string job = ControllerName(*pod); !job.empty())
+        jobs.insert(MetaString(*pod, "namespace") + "/" + job);
+    }
+  }
+  for (const auto& key : jobs) queue_.Add(key);
+}
+
+NodeFailurePlan Controller::PlanLostPods(const tf::TFJob& job, const Observation& seen,
+                                         tf::Time now) {
+  if (!nodes_ || tf::IsFinished(job.status)) return {};
+  std::map<std::string, NodeHealth> nodes;
+  for (const auto& pod : seen.pods) {
+    if (pod.node.empty() || nodes.count(pod.node) != 0) continue;
+    const kube::ObjectPtr node = nodes_->store().Get(pod.node);
+    if (node == nullptr) continue;
+    NodeHealth health = ObserveNode(*node);
+    if (health.failed) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto seen_at = node_failed_seen_.find(pod.node); seen_at != node_failed_seen_.end())
+        health.seen_since = seen_at->second;
+    }
+    nodes.emplace(pod.node, std::move(health));
+  }
+  return PlanNodeFailures(nodes, seen.pods, now, options_.node_failure_after);
 }
 
 // ---- workers ----
@@ -298,6 +365,7 @@ Observation Controller::Observe(const JobContext& job, const Watched& watched) {
     seen_pod.replica = ObserveReplica(*pod);
     seen_pod.deleting = exp.deleting.count(seen_pod.uid) != 0;
     seen_pod.termination_message = TerminationMessage(*pod);
+    seen_pod.node = PodNodeName(*pod);
     pod_names.insert(seen_pod.name);
   }
   for (auto it = exp.pods.begin(); it != exp.pods.end();) {
@@ -572,10 +640,21 @@ absl::Status Controller::Reconcile(const std::string& key) {
   WarnOnSettings(ctx, job);
 
   // observe -> decide -> act
-  const Observation seen = Observe(ctx, *watched);
+  Observation observed = Observe(ctx, *watched);
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  const NodeFailurePlan lost = PlanLostPods(job, observed, now);
+  observed.lost_pods = lost.lost_pods;
+  const Observation& seen = observed;
   Decision decision =
       DecideAll(ctx, job, LedgerFromStatus(object->value("status", json::object())), seen, now);
+  for (const auto& message : lost.events) {  // with the forced deletions Act makes
+    ctx.log.Warning("replacing replicas of a failed node", {{"message", message}});
+    events_.Warning(ctx.ref, std::string(kReasonNodeFailure), message);
+  }
+  if (lost.requeue_at) {  // a failing node reaches the threshold then, with no other event
+    queue_.AddAfter(
+        key, std::max<SteadyClock::duration>(*lost.requeue_at - now, std::chrono::seconds(1)));
+  }
   bool gone = false;
   bool blocked = false;
   absl::Status acted = Act(ctx, *object, job, seen, now, decision, gone, blocked);

@@ -147,7 +147,7 @@ NodeFailurePlan PlanNodeFailures(const std::map<std::string, NodeHealth>& nodes,
   std::map<std::string, std::vector<std::string>> replaced;  // node -> replicas, in pod order
   std::map<std::string, std::string> why_by_node;
   for (const ObservedPod& pod : pods) {
-    if (pod.node.empty() || pod.deleting || !Active(pod)) continue;
+    if (pod.node.empty() || !Active(pod)) continue;
     const auto node = nodes.find(pod.node);
     if (node == nodes.end()) continue;
     const std::optional<tf::Time> since = FailedSince(node->second, now);
@@ -163,7 +163,9 @@ NodeFailurePlan PlanNodeFailures(const std::map<std::string, NodeHealth>& nodes,
                     std::to_string((now - *since).count()) + "s";
     }
     plan.lost_pods[pod.uid] = why->second;
-    replaced[pod.node].push_back(ShortReplicaName(pod));
+    // Deleted already (its Event posted): deleted forced again until the informer shows it gone,
+    // so a forced deletion that failed is never retried gracefully, but not reported again.
+    if (!pod.deleting) replaced[pod.node].push_back(ShortReplicaName(pod));
   }
   for (const auto& [node, replicas] : replaced) {
     std::string message = why_by_node[node] + ": replaced ";

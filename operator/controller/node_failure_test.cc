@@ -256,7 +256,7 @@ TEST_CASE("pods on a node failed past the threshold are replaced, with one event
   }
 }
 
-TEST_CASE("finished pods, and pods this controller already deletes, are left alone") {
+TEST_CASE("finished pods are left alone; pods already deleted are not reported again") {
   std::vector<ObservedPod> pods = {
       Pod(tf::ReplicaType::kWorker, 0, "n1", tf::ReplicaPhase::kSucceeded),
       Pod(tf::ReplicaType::kWorker, 1, "n1", tf::ReplicaPhase::kFailed),
@@ -270,6 +270,11 @@ TEST_CASE("finished pods, and pods this controller already deletes, are left alo
   const NodeFailurePlan plan = PlanNodeFailures(nodes, pods, kNow, kThreshold);
   CHECK(plan.events == std::vector<std::string>{
                            "node n1 NotReady for 90s: replaced worker-3, worker-4, worker-5"});
+  // Worker 2's deletion stays forced until it is gone (a failed one is never retried gracefully).
+  CHECK(plan.lost_pods.size() == 4);
+  CHECK(plan.lost_pods.count("j-worker-2-uid") == 1);
+  CHECK(plan.lost_pods.count("j-worker-0-uid") == 0);
+  CHECK(plan.lost_pods.count("j-worker-1-uid") == 0);
 }
 
 TEST_CASE("a replica lost with its node is replaced forced, and is no failure and no restart") {

@@ -30,6 +30,7 @@
 #include "taas/base/log.h"
 #include "taas/controller/builders.h"
 #include "taas/controller/metrics.h"
+#include "taas/controller/node_failure.h"
 #include "taas/controller/plan.h"
 #include "taas/controller/progress.h"
 #include "taas/kube/client.h"
@@ -62,6 +63,9 @@ struct ControllerOptions {
   std::string host = "taas-operator";  // Event source.host
   // Running jobs' status.progress, read from their chiefs (progress.h).
   ProgressOptions progress;
+  // A job's pods on a node NotReady or unreachable this long are replaced elsewhere
+  // (node_failure.h; --node-failure-seconds). Zero: off, and nodes are not watched.
+  std::chrono::seconds node_failure_after{60};
 };
 
 class Controller {
@@ -148,6 +152,13 @@ class Controller {
   const Watched* WatchedFor(const std::string& namespace_name) const;
   void OnJob(const kube::Delta& delta);
   void OnChild(const kube::Delta& delta, bool is_pod);
+  // A failed node enqueues the jobs with pods on it (their reconcile decides, PlanNodeFailures);
+  // it also keeps when this operator first saw each node failed (NodeHealth::seen_since).
+  void OnNode(const kube::Delta& delta);
+  // The job's pods to replace because their node failed (empty for a finished job, or when
+  // node failure handling is off), from the node cache.
+  NodeFailurePlan PlanLostPods(const taas::tfjob::TFJob& job, const Observation& seen,
+                               taas::tfjob::Time now);
 
   kube::Client* client_;
   const ControllerOptions options_;
@@ -156,6 +167,7 @@ class Controller {
   kube::WorkQueue queue_;
   kube::EventRecorder events_;
   std::map<std::string, Watched> watched_;  // by namespace ("" = all); fixed after construction
+  std::unique_ptr<kube::Informer> nodes_;   // every node, trimmed; null when node failure is off
   std::vector<std::thread> workers_;
   std::unique_ptr<TaskPool> pool_;             // created by Start
   std::unique_ptr<ProgressTracker> progress_;  // created by Start unless progress is off
@@ -171,7 +183,9 @@ class Controller {
   // By job key: the UID and generation whose settings WarnOnSettings judged.
   std::unordered_map<std::string, std::pair<std::string, std::int64_t>>
       settings_judged_;  // guarded by mu_
-  bool synced_ = false;  // guarded by mu_
+  // Failed nodes by name: when this operator first saw each failed (NodeHealth::seen_since).
+  std::unordered_map<std::string, taas::tfjob::Time> node_failed_seen_;  // guarded by mu_
+  bool synced_ = false;                                                  // guarded by mu_
 };
 
 }  // namespace taas::controller

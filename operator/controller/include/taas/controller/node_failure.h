@@ -71,9 +71,10 @@ struct NodeFailurePlan {
 
 // Which of a job's `pods` to replace: every Pending, Running or Unknown pod (a finished one stays
 // as it ended) on a node of `nodes` (by name; a node missing there is not failed) that has
-// failed for at least `threshold` (FailedSince), unless this controller already deletes it
-// (ObservedPod::deleting). A pod already terminating is replaced too: only a forced deletion
-// ends it on a node that cannot confirm. `threshold` zero: nothing (the feature is off). Pure.
+// failed for at least `threshold` (FailedSince). A pod already terminating is replaced too: only
+// a forced deletion ends it on a node that cannot confirm. A pod this controller already deletes
+// (ObservedPod::deleting) stays in lost_pods, so its deletion stays forced, but in no event.
+// `threshold` zero: nothing (the feature is off). Pure.
 NodeFailurePlan PlanNodeFailures(const std::map<std::string, NodeHealth>& nodes,
                                  const std::vector<ObservedPod>& pods, taas::tfjob::Time now,
                                  std::chrono::seconds threshold);
