@@ -164,7 +164,9 @@ cannot "${op[@]}" get secrets/t-taas-ui-token -n taas-system
 cannot "${op[@]}" list secrets --all-namespaces
 cannot "${op[@]}" get configmaps -n default
 cannot "${op[@]}" delete nodes
-cannot "${op[@]}" get nodes
+cannot "${op[@]}" patch nodes
+# Node failure (operator.nodeFailureSeconds, on by default): the nodes its pods run on, read.
+for verb in get list watch; do can "${op[@]}" "$verb" nodes; done
 cannot "${op[@]}" create pods --subresource=exec -n default
 cannot "${op[@]}" get pods --subresource=log -n default
 cannot "${op[@]}" create deployments.apps -n default
@@ -196,6 +198,7 @@ sar_check true "${ui[@]}" default get scheduling.volcano.sh podgroups
 sar_check false "${ui[@]}" default create scheduling.x-k8s.io podgroups
 scoped=(taas-team n-taas-operator)
 can "${scoped[@]}" create pods -n team-a
+can "${scoped[@]}" watch nodes  # cluster-scoped: its own ClusterRole, namespaced install or not
 sar_check true "${scoped[@]}" team-a create scheduling.x-k8s.io podgroups
 sar_check true "${scoped[@]}" team-a get scheduling.x-k8s.io podgroups
 sar_check false "${scoped[@]}" team-a delete scheduling.x-k8s.io podgroups

@@ -150,6 +150,7 @@ class DefaultValues(unittest.TestCase, RbacChecks):
         self.assertIn("--lease-namespace=$(POD_NAMESPACE)", args)
         self.assertIn("--identity=$(POD_NAME)", args)
         self.assertIn("--health-port=8081", args)
+        self.assertIn("--node-failure-seconds=60", args)
         self.assertNotIn("--namespaces", args)  # every namespace
         # No gang scheduling, Kubeflow's default: podGroups is off, and a job's schedulingPolicy
         # must not send its pods to a gang scheduler the cluster may lack.
@@ -171,6 +172,16 @@ class DefaultValues(unittest.TestCase, RbacChecks):
         self.assertFalse(rules_grant(rules, "kubeflow.org", "tfjobs", "create"))
         self.assertFalse(rules_grant(rules, "", "nodes", "get"))
         self.assertFalse(rules_grant(rules, "scheduling.x-k8s.io", "podgroups", "create"))
+        # Node failure (on by default): reading nodes, in a ClusterRole of its own.
+        nodes = one(self.docs, "ClusterRole", "taas-system-t-taas-operator-nodes")
+        for verb in ("get", "list", "watch"):
+            self.assertTrue(rules_grant(nodes["rules"], "", "nodes", verb), verb)
+        self.assertEqual(len(nodes["rules"]), 1)
+        nodes_binding = one(self.docs, "ClusterRoleBinding", "taas-system-t-taas-operator-nodes")
+        self.assertEqual(nodes_binding["roleRef"]["name"], "taas-system-t-taas-operator-nodes")
+        self.assertEqual(nodes_binding["subjects"],
+                         [{"kind": "ServiceAccount", "name": "t-taas-operator",
+                           "namespace": "taas-system"}])
         binding = one(self.docs, "ClusterRoleBinding", "taas-system-t-taas-operator")
         self.assertEqual(binding["subjects"],
                          [{"kind": "ServiceAccount", "name": "t-taas-operator",
@@ -274,6 +285,10 @@ class NonDefaultValues(unittest.TestCase, RbacChecks):
         self.assertFalse(find(self.docs, "Role", "t-taas-ui", "team-b"))
         cluster = one(self.docs, "ClusterRole", "taas-system-t-taas-ui")
         self.assertFalse(rules_grant(cluster["rules"], "", "pods", "list"))
+        # Nodes are cluster-scoped: the operator reads them through a ClusterRole even here.
+        nodes = one(self.docs, "ClusterRole", "taas-system-t-taas-operator-nodes")
+        self.assertTrue(rules_grant(nodes["rules"], "", "nodes", "watch"))
+        one(self.docs, "ClusterRoleBinding", "taas-system-t-taas-operator-nodes")
         self.assert_minimal(self.docs)
 
     def test_operator(self):
@@ -288,6 +303,7 @@ class NonDefaultValues(unittest.TestCase, RbacChecks):
         self.assertIn("--workers=8", args)
         self.assertIn("--health-port=9443", args)
         self.assertIn("--leader-elect=false", args)
+        self.assertIn("--node-failure-seconds=30", args)
         self.assertFalse([a for a in args if a.startswith("--lease")])
         self.assertEqual(args[-1], "--stuck-after-seconds=600")
         self.assertEqual(d["spec"]["template"]["spec"]["imagePullSecrets"], [{"name": "regcred"}])
@@ -318,6 +334,17 @@ class NonDefaultValues(unittest.TestCase, RbacChecks):
         self.assertIn("image: registry.example.com/ml/my-trainer:7", out)
         self.assertIn("the namespaces: team-a, team-b", out)
 
+    def test_node_failure_off(self):
+        docs = render("--set", "operator.nodeFailureSeconds=0")
+        operator = one(docs, "Deployment", "t-taas-operator", "taas-system")
+        args = container(operator, "operator")["args"]
+        self.assertIn("--node-failure-seconds=0", args)
+        self.assertFalse(find(docs, "ClusterRole", "taas-system-t-taas-operator-nodes"))
+        self.assertFalse(find(docs, "ClusterRoleBinding", "taas-system-t-taas-operator-nodes"))
+        for doc in docs:  # off: no right on nodes anywhere but the UI's cluster page
+            if doc["kind"] in ("Role", "ClusterRole") and "operator" in doc["metadata"]["name"]:
+                self.assertFalse(rules_grant(doc["rules"], "", "nodes", "get"), doc["metadata"])
+
     def test_ui_disabled(self):
         docs = render("--set", "ui.enabled=false")
         self.assertFalse([d for d in docs if "ui" in d["metadata"]["name"]])
@@ -345,6 +372,8 @@ class InvalidValues(unittest.TestCase):
     def test_schema_rejects_wrong_types(self):
         self.assert_fails("replicas", "--set", "operator.replicas=two")
         self.assert_fails("watchNamespaces", "--set", "watchNamespaces=team-a")
+        self.assert_fails("nodeFailureSeconds", "--set", "operator.nodeFailureSeconds=-1")
+        self.assert_fails("nodeFailureSeconds", "--set", "operator.nodeFailureSeconds=3601")
 
 
 class Crds(unittest.TestCase):

@@ -76,6 +76,7 @@ default
 - --health-address=0.0.0.0
 - --health-port={{ .Values.operator.healthPort }}
 - --log-level={{ .Values.operator.logLevel }}
+- --node-failure-seconds={{ .Values.operator.nodeFailureSeconds }}
 {{- if .Values.operator.leaderElection.enabled }}
 - --leader-elect=true
 - --lease-namespace=$(POD_NAMESPACE)
