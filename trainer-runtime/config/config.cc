@@ -187,6 +187,10 @@ std::vector<Setting> Settings() {
                    "seconds a wait for a peer lasts before it is logged and reported as a stall, "
                    "0 = off (30)",
                    ParseSeconds, &RuntimeConfig::stall_secs));
+  s.push_back(Make("termination_grace_secs", std::string(contract::kTerminationGraceSecsEnv),
+                   "seconds from SIGTERM within which the job's state is saved and the replica "
+                   "exits; keep it under the pod's terminationGracePeriodSeconds (25)",
+                   ParseSeconds, &RuntimeConfig::termination_grace_secs));
   s.push_back(Make("eval_interval_secs", "TAAS_EVAL_INTERVAL_SECS",
                    "evaluator's poll period for new checkpoints (5)", ParseSeconds,
                    &RuntimeConfig::eval_interval_secs));

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "taas/contract/env.h"
+
 namespace taas::config {
 namespace {
 
@@ -320,6 +322,21 @@ TEST_CASE("summaries by seconds: a flag and a variable, off by default, checked 
   CHECK(Has(ErrorOf({}, {{"TAAS_SAVE_SUMMARIES_SECS", "-1"}}),
             "TAAS_SAVE_SUMMARIES_SECS: must be a number of seconds"));
   CHECK(HelpText().find("--save_summaries_secs / TAAS_SAVE_SUMMARIES_SECS") != std::string::npos);
+}
+
+TEST_CASE("the termination grace: 25 s by default, under Kubernetes' 30, set by flag or variable") {
+  auto defaults = ParseConfig({}, {});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->termination_grace_secs == 25);
+  CHECK(defaults->termination_grace_secs < contract::kKubernetesTerminationGracePeriodSecs);
+  auto env = ParseConfig({}, {{"TAAS_TERMINATION_GRACE_SECS", "110"}});
+  REQUIRE(env.ok());
+  CHECK(env->termination_grace_secs == 110);
+  auto flag = ParseConfig({"--termination_grace_secs=3.5"}, {{"TAAS_TERMINATION_GRACE_SECS", "9"}});
+  REQUIRE(flag.ok());
+  CHECK(flag->termination_grace_secs == 3.5);
+  CHECK(Has(ErrorOf({}, {{"TAAS_TERMINATION_GRACE_SECS", "soon"}}),
+            "TAAS_TERMINATION_GRACE_SECS: must be a number of seconds"));
 }
 
 // TF_CONFIG with `task` in place of the task, over the two-worker cluster.

@@ -615,4 +615,15 @@ absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
                   Describe(ps) + " Shutdown");
 }
 
+absl::Status PsClient::CheckpointSaved(int ps, std::int64_t step, double timeout_secs) {
+  grpc::ClientContext ctx;
+  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
+  rpc::CheckpointSavedRequest req;
+  req.set_step(step);
+  req.set_lane(lane(ps));
+  rpc::CheckpointSavedReply reply;
+  return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->CheckpointSaved(&ctx, req, &reply),
+                  Describe(ps) + " CheckpointSaved");
+}
+
 }  // namespace taas::ps

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -131,6 +132,7 @@ TEST_CASE("every call needs the job token, and control calls the chief's") {
     REQUIRE_FALSE(push.ok());
     CHECK(push.status().code() == absl::StatusCode::kUnauthenticated);
     CHECK(client.Shutdown(0, /*exit=*/true, 5).code() == absl::StatusCode::kUnauthenticated);
+    CHECK(client.CheckpointSaved(0, 7, 5).code() == absl::StatusCode::kUnauthenticated);
   }
 
   for (const std::string& chief_token : {std::string(), std::string(64, 'd')}) {
@@ -145,12 +147,36 @@ TEST_CASE("every call needs the job token, and control calls the chief's") {
     CHECK(worker.Initialize(0, spec, 0, {{"w/part_0", {9, 9, 9}, {}}}, 5).code() ==
           absl::StatusCode::kPermissionDenied);
     CHECK(worker.Shutdown(0, /*exit=*/true, 5).code() == absl::StatusCode::kPermissionDenied);
+    CHECK(worker.CheckpointSaved(0, 7, 5).code() == absl::StatusCode::kPermissionDenied);
   }
+  CHECK_FALSE(cluster.servers[0]->LastSavedCheckpoint().has_value());
 
   // Nothing the others sent changed the variables, and the chief still gets its answers.
   REQUIRE(chief.Pull(placement, params, 5).ok());
   CHECK(value == std::vector<float>{1, 2, 3});
   CHECK(chief.Snapshot(0, 5).ok());
+}
+
+// A terminating PS serves until the chief saved the job's state (docs/trainer-runtime.md, Faults).
+TEST_CASE("the chief's CheckpointSaved is recorded with its step and time; training goes on") {
+  Cluster cluster(1);
+  PsClient chief = OneLane(cluster.addresses);
+  RequireReachable(chief);
+  auto placement = PlaceVariables({{"w", 3}}, 1, 1 << 20);
+  InitAll(chief, placement, {{1, 2, 3}}, false, 1);
+  CHECK_FALSE(cluster.servers[0]->LastSavedCheckpoint().has_value());
+  const auto before = std::chrono::steady_clock::now();
+  REQUIRE(chief.CheckpointSaved(0, 42, 5).ok());
+  const auto saved = cluster.servers[0]->LastSavedCheckpoint();
+  REQUIRE(saved.has_value());
+  CHECK(saved->step == 42);
+  CHECK(saved->at >= before);
+  CHECK_FALSE(cluster.servers[0]->WaitForExitRequest(0.1));
+  std::vector<float> value(3), grad(3, 1.0f);
+  auto pushed = chief.Push(placement, {{value, grad}}, {0}, 0, 5);
+  REQUIRE(pushed.ok());
+  CHECK(pushed->applied == 1);
+  CHECK_FALSE(pushed->done);
 }
 
 TEST_CASE("partitioned variables round-trip across two PS; async pushes apply") {

@@ -395,11 +395,13 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   std::unique_ptr<grpc::Server> server;
   std::mutex mu;
   std::condition_variable cv;
-  std::set<int> exit_lanes;     // guarded by mu: lanes whose Shutdown asked to exit
-  bool exit_requested = false;  // guarded by mu: every lane asked
+  std::set<int> exit_lanes;              // guarded by mu: lanes whose Shutdown asked to exit
+  bool exit_requested = false;           // guarded by mu: every lane asked
+  std::optional<SavedCheckpoint> saved;  // guarded by mu: the chief's last CheckpointSaved
 
   // The request's lane; nullptr after answering the call when its credentials are refused
-  // (`chief_only`: Initialize, Snapshot, Shutdown) or it names no lane of this server.
+  // (`chief_only`: Initialize, Snapshot, Shutdown, CheckpointSaved) or it names no lane of this
+  // server.
   template <class Request>
   ParameterStore* Admit(grpc::CallbackServerContext* ctx, const Request& req, bool chief_only,
                         grpc::ServerUnaryReactor** reactor) {
@@ -516,6 +518,21 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+
+  grpc::ServerUnaryReactor* CheckpointSaved(grpc::CallbackServerContext* ctx,
+                                            const rpc::CheckpointSavedRequest* req,
+                                            rpc::CheckpointSavedReply*) override {
+    grpc::ServerUnaryReactor* refused = nullptr;
+    if (Admit(ctx, *req, /*chief_only=*/true, &refused) == nullptr) return refused;
+    logger.Info("the chief saved the job's state", {{"lane", req->lane()}, {"step", req->step()}});
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      saved = SavedCheckpoint{req->step(), std::chrono::steady_clock::now()};
+    }
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
 };
 
 absl::StatusOr<BindChoice> ChooseBindHost(const std::string& address, const std::string& pod_ip) {
@@ -596,6 +613,11 @@ bool PsServer::WaitForExitRequest(double timeout_secs) {
   }
   return impl_->cv.wait_for(lock, std::chrono::duration<double>(timeout_secs),
                             [&] { return impl_->exit_requested; });
+}
+
+std::optional<SavedCheckpoint> PsServer::LastSavedCheckpoint() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->saved;
 }
 
 void PsServer::Stop() {

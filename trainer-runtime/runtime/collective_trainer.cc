@@ -34,6 +34,7 @@
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/crc32c/crc32c.h"
+#include "termination.h"
 
 namespace taas::runtime {
 namespace {
@@ -52,8 +53,10 @@ struct Failure {
 };
 
 // The host values all-reduced (mean) over the CPU group every step, beside the gradients: whether
-// any replica's train() asked to stop (> 0), and the mean examples per replica.
-enum Control { kStop, kExamples, kControlCount };
+// any replica's train() asked to stop (> 0), the mean examples per replica, and whether any
+// replica got SIGTERM or SIGINT (> 0): every replica then ends after the same step, the chief
+// saving it, instead of the others waiting in the ring for one that left.
+enum Control { kStop, kExamples, kTerminate, kControlCount };
 
 // Tells a replica's all-reduce which gradients are final, as the engine's backward pass reports
 // them (MarkGradientReady): bucket tensor p of the all-reduce is the replica's fused layout's
@@ -141,6 +144,10 @@ class CollectiveTrainer {
   std::optional<Failure> Finish(Replica& replica, bool stopped_by_model, std::int64_t local_step,
                                 ProgressWindow& window, const RunSummary& run);
   absl::Status SaveCheckpoint(Replica& replica, std::int64_t global_step);
+  // After the step at which some replica had a termination signal (kTerminate): the chief saves
+  // its replica's state within the grace; the worker's first replica ends the worker with the
+  // transient code (kTerminated), the others end quietly.
+  std::optional<Failure> Terminate(Replica& replica, std::int64_t global_step);
 
   // The first replica of the chief: it initialises, checkpoints and writes summaries.
   bool IsChief(const Replica& replica) const {
@@ -408,6 +415,7 @@ std::optional<Failure> CollectiveTrainer::RunReplica(Replica& replica) {
     if (cfg_.check_variables_steps > 0 && step % cfg_.check_variables_steps == 0) {
       if (auto failure = CheckVariablesAgree(replica)) return failure;
     }
+    if (record.control[kTerminate] > 0.0f) return Terminate(replica, step);
     if (record.control[kStop] > 0.0f) {
       if (Reports(replica)) ctx_.logger.Info("train() asked to stop", {{"global_step", step}});
       return Finish(replica, /*stopped_by_model=*/true, local_step, window, run);
@@ -523,7 +531,8 @@ std::optional<Failure> CollectiveTrainer::Step(Replica& replica, StepRecord& rec
   record.times.train_cpu_secs = ThreadCpuSeconds() - cpu_start;
   const std::int64_t examples =
       record.result.examples > 0 ? record.result.examples : replica.built->state.batch_size;
-  record.control = {record.result.stop ? 1.0f : 0.0f, static_cast<float>(examples)};
+  record.control = {record.result.stop ? 1.0f : 0.0f, static_cast<float>(examples),
+                    TerminationRequested(ctx_) ? 1.0f : 0.0f};
   const auto comm_start = Clock::now();
   // The host values travel over the CPU group while the last buckets do.
   collective::Handle control =
@@ -690,6 +699,49 @@ std::optional<Failure> CollectiveTrainer::Finish(Replica& replica, bool stopped_
     ctx_.logger.Info("job done", {{"global_step", step}});
   }
   return std::nullopt;
+}
+
+std::optional<Failure> CollectiveTrainer::Terminate(Replica& replica, std::int64_t global_step) {
+  if (!Reports(replica)) return std::nullopt;
+  // This process's own signal, or (told by another replica) the grace counted from now.
+  const std::optional<TerminationDeadline> own = TerminationRequested(ctx_);
+  const TerminationDeadline deadline = own.value_or(TerminationDeadline(
+      {0, Clock::now()}, std::chrono::duration<double>(cfg_.termination_grace_secs)));
+  const std::string signal = own ? std::string(TerminationSignalName(own->request().signal))
+                                 : std::string("another replica's signal");
+  ctx_.logger.Info("terminating: the step in flight is done",
+                   {{"signal", signal},
+                    {"global_step", global_step},
+                    {"deadline_secs", deadline.SecondsLeft(Clock::now())}});
+  std::string what = "the step in flight finished";
+  if (IsChief(replica) && !NeedsTerminationSave(global_step, schedule_->last_checkpoint_step())) {
+    what = "the last checkpoint holds the job's step " + std::to_string(global_step);
+  } else if (IsChief(replica)) {
+    // The state is this process's own: the save takes the device's copy and the disk's write.
+    const auto start = Clock::now();
+    const absl::Status saved = SaveCheckpoint(replica, global_step);
+    if (saved.ok()) {
+      ctx_.logger.Info("checkpoint on termination saved",
+                       {{"global_step", global_step},
+                        {"save_secs", SecondsSince(start)},
+                        {"since_signal_secs", deadline.SecondsSinceSignal(Clock::now())},
+                        {"in_time", !deadline.Passed(Clock::now())}});
+      what = "the job's state is saved at global step " + std::to_string(global_step);
+    } else {
+      // Written atomically (checkpoint.h): the previous checkpoint stays the latest, and the
+      // job comes back from it.
+      ctx_.logger.Warning(
+          "checkpoint on termination abandoned: the previous checkpoint stays the latest",
+          {{"error", std::string(saved.message())},
+           {"last_checkpoint_step", schedule_->last_checkpoint_step()},
+           {"save_secs", SecondsSince(start)}});
+      what = "the checkpoint on termination was abandoned";
+    }
+  }
+  return Failure{
+      FailureSource::kTerminated, "terminated by " + signal,
+      absl::CancelledError(what + ", " + std::to_string(deadline.SecondsSinceSignal(Clock::now())) +
+                           " s after the signal")};
 }
 
 absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t global_step) {

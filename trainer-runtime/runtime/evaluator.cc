@@ -61,6 +61,10 @@ int RunEvaluator(Context& ctx) {
   bool logged_wait = false;
   std::string last_skipped;
   while (true) {
+    // The checkpoint the chief saves on the same signal is evaluated after the restart.
+    if (auto deadline = TerminationRequested(ctx)) {
+      return ExitTerminated(ctx, *deadline, evaluated, "the evaluation in flight finished");
+    }
     auto latest = checkpoint::LatestStep(info.model_dir);
     std::vector<std::string> skipped;
     if (latest && *latest > evaluated) {

@@ -22,6 +22,7 @@ int ExitCodeFor(FailureSource source, const absl::Status& status) {
       return kExitModelError;
     case FailureSource::kWait:
     case FailureSource::kServer:
+    case FailureSource::kTerminated:
       return kExitTransient;
   }
   return kExitModelError;
@@ -60,10 +61,12 @@ absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Se
 int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
          std::string_view cause, const absl::Status& status) {
   const int code = ExitCodeFor(source, status);
-  logger.Error("exiting: " + std::string(cause), {{"step", global_step},
-                                                  {"exit_code", code},
-                                                  {"transient", code >= kExitTransient},
-                                                  {"error", std::string(status.message())}});
+  logger.Log(source == FailureSource::kTerminated ? LogLevel::kWarning : LogLevel::kError,
+             "exiting: " + std::string(cause),
+             {{"step", global_step},
+              {"exit_code", code},
+              {"transient", code >= kExitTransient},
+              {"error", std::string(status.message())}});
   return code;
 }
 

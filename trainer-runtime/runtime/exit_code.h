@@ -23,6 +23,7 @@ enum class FailureSource {
   kPeer,    // a call to a parameter server
   kWait,    // a bounded wait for a peer or the chief that gave up
   kServer,  // a server of this process (PS, metrics) cannot listen, e.g. its port is still taken
+  kTerminated,  // SIGTERM or SIGINT: preempted, evicted or drained; the job's state was saved
 };
 
 // The exit code, line for line as the switch in exit_code.cc decides it:
@@ -38,6 +39,8 @@ enum class FailureSource {
 //   kWait    any                                                 kExitTransient (150)
 //   kServer  any                                                 kExitTransient (150): the port
 //            may be free after a restart (a previous container still holding it)
+//   kTerminated any                                              kExitTransient (150): the job
+//            comes back (ExitCode policy, Kueue's requeue) from the checkpoint saved on the signal
 //
 // Only lost peers and timeouts are transient (>= 128); everything else is permanent (1..127): a
 // restart of the same binary with the same input would fail the same way.
@@ -55,7 +58,8 @@ absl::Status CallModel(std::string_view hook, const std::function<absl::Status()
 absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Session& session);
 
 // Logs the one line that explains a failed exit (`exiting: <cause>` with the exit code, the last
-// global step and the error) and returns the exit code for `source` and `status`.
+// global step and the error; a warning for kTerminated, which is no failure of the job) and
+// returns the exit code for `source` and `status`.
 int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
          std::string_view cause, const absl::Status& status);
 

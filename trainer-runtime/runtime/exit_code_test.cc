@@ -50,6 +50,12 @@ TEST_CASE("a wait that gave up and a server that cannot listen are transient") {
   }
 }
 
+TEST_CASE("a replica ended by SIGTERM exits transient, so the job comes back from its checkpoint") {
+  for (StatusCode code : kAllCodes) {
+    CHECK(ExitCodeFor(FailureSource::kTerminated, Of(code)) == kExitTransient);
+  }
+}
+
 TEST_CASE("permanent codes are 1..127 and the transient one is >= 128") {
   for (int code : {kExitBadConfig, kExitModelError}) {
     CHECK(code >= 1);

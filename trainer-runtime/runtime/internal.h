@@ -13,6 +13,7 @@
 
 #include "replica_state.h"
 #include "taas/base/stall_watch.h"
+#include "taas/base/termination.h"
 #include "taas/config/config.h"
 #include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
@@ -57,10 +58,20 @@ struct Context {
   metrics::Gauges* gauges = nullptr;
   // Long waits on a peer (TAAS_STALL_SECS); null when they are not watched.
   StallWatch* stalls = nullptr;
+  // SIGTERM and SIGINT, read between steps; null where they are not handled (a test's driver).
+  const TerminationSignals* termination = nullptr;
   std::function<std::unique_ptr<DistModel>()> factory;
   // The last global step this replica saw, for the line that explains a failed exit.
   std::atomic<std::int64_t> global_step{0};
 };
+
+// Once SIGTERM or SIGINT came: the replica's deadline, TAAS_TERMINATION_GRACE_SECS from the
+// signal. nullopt while none came.
+std::optional<TerminationDeadline> TerminationRequested(const Context& ctx);
+// Logs the one line of a replica that ends on that signal (`exiting: terminated by SIGTERM`, a
+// warning, with `what` it did and the seconds since the signal) and returns the transient code.
+int ExitTerminated(const Context& ctx, const TerminationDeadline& deadline,
+                   std::int64_t global_step, const std::string& what);
 
 int RunParameterServer(Context& ctx);
 int RunTrainer(Context& ctx, const std::vector<std::string>& ps_addresses);

@@ -15,6 +15,7 @@
 #include "taas/contract/metric_names.h"
 #include "taas/ps/server.h"
 #include "taas/tensor/device.h"
+#include "termination.h"
 
 namespace taas {
 namespace runtime {
@@ -77,7 +78,55 @@ std::unique_ptr<StallWatch> WatchStalls(Context& ctx) {
       &ctx.global_step);
 }
 
+// How often a PS looks at its step and at a termination signal.
+constexpr double kPsPollSecs = 0.25;
+
+// A PS that got SIGTERM (or SIGINT) serves on, so that the chief can snapshot it, until the chief
+// said it saved the job's state, or until the grace is over (DecidePsTermination).
+int ServeUntilSaved(Context& ctx, ps::PsServer& server, const TerminationDeadline& deadline) {
+  const auto step = [&server] { return server.store().GetStatus().step; };
+  const std::string signal(TerminationSignalName(deadline.request().signal));
+  ctx.logger.Info("terminating: serving until the chief saved the job's state",
+                  {{"signal", signal},
+                   {"global_step", step()},
+                   {"deadline_secs", deadline.SecondsLeft(std::chrono::steady_clock::now())}});
+  PsTermination decision = PsTermination::kServe;
+  while (decision == PsTermination::kServe) {
+    const bool exit_requested = server.WaitForExitRequest(kPsPollSecs / 5);
+    decision = DecidePsTermination({deadline, std::chrono::steady_clock::now(), step(),
+                                    exit_requested, server.LastSavedCheckpoint()});
+  }
+  const double waited = deadline.SecondsSinceSignal(std::chrono::steady_clock::now());
+  ctx.logger.Info("terminating: done waiting", {{"waited_for", "the chief's save"},
+                                                {"outcome", DescribePsTermination(decision)},
+                                                {"waited_secs", waited},
+                                                {"global_step", step()}});
+  if (decision == PsTermination::kExitTrainingDone) {
+    ctx.logger.Info("parameter server exiting: training is done");
+    return kExitOk;
+  }
+  return ExitTerminated(ctx, deadline, step(), std::string(DescribePsTermination(decision)));
+}
+
 }  // namespace
+
+std::optional<TerminationDeadline> TerminationRequested(const Context& ctx) {
+  if (ctx.termination == nullptr) return std::nullopt;
+  const std::optional<TerminationRequest> request = ctx.termination->Requested();
+  if (!request) return std::nullopt;
+  return TerminationDeadline(*request,
+                             std::chrono::duration<double>(ctx.config->termination_grace_secs));
+}
+
+int ExitTerminated(const Context& ctx, const TerminationDeadline& deadline,
+                   std::int64_t global_step, const std::string& what) {
+  const std::string signal(TerminationSignalName(deadline.request().signal));
+  const double since = deadline.SecondsSinceSignal(std::chrono::steady_clock::now());
+  return Exit(ctx.logger, global_step, FailureSource::kTerminated, "terminated by " + signal,
+              absl::CancelledError(what + ", " + std::to_string(since) + " s after " + signal +
+                                   " (" + std::string(contract::kTerminationGraceSecsEnv) + " " +
+                                   std::to_string(ctx.config->termination_grace_secs) + ")"));
+}
 
 std::string BindHost(const config::RuntimeConfig& cfg) {
   if (cfg.local) return "127.0.0.1";
@@ -97,9 +146,12 @@ int RunParameterServer(Context& ctx) {
   ctx.logger.Info(
       "parameter server listening, waiting for the chief to initialise variables",
       {{"address", ctx.config->listen_address}, {"incarnation", std::to_string(incarnation)}});
-  while (!(*server)->WaitForExitRequest(1.0)) {
+  while (!(*server)->WaitForExitRequest(kPsPollSecs)) {
     ctx.global_step = (*server)->store().GetStatus().step;
     ctx.gauges->Set(contract::kGlobalStepMetric, static_cast<double>(ctx.global_step));
+    if (auto deadline = TerminationRequested(ctx)) {
+      return ServeUntilSaved(ctx, **server, *deadline);
+    }
   }
   // Give workers a moment to fetch the final values before the port closes.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -276,6 +328,15 @@ int RunMain(int argc, char** argv, std::function<std::unique_ptr<DistModel>()> f
     ctx.logger =
         base.With({{"role", config::RoleName(cfg->info.role)}, {"index", cfg->info.task_index}});
     ctx.factory = std::move(factory);
+    // Before any thread starts; a process that cannot handle them still trains, and dies of
+    // SIGTERM as before.
+    auto termination = TerminationSignals::Install();
+    if (termination.ok()) {
+      ctx.termination = termination->get();
+    } else {
+      ctx.logger.Warning("SIGTERM ends this replica without a checkpoint",
+                         {{"error", std::string(termination.status().message())}});
+    }
     runtime::MarkTrainerStarted(ctx);
     return runtime::RunRole(ctx, *cfg);
   } catch (...) {

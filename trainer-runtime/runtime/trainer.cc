@@ -20,9 +20,11 @@
 #include "internal.h"
 #include "progress.h"
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
 #include "taas/ps/client.h"
 #include "taas/summary/event_writer.h"
+#include "termination.h"
 
 namespace taas::runtime {
 namespace {
@@ -127,6 +129,8 @@ class Trainer {
   // exit once the wait has lasted too long.
   Outcome Wait(const std::string& why, const absl::Status& status,
                const std::string& peer = std::string()) {
+    // Terminating, a peer lost is the end: the PS that exits once the chief saved, say.
+    if (auto deadline = TerminationRequested(ctx_)) return Exiting(Terminate(*deadline));
     if (auto code = KeepWaiting(why, status, peer)) return Exiting(*code);
     return {Next::kRetry};
   }
@@ -174,7 +178,21 @@ class Trainer {
   }
 
   absl::Status InitializeOrRestore(bool first_time);
-  absl::Status SaveCheckpoint(std::int64_t global_step);
+  // Snapshots every PS and writes the checkpoint (atomically: checkpoint.h). With a `deadline`
+  // (on termination), each snapshot gets only the time left, and a save the deadline overtook is
+  // abandoned before it writes, the previous checkpoint staying the latest.
+  absl::Status SaveCheckpoint(std::int64_t global_step,
+                              const TerminationDeadline* deadline = nullptr);
+  // After SIGTERM or SIGINT, between steps: the chief saves the job's state and tells the PS;
+  // every training replica then exits with the transient code.
+  int Terminate(const TerminationDeadline& deadline);
+  // Whether a replica that got the signal stops at this step. The chief and asynchronous workers
+  // do. A synchronous worker trains on until the PS ends (once the chief saved) or its deadline:
+  // the chief's step in flight may be waiting for this worker's push, and would otherwise wait
+  // for a worker that left until the kubelet kills it.
+  bool StopsNow(const TerminationDeadline& deadline);
+  // The chief's save on termination; what it did, for the exit line.
+  std::string SaveOnTermination(const TerminationDeadline& deadline);
   int Finish(bool chief_ends_training);
   // Logs the one line that explains the exit and returns its code (exit_code.h).
   int Fail(FailureSource source, std::string_view cause, const absl::Status& status) const {
@@ -207,6 +225,7 @@ class Trainer {
   std::int64_t last_global_step_ = 0;
   std::int64_t local_step_ = 0;
   std::int64_t dropped_pushes_ = 0;  // pushes a PS dropped as stale or after a reset
+  bool logged_training_on_ = false;  // StopsNow said a sync worker trains on after its signal
   ProgressWindow window_;
   RunSummary run_;
 
@@ -265,14 +284,26 @@ absl::Status Trainer::InitializeOrRestore(bool first_time) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
+absl::Status Trainer::SaveCheckpoint(std::int64_t global_step,
+                                     const TerminationDeadline* deadline) {
+  const auto time_left = [&]() -> absl::StatusOr<double> {
+    if (deadline == nullptr) return cfg_.wait_timeout_secs;
+    const double left = deadline->SecondsLeft(Clock::now());
+    if (left <= 0) {
+      return absl::DeadlineExceededError("the termination grace (" +
+                                         std::string(contract::kTerminationGraceSecsEnv) +
+                                         ") is over before the checkpoint was written");
+    }
+    return std::min(left, cfg_.wait_timeout_secs);
+  };
   const int slot_count = optimizer_->slot_count();
   std::vector<std::map<std::string, ps::ShardState>> by_ps(
       static_cast<std::size_t>(client_.num_ps()));
   TrainingState state;
   state.global_step = global_step;
   for (int p = 0; p < client_.num_ps(); ++p) {
-    TAAS_ASSIGN_OR_RETURN(auto snap, client_.Snapshot(p, cfg_.wait_timeout_secs));
+    TAAS_ASSIGN_OR_RETURN(const double timeout_secs, time_left());
+    TAAS_ASSIGN_OR_RETURN(auto snap, client_.Snapshot(p, timeout_secs));
     if (p == 0) state.global_step = snap.first;
     for (auto& s : snap.second) {
       std::string name = s.name;
@@ -303,6 +334,7 @@ absl::Status Trainer::SaveCheckpoint(std::int64_t global_step) {
   const auto start = Clock::now();
   // The chief's own state, from its device when it is on one (the PS copy is the start's).
   TAAS_RETURN_IF_ERROR(built_.replica->StateToHost());
+  TAAS_RETURN_IF_ERROR(time_left().status());
   TAAS_ASSIGN_OR_RETURN(
       std::string path,
       checkpoint::Save(info_.model_dir, step, CheckpointEntries(vars_, states_, std::move(state)),
@@ -326,6 +358,10 @@ int Trainer::Run() {
   run_ = RunSummary();
   std::optional<StepResult> last_result;  // the last step's, for the last window's loss
   while (true) {
+    // Between steps (a retried one included): the step in flight is done or abandoned.
+    if (auto deadline = TerminationRequested(ctx_); deadline && StopsNow(*deadline)) {
+      return Terminate(*deadline);
+    }
     Step step;
     Outcome outcome = PullVariables(refreshed, step);
     if (outcome.next == Next::kRetry) continue;
@@ -357,7 +393,68 @@ int Trainer::Run() {
   }
   // The last window, shorter than TAAS_LOG_STEPS, is logged too.
   if (window_.steps() > 0 && last_result) LogProgress(last_global_step_, *last_result);
+  // A worker that trained on after its signal ends here when the PS released it (done).
+  if (auto deadline = TerminationRequested(ctx_); deadline && !info_.is_chief) {
+    return Terminate(*deadline);
+  }
   return Finish(chief_stop);
+}
+
+bool Trainer::StopsNow(const TerminationDeadline& deadline) {
+  if (info_.is_chief || !info_.sync || deadline.Passed(Clock::now())) return true;
+  if (!logged_training_on_) {
+    ctx_.logger.Info("terminating: training on until the chief saved the job's state (sync)",
+                     {{"signal", TerminationSignalName(deadline.request().signal)},
+                      {"global_step", last_global_step_},
+                      {"deadline_secs", deadline.SecondsLeft(Clock::now())}});
+    logged_training_on_ = true;
+  }
+  return false;
+}
+
+int Trainer::Terminate(const TerminationDeadline& deadline) {
+  ctx_.logger.Info("terminating: the step in flight is done",
+                   {{"signal", TerminationSignalName(deadline.request().signal)},
+                    {"global_step", last_global_step_},
+                    {"local_step", local_step_},
+                    {"deadline_secs", deadline.SecondsLeft(Clock::now())}});
+  const std::string what =
+      info_.is_chief ? SaveOnTermination(deadline) : "the step in flight finished";
+  return ExitTerminated(ctx_, deadline, last_global_step_, what);
+}
+
+std::string Trainer::SaveOnTermination(const TerminationDeadline& deadline) {
+  if (!NeedsTerminationSave(last_global_step_, schedule_.last_checkpoint_step())) {
+    return "the last checkpoint holds the job's step " + std::to_string(last_global_step_);
+  }
+  const auto start = Clock::now();
+  const absl::Status saved = SaveCheckpoint(last_global_step_, &deadline);
+  const double secs = SecondsSince(start);
+  if (!saved.ok()) {
+    ctx_.logger.Warning(
+        "checkpoint on termination abandoned: the previous checkpoint stays the latest",
+        {{"error", std::string(saved.message())},
+         {"last_checkpoint_step", schedule_.last_checkpoint_step()},
+         {"save_secs", secs}});
+    return "the checkpoint on termination was abandoned";
+  }
+  const std::int64_t step = schedule_.last_checkpoint_step();  // PS 0's, which the snapshot read
+  // A PS that is terminating too serves until it hears this (or its own deadline).
+  for (int p = 0; p < client_.num_ps(); ++p) {
+    const double left = std::max(0.1, deadline.SecondsLeft(Clock::now()));
+    const absl::Status told = client_.CheckpointSaved(p, step, std::min(left, 2.0));
+    if (!told.ok()) {
+      ctx_.logger.Warning(
+          "cannot tell a parameter server the checkpoint is saved: it serves "
+          "until its own deadline",
+          {{"ps", p}, {"error", std::string(told.message())}});
+    }
+  }
+  ctx_.logger.Info("checkpoint on termination saved",
+                   {{"global_step", step},
+                    {"save_secs", secs},
+                    {"since_signal_secs", deadline.SecondsSinceSignal(Clock::now())}});
+  return "the job's state is saved at global step " + std::to_string(step);
 }
 
 void Trainer::PlaceVariables() {

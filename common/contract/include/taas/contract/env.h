@@ -31,6 +31,11 @@ inline constexpr std::string_view kCheckVariablesStepsEnv = "TAAS_CHECK_VARIABLE
 // Seconds between the chief's TensorBoard summaries (0: off), beside TF_SAVE_SUMMARIES_STEPS: a
 // summary is due when either period passed since the last one, as with checkpoints.
 inline constexpr std::string_view kSaveSummariesSecsEnv = "TAAS_SAVE_SUMMARIES_SECS";
+// Seconds a replica has from SIGTERM to save the job's state and exit (docs/trainer-runtime.md,
+// "Faults"): under the pod's terminationGracePeriodSeconds, whose Kubernetes default is below, so
+// that the kubelet's SIGKILL never cuts a save; `taas run` waits a replica's grace period too.
+inline constexpr std::string_view kTerminationGraceSecsEnv = "TAAS_TERMINATION_GRACE_SECS";
+inline constexpr int kKubernetesTerminationGracePeriodSecs = 30;
 // The TFJob's name, for the replicas' log lines.
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
 // The port of the replica's Prometheus endpoint (ports.h).

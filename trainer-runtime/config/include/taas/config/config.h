@@ -47,6 +47,10 @@ struct RuntimeConfig {
   // A wait for a peer this long is a stall: logged with whom and since when, again with backoff,
   // and reported on the metrics page (taas/base/stall_watch.h); 0: stalls are not watched.
   double stall_secs = 30;
+  // From SIGTERM (or SIGINT) on, the time the replica has to finish its step, save the job's state
+  // (the chief) or serve that save (a PS), and exit with the transient code; below Kubernetes'
+  // default grace period of 30 s, with room for the process's own exit.
+  double termination_grace_secs = 25;
   double eval_interval_secs = 5;  // Evaluator's poll period for new checkpoints.
   // evaluate() on the chief (TAAS_EVAL_ON_CHIEF): once training ends when set, and also every
   // eval_on_chief_steps global steps when that is > 0.

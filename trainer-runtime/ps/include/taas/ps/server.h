@@ -1,10 +1,12 @@
 // The parameter-server process's gRPC service (callback API) around a ParameterStore.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,12 @@ struct BindChoice {
 // service name resolves to the pod's address only through the cluster's DNS).
 absl::StatusOr<BindChoice> ChooseBindHost(const std::string& address, const std::string& pod_ip);
 
+// The chief's word that it saved the job's state at `step`, and when it came (steady clock).
+struct SavedCheckpoint {
+  std::int64_t step = 0;
+  std::chrono::steady_clock::time_point at;
+};
+
 class PsServer {
  public:
   // Listens where ChooseBindHost says. Every call must carry the job token (else
@@ -52,6 +60,10 @@ class PsServer {
 
   // Blocks until Shutdown RPCs asked every lane to exit; false on timeout (seconds, <0 = none).
   bool WaitForExitRequest(double timeout_secs);
+
+  // What the chief's last CheckpointSaved call said (it saved the job's state on a termination
+  // signal), if one came; for a PS that is terminating too and serves until that save is done.
+  std::optional<SavedCheckpoint> LastSavedCheckpoint() const;
 
   // Stops serving (in-flight calls get a short grace).
   void Stop();

@@ -1,0 +1,29 @@
+#include "termination.h"
+
+namespace taas::runtime {
+
+PsTermination DecidePsTermination(const PsTerminationView& view) {
+  if (view.exit_requested) return PsTermination::kExitTrainingDone;
+  if (view.saved &&
+      (view.saved->at >= view.deadline.request().at || view.saved->step >= view.step)) {
+    return PsTermination::kExitSaved;
+  }
+  if (view.deadline.Passed(view.now)) return PsTermination::kExitDeadline;
+  return PsTermination::kServe;
+}
+
+std::string_view DescribePsTermination(PsTermination decision) {
+  switch (decision) {
+    case PsTermination::kServe:
+      return "serving until the chief saved the job's state";
+    case PsTermination::kExitSaved:
+      return "the chief saved the job's state";
+    case PsTermination::kExitDeadline:
+      return "the termination grace is over before the chief saved the job's state";
+    case PsTermination::kExitTrainingDone:
+      return "training is done";
+  }
+  return "";
+}
+
+}  // namespace taas::runtime
