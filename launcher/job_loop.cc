@@ -1,6 +1,7 @@
 #include "job_loop.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -148,31 +149,49 @@ void JobLoop::Stopped(Replica& r, std::optional<int> exit_code) {
   r.observed.finished_at = r.finished_at;
 }
 
-void JobLoop::StopAll(const std::string& why) {
+void JobLoop::StopAll(const std::string& why, Grace grace, const std::function<bool()>& hurry) {
+  const Clock::time_point start = clocks_.steady();
+  std::map<const Replica*, Clock::time_point> kill_at;
   for (Replica& r : replicas_) {
     r.start_at.reset();
     if (r.pid <= 0) continue;
     processes_.Terminate(r.pid);
     r.stopped = true;
     reporter_.Event(false, "Killing", "stopping the process: " + why, &r);
+    kill_at[&r] = start + (grace == Grace::kReplicas ? Clock::duration(r.termination_grace)
+                                                     : Clock::duration(kStopGrace));
   }
   // A process stopped here ends with the code it exits with (or was killed by).
-  const Clock::time_point deadline = clocks_.steady() + kStopGrace;
-  while (clocks_.steady() < deadline) {
+  while (true) {
+    const Clock::time_point now = clocks_.steady();
+    const bool hurried = hurry && hurry();
     bool alive = false;
     for (Replica& r : replicas_) {
       if (r.pid <= 0) continue;
       if (const std::optional<int> code = processes_.Reap(r.pid)) {
         Stopped(r, code);
+        // Whether an interrupted job's replicas ended as they should (the transient code).
+        if (grace == Grace::kReplicas) {
+          reporter_.Say(
+              r.name + " exited with code " + std::to_string(*code) + " after " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
+              " ms of its " + std::to_string(r.termination_grace.count()) + " s grace");
+        }
+      } else if (hurried || now >= kill_at[&r]) {
+        if (grace == Grace::kReplicas) {
+          reporter_.Say(r.name +
+                        (hurried ? " killed: interrupted again"
+                                 : " killed: its grace of " +
+                                       std::to_string(r.termination_grace.count()) + " s is over"));
+        }
+        Stopped(r, processes_.Kill(r.pid));
       } else {
         alive = true;
       }
     }
     if (!alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  for (Replica& r : replicas_) {
-    if (r.pid > 0) Stopped(r, processes_.Kill(r.pid));
   }
 }
 

@@ -98,11 +98,15 @@ class JobLoop {
   // blocks on a process.
   absl::Status Turn();
 
-  // Stops every process (SIGTERM to its group; SIGKILL after kStopGrace) and cancels every
+  // Stops every process (SIGTERM to its group; SIGKILL after the grace) and cancels every
   // scheduled start; each stopped replica ends with the code its process ended with. Blocks until
   // all are gone, with what they started in their groups, and what a replica that had ended left
-  // running there (ProcessTable::Reap).
-  void StopAll(const std::string& why);
+  // running there (ProcessTable::Reap). `grace`: kStopGrace once the job is over; each replica's
+  // termination_grace when the job is interrupted, so that its chief saves the job's state as
+  // under the kubelet. Once `hurry` says so (a second Ctrl-C), what still runs is killed at once.
+  enum class Grace { kJobOver, kReplicas };
+  void StopAll(const std::string& why, Grace grace = Grace::kJobOver,
+               const std::function<bool()>& hurry = nullptr);
 
  private:
   absl::Status Start(Replica& r);

@@ -50,6 +50,7 @@ class FakeProcesses final : public ProcessTable {
   std::optional<int> Kill(int id) override {
     if (running.erase(id) == 0) return std::nullopt;
     ++killed;
+    killed_ids.push_back(id);
     return 137;
   }
 
@@ -61,6 +62,7 @@ class FakeProcesses final : public ProcessTable {
   std::map<int, Process> running;
   int started = 0;
   int killed = 0;
+  std::vector<int> killed_ids;  // in the order they were killed
   bool refuse_starts = false;
   bool ignores_sigterm = false;
 
@@ -389,6 +391,44 @@ TEST_CASE("the evaluator's grace is the loop's status option; 0 succeeds with th
   REQUIRE(loop.Turn().ok());
   CHECK(tfjob::IsSucceeded(f.job.status));
   CHECK(f.reporter.Count("AwaitingEvaluator") == 0);
+}
+
+TEST_CASE("interrupted, each replica has its pod's grace period before SIGKILL, not kStopGrace") {
+  Fixture f({{"PS", 1, "ExitCode"}, {"Worker", 1, "ExitCode"}});
+  f.TurnAt(0s);
+  Replica& ps = f.Get("linear-ps-0");
+  Replica& worker = f.Get("linear-worker-0");
+  CHECK(worker.termination_grace == 30s);  // Kubernetes' default
+  ps.termination_grace = 40s;
+  const int ps_id = ps.pid, worker_id = worker.pid;
+  f.processes.ignores_sigterm = true;  // as a replica still saving
+  f.tick = 1s;
+  const Clock::time_point start = f.now;
+  SUBCASE("the grace of each") {
+    f.loop.StopAll("interrupted", JobLoop::Grace::kReplicas);
+    CHECK(f.processes.killed_ids == std::vector<int>{worker_id, ps_id});
+    CHECK(f.now - start >= 40s);
+    CHECK(f.now - start < 45s);
+    CHECK(ps.last_exit_code == 137);
+  }
+  SUBCASE("a replica that exits within its grace keeps its own code") {
+    f.processes.Exit(worker_id, 150);
+    f.loop.StopAll("interrupted", JobLoop::Grace::kReplicas);
+    CHECK(worker.last_exit_code == 150);
+    CHECK(f.processes.killed_ids == std::vector<int>{ps_id});
+    CHECK(f.reporter.Said("linear-worker-0 exited with code 150 after 1000 ms of its 30 s grace"));
+    CHECK(f.reporter.Said("linear-ps-0 killed: its grace of 40 s is over"));
+  }
+  SUBCASE("hurried (a second Ctrl-C): killed at once") {
+    f.loop.StopAll("interrupted", JobLoop::Grace::kReplicas, [] { return true; });
+    CHECK(f.processes.killed == 2);
+    CHECK(f.now - start < 5s);
+  }
+  SUBCASE("the job over: kStopGrace") {
+    f.loop.StopAll("the job succeeded");
+    CHECK(f.processes.killed == 2);
+    CHECK(f.now - start < kStopGrace + 2s);
+  }
 }
 
 TEST_CASE("StopAll cancels a scheduled restart") {

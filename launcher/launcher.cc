@@ -48,12 +48,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Set by the SIGINT/SIGTERM handler; read by the main loop.
+// Set by the SIGINT/SIGTERM handler (the last signal, and how many came); read by the main loop.
 std::atomic<int> g_signal{0};
+std::atomic<int> g_signals{0};
 // How often the progress bar is redrawn on a terminal.
 constexpr double kBarRedrawSecs = 1;
 
-void OnSignal(int sig) { g_signal = sig; }
+void OnSignal(int sig) {
+  g_signal = sig;
+  ++g_signals;
+}
 
 // The console: the launcher's own lines, replica lines with --verbose, and on a terminal the
 // progress bar as the last line, redrawn in place (every other line clears it and draws it again
@@ -490,8 +494,10 @@ int JobRunner::Run() {
   while (true) {
     if (const int sig = g_signal; sig != 0) {
       console_.Say(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
-                   ": stopping every replica");
-      loop_.StopAll("interrupted");
+                   ": stopping every replica (SIGTERM); the chief saves the job's state within "
+                   "the grace period (Ctrl-C again: kill now)");
+      // As the kubelet ends a pod: each replica has its terminationGracePeriodSeconds.
+      loop_.StopAll("interrupted", JobLoop::Grace::kReplicas, [] { return g_signals > 1; });
       interrupted_ = true;
       // As a shell reports a process a signal ended: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
       return Finish(128 + sig);

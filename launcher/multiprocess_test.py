@@ -35,7 +35,7 @@ REPLICA = """    {type}:
       replicas: {count}
       restartPolicy: ExitCode
       template:
-        spec:
+        spec:{grace}
           containers:
             - name: tensorflow
               image: taas/trainer:latest
@@ -44,10 +44,12 @@ REPLICA = """    {type}:
 """
 
 
-def job_yaml(name, types, args, command=("/opt/taas/bin/linear-regression",)):
+def job_yaml(name, types, args, command=("/opt/taas/bin/linear-regression",), grace=None):
+    """`grace`: the pods' terminationGracePeriodSeconds (absent: Kubernetes' 30)."""
+    grace_line = "" if grace is None else f"\n          terminationGracePeriodSeconds: {grace}"
     replicas = "".join(
         REPLICA.format(type=t, count=n, command=json.dumps(list(command)),
-                       args=json.dumps(["--"] + args if args else []))
+                       args=json.dumps(["--"] + args if args else []), grace=grace_line)
         for t, n in types)
     return JOB.format(name=name, replicas=replicas)
 
@@ -630,12 +632,13 @@ class ShellJob:
     """`taas run` of one Worker running `script` under /bin/sh (no UI, no progress view); the
     script's background child writes its pid to `self.pidfile`."""
 
-    def __init__(self, tmp, name, script):
+    def __init__(self, tmp, name, script, grace=None):
         self.pidfile = os.path.join(tmp, name + ".pid")
         path = os.path.join(tmp, name + ".yaml")
         with open(path, "w") as f:
             f.write(job_yaml(name, [("Worker", 1)], [],
-                             command=("/bin/sh", "-c", script.format(pidfile=self.pidfile))))
+                             command=("/bin/sh", "-c", script.format(pidfile=self.pidfile)),
+                             grace=grace))
         self.proc = subprocess.Popen(
             [TAAS, "run", path, "--no-ui", "--progress-secs", "0",
              "--model-dir", os.path.join(tmp, name + "-model")],
@@ -686,18 +689,98 @@ def scenario_leftovers(tmp):
 def scenario_interrupted(tmp):
     """SIGTERM ends `taas run` with 143, SIGINT (Ctrl-C) with 130, as a shell reports a process
     that either signal ended; every process of the replicas is gone by then, a background child
-    that ignores SIGTERM too (SIGKILL after the grace)."""
+    that ignores SIGTERM too (SIGKILL after the pod's grace, terminationGracePeriodSeconds)."""
+    grace = 2
     for name, sig, script in (
             ("term", signal.SIGTERM, "sleep 120 & echo $! > {pidfile}; wait"),
             ("int", signal.SIGINT, "trap '' TERM; sleep 120 & echo $! > {pidfile}; wait")):
-        job = ShellJob(tmp, name, script)
+        job = ShellJob(tmp, name, script, grace=grace)
         child = job.child()
+        signalled = time.time()
         job.proc.send_signal(sig)
         returncode, out, replica = job.finish()
+        took = time.time() - signalled
         check_nothing_left(child, replica, out)
         assert returncode == 128 + sig, (returncode, out)
         said = f"[taas] interrupted by {signal.Signals(sig).name}: stopping every replica"
         assert said in out, out
+        if name == "int":  # the shell ignores SIGTERM: killed once its grace is over
+            assert f"[taas] {name}-worker-0 killed: its grace of {grace} s is over" in out, out
+            assert grace <= took < grace + 5, took
+
+
+def sigterm_resume(tmp, types, sync=False):
+    """Issue 37: SIGTERM to the whole job under `taas run` (as Kueue's preemption or a drain ends
+    every pod). No periodic checkpoint (both periods 0): the chief saves the job's state at the
+    step in flight, every replica exits with the transient code, and a second `taas run` with the
+    same --model-dir resumes from that step, re-doing at most one log interval's steps."""
+    log_steps, workers = 5, dict(types)["Worker"]
+    env = {"TF_MAX_STEPS": "1500", "TF_SAVE_CHECKPOINTS_SECS": "0",
+           "TAAS_SAVE_CHECKPOINTS_STEPS": "0", "TAAS_LOG_STEPS": str(log_steps),
+           "TF_SYNC": str(sync).lower()}
+    replicas = [f"linear-{t.lower()}-{i}" for t, n in types for i in range(n)]
+    run = Launch(tmp, "linear", types, env, args=["--step_ms=10"])
+    run.wait_for(r"^\[linear-worker-0\] .*msg=training .*global_step=([3-9]\d\d)")
+    assert not os.path.exists(os.path.join(run.model_dir, "checkpoint")), "a periodic checkpoint"
+    signalled = time.time()
+    run.proc.send_signal(signal.SIGTERM)
+    code = run.finish(timeout=40)
+    took = time.time() - signalled
+    lines = run.snapshot()
+    assert code == 128 + signal.SIGTERM, (code, run.dump())
+    # Every replica ended on the signal with the transient code, within its grace.
+    for replica in replicas:
+        assert run.count(rf"^\[{replica}\] .*level=warning msg=\"exiting: terminated by SIGTERM\" "
+                         rf".*exit_code=150 transient=true") == 1, (replica, run.dump())
+        assert run.count(rf"^\[taas\] {replica} exited with code 150 after \d+ ms of its 30 s "
+                         rf"grace$") == 1, (replica, run.dump())
+    saved = run.wait_for(r"^\[linear-worker-0\] .*msg=\"checkpoint on termination saved\" "
+                         r".*global_step=(\d+) save_secs=([\d.e-]+) since_signal_secs=([\d.e-]+)")
+    step = int(saved.group(1))
+    if "PS" in dict(types):
+        assert run.count(r"^\[linear-ps-0\] .*msg=\"terminating: done waiting\" "
+                         r".*outcome=\"the chief saved the job's state\"") == 1, run.dump()
+        # The job's step when it ended: the PS's, after the workers' last pushes.
+        ended = int(run.wait_for(r"^\[linear-ps-0\] .*msg=\"terminating: done waiting\" "
+                                 r".*global_step=(\d+)").group(1))
+    else:  # all-reduce: every replica stops after the same step
+        ended = max(int(m.group(1)) for m in (re.search(
+            r"^\[linear-worker-\d\] .*msg=\"terminating: the step in flight is done\" "
+            r".*global_step=(\d+)", l) for l in lines) if m)
+    checkpoint_step, _ = read_checkpoint(run.model_dir)
+    assert checkpoint_step == step, (checkpoint_step, step)
+    redone = ended - step
+    assert 0 <= redone <= log_steps * workers, (ended, step)
+
+    again = Launch(tmp, "linear", types, env, args=["--step_ms=1"])
+    again.wait_for(rf"^\[linear-worker-0\] .*restoring variables from checkpoint.* global_step={step}\b")
+    first = int(again.wait_for(r"^\[linear-worker-[01]\] .*msg=training .*global_step=(\d+)")
+                .group(1))
+    assert step < first <= step + 2 * log_steps * workers, (step, first)
+    assert again.finish() == 0, again.dump()
+    resumed = again.snapshot()
+    assert re.search(r"^\[taas\] job linear succeeded at step 1500", resumed[-1]), resumed[-1]
+    assert read_checkpoint(again.model_dir)[0] == 1500
+    # Trained values came back, not the initial ones: the resumed loss starts where it ended.
+    before, after = losses(lines, "linear-worker-[01]"), losses(resumed, "linear-worker-[01]")
+    assert after[0] < 0.05 * before[0], (before[0], after[0])
+    print(f"SIGTERM at global step ~{ended}: checkpoint at {step} saved in "
+          f"{float(saved.group(2)):.3f} s ({float(saved.group(3)):.3f} s after the signal), "
+          f"taas run ended {took:.1f} s after it; steps re-done on resume: {redone}")
+
+
+def scenario_sigterm_resume(tmp):
+    sigterm_resume(tmp, [("PS", 1), ("Worker", 2)])
+
+
+def scenario_sync_sigterm_resume(tmp):
+    """Synchronous: a worker trains on after its signal until the PS ends, so the chief's step
+    in flight never waits for a worker that left."""
+    sigterm_resume(tmp, [("PS", 1), ("Worker", 2)], sync=True)
+
+
+def scenario_allreduce_sigterm_resume(tmp):
+    sigterm_resume(tmp, [("Worker", 2)])
 
 
 def scenario_plain_command(tmp):

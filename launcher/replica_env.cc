@@ -117,6 +117,22 @@ absl::StatusOr<std::vector<int>> FreePorts(int count) {
   return ports;
 }
 
+absl::StatusOr<std::chrono::seconds> TerminationGraceOf(const nlohmann::json& pod_template,
+                                                        const std::string& path) {
+  const std::chrono::seconds kubernetes_default{contract::kKubernetesTerminationGracePeriodSecs};
+  TAAS_ASSIGN_OR_RETURN(const json_fields::Json* spec,
+                        json_fields::OptionalObject(pod_template, "spec", path + ".spec"));
+  if (spec == nullptr) return kubernetes_default;
+  const std::string field = path + ".spec.terminationGracePeriodSeconds";
+  TAAS_ASSIGN_OR_RETURN(std::optional<std::int64_t> secs,
+                        json_fields::OptionalInt(*spec, "terminationGracePeriodSeconds", field));
+  if (!secs) return kubernetes_default;
+  if (*secs < 0) {
+    return absl::InvalidArgumentError(field + " must be >= 0, got " + std::to_string(*secs));
+  }
+  return std::chrono::seconds(*secs);
+}
+
 absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
     const tfjob::TFJob& job, const ReplicaSettings& settings, const std::vector<int>& ports,
     const JobSecretFiles& secrets, const std::function<void(const std::string&)>& say) {
@@ -154,8 +170,10 @@ absl::StatusOr<std::vector<ReplicaLaunch>> PlanReplicas(
                                         std::string(tfjob::ReplicaTypeName(r.type)) +
                                         ".template.spec.containers: no container named tensorflow");
     }
-    const std::string field = "spec.tfReplicaSpecs." + std::string(tfjob::ReplicaTypeName(r.type)) +
-                              ".template.spec.containers[tensorflow]";
+    const std::string pod =
+        "spec.tfReplicaSpecs." + std::string(tfjob::ReplicaTypeName(r.type)) + ".template";
+    TAAS_ASSIGN_OR_RETURN(r.termination_grace, TerminationGraceOf(tmpl, pod));
+    const std::string field = pod + ".spec.containers[tensorflow]";
     TAAS_ASSIGN_OR_RETURN(r.argv, CommandOf(*container, field));
     if (r.argv.empty()) {
       return absl::InvalidArgumentError(field +

@@ -5,6 +5,7 @@
 // /dev/termination-log holds).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "binary_locator.h"
 #include "job_secret_files.h"
 #include "taas/base/status.h"
+#include "taas/contract/env.h"
 #include "taas/tfjob/restart.h"
 #include "taas/tfjob/tfjob.h"
 
@@ -30,6 +32,9 @@ struct ReplicaLaunch {
   std::vector<std::string> argv;
   // Set for the replica, over the launcher's own environment (see ProcessEnvironment).
   std::map<std::string, std::string> env;
+  // Between SIGTERM and SIGKILL when the whole job is interrupted, as the kubelet gives a pod:
+  // its template's terminationGracePeriodSeconds (TerminationGraceOf).
+  std::chrono::seconds termination_grace{contract::kKubernetesTerminationGracePeriodSecs};
 };
 
 struct ReplicaSettings {
@@ -67,9 +72,15 @@ int EphemeralPortsStart(std::string_view ip_local_port_range);
 // ephemeral range.
 absl::StatusOr<std::vector<int>> FreePorts(int count);
 
+// A pod template's spec.terminationGracePeriodSeconds, Kubernetes' 30 s when absent; an error
+// naming `path` (the template's field) when it is not a whole number of seconds >= 0.
+absl::StatusOr<std::chrono::seconds> TerminationGraceOf(const nlohmann::json& pod_template,
+                                                        const std::string& path);
+
 // Every replica of `job`, in tfjob::kStatusOrder then by index, the i-th taking ports[2i] and
 // ports[2i+1] (so `ports` holds 2 * tfjob::TotalReplicas), its termination message in
-// TerminationMessagePath (job_result.h) under the model dir, whatever the manifest says. Errors
+// TerminationMessagePath (job_result.h) under the model dir, whatever the manifest says, and its
+// pod's termination grace (TerminationGraceOf). Errors
 // name the manifest field: a replica type without a `tensorflow` container, or without a command,
 // or a command
 // `/opt/taas/bin/<name>` whose executable is nowhere in `binary_places`. `say` gets a line for

@@ -207,6 +207,26 @@ TEST_CASE("specs that disagree on a shared setting get one warning; --env settle
   CHECK_FALSE(SettingsWarning(job, settings).has_value());
 }
 
+TEST_CASE("the termination grace: the pod template's, else Kubernetes' 30 s; errors name it") {
+  const std::string path = "spec.tfReplicaSpecs.Worker.template";
+  CHECK(*TerminationGraceOf(json::object(), path) == std::chrono::seconds(30));
+  CHECK(*TerminationGraceOf({{"spec", {{"containers", json::array()}}}}, path) ==
+        std::chrono::seconds(30));
+  CHECK(*TerminationGraceOf({{"spec", {{"terminationGracePeriodSeconds", 120}}}}, path) ==
+        std::chrono::seconds(120));
+  CHECK(*TerminationGraceOf({{"spec", {{"terminationGracePeriodSeconds", 0}}}}, path) ==
+        std::chrono::seconds(0));
+  const auto negative =
+      TerminationGraceOf({{"spec", {{"terminationGracePeriodSeconds", -1}}}}, path);
+  CHECK(negative.status().message() ==
+        "spec.tfReplicaSpecs.Worker.template.spec.terminationGracePeriodSeconds must be >= 0, got "
+        "-1");
+  const auto text = TerminationGraceOf({{"spec", {{"terminationGracePeriodSeconds", "60"}}}}, path);
+  REQUIRE_FALSE(text.ok());
+  CHECK(std::string(text.status().message()).find("terminationGracePeriodSeconds") !=
+        std::string::npos);
+}
+
 TEST_CASE("free ports: below the kernel's ephemeral range, distinct, bindable") {
   CHECK(EphemeralPortsStart("32768\t60999\n") == 32768);
   CHECK(EphemeralPortsStart("40000 60999") == 40000);
