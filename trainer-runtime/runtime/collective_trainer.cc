@@ -738,10 +738,9 @@ std::optional<Failure> CollectiveTrainer::Terminate(Replica& replica, std::int64
       what = "the checkpoint on termination was abandoned";
     }
   }
-  return Failure{
-      FailureSource::kTerminated, "terminated by " + signal,
-      absl::CancelledError(what + ", " + std::to_string(deadline.SecondsSinceSignal(Clock::now())) +
-                           " s after the signal")};
+  return Failure{FailureSource::kTerminated, "terminated by " + signal,
+                 absl::CancelledError(
+                     DescribeTermination(what, signal, deadline.SecondsSinceSignal(Clock::now())))};
 }
 
 absl::Status CollectiveTrainer::SaveCheckpoint(Replica& replica, std::int64_t global_step) {

@@ -123,9 +123,7 @@ int ExitTerminated(const Context& ctx, const TerminationDeadline& deadline,
   const std::string signal(TerminationSignalName(deadline.request().signal));
   const double since = deadline.SecondsSinceSignal(std::chrono::steady_clock::now());
   return Exit(ctx.logger, global_step, FailureSource::kTerminated, "terminated by " + signal,
-              absl::CancelledError(what + ", " + std::to_string(since) + " s after " + signal +
-                                   " (" + std::string(contract::kTerminationGraceSecsEnv) + " " +
-                                   std::to_string(ctx.config->termination_grace_secs) + ")"));
+              absl::CancelledError(DescribeTermination(what, signal, since)));
 }
 
 std::string BindHost(const config::RuntimeConfig& cfg) {

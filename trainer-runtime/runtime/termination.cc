@@ -1,5 +1,7 @@
 #include "termination.h"
 
+#include <cstdio>
+
 namespace taas::runtime {
 
 PsTermination DecidePsTermination(const PsTerminationView& view) {
@@ -10,6 +12,13 @@ PsTermination DecidePsTermination(const PsTerminationView& view) {
   }
   if (view.deadline.Passed(view.now)) return PsTermination::kExitDeadline;
   return PsTermination::kServe;
+}
+
+std::string DescribeTermination(std::string_view what, std::string_view signal,
+                                double since_signal_secs) {
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.3g", since_signal_secs);
+  return std::string(what) + ", " + secs + " s after " + std::string(signal);
 }
 
 std::string_view DescribePsTermination(PsTermination decision) {

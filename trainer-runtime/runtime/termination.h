@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "taas/base/termination.h"
@@ -39,6 +40,10 @@ PsTermination DecidePsTermination(const PsTerminationView& view);
 
 // The words for a decision, for its log line.
 std::string_view DescribePsTermination(PsTermination decision);
+
+// The error text of a replica's exit on termination: "<what>, 0.0293 s after SIGTERM".
+std::string DescribeTermination(std::string_view what, std::string_view signal,
+                                double since_signal_secs);
 
 // Whether the chief must save on termination: not when its last checkpoint is already at the
 // job's step (a periodic one just now, or the final one).

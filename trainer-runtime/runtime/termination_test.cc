@@ -44,6 +44,13 @@ TEST_CASE("the deadline ends the wait; the end of training wins over both") {
         std::string_view::npos);
 }
 
+TEST_CASE("a termination's exit text says what was done and when") {
+  CHECK(DescribeTermination("the job's state is saved at global step 318", "SIGTERM", 0.029259) ==
+        "the job's state is saved at global step 318, 0.0293 s after SIGTERM");
+  CHECK(DescribeTermination("the step in flight finished", "SIGINT", 12.5) ==
+        "the step in flight finished, 12.5 s after SIGINT");
+}
+
 TEST_CASE("the chief saves on termination unless its last checkpoint holds the step") {
   CHECK(NeedsTerminationSave(120, 100));
   CHECK(NeedsTerminationSave(120, -1));  // no checkpoint yet
