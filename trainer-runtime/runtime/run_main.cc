@@ -92,9 +92,12 @@ int ServeUntilSaved(Context& ctx, ps::PsServer& server, const TerminationDeadlin
                    {"deadline_secs", deadline.SecondsLeft(std::chrono::steady_clock::now())}});
   PsTermination decision = PsTermination::kServe;
   while (decision == PsTermination::kServe) {
-    const bool exit_requested = server.WaitForExitRequest(kPsPollSecs / 5);
-    decision = DecidePsTermination({deadline, std::chrono::steady_clock::now(), step(),
-                                    exit_requested, server.LastSavedCheckpoint()});
+    const ps::ParameterStore::Status status = server.store().GetStatus();
+    const bool exit_requested = server.WaitForExitRequest(0);
+    decision =
+        DecidePsTermination({deadline, std::chrono::steady_clock::now(), status.step,
+                             status.initialized, exit_requested, server.LastSavedCheckpoint()});
+    if (decision == PsTermination::kServe) server.WaitForExitRequest(kPsPollSecs / 5);
   }
   const double waited = deadline.SecondsSinceSignal(std::chrono::steady_clock::now());
   ctx.logger.Info("terminating: done waiting", {{"waited_for", "the chief's save"},

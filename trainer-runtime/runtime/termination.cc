@@ -6,6 +6,7 @@ namespace taas::runtime {
 
 PsTermination DecidePsTermination(const PsTerminationView& view) {
   if (view.exit_requested) return PsTermination::kExitTrainingDone;
+  if (!view.initialized) return PsTermination::kExitNothingToSave;
   if (view.saved &&
       (view.saved->at >= view.deadline.request().at || view.saved->step >= view.step)) {
     return PsTermination::kExitSaved;
@@ -31,6 +32,8 @@ std::string_view DescribePsTermination(PsTermination decision) {
       return "the termination grace is over before the chief saved the job's state";
     case PsTermination::kExitTrainingDone:
       return "training is done";
+    case PsTermination::kExitNothingToSave:
+      return "the chief never initialised it: nothing to save";
   }
   return "";
 }

@@ -17,10 +17,11 @@ namespace taas::runtime {
 
 // What a terminating parameter server does next.
 enum class PsTermination {
-  kServe,             // the chief's save may still need it
-  kExitSaved,         // the chief saved the job's state: nothing more to serve
-  kExitDeadline,      // the grace is over: the chief's save, if any, was abandoned
-  kExitTrainingDone,  // the chief ended training meanwhile and asked it to exit (exit 0)
+  kServe,              // the chief's save may still need it
+  kExitSaved,          // the chief saved the job's state: nothing more to serve
+  kExitDeadline,       // the grace is over: the chief's save, if any, was abandoned
+  kExitTrainingDone,   // the chief ended training and asked it to exit (exit 0)
+  kExitNothingToSave,  // the chief never initialised it: it holds no state of the job
 };
 
 // What the PS knows when it decides.
@@ -28,14 +29,16 @@ struct PsTerminationView {
   TerminationDeadline deadline;
   std::chrono::steady_clock::time_point now;
   std::int64_t step = 0;                     // its global step now
-  bool exit_requested = false;               // the chief's Shutdown(exit) after training ended
+  bool initialized = false;                  // the chief initialised or restored it
+  bool exit_requested = false;               // the chief's Shutdown(exit) once training ended
   std::optional<ps::SavedCheckpoint> saved;  // the chief's last CheckpointSaved
 };
 
-// A save the chief reported counts when it came after this PS's signal (the chief saved for this
-// termination: the whole job is being ended) or when it holds the PS's step now (nothing was
-// trained since it). An older one, at an older step, is some earlier termination of the chief
-// alone: the PS serves on until a new one or the deadline.
+// A save the chief reported (on termination, or its final checkpoint) counts when it came after
+// this PS's signal (the chief saved for this termination: the whole job is being ended) or when
+// it holds the PS's step now (nothing was trained since it). An older one, at an older step, is
+// some earlier termination of the chief alone: the PS serves on until a new one or the deadline.
+// A PS the chief never initialised has nothing to serve.
 PsTermination DecidePsTermination(const PsTerminationView& view);
 
 // The words for a decision, for its log line.

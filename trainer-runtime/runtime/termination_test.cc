@@ -12,7 +12,12 @@ using Time = std::chrono::steady_clock::time_point;
 const Time kSignalled = Time(seconds(1000));
 
 PsTerminationView At(Time now, std::int64_t step) {
-  return {TerminationDeadline({SIGTERM, kSignalled}, seconds(25)), now, step, false, std::nullopt};
+  return {TerminationDeadline({SIGTERM, kSignalled}, seconds(25)),
+          now,
+          step,
+          true,
+          false,
+          std::nullopt};
 }
 
 TEST_CASE("a terminating PS serves until the chief saved, then exits") {
@@ -49,6 +54,17 @@ TEST_CASE("a termination's exit text says what was done and when") {
         "the job's state is saved at global step 318, 0.0293 s after SIGTERM");
   CHECK(DescribeTermination("the step in flight finished", "SIGINT", 12.5) ==
         "the step in flight finished, 12.5 s after SIGINT");
+}
+
+TEST_CASE("a PS the chief never initialised, or whose final checkpoint is saved, may go") {
+  PsTerminationView view = At(kSignalled + seconds(1), 0);
+  view.initialized = false;
+  CHECK(DecidePsTermination(view) == PsTermination::kExitNothingToSave);
+  // The chief saved its final checkpoint, then failed (its final evaluate(), say) before it
+  // asked the PS to exit: the PS's step is in that checkpoint.
+  view = At(kSignalled + seconds(1), 50);
+  view.saved = ps::SavedCheckpoint{50, kSignalled - seconds(2)};
+  CHECK(DecidePsTermination(view) == PsTermination::kExitSaved);
 }
 
 TEST_CASE("the chief saves on termination unless its last checkpoint holds the step") {

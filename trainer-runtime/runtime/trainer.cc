@@ -193,6 +193,9 @@ class Trainer {
   bool StopsNow(const TerminationDeadline& deadline);
   // The chief's save on termination; what it did, for the exit line.
   std::string SaveOnTermination(const TerminationDeadline& deadline);
+  // Tells every PS that the job's state at `step` is saved (CheckpointSaved): one that is
+  // terminating serves until it hears this, or its own deadline.
+  void AnnounceSaved(std::int64_t step, double timeout_secs);
   int Finish(bool chief_ends_training);
   // Logs the one line that explains the exit and returns its code (exit_code.h).
   int Fail(FailureSource source, std::string_view cause, const absl::Status& status) const {
@@ -439,10 +442,17 @@ std::string Trainer::SaveOnTermination(const TerminationDeadline& deadline) {
     return "the checkpoint on termination was abandoned";
   }
   const std::int64_t step = schedule_.last_checkpoint_step();  // PS 0's, which the snapshot read
-  // A PS that is terminating too serves until it hears this (or its own deadline).
+  AnnounceSaved(step, std::max(0.1, std::min(deadline.SecondsLeft(Clock::now()), 2.0)));
+  ctx_.logger.Info("checkpoint on termination saved",
+                   {{"global_step", step},
+                    {"save_secs", secs},
+                    {"since_signal_secs", deadline.SecondsSinceSignal(Clock::now())}});
+  return "the job's state is saved at global step " + std::to_string(step);
+}
+
+void Trainer::AnnounceSaved(std::int64_t step, double timeout_secs) {
   for (int p = 0; p < client_.num_ps(); ++p) {
-    const double left = std::max(0.1, deadline.SecondsLeft(Clock::now()));
-    const absl::Status told = client_.CheckpointSaved(p, step, std::min(left, 2.0));
+    const absl::Status told = client_.CheckpointSaved(p, step, timeout_secs);
     if (!told.ok()) {
       ctx_.logger.Warning(
           "cannot tell a parameter server the checkpoint is saved: it serves "
@@ -450,11 +460,6 @@ std::string Trainer::SaveOnTermination(const TerminationDeadline& deadline) {
           {{"ps", p}, {"error", std::string(told.message())}});
     }
   }
-  ctx_.logger.Info("checkpoint on termination saved",
-                   {{"global_step", step},
-                    {"save_secs", secs},
-                    {"since_signal_secs", deadline.SecondsSinceSignal(Clock::now())}});
-  return "the job's state is saved at global step " + std::to_string(step);
 }
 
 void Trainer::PlaceVariables() {
@@ -704,6 +709,8 @@ int Trainer::Finish(bool chief_stop) {
     absl::Status s = SaveCheckpoint(pulled->global_step);
     if (!s.ok()) return Fail(FailureSource::kPeer, "final checkpoint failed", s);
   }
+  // A PS stopped from here on (the job failed in the final evaluation, say) need not wait.
+  AnnounceSaved(schedule_.last_checkpoint_step(), 2);
   // Done only once the final evaluation succeeded: a chief restarted after it failed (restart
   // policy OnFailure) evaluates the final checkpoint again instead of ending with no result.
   absl::Status evaluated = evaluation_.AtEnd(pulled->global_step);

@@ -133,8 +133,9 @@ class PsClient {
   // Marks training done on PS `ps`; with `exit`, the PS process exits shortly after.
   absl::Status Shutdown(int ps, bool exit, double timeout_secs);
 
-  // Tells PS `ps` that the chief saved the job's state at `step` on a termination signal: a PS
-  // that is terminating too exits then (it need not serve until its deadline). Training goes on.
+  // Tells PS `ps` that the chief saved the job's state at `step` (on a termination signal, or
+  // its final checkpoint): a PS that is terminating exits then (it need not serve until its
+  // deadline). Training goes on.
   absl::Status CheckpointSaved(int ps, std::int64_t step, double timeout_secs);
 
   struct Impl;

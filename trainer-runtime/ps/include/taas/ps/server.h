@@ -61,8 +61,8 @@ class PsServer {
   // Blocks until Shutdown RPCs asked every lane to exit; false on timeout (seconds, <0 = none).
   bool WaitForExitRequest(double timeout_secs);
 
-  // What the chief's last CheckpointSaved call said (it saved the job's state on a termination
-  // signal), if one came; for a PS that is terminating too and serves until that save is done.
+  // What the chief's last CheckpointSaved call said (it saved the job's state), if one came; for
+  // a PS that is terminating and serves until that save is done.
   std::optional<SavedCheckpoint> LastSavedCheckpoint() const;
 
   // Stops serving (in-flight calls get a short grace).
