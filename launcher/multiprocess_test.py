@@ -770,7 +770,7 @@ def sigterm_resume(tmp, types, sync=False):
 
 
 def scenario_sigterm_resume(tmp):
-    sigterm_resume(tmp, [("PS", 1), ("Worker", 2)])
+    sigterm_resume(tmp, [("PS", 1), ("Worker", 2), ("Evaluator", 1)])
 
 
 def scenario_sync_sigterm_resume(tmp):

@@ -4,6 +4,7 @@
 // evaluation does not slow training down where they share cores.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,9 @@ namespace taas::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+
+// How long the evaluator's poll sleeps at most between two looks at a termination signal.
+constexpr std::chrono::milliseconds kTerminationCheck{250};
 
 }  // namespace
 
@@ -143,7 +147,14 @@ int RunEvaluator(Context& ctx) {
                       {{"model_dir", info.model_dir}, {"last_evaluated", evaluated}});
       logged_wait = true;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(cfg.eval_interval_secs));
+    // In slices, so that a termination signal ends the wait within one (the loop's first check).
+    const auto wake = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(cfg.eval_interval_secs));
+    while (std::chrono::steady_clock::now() < wake && !TerminationRequested(ctx)) {
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          kTerminationCheck, wake - std::chrono::steady_clock::now()));
+    }
   }
 }
 
