@@ -49,11 +49,14 @@ build_targets() {
   nice -n 19 cmake --build "$tree" --target "$@" -- -j"$(nproc)"
 }
 
+# The fuzz run at the lowest CPU priority too: its entry is not serial (tests/CMakeLists.txt).
 run_ctest() {
   local tree=$1
   shift
+  local priority=()
+  [ "$run" = fuzz ] && priority=(nice -n 19)
   phase_start "sanitize-$run/ctest"
-  ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$(nproc)" "$@"
+  "${priority[@]}" ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$(nproc)" "$@"
   phase_end "sanitize-$run/ctest"
 }
 

@@ -1,8 +1,10 @@
 """The order ctest runs the sanitizer entries in (tests/CMakeLists.txt), read from ctest's own list
 of the build tree given as the argument: each sanitizer tree is built by an entry that is not
 serial, starts before any other entry in a fresh clone (highest COST) and shares a lock with the
-other tree's build; the serial runs need their tree's build first (a fixture). Without this, a cold
-ASan+UBSan build (most of sanitizer_asan) waits for every other entry and then runs alone."""
+other tree's build; the runs need their tree's build first (a fixture). Without this, a cold
+ASan+UBSan build (most of sanitizer_asan) waits for every other entry and then runs alone. The
+sanitizer runs are serial; the fuzz run is not (it runs at the lowest priority beside the suites
+that wait, instead of alone at the end)."""
 
 import json
 import subprocess
@@ -28,8 +30,18 @@ class SanitizerScheduleTest(unittest.TestCase):
     def builds(self):
         return {name: p for name, p in self.sanitizer.items() if p.get("FIXTURES_SETUP")}
 
-    def test_each_serial_run_needs_a_tree_built_by_another_entry(self):
-        runs = {name: p for name, p in self.sanitizer.items() if p.get("RUN_SERIAL")}
+    def runs(self):
+        return {name: p for name, p in self.sanitizer.items() if not p.get("FIXTURES_SETUP")}
+
+    def test_sanitizer_runs_are_serial_the_fuzz_run_is_not(self):
+        runs = self.runs()
+        self.assertEqual(sorted(runs), ["fuzz_all", "sanitizer_asan", "sanitizer_tsan"])
+        self.assertTrue(runs["sanitizer_asan"].get("RUN_SERIAL"))
+        self.assertTrue(runs["sanitizer_tsan"].get("RUN_SERIAL"))
+        self.assertFalse(runs["fuzz_all"].get("RUN_SERIAL"), "fuzz_all would run alone at the end")
+
+    def test_each_run_needs_a_tree_built_by_another_entry(self):
+        runs = self.runs()
         self.assertGreaterEqual(len(runs), 3, self.sanitizer)
         made = {fixture for p in self.builds().values() for fixture in p["FIXTURES_SETUP"]}
         for name, p in runs.items():
