@@ -498,6 +498,8 @@ int JobRunner::Run() {
                    "the grace period (Ctrl-C again: kill now)");
       // As the kubelet ends a pod: each replica has its terminationGracePeriodSeconds.
       loop_.StopAll("interrupted", JobLoop::Grace::kReplicas, [] { return g_signals > 1; });
+      console_.Say("job " + job_.metadata.name + " interrupted; to resume it from its last " +
+                   "checkpoint: taas run " + options_.job_file + " --model-dir " + model_dir_);
       interrupted_ = true;
       // As a shell reports a process a signal ended: 130 for SIGINT (Ctrl-C), 143 for SIGTERM.
       return Finish(128 + sig);

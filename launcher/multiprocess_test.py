@@ -728,6 +728,9 @@ def sigterm_resume(tmp, types, sync=False):
     took = time.time() - signalled
     lines = run.snapshot()
     assert code == 128 + signal.SIGTERM, (code, run.dump())
+    assert re.fullmatch(r"\[taas\] job linear interrupted; to resume it from its last checkpoint: "
+                        rf"taas run \S+linear\.yaml --model-dir {re.escape(run.model_dir)}",
+                        lines[-1]), lines[-1]
     # Every replica ended on the signal with the transient code, within its grace.
     for replica in replicas:
         assert run.count(rf"^\[{replica}\] .*level=warning msg=\"exiting: terminated by SIGTERM\" "
