@@ -10,6 +10,7 @@
 #include "csv_rows.h"
 #include "taas/data/stream_pipeline.h"
 #include "test_files.h"
+#include "test_read.h"
 
 namespace taas::data {
 namespace {
@@ -131,22 +132,7 @@ absl::StatusOr<std::vector<DecodedExample>> ReadExamples(const std::vector<std::
                                                          const CsvSpec& spec) {
   TAAS_ASSIGN_OR_RETURN(auto dataset, CsvDataset::Create(patterns, spec));
   TAAS_ASSIGN_OR_RETURN(DecodeFn decode, MakeCsvDecoder(spec));
-  std::vector<DecodedExample> examples;
-  for (std::int64_t part = 0; part < dataset->num_parts(); ++part) {
-    TAAS_ASSIGN_OR_RETURN(auto reader, dataset->Open(part));
-    Record record;
-    for (;;) {
-      TAAS_ASSIGN_OR_RETURN(bool got, reader->Next(record));
-      if (!got) break;
-      absl::StatusOr<DecodedExample> example = decode(record.bytes);
-      if (!example.ok()) {
-        return absl::Status(example.status().code(), dataset->part_name(part) + ": " +
-                                                         std::string(example.status().message()));
-      }
-      examples.push_back(*std::move(example));
-    }
-  }
-  return examples;
+  return testing::ReadAllExamples(*dataset, decode);
 }
 
 TEST_CASE("files written by Python's csv module read back exactly (both dialects, and gzip)") {

@@ -9,6 +9,7 @@
 
 #include "taas/data/stream_pipeline.h"
 #include "test_files.h"
+#include "test_read.h"
 #include "zip_archive.h"
 
 namespace taas::data {
@@ -32,22 +33,7 @@ absl::StatusOr<std::vector<DecodedExample>> ReadExamples(const std::vector<Numpy
                                                          const NumpySpec& spec) {
   TAAS_ASSIGN_OR_RETURN(auto dataset, NumpyDataset::Create(parts, spec));
   TAAS_ASSIGN_OR_RETURN(DecodeFn decode, MakeNumpyDecoder(spec));
-  std::vector<DecodedExample> examples;
-  for (std::int64_t part = 0; part < dataset->num_parts(); ++part) {
-    TAAS_ASSIGN_OR_RETURN(auto reader, dataset->Open(part));
-    Record record;
-    for (;;) {
-      TAAS_ASSIGN_OR_RETURN(bool got, reader->Next(record));
-      if (!got) break;
-      absl::StatusOr<DecodedExample> example = decode(record.bytes);
-      if (!example.ok()) {
-        return absl::Status(example.status().code(), dataset->part_name(part) + ": " +
-                                                         std::string(example.status().message()));
-      }
-      examples.push_back(*std::move(example));
-    }
-  }
-  return examples;
+  return testing::ReadAllExamples(*dataset, decode);
 }
 
 const std::vector<std::int32_t> kClasses = {0, 1, 2, 0, 1};  // y.npy

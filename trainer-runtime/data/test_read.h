@@ -1,0 +1,37 @@
+// Private to the data module's tests: every example of a record data set, decoded in order on one
+// thread, as the readers' tests compare them with what their fixtures' writers wrote.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "taas/base/status.h"
+#include "taas/data/records.h"
+
+namespace taas::data::testing {
+
+// Every example of every part, in order, or the first error (a decode error named by its part).
+inline absl::StatusOr<std::vector<DecodedExample>> ReadAllExamples(const RecordDataset& dataset,
+                                                                   const DecodeFn& decode) {
+  std::vector<DecodedExample> examples;
+  for (std::int64_t part = 0; part < dataset.num_parts(); ++part) {
+    TAAS_ASSIGN_OR_RETURN(auto reader, dataset.Open(part));
+    Record record;
+    for (;;) {
+      TAAS_ASSIGN_OR_RETURN(bool got, reader->Next(record));
+      if (!got) break;
+      absl::StatusOr<DecodedExample> example = decode(record.bytes);
+      if (!example.ok()) {
+        return absl::Status(example.status().code(), dataset.part_name(part) + ": " +
+                                                         std::string(example.status().message()));
+      }
+      examples.push_back(*std::move(example));
+    }
+  }
+  return examples;
+}
+
+}  // namespace taas::data::testing
