@@ -147,7 +147,8 @@ TEST_CASE("files written by Python's csv module read back exactly (both dialects
        std::vector<std::pair<std::string, char>>{{dir + "/python_minimal.csv", ','},
                                                  {dir + "/python_semicolon.csv", ';'},
                                                  {tmp.File("minimal.csv.gz"), ','}}) {
-    CAPTURE(file);
+    const std::string path = file;  // (clang 14 refuses to capture a structured binding)
+    CAPTURE(path);
     CsvSpec spec = FixtureSpec();
     spec.delimiter = delimiter;
     auto examples = ReadExamples({file}, spec);

@@ -52,7 +52,8 @@ TEST_CASE("files written by numpy.save read back exactly: every dtype, versions 
       {"x_f4_v3.npy", [](int b) { return b * 0.25f - 3; }},
   };
   for (const auto& [name, value] : files) {
-    CAPTURE(name);
+    const std::string file = name;  // (clang 14 refuses to capture a structured binding)
+    CAPTURE(file);
     const NumpyPart part{{Fixture(name), ""}, {Fixture("y.npy"), ""}};
     NumpySpec spec;
     spec.num_classes = 3;
