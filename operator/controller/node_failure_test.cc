@@ -28,6 +28,8 @@ constexpr std::chrono::seconds kThreshold{60};
 tf::Time Ago(int seconds) { return kNow - std::chrono::seconds(seconds); }
 std::string Rfc3339(tf::Time t) { return tf::FormatRfc3339(t); }
 
+// Arrays are spelled json::array: a braced list of one json is an array of it under gcc and a copy
+// of it under clang (the ASan tree's compiler).
 json Node(const std::string& ready, std::optional<tf::Time> transition = std::nullopt,
           json taints = json::array()) {
   json condition = {{"type", "Ready"},
@@ -35,13 +37,13 @@ json Node(const std::string& ready, std::optional<tf::Time> transition = std::nu
                     {"lastHeartbeatTime", Rfc3339(kNow)},
                     {"reason", "KubeletReady"}};
   if (transition) condition["lastTransitionTime"] = Rfc3339(*transition);
-  json node = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", "n1"}, {"resourceVersion", "7"}, {"labels", {{"a", "b"}}}}},
-      {"status",
-       {{"conditions", {{{"type", "MemoryPressure"}, {"status", "False"}}, std::move(condition)}},
-        {"capacity", {{"cpu", "32"}}}}}};
+  json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "n1"}, {"resourceVersion", "7"}, {"labels", {{"a", "b"}}}}},
+               {"status",
+                {{"conditions", json::array({json{{"type", "MemoryPressure"}, {"status", "False"}},
+                                             std::move(condition)})},
+                 {"capacity", {{"cpu", "32"}}}}}};
   if (!taints.empty()) node["spec"] = {{"taints", std::move(taints)}};
   return node;
 }
@@ -84,7 +86,7 @@ bool Same(const NodeHealth& a, const NodeHealth& b) {
 // 1 PS + 2 workers, workers under ExitCode, no restart allowed.
 tf::TFJob Job() {
   const json container = {{"name", "tensorflow"}, {"image", "taas/trainer"}};
-  const json tmpl = {{"spec", {{"containers", {container}}}}};
+  const json tmpl = {{"spec", {{"containers", json::array({container})}}}};
   json object = {
       {"apiVersion", "kubeflow.org/v1"},
       {"kind", "TFJob"},
@@ -111,23 +113,23 @@ TEST_CASE("a Ready node is not failed; NotReady and unreachable are, since their
 
   // The node lifecycle controller's view of a silent kubelet: Unknown and the unreachable taint;
   // the earliest of their times counts.
-  const NodeHealth unreachable =
-      ObserveNode(Node("Unknown", Ago(50),
-                       {Taint("node.kubernetes.io/unreachable", Ago(55)),
-                        Taint("node.kubernetes.io/unreachable", Ago(45), "NoSchedule")}));
+  const NodeHealth unreachable = ObserveNode(
+      Node("Unknown", Ago(50),
+           json::array({Taint("node.kubernetes.io/unreachable", Ago(55)),
+                        Taint("node.kubernetes.io/unreachable", Ago(45), "NoSchedule")})));
   CHECK(unreachable.failed);
   CHECK(unreachable.state == "unreachable");
   CHECK(unreachable.reported_since == Ago(55));
 
   // A taint alone is enough (Ready not reported, or not yet updated).
-  const NodeHealth tainted =
-      ObserveNode(Node("True", Ago(600), {Taint("node.kubernetes.io/not-ready", Ago(20))}));
+  const NodeHealth tainted = ObserveNode(
+      Node("True", Ago(600), json::array({Taint("node.kubernetes.io/not-ready", Ago(20))})));
   CHECK(tainted.failed);
   CHECK(tainted.state == "NotReady");
   CHECK(tainted.reported_since == Ago(20));
 
   // Other taints say nothing; a failure without a valid time has no reported_since.
-  CHECK_FALSE(ObserveNode(Node("True", std::nullopt, {Taint("gpu", Ago(5))})).failed);
+  CHECK_FALSE(ObserveNode(Node("True", std::nullopt, json::array({Taint("gpu", Ago(5))}))).failed);
   json no_time = Node("Unknown");
   CHECK(ObserveNode(no_time).failed);
   CHECK_FALSE(ObserveNode(no_time).reported_since);
@@ -145,7 +147,8 @@ TEST_CASE("any JSON type anywhere in a Node is tolerated") {
                                     json::object(),
                                     json::array({json::array()}),
                                     json::object({{"type", 1}})};
-  const json base = Node("False", Ago(90), {Taint("node.kubernetes.io/not-ready", Ago(80))});
+  const json base =
+      Node("False", Ago(90), json::array({Taint("node.kubernetes.io/not-ready", Ago(80))}));
   // Every field on the way to what is read, and every value read, replaced by every type.
   const std::vector<std::vector<std::string>> paths = {
       {},       {"metadata"},       {"metadata", "name"}, {"status"}, {"status", "conditions"},
@@ -187,8 +190,9 @@ TEST_CASE("any JSON type anywhere in a Node is tolerated") {
 }
 
 TEST_CASE("the node cache keeps what ObserveNode reads, and no heartbeat") {
-  json node = Node("Unknown", Ago(50),
-                   {Taint("node.kubernetes.io/unreachable", Ago(55)), Taint("other", Ago(1))});
+  json node =
+      Node("Unknown", Ago(50),
+           json::array({Taint("node.kubernetes.io/unreachable", Ago(55)), Taint("other", Ago(1))}));
   json trimmed = node;
   TrimCachedNode(trimmed);
   CHECK(Same(ObserveNode(trimmed), ObserveNode(node)));
