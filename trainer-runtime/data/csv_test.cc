@@ -274,16 +274,9 @@ std::vector<std::vector<int>> ShardIds(const std::string& pattern, int num_shard
     options.decode_threads = 2;
     auto stream = StreamPipeline::Create(*dataset, *MakeCsvDecoder(spec), options);
     REQUIRE_MESSAGE(stream.ok(), stream.status().message());
-    std::vector<int> ids;
-    for (;;) {
-      auto batch = (*stream)->NextBatch();
-      REQUIRE_MESSAGE(batch.ok(), batch.status().message());
-      if (!batch->has_value()) break;
-      for (std::int64_t i = 0; i < (*batch)->images.shape()[0]; ++i) {
-        ids.push_back(static_cast<int>((*batch)->images.data()[i]));
-      }
-    }
-    shards.push_back(ids);
+    auto ids = testing::FirstFeatures(**stream);
+    REQUIRE_MESSAGE(ids.ok(), ids.status().message());
+    shards.push_back(*ids);
   }
   return shards;
 }

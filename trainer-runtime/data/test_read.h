@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "taas/base/status.h"
+#include "taas/data/batch.h"
 #include "taas/data/records.h"
 
 namespace taas::data::testing {
@@ -32,6 +33,19 @@ inline absl::StatusOr<std::vector<DecodedExample>> ReadAllExamples(const RecordD
     }
   }
   return examples;
+}
+
+// Every example's one feature, batch after batch to the stream's end: the ids the sharding tests'
+// one-feature data sets carry.
+inline absl::StatusOr<std::vector<int>> FirstFeatures(BatchStream& stream) {
+  std::vector<int> ids;
+  for (;;) {
+    TAAS_ASSIGN_OR_RETURN(auto batch, stream.NextBatch());
+    if (!batch.has_value()) return ids;
+    for (std::int64_t i = 0; i < batch->images.shape()[0]; ++i) {
+      ids.push_back(static_cast<int>(batch->images.data()[i]));
+    }
+  }
 }
 
 }  // namespace taas::data::testing
