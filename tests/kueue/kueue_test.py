@@ -18,6 +18,13 @@ Scenario (quota 8 GPUs, StrictFIFO), jobs created in this order:
   j2 finishes -> 4 GPUs free: j4 (6) does not fit, and j5 (2) would, but waits behind j4.
   j3 finishes -> j4 and j5 admitted; then both finish and the ClusterQueue is empty.
 
+Preemption (a second ClusterQueue of 8 GPUs, withinClusterQueue: LowerPriority):
+  low (priority 100, 4 workers x 2 GPUs) runs; high (priority 1000, 2 x 2) is created -> Kueue
+  evicts low's Workload and suspends it, taas-operator deletes its pods and marks it Suspended
+  (not Failed), high runs; high finishes -> low is admitted again and gets new pods, and succeeds.
+  What the trainers do on the eviction's SIGTERM (checkpoint the step in flight, exit 150, resume
+  from it) needs real processes, which kwok's pods are not: the launcher's sigterm_resume tests.
+
 Usage: kueue_test.py --operator BIN --crd FILE --cluster taas-cluster --kueue-build scripts/cluster/kueue
 Exits 77 (skipped) only when Kueue is not built and no Go toolchain can build it.
 """
@@ -47,6 +54,7 @@ from processes import free_port, stop  # noqa: E402
 SKIP = 77
 NS = "team-a"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GPU = "nvidia.com/gpu"
 QUOTA = 8
 # The flavor's node label and toleration: the nodes carry both (label and NoSchedule taint), so
@@ -179,14 +187,33 @@ class Kueue:
 # ---------------------------------------------------------------------------------------------
 # objects and observations
 
-def job(name, workers, gpus=2):
-    """A TFJob of `workers` workers with `gpus` GPUs each, queued in the LocalQueue; created
-    unsuspended (Kueue's webhook suspends it)."""
+def job(name, workers, gpus=2, queue="gpu", priority=None):
+    """A TFJob of `workers` workers with `gpus` GPUs each, queued in LocalQueue `queue` with
+    WorkloadPriorityClass `priority` (none: Kueue's default); created unsuspended (Kueue's webhook
+    suspends it)."""
     job = e2e.tfjob(name, NS, {"Worker": workers})
     container = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {GPU: gpus}}
-    job["metadata"]["labels"] = {QUEUE_LABEL: "gpu"}
+    job["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    if priority:
+        job["metadata"]["labels"][PRIORITY_LABEL] = priority
     return job
+
+
+def cluster_queue(name, **spec):
+    """A ClusterQueue of QUOTA GPUs of the flavor gpu-pool, with `spec`'s other fields."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, **spec,
+                     "resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                         {"name": "gpu-pool",
+                          "resources": [{"name": GPU, "nominalQuota": QUOTA}]}]}]}}
+
+
+def local_queue(name, cluster_queue_name):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"clusterQueue": cluster_queue_name}}
 
 
 def queues():
@@ -195,16 +222,20 @@ def queues():
               "spec": {"nodeLabels": {POOL_KEY: POOL_VALUE},
                        "tolerations": [{"key": POOL_KEY, "operator": "Equal", "value": POOL_VALUE,
                                         "effect": "NoSchedule"}]}}
-    cluster_queue = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-        "metadata": {"name": "gpus"},
-        "spec": {"namespaceSelector": {}, "queueingStrategy": "StrictFIFO",
-                 "resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                     {"name": "gpu-pool", "resources": [{"name": GPU, "nominalQuota": QUOTA}]}]}]}}
-    local_queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                   "metadata": {"name": "gpu", "namespace": NS},
-                   "spec": {"clusterQueue": "gpus"}}
-    return [flavor, cluster_queue, local_queue]
+    return [flavor, cluster_queue("gpus", queueingStrategy="StrictFIFO"),
+            local_queue("gpu", "gpus")]
+
+
+def preemption_queues():
+    """Two WorkloadPriorityClasses and a ClusterQueue whose higher-priority Workloads preempt its
+    lower-priority ones (Kueue's withinClusterQueue: LowerPriority)."""
+    classes = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name}, "value": value,
+                "description": f"kueue_test's {name} priority"}
+               for name, value in (("low", 100), ("high", 1000))]
+    return classes + [cluster_queue("preempting", queueingStrategy="BestEffortFIFO",
+                                    preemption={"withinClusterQueue": "LowerPriority"}),
+                      local_queue("preempting", "preempting")]
 
 
 def tfjob_obj(env, name):
@@ -251,7 +282,7 @@ def assert_waiting(env, name):
     return wl_conditions(env, name).get("QuotaReserved", {}).get("message", "")
 
 
-def assert_admitted(env, name, workers):
+def assert_admitted(env, name, workers, cluster_queue_name="gpus"):
     """Admitted by Kueue, unsuspended, its pods created with the flavor's node selector and
     toleration, and Running (the scheduler placed them on the tainted pool)."""
     wait_for(f"Workload of {name} admitted (QuotaReserved and Admitted True)",
@@ -267,7 +298,7 @@ def assert_admitted(env, name, workers):
                   for t in spec.get("tolerations", [])),
               f"{pname}: the flavor's toleration missing from {spec.get('tolerations')}")
     admission = workload(env, name)["status"]["admission"]
-    check(admission["clusterQueue"] == "gpus", f"{name}: admitted by {admission}")
+    check(admission["clusterQueue"] == cluster_queue_name, f"{name}: admitted by {admission}")
 
 
 def finish(env, name, workers):
@@ -289,8 +320,8 @@ def reserved_gpus(env):
     return None
 
 
-def create(env, name, workers):
-    env.apply(job(name, workers))
+def create(env, name, workers, **queueing):
+    env.apply(job(name, workers, **queueing))
     # StrictFIFO orders by creation time, which has a resolution of one second.
     time.sleep(1.2)
 
@@ -355,6 +386,45 @@ def scenario(env):
              empty)
 
 
+def preemption_scenario(env):
+    """A running low-priority job is preempted for a high-priority one and resumes when the quota
+    frees: Kueue evicts its Workload and suspends the TFJob; taas-operator deletes its pods (on a
+    kubelet, SIGTERM with the pod's grace period, on which the trainer checkpoints the step in
+    flight: the launcher's sigterm_resume tests), keeps the job neither Failed nor restarted, and
+    makes new pods once Kueue admits it again."""
+    for q in preemption_queues():
+        env.apply(q)
+    wait_for("ClusterQueue preempting active", lambda: any(
+        c["type"] == "Active" and c["status"] == "True" for c in
+        env.get("clusterqueue.kueue.x-k8s.io", "preempting").get("status", {}).get("conditions", [])))
+
+    log("low (4 workers x 2 GPUs) fills the quota of 8")
+    create(env, "low", 4, queue="preempting", priority="low")
+    assert_admitted(env, "low", 4, "preempting")
+    first_pods = {p["metadata"]["uid"] for p in live_pods(env, NS, "low")}
+
+    log("high (2 workers x 2 GPUs) preempts it")
+    create(env, "high", 2, queue="preempting", priority="high")
+    wait_for("low's Workload evicted (Evicted True, reason Preempted)", lambda: (
+        wl_conditions(env, "low").get("Evicted") or {}).get("reason") == "Preempted")
+    wait_for("low suspended by Kueue", lambda: suspended(env, "low"))
+    wait_for("low's pods deleted by taas-operator", lambda: not e2e.job_pods(env, NS, "low"))
+    wait_for("low's Suspended condition", lambda: has_condition(env, NS, "low", "Suspended"))
+    assert_admitted(env, "high", 2, "preempting")
+    check(not has_condition(env, NS, "low", "Failed"), "low: Failed after its preemption")
+    message = assert_waiting(env, "low")
+    log(f"low waits: {message}")
+
+    log("high finishes: low is admitted again and gets new pods")
+    finish(env, "high", 2)
+    assert_admitted(env, "low", 4, "preempting")
+    again = {p["metadata"]["uid"] for p in live_pods(env, NS, "low")}
+    check(not again & first_pods, f"low: pods of before the preemption still live: {again & first_pods}")
+    check(not has_condition(env, NS, "low", "Suspended"), "low: still Suspended once readmitted")
+    check(not has_condition(env, NS, "low", "Failed"), "low: Failed after it resumed")
+    finish(env, "low", 4)
+
+
 def build_kueue(build_script):
     """The cached Kueue build, or None when it is not built and there is no Go to build it."""
     p = subprocess.run([build_script, "build"], capture_output=True, text=True)
@@ -397,6 +467,9 @@ def main():
         t = time.time()
         scenario(env)
         log(f"queueing scenario passed in {time.time() - t:.1f}s")
+        t = time.time()
+        preemption_scenario(env)
+        log(f"preemption scenario passed in {time.time() - t:.1f}s")
         failed = False
     except Exception:
         traceback.print_exc()
