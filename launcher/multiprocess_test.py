@@ -132,19 +132,22 @@ def losses(lines, replica):
 
 
 def read_checkpoint(model_dir):
-    """{name: [floats]} and the global step of the latest checkpoint (our index + data files)."""
+    """{name: [floats]} and the global step of the latest checkpoint (a safetensors file of
+    float32 tensors, its step in the metadata)."""
     with open(os.path.join(model_dir, "checkpoint")) as f:
         latest = re.search(r'model_checkpoint_path: "([^"]+)"', f.read()).group(1)
-    prefix = os.path.join(model_dir, latest)
-    with open(prefix + ".index") as f:
-        index = json.load(f)
-    with open(prefix + ".data", "rb") as f:
-        data = f.read()
+    with open(os.path.join(model_dir, latest) + ".safetensors", "rb") as f:
+        blob = f.read()
+    length = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + length])
+    data = blob[8 + length:]
     out = {}
-    for e in index["entries"]:
-        raw = data[e["offset"]:e["offset"] + 4 * e["count"]]
-        out[e["name"]] = list(struct.unpack(f"<{e['count']}f", raw))
-    return index["global_step"], out
+    for name, tensor in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = tensor["data_offsets"]
+        out[name] = list(struct.unpack(f"<{(end - begin) // 4}f", data[begin:end]))
+    return int(header["__metadata__"]["global_step"]), out
 
 
 def check_trained(run, max_steps):
@@ -214,7 +217,7 @@ def scenario_async(tmp):
     # summaries under eval/.
     check_final_checkpoint_evaluated(run, lines, 300)
     assert os.listdir(os.path.join(run.model_dir, "eval"))
-    ckpts = [f for f in os.listdir(run.model_dir) if f.endswith(".index")]
+    ckpts = [f for f in os.listdir(run.model_dir) if f.endswith(".safetensors")]
     assert 1 <= len(ckpts) <= 5, ckpts  # keep-K (default 5)
     del lines
 

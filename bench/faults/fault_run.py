@@ -150,7 +150,7 @@ class CheckpointWatch:
         out = []
         for p in paths:
             full = p if os.path.isabs(p) else os.path.join(self.model_dir, p)
-            if not os.path.exists(full + ".index"):
+            if not os.path.exists(full + ".safetensors"):
                 out.append(p)
         return out
 

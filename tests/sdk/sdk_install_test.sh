@@ -40,6 +40,9 @@ mv "$tmp/staged" "$prefix"
 [ -x "$prefix/bin/taas" ] || fail "the launcher is installed in bin/"
 [ -f "$prefix/include/taas/runtime/dist_model.h" ] || fail "the public header is installed"
 [ -f "$prefix/share/taas/template/CMakeLists.txt" ] || fail "the template is installed"
+[ -f "$prefix/include/taas/checkpoint/checkpoint.h" ] &&
+  [ -f "$prefix/include/taas/checkpoint/safetensors.h" ] ||
+  fail "the checkpoint API and the safetensors reader are installed"
 if [ "$engine" = torch ]; then
   [ -f "$prefix/include/taas/torch/module.h" ] && [ -f "$prefix/lib/libtaas_torch.a" ] &&
     [ -f "$prefix/lib/cmake/taas/taasTorchTargets.cmake" ] &&
@@ -212,7 +215,7 @@ timed job "$prefix/bin/taas" run "$project/job.yaml" "${run_args[@]}" --no-ui --
   --env TF_MAX_STEPS=40 --env TAAS_SAVE_CHECKPOINTS_STEPS=20 --env TAAS_EVAL_INTERVAL_SECS=0.2
 grep -q "using $binary for /opt/taas/bin/sdk-check" "$tmp/job.log" ||
   fail "the job ran the project's binary" "$tmp/job.log"
-[ -f "$model/model.ckpt-40.index" ] || fail "the chief wrote the final checkpoint" "$tmp/job.log"
+[ -f "$model/model.ckpt-40.safetensors" ] || fail "the chief wrote the final checkpoint" "$tmp/job.log"
 grep -q 'msg="evaluated on the chief" .*metrics="accuracy=' "$model/logs/sdk-check-worker-0.log" ||
   fail "the chief scored the model (job.yaml: TAAS_EVAL_ON_CHIEF)" "$model/logs/sdk-check-worker-0.log"
 ok "the job trained 40 steps and the chief scored the model"
@@ -248,6 +251,6 @@ EOF_CMAKE
     fail "the shared build loads libtaas.so from the prefix: $libraries"
   ! grep -q 'not found' <<<"$libraries" || fail "every library resolves: $libraries"
   timed run-shared env -u TF_CONFIG TF_MAX_STEPS=5 TF_LOGDIR="$tmp/shared-model" "$shared"
-  [ -f "$tmp/shared-model/model.ckpt-5.index" ] || fail "the shared build trained 5 steps" "$tmp/run-shared.log"
+  [ -f "$tmp/shared-model/model.ckpt-5.safetensors" ] || fail "the shared build trained 5 steps" "$tmp/run-shared.log"
 fi
 echo "$passes passed, 0 failed"

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "taas/base/json_fields.h"
+#include "taas/checkpoint/safetensors.h"
 #include "taas/crc32c/crc32c.h"
 
 namespace taas::checkpoint {
@@ -17,9 +20,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kFormat = "taas-checkpoint-1";
+// The index + data format that checkpoints were written in before safetensors: still read, so
+// that old model dirs resume and warm-start.
+constexpr const char* kIndexFormat = "taas-checkpoint-1";
 // An index holds a few lines per variable: far less than this for any model.
 constexpr std::uint64_t kMaxIndexBytes = 64 << 20;
+// The safetensors checkpoint's metadata (string values, as the format requires): "format" says
+// it is a taas checkpoint, "global_step" its step, "crc32c.<tensor>" each tensor's CRC-32C (of
+// its bytes, in decimal).
+constexpr const char* kFormat = "taas-checkpoint-2";
+constexpr const char* kFormatKey = "format";
+constexpr const char* kStepKey = "global_step";
+constexpr const char* kCrcKeyPrefix = "crc32c.";
+constexpr const char* kSafetensorsSuffix = ".safetensors";
 
 absl::Status ErrnoError(const std::string& what, const std::string& path) {
   return absl::InternalError(what + " " + path + ": " + std::strerror(errno));
@@ -115,17 +128,6 @@ bool IsPlainName(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
 }
 
-// The number of elements `shape` holds; nullopt when a dimension is negative or the product
-// overflows int64 (a hostile index).
-std::optional<std::int64_t> Elements(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) {
-    if (d < 0 || (d > 0 && n > std::numeric_limits<std::int64_t>::max() / d)) return std::nullopt;
-    n *= d;
-  }
-  return n;
-}
-
 // An entry's optional "shape": absent, or an array of dimensions whose product is `count`.
 absl::StatusOr<std::optional<std::vector<std::int64_t>>> IndexShape(const std::string& file,
                                                                     const json_fields::Json& entry,
@@ -146,7 +148,7 @@ absl::StatusOr<std::optional<std::vector<std::int64_t>>> IndexShape(const std::s
     }
     shape.push_back(*dim);
   }
-  if (Elements(shape) != count) {
+  if (safetensors::Elements(shape) != count) {
     return absl::DataLossError(file + ": " + path + " does not hold the " + std::to_string(count) +
                                " values of its entry");
   }
@@ -163,98 +165,8 @@ std::int64_t StepOf(const std::string& prefix) {
   }
 }
 
-}  // namespace
-
-const Entry* Checkpoint::Find(const std::string& name) const {
-  for (const auto& e : entries) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> ListCheckpoints(const std::string& dir) {
-  std::vector<std::string> out;
-  std::ifstream in(fs::path(dir) / "checkpoint");
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::string key = "all_model_checkpoint_paths:";
-    if (line.rfind(key, 0) != 0) continue;
-    auto first = line.find('"'), last = line.rfind('"');
-    if (first == std::string::npos || last <= first) continue;
-    std::string name = line.substr(first + 1, last - first - 1);
-    if (!IsPlainName(name)) continue;
-    out.push_back((fs::path(dir) / name).string());
-  }
-  return out;
-}
-
-std::optional<std::int64_t> LatestStep(const std::string& dir) {
-  auto all = ListCheckpoints(dir);
-  if (all.empty()) return std::nullopt;
-  return StepOf(all.back());
-}
-
-absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
-                                 const std::vector<Entry>& entries, int keep) {
-  for (const auto& e : entries) {
-    if (e.shape && Elements(*e.shape) != static_cast<std::int64_t>(e.values.size())) {
-      return absl::InvalidArgumentError("checkpoint entry " + e.name +
-                                        ": its shape does not hold its " +
-                                        std::to_string(e.values.size()) + " values");
-    }
-  }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return absl::InternalError("cannot create model dir " + dir + ": " + ec.message());
-  const std::string name = "model.ckpt-" + std::to_string(global_step);
-  const std::string prefix = (fs::path(dir) / name).string();
-
-  nlohmann::json index;
-  index["format"] = kFormat;
-  index["global_step"] = global_step;
-  index["entries"] = nlohmann::json::array();
-  std::vector<std::pair<const void*, std::size_t>> parts;
-  std::uint64_t offset = 0;
-  for (const auto& e : entries) {
-    const std::size_t bytes = e.values.size() * sizeof(float);
-    nlohmann::json entry = {{"name", e.name},
-                            {"offset", offset},
-                            {"count", e.values.size()},
-                            {"crc32c", crc32c::Value(e.values.data(), bytes)}};
-    if (e.shape) entry["shape"] = *e.shape;
-    index["entries"].push_back(std::move(entry));
-    parts.emplace_back(e.values.data(), bytes);
-    offset += bytes;
-  }
-  index["data_bytes"] = offset;
-  TAAS_RETURN_IF_ERROR(WriteAtomically(prefix + ".data", parts));
-  const std::string index_text = index.dump(1);
-  TAAS_RETURN_IF_ERROR(
-      WriteAtomically(prefix + ".index", {{index_text.data(), index_text.size()}}));
-
-  std::vector<std::string> all;
-  for (const auto& p : ListCheckpoints(dir)) {
-    std::string base = fs::path(p).filename().string();
-    if (base != name) all.push_back(base);
-  }
-  all.push_back(name);
-  std::vector<std::string> removed;
-  while (static_cast<int>(all.size()) > keep) {
-    removed.push_back(all.front());
-    all.erase(all.begin());
-  }
-  std::string text = "model_checkpoint_path: " + Quote(name) + "\n";
-  for (const auto& p : all) text += "all_model_checkpoint_paths: " + Quote(p) + "\n";
-  TAAS_RETURN_IF_ERROR(
-      WriteAtomically((fs::path(dir) / "checkpoint").string(), {{text.data(), text.size()}}));
-  for (const auto& old : removed) {
-    fs::remove(fs::path(dir) / (old + ".index"), ec);
-    fs::remove(fs::path(dir) / (old + ".data"), ec);
-  }
-  return prefix;
-}
-
-absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
+// A checkpoint in the format before safetensors: `<prefix>.index` (JSON) and `<prefix>.data`.
+absl::StatusOr<Checkpoint> LoadIndexed(const std::string& prefix) {
   const std::string index_path = prefix + ".index";
   const std::string data_path = prefix + ".data";
   TAAS_ASSIGN_OR_RETURN(std::string index_text, ReadFile(index_path, kMaxIndexBytes));
@@ -264,8 +176,9 @@ absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
   if (ec) return absl::NotFoundError("cannot open " + data_path + ": " + ec.message());
   const auto index = json_fields::Json::parse(index_text, nullptr, /*allow_exceptions=*/false);
   if (index.is_discarded()) return absl::DataLossError(index_path + ": not valid JSON");
-  if (json_fields::StringOr(index, "format", "") != kFormat) {
-    return absl::DataLossError(index_path + ": format must be \"" + std::string(kFormat) + "\"");
+  if (json_fields::StringOr(index, "format", "") != kIndexFormat) {
+    return absl::DataLossError(index_path + ": format must be \"" + std::string(kIndexFormat) +
+                               "\"");
   }
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   Checkpoint out;
@@ -313,6 +226,153 @@ absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
     out.entries.push_back(std::move(entry));
   }
   return out;
+}
+
+}  // namespace
+
+const Entry* Checkpoint::Find(const std::string& name) const {
+  for (const auto& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ListCheckpoints(const std::string& dir) {
+  std::vector<std::string> out;
+  std::ifstream in(fs::path(dir) / "checkpoint");
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string key = "all_model_checkpoint_paths:";
+    if (line.rfind(key, 0) != 0) continue;
+    auto first = line.find('"'), last = line.rfind('"');
+    if (first == std::string::npos || last <= first) continue;
+    std::string name = line.substr(first + 1, last - first - 1);
+    if (!IsPlainName(name)) continue;
+    out.push_back((fs::path(dir) / name).string());
+  }
+  return out;
+}
+
+std::optional<std::int64_t> LatestStep(const std::string& dir) {
+  auto all = ListCheckpoints(dir);
+  if (all.empty()) return std::nullopt;
+  return StepOf(all.back());
+}
+
+absl::StatusOr<std::string> Save(const std::string& dir, std::int64_t global_step,
+                                 const std::vector<Entry>& entries, int keep) {
+  for (const auto& e : entries) {
+    if (e.shape && safetensors::Elements(*e.shape) != static_cast<std::int64_t>(e.values.size())) {
+      return absl::InvalidArgumentError("checkpoint entry " + e.name +
+                                        ": its shape does not hold its " +
+                                        std::to_string(e.values.size()) + " values");
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return absl::InternalError("cannot create model dir " + dir + ": " + ec.message());
+  const std::string name = "model.ckpt-" + std::to_string(global_step);
+  const std::string prefix = (fs::path(dir) / name).string();
+
+  std::vector<safetensors::Float32Tensor> tensors;
+  std::map<std::string, std::string> metadata = {{kFormatKey, kFormat},
+                                                 {kStepKey, std::to_string(global_step)}};
+  for (const auto& e : entries) {
+    // An entry saved without a shape is a vector: every safetensors tensor has a shape.
+    tensors.push_back(
+        {e.name,
+         e.shape.value_or(std::vector<std::int64_t>{static_cast<std::int64_t>(e.values.size())}),
+         e.values.data()});
+    metadata[kCrcKeyPrefix + e.name] =
+        std::to_string(crc32c::Value(e.values.data(), e.values.size() * sizeof(float)));
+  }
+  auto header = safetensors::EncodeHeader(tensors, metadata);
+  if (!header.ok()) {
+    return absl::InvalidArgumentError("checkpoint: " + std::string(header.status().message()));
+  }
+  std::vector<std::pair<const void*, std::size_t>> parts = {{header->data(), header->size()}};
+  for (const auto& e : entries)
+    parts.emplace_back(e.values.data(), e.values.size() * sizeof(float));
+  TAAS_RETURN_IF_ERROR(WriteAtomically(prefix + kSafetensorsSuffix, parts));
+
+  std::vector<std::string> all;
+  for (const auto& p : ListCheckpoints(dir)) {
+    std::string base = fs::path(p).filename().string();
+    if (base != name) all.push_back(base);
+  }
+  all.push_back(name);
+  std::vector<std::string> removed;
+  while (static_cast<int>(all.size()) > keep) {
+    removed.push_back(all.front());
+    all.erase(all.begin());
+  }
+  std::string text = "model_checkpoint_path: " + Quote(name) + "\n";
+  for (const auto& p : all) text += "all_model_checkpoint_paths: " + Quote(p) + "\n";
+  TAAS_RETURN_IF_ERROR(
+      WriteAtomically((fs::path(dir) / "checkpoint").string(), {{text.data(), text.size()}}));
+  for (const auto& old : removed) {
+    fs::remove(fs::path(dir) / (old + kSafetensorsSuffix), ec);
+    fs::remove(fs::path(dir) / (old + ".index"), ec);
+    fs::remove(fs::path(dir) / (old + ".data"), ec);
+  }
+  return prefix;
+}
+
+absl::StatusOr<Checkpoint> LoadSafetensors(const std::string& path, bool taas_checkpoint) {
+  TAAS_ASSIGN_OR_RETURN(safetensors::Float32File file, safetensors::ReadFloat32(path));
+  const auto& metadata = file.header.metadata;
+  const auto format = metadata.find(kFormatKey);
+  const bool written_by_taas = format != metadata.end() && format->second == kFormat;
+  if (taas_checkpoint && !written_by_taas) {
+    return absl::DataLossError(path + ": __metadata__ format must be \"" + std::string(kFormat) +
+                               "\" in a taas checkpoint");
+  }
+  Checkpoint out;
+  out.path = path.substr(0, path.size() - (path.ends_with(kSafetensorsSuffix)
+                                               ? std::string_view(kSafetensorsSuffix).size()
+                                               : 0));
+  if (written_by_taas) {
+    const auto step = metadata.find(kStepKey);
+    std::int64_t value = -1;
+    const char* text = step == metadata.end() ? "" : step->second.c_str();
+    const auto [end, error] =
+        std::from_chars(text, text + std::strlen(text), value);  // decimal digits only
+    if (step == metadata.end() || error != std::errc() || *end != '\0' || value < 0) {
+      return absl::DataLossError(path +
+                                 ": __metadata__ global_step must be an integer >= 0, got \"" +
+                                 std::string(text) + "\"");
+    }
+    out.global_step = value;
+  }
+  for (std::size_t i = 0; i < file.header.tensors.size(); ++i) {
+    const safetensors::TensorInfo& t = file.header.tensors[i];
+    std::vector<float>& values = file.values[i];
+    const auto crc = metadata.find(kCrcKeyPrefix + t.name);
+    // Files written elsewhere carry no checksums; taas's own carry one for every tensor.
+    if (crc == metadata.end() && written_by_taas) {
+      return absl::DataLossError(path + ": tensor \"" + t.name +
+                                 "\" has no crc32c in __metadata__");
+    }
+    if (crc != metadata.end() &&
+        crc->second !=
+            std::to_string(crc32c::Value(values.data(), values.size() * sizeof(float)))) {
+      return absl::DataLossError(path + ": checksum mismatch in " + t.name);
+    }
+    out.entries.push_back({t.name, std::move(values), t.shape});
+  }
+  return out;
+}
+
+absl::StatusOr<Checkpoint> Load(const std::string& prefix) {
+  std::error_code ec;
+  if (fs::exists(prefix + kSafetensorsSuffix, ec)) {
+    return LoadSafetensors(prefix + kSafetensorsSuffix, /*taas_checkpoint=*/true);
+  }
+  if (!fs::exists(prefix + ".index", ec)) {
+    return absl::NotFoundError("checkpoint " + prefix + ": neither " + prefix + kSafetensorsSuffix +
+                               " nor " + prefix + ".index (the format before safetensors) exists");
+  }
+  return LoadIndexed(prefix);
 }
 
 absl::StatusOr<std::optional<Checkpoint>> LoadLatest(const std::string& dir,

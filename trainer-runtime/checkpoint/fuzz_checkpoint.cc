@@ -1,8 +1,10 @@
-// libFuzzer target: restoring a checkpoint (ListCheckpoints, Load, LoadLatest) from any files.
-// The input is the `checkpoint` file, a NUL byte, the index of model.ckpt-1, a NUL byte and its
-// data file. A checkpoint that loads holds entries that fit in the data file it came from (and
-// their shapes, when recorded, hold their counts);
-// nothing throws, aborts or allocates beyond the files' real sizes.
+// libFuzzer target: restoring a checkpoint (ListCheckpoints, Load, LoadLatest, LoadSafetensors)
+// and parsing safetensors headers from any files. The input is the `checkpoint` file, a NUL byte,
+// the index of model.ckpt-1 (the format before safetensors), a NUL byte, and the rest: both
+// model.ckpt-1's data file and model.ckpt-2.safetensors. A checkpoint that loads holds entries
+// that fit in the file they came from (and their shapes, when recorded, hold their counts); a
+// parsed header's tensors tile its data; nothing throws, aborts or allocates beyond the files'
+// real sizes.
 #include <unistd.h>
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string_view>
 
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/checkpoint/safetensors.h"
 
 namespace {
 
@@ -36,6 +39,21 @@ void Write(const std::filesystem::path& path, std::string_view bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+// Every entry of a loaded checkpoint fits in the `bytes` it was read from, with its shape.
+void RequireFits(const taas::checkpoint::Checkpoint& c, std::size_t bytes) {
+  std::size_t total = 0;
+  for (const auto& entry : c.entries) {
+    Require(!entry.name.empty());
+    total += entry.values.size() * sizeof(float);
+    if (entry.shape) {
+      std::size_t elements = 1;
+      for (std::int64_t d : *entry.shape) elements *= static_cast<std::size_t>(d);
+      Require(elements == entry.values.size());
+    }
+  }
+  Require(total <= bytes);
+}
+
 // The part of `input` before the next NUL byte; `input` keeps what follows it.
 std::string_view Next(std::string_view& input) {
   const std::size_t nul = input.find('\0');
@@ -53,18 +71,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Write(Dir() / "model.ckpt-1.data", input);
   const auto data_bytes = input.size();
 
+  const std::string safetensors = (Dir() / "model.ckpt-2.safetensors").string();
+  Write(safetensors, input);
+
   auto loaded = taas::checkpoint::Load((Dir() / "model.ckpt-1").string());
   if (loaded.ok()) {
     Require(loaded->global_step >= 0);
-    for (const auto& entry : loaded->entries) {
-      Require(!entry.name.empty());
-      Require(entry.values.size() * sizeof(float) <= data_bytes);
-      if (entry.shape) {
-        std::size_t elements = 1;
-        for (std::int64_t d : *entry.shape) elements *= static_cast<std::size_t>(d);
-        Require(elements == entry.values.size());
+    RequireFits(*loaded, data_bytes);
+  }
+  auto length = taas::safetensors::HeaderLength(input, input.size(), "f");
+  if (length.ok()) {
+    const std::uint64_t data_size = input.size() - 8 - *length;
+    auto header = taas::safetensors::ParseHeader(input.substr(8, *length), data_size, "f");
+    if (header.ok()) {
+      std::uint64_t next = 0;
+      for (const auto& t : header->tensors) {
+        Require(t.begin == next && t.end >= t.begin);
+        next = t.end;
       }
+      Require(next == data_size);
     }
+  }
+  auto foreign = taas::checkpoint::LoadSafetensors(safetensors);
+  if (foreign.ok()) RequireFits(*foreign, input.size());
+  auto own = taas::checkpoint::Load((Dir() / "model.ckpt-2").string());
+  if (own.ok()) {
+    Require(own->global_step >= 0);
+    RequireFits(*own, input.size());
   }
   for (const auto& prefix : taas::checkpoint::ListCheckpoints(Dir().string())) {
     Require(std::filesystem::path(prefix).parent_path() == Dir());

@@ -136,30 +136,39 @@ def configuration(tmp):
           {"TAAS_DEVICE": "cuda", "CUDA_VISIBLE_DEVICES": ""})
 
 
+def corrupt_last_value(path):
+    """Overwrites the last float of a checkpoint's data, which its checksum then refuses."""
+    with open(path, "r+b") as f:
+        f.seek(-4, os.SEEK_END)
+        f.write(b"\xff\xff\xff\xff")
+
+
 def checkpoints(tmp):
     # Every checkpoint corrupt: the chief refuses to start from scratch over them.
     model_dir = os.path.join(tmp, "ckpt-all-corrupt")
     train_ok(model_dir, 1)
-    with open(os.path.join(model_dir, "model.ckpt-1.data"), "r+b") as f:
-        f.write(b"\xff\xff\xff\xff")
+    corrupt_last_value(os.path.join(model_dir, "model.ckpt-1.safetensors"))
     check("checkpoint-all-corrupt", FAULTY, ["--max_steps=4", f"--model_dir={model_dir}"],
           PERMANENT_MODEL, "cannot initialise the parameter servers", "model.ckpt-1")
-    # An index whose sizes overflow.
+    # A safetensors header whose data_offsets run far past the file.
     model_dir = os.path.join(tmp, "ckpt-overflow")
     train_ok(model_dir, 1)
-    index_path = os.path.join(model_dir, "model.ckpt-1.index")
-    with open(index_path) as f:
-        index = json.load(f)
-    index["entries"][0]["count"] = 2 ** 62
-    with open(index_path, "w") as f:
-        json.dump(index, f)
-    check("checkpoint-index-overflow", FAULTY, ["--max_steps=4", f"--model_dir={model_dir}"],
-          PERMANENT_MODEL, "cannot initialise the parameter servers", "count")
+    path = os.path.join(model_dir, "model.ckpt-1.safetensors")
+    with open(path, "rb") as f:
+        blob = f.read()
+    length = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + length])
+    first = next(name for name in header if name != "__metadata__")
+    header[first]["data_offsets"][1] = 2 ** 62
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + blob[8 + length:])
+    check("checkpoint-header-overflow", FAULTY, ["--max_steps=4", f"--model_dir={model_dir}"],
+          PERMANENT_MODEL, "cannot initialise the parameter servers", "data_offsets")
     # The newest corrupt, an older one valid: training resumes from the older one.
     model_dir = os.path.join(tmp, "ckpt-fallback")
     train_ok(model_dir, 3)
-    with open(os.path.join(model_dir, "model.ckpt-3.data"), "r+b") as f:
-        f.write(b"\xff\xff\xff\xff")
+    corrupt_last_value(os.path.join(model_dir, "model.ckpt-3.safetensors"))
     rc, out = run(FAULTY, ["--max_steps=5", f"--model_dir={model_dir}"])
     if rc != 0 or "skipping a checkpoint that does not verify" not in out or \
             "model.ckpt-2" not in out:
@@ -170,8 +179,7 @@ def checkpoints(tmp):
     # The evaluator, training over and its last checkpoint corrupt: permanent, not a wait.
     model_dir = os.path.join(tmp, "eval-corrupt")
     train_ok(model_dir, 1)
-    with open(os.path.join(model_dir, "model.ckpt-1.data"), "r+b") as f:
-        f.write(b"\xff\xff\xff\xff")
+    corrupt_last_value(os.path.join(model_dir, "model.ckpt-1.safetensors"))
     check("evaluator-last-checkpoint-corrupt", FAULTY, [f"--model_dir={model_dir}"],
           PERMANENT_MODEL, "training is over but its last checkpoint does not verify",
           "model.ckpt-1", evaluator_env(tmp))

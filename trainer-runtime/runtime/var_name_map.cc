@@ -32,10 +32,20 @@ absl::StatusOr<std::vector<std::string>> MapToSource(const VarNameMap& map,
                                 : " (its entry in var_name_to_prev_var_name)"));
     }
     const std::string model = "the model's has shape " + ShapeString(v->value.shape());
-    if (held->shape && *held->shape != v->value.shape()) {
-      return absl::InvalidArgumentError("warm start: " + v->name + as + " does not fit: " + model +
-                                        ", " + source + " holds shape " +
-                                        ShapeString(*held->shape));
+    if (held->transposed && (!held->shape || held->shape->size() != 2)) {
+      return absl::InvalidArgumentError(
+          "warm start: " + v->name + as + " does not fit: " + model + ", " + source + " holds " +
+          (held->shape ? "shape " + ShapeString(*held->shape) : std::string("no shape")) +
+          ", not a matrix to transpose (vars_to_transpose)");
+    }
+    const std::optional<Shape> expected =
+        held->transposed ? std::optional<Shape>(Shape{(*held->shape)[1], (*held->shape)[0]})
+                         : held->shape;
+    if (expected && *expected != v->value.shape()) {
+      return absl::InvalidArgumentError(
+          "warm start: " + v->name + as + " does not fit: " + model + ", " + source +
+          " holds shape " + ShapeString(*held->shape) +
+          (held->transposed ? " (transposed: " + ShapeString(*expected) + ")" : std::string()));
     }
     if (held->elements != v->value.size()) {
       return absl::InvalidArgumentError("warm start: " + v->name + as + " does not fit: " + model +

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "taas/checkpoint/checkpoint.h"
+#include "taas/checkpoint/safetensors.h"
 
 namespace taas {
 namespace {
@@ -31,14 +33,14 @@ Variable Var(const std::string& name, Shape shape, float fill) {
   return v;
 }
 
-// A previous job's checkpoint at step 200: "dense/kernel" (6 floats of 1), "dense/bias" (3 of
-// 2), "old/logits" (4 of 3) and a slot, which a warm start never reads.
+// A previous job's checkpoint at step 200: "dense/kernel" ([2, 3] of 1), "dense/bias" ([3] of
+// 2), "old/logits" ([2, 2] of 3) and a slot, which a warm start never reads.
 std::string PreviousJob(const TempDir& dir) {
   auto saved = checkpoint::Save(dir.path.string(), 200,
-                                {{"dense/kernel", std::vector<float>(6, 1.0f)},
-                                 {"dense/bias", std::vector<float>(3, 2.0f)},
-                                 {"old/logits", std::vector<float>(4, 3.0f)},
-                                 {"dense/kernel/slot_0", std::vector<float>(6, 9.0f)}},
+                                {{"dense/kernel", std::vector<float>(6, 1.0f), Shape{2, 3}},
+                                 {"dense/bias", std::vector<float>(3, 2.0f), Shape{3}},
+                                 {"old/logits", std::vector<float>(4, 3.0f), Shape{2, 2}},
+                                 {"dense/kernel/slot_0", std::vector<float>(6, 9.0f), Shape{2, 3}}},
                                 5);
   REQUIRE(saved.ok());
   return *saved;
@@ -78,7 +80,7 @@ TEST_CASE("patterns match from the start of the name; renames map to the checkpo
   CHECK(*none == 0);
 }
 
-TEST_CASE("a shape mismatch names the variable, its shape, both counts and the checkpoint") {
+TEST_CASE("a shape mismatch names the variable, both shapes (or counts) and the checkpoint") {
   TempDir dir;
   const std::string prefix = PreviousJob(dir);
   Variable kernel = Var("dense/kernel", {4, 3}, 0.0f), bias = Var("dense/bias", {3}, 0.0f);
@@ -89,11 +91,17 @@ TEST_CASE("a shape mismatch names the variable, its shape, both counts and the c
   const std::string message(failed.status().message());
   CHECK(message.find("dense/kernel") != std::string::npos);
   CHECK(message.find(ShapeString(kernel.value.shape())) != std::string::npos);
-  CHECK(message.find("12 elements") != std::string::npos);
-  CHECK(message.find("holds 6 elements") != std::string::npos);
+  CHECK(message.find("holds shape [2, 3]") != std::string::npos);
   CHECK(message.find(prefix) != std::string::npos);
   // Nothing was copied, not even the variable checked before the bad one.
   for (float x : bias.value.values()) CHECK(x == 0.0f);
+  // An entry of a checkpoint written before shapes were recorded: checked by count.
+  auto counted = MapToSource({}, {&kernel}, "checkpoint old",
+                             [](const std::string&) -> std::optional<SourceTensor> {
+                               return SourceTensor{6, std::nullopt};
+                             });
+  REQUIRE_FALSE(counted.ok());
+  CHECK(Has(counted.status(), "(12 elements), checkpoint old holds 6 elements (and no shape)"));
 }
 
 // A TensorFlow port's checkpoint, written by this runtime with shapes: the book's
@@ -206,10 +214,93 @@ TEST_CASE("a missing variable, an unused rename, a bad pattern and no checkpoint
   CHECK(std::string(nowhere.status().message()).find("model.ckpt-5") != std::string::npos);
 
   // A checkpoint whose data does not verify is the checkpoint reader's DataLoss.
-  fs::resize_file(prefix + ".data", 4);
+  fs::resize_file(prefix + ".safetensors", 4);
   auto corrupt = WarmStartVariables({.ckpt_to_initialize_from = prefix}, {&other});
   REQUIRE_FALSE(corrupt.ok());
   CHECK(corrupt.status().code() == absl::StatusCode::kDataLoss);
+}
+
+// A safetensors file as PyTorch's save_file writes one for an nn.Linear(3, 2) named fc1: no
+// metadata, names and layouts PyTorch's (weight [out, in] = [2, 3]).
+std::string TorchFile(const TempDir& dir, const std::vector<float>& weight) {
+  const std::vector<float> bias = {0.5f, -0.5f};
+  auto header = safetensors::EncodeHeader(
+      {{"fc1.weight", {2, 3}, weight.data()}, {"fc1.bias", {2}, bias.data()}}, {});
+  REQUIRE(header.ok());
+  const std::string path = (dir.path / "mlp.safetensors").string();
+  std::ofstream out(path, std::ios::binary);
+  out << *header;
+  out.write(reinterpret_cast<const char*>(weight.data()), 24);
+  out.write(reinterpret_cast<const char*>(bias.data()), 8);
+  return path;
+}
+
+TEST_CASE("a safetensors file from PyTorch warm-starts renamed and transposed variables") {
+  TempDir dir;
+  const std::string file = TorchFile(dir, {1, 2, 3, 4, 5, 6});  // [[1, 2, 3], [4, 5, 6]]
+  Variable kernel = Var("dense/kernel", {3, 2}, 0.0f), bias = Var("dense/bias", {2}, 0.0f);
+  const WarmStartSettings settings = {
+      .ckpt_to_initialize_from = file,
+      .var_name_to_prev_var_name = {{"dense/kernel", "fc1.weight"}, {"dense/bias", "fc1.bias"}},
+      .vars_to_transpose = {".*/kernel$"}};
+  auto copied = WarmStartVariables(settings, {&kernel, &bias});
+  REQUIRE_MESSAGE(copied.ok(), copied.status().ToString());
+  CHECK(*copied == 2);
+  // kernel[i][o] = weight[o][i]
+  CHECK(std::vector<float>(kernel.value.values().begin(), kernel.value.values().end()) ==
+        std::vector<float>{1, 4, 2, 5, 3, 6});
+  CHECK(bias.value.data()[0] == 0.5f);
+  CHECK(bias.value.data()[1] == -0.5f);
+
+  // Not transposed, the shapes differ: the error names the variable, both names, both shapes
+  // and the file.
+  Variable untransposed = Var("dense/kernel", {3, 2}, 0.0f);
+  auto wrong = WarmStartVariables({.ckpt_to_initialize_from = file,
+                                   .vars_to_warm_start = {"dense/kernel"},
+                                   .var_name_to_prev_var_name = {{"dense/kernel", "fc1.weight"}}},
+                                  {&untransposed});
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.status().message() ==
+        "warm start: dense/kernel (as fc1.weight) does not fit: the model's has shape [3, 2], "
+        "file " +
+            file + " holds shape [2, 3]");
+  // Transposed but still not the model's shape: both shapes, the transposed one too.
+  Variable other = Var("dense/kernel", {2, 3}, 0.0f);
+  auto still = WarmStartVariables({.ckpt_to_initialize_from = file,
+                                   .vars_to_warm_start = {"dense/kernel"},
+                                   .var_name_to_prev_var_name = {{"dense/kernel", "fc1.weight"}},
+                                   .vars_to_transpose = {"dense/kernel"}},
+                                  {&other});
+  REQUIRE_FALSE(still.ok());
+  CHECK(Has(still.status(), "the model's has shape [2, 3], file " + file +
+                                " holds shape [2, 3] (transposed: [3, 2])"));
+  for (float x : other.value.values()) CHECK(x == 0.0f);  // nothing copied
+  // Only a matrix can be transposed.
+  Variable vector = Var("dense/bias", {2}, 0.0f);
+  auto not_matrix = WarmStartVariables({.ckpt_to_initialize_from = file,
+                                        .var_name_to_prev_var_name = {{"dense/bias", "fc1.bias"}},
+                                        .vars_to_transpose = {".*"}},
+                                       {&vector});
+  REQUIRE_FALSE(not_matrix.ok());
+  CHECK(Has(not_matrix.status(), "holds shape [2], not a matrix to transpose"));
+  auto bad =
+      WarmStartVariables({.ckpt_to_initialize_from = file, .vars_to_transpose = {"("}}, {&vector});
+  CHECK(Has(bad.status(), "vars_to_transpose: \"(\" is not a regular expression"));
+}
+
+TEST_CASE("a hostile or missing safetensors file is an error naming it") {
+  TempDir dir;
+  const std::string file = TorchFile(dir, {1, 2, 3, 4, 5, 6});
+  Variable bias = Var("fc1.bias", {2}, 0.0f);
+  fs::resize_file(file, fs::file_size(file) - 4);
+  auto truncated = WarmStartVariables({.ckpt_to_initialize_from = file}, {&bias});
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(Has(truncated.status(), file + ": tensor \"fc1.bias\""));
+  auto missing = WarmStartVariables(
+      {.ckpt_to_initialize_from = (dir.path / "none.safetensors").string()}, {&bias});
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(Has(missing.status(), "none.safetensors"));
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ using VarNameMap = std::map<std::string, std::string>;
 struct SourceTensor {
   std::int64_t elements = 0;
   std::optional<Shape> shape;
+  // The source holds the variable's transpose (a matrix): PyTorch's nn.Linear weight is
+  // [out, in] where a Dense kernel is [in, out]. The shape must then be 2-D and, reversed, the
+  // variable's.
+  bool transposed = false;
 };
 // Looks a name up in the source: nullopt when the source holds nothing under it.
 using SourceLookup = std::function<std::optional<SourceTensor>(const std::string& name)>;
@@ -36,8 +40,9 @@ using SourceLookup = std::function<std::optional<SourceTensor>(const std::string
 //  - a key of `map` that is not the name of one of `chosen` (TF's rule: an unused rename is
 //    usually a typo), naming both names;
 //  - a name the source lacks, naming the model's name and the source's;
-//  - a shape that differs from the source's (or, without one there, an element count), naming
-//    the variable, both names and both shapes (or counts).
+//  - a shape that differs from the source's (or, without one there, an element count; or, for a
+//    transposed one, that is not a matrix or not the variable's reversed), naming the variable,
+//    both names and both shapes (or counts).
 absl::StatusOr<std::vector<std::string>> MapToSource(const VarNameMap& map,
                                                      const std::vector<Variable*>& chosen,
                                                      const std::string& source,
