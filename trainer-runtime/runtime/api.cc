@@ -14,6 +14,12 @@ void ModelBuilder::AddVariable(Variable* variable) {
     state_->errors.push_back("AddVariable got a null Variable");
     return;
   }
+  // A frozen variable takes the path of all state (the torch engine's frozen parameters too):
+  // one rule for what the parameter servers and the collectives never see.
+  if (!variable->trainable) {
+    AddState(variable);
+    return;
+  }
   state_->variables.push_back(variable);
 }
 

@@ -232,5 +232,81 @@ TEST_CASE("every model replica of the worker starts from the chief's state") {
   CHECK(two.seen.frozen_at_start[1] == std::vector<float>{8, 4});
 }
 
+// A trainable weight and a frozen one (trainable = false), both registered with AddVariable, the
+// way a built-in layer's variables are; train() writes a gradient for both, as a layer's
+// backward pass does.
+class FrozenWeightModel final : public DistModel {
+ public:
+  explicit FrozenWeightModel(std::vector<float>* frozen_seen = nullptr, InitFn init_fn = {})
+      : frozen_seen_(frozen_seen), init_fn_(std::move(init_fn)) {
+    frozen_.trainable = false;
+  }
+
+  absl::Status build_model(ModelBuilder& builder) override {
+    builder.AddVariables({&weight_, &frozen_});
+    builder.SetBatchSize(1);
+    builder.SetOptimizer({.name = "adam"});
+    return absl::OkStatus();
+  }
+
+  InitFn get_init_fn() override { return init_fn_; }
+
+  StepResult train(Session& session) override {
+    const auto batch = static_cast<float>(session.global_step() + 1);
+    weight_.gradient.data()[0] = weight_.value.data()[0] - batch;
+    frozen_.gradient.data()[0] = frozen_.value.data()[0] - batch;
+    return StepResult();
+  }
+
+  void after_train(Session&, bool) override {
+    if (frozen_seen_ != nullptr) frozen_seen_->assign({frozen_.value.data()[0]});
+  }
+
+ private:
+  std::vector<float>* frozen_seen_;
+  InitFn init_fn_;
+  Variable weight_{"weight", Tensor({1}), Tensor({1})};
+  Variable frozen_{"frozen", Tensor({1}, std::vector<float>{5}), Tensor({1})};
+};
+
+int TrainFrozen(const std::string& model_dir, std::int64_t steps, std::vector<float>* frozen_seen,
+                InitFn init_fn = {}) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::tmpfile(), &std::fclose);
+  return RunLocalTraining(
+      {"--max_steps=" + std::to_string(steps), "--model_dir=" + model_dir,
+       "--save_checkpoints_secs=0", "--replicas_per_worker=2"},
+      [&] { return std::make_unique<FrozenWeightModel>(frozen_seen, init_fn); }, log.get());
+}
+
+TEST_CASE(
+    "a variable with trainable = false is frozen: kept, checkpointed, restored, not trained") {
+  auto built = LocalModel::Build([] { return std::make_unique<FrozenWeightModel>(); });
+  REQUIRE(built.ok());
+  REQUIRE((*built)->variables().size() == 1);  // only the trainable one is trained
+  CHECK((*built)->variables()[0]->name == "weight");
+  REQUIRE((*built)->session().state().size() == 1);
+  CHECK((*built)->session().state()[0]->name == "frozen");
+
+  TempDir dir;
+  std::vector<float> seen;
+  REQUIRE(TrainFrozen(dir.Sub("job"), 4, &seen) == 0);
+  CHECK(seen == std::vector<float>{5});  // its gradient was written, never applied
+  CHECK(Entry(dir.Sub("job"), "frozen") == std::vector<float>{5});
+  CHECK(Entry(dir.Sub("job"), "weight") != std::vector<float>{0});  // the other one trained
+  auto saved = checkpoint::LoadLatest(dir.Sub("job"), nullptr);
+  REQUIRE(saved.ok());
+  CHECK((*saved)->Find("weight/slot_0") != nullptr);  // Adam's slots for the trained one only
+  CHECK((*saved)->Find("frozen/slot_0") == nullptr);
+
+  // Warm-started (the restored layer frozen), it stays what it was restored to.
+  REQUIRE(checkpoint::Save(dir.Sub("pretrained"), 9, {{"frozen", {2.5f}, Shape{1}}}, 5).ok());
+  std::vector<float> warm;
+  REQUIRE(TrainFrozen(dir.Sub("warm"), 3, &warm,
+                      WarmStart({.ckpt_to_initialize_from = dir.Sub("pretrained"),
+                                 .vars_to_warm_start = {"frozen"}})) == 0);
+  CHECK(warm == std::vector<float>{2.5f});
+  CHECK(Entry(dir.Sub("warm"), "frozen") == std::vector<float>{2.5f});
+}
+
 }  // namespace
 }  // namespace taas

@@ -112,6 +112,8 @@ class ModelBuilder {
   // address until RunMain returns. Its `value` holds the initial value (set by the layer's
   // initialiser); the chief pushes it to the parameter servers when the job has no checkpoint.
   // `gradient` must have the value's element count when train() returns. Names are unique.
+  // A variable whose `trainable` is false (frozen) is registered as state instead (AddState):
+  // it is in Session::state(), not Session::variables().
   void AddVariable(Variable* variable);
   void AddVariables(const std::vector<Variable*>& variables);
 

@@ -31,6 +31,12 @@ struct Variable {
   // Set by the runtime while it trains; null otherwise. An engine tells it through
   // MarkGradientReady.
   GradientListener* listener = nullptr;
+  // False freezes it (TF's trainable=False, PyTorch's requires_grad(false)): registered with
+  // ModelBuilder::AddVariable it becomes the model's state, as the torch engine's frozen
+  // parameters do: kept, checkpointed, restored and warm-started under its name, but never
+  // pushed, pulled for gradients or all-reduced, and given no optimizer slots. Set it before
+  // build_model registers the variable; a gradient the engine still writes is never read.
+  bool trainable = true;
 };
 
 // What an engine calls once a variable's gradient is final for the step (nn::Sequential after each
