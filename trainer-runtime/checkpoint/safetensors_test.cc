@@ -55,38 +55,43 @@ TEST_CASE("spans that overlap, overrun, leave gaps or do not match their shape a
     return "\"" + name + "\": {\"dtype\": \"" + dtype + "\", \"shape\": " + shape +
            ", \"data_offsets\": [" + std::to_string(begin) + ", " + std::to_string(end) + "]}";
   };
-  CHECK(Has(ParseError("{" + tensor("a", "F32", "[2]", 0, 8) + ", " +
-                           tensor("b", "F32", "[2]", 4, 12) + "}",
-                       12),
-            "tensor \"b\": data_offsets [4, 12] overlap the tensor before it, which ends at 8"));
-  CHECK(Has(ParseError("{" + tensor("a", "F32", "[2]", 0, 8) + "}", 4),
-            "tensor \"a\": data_offsets [0, 8] overrun the 4 bytes of data"));
-  CHECK(Has(ParseError("{" + tensor("a", "F32", "[1]", 4, 8) + "}", 8),
-            "tensor \"a\": data_offsets [4, 8] leave a gap"));
-  CHECK(Has(ParseError("{" + tensor("a", "F32", "[1]", 0, 4) + "}", 8),
-            "the tensors cover 4 of the 8 bytes of data"));
-  CHECK(Has(ParseError("{" + tensor("w", "F32", "[2, 3]", 0, 20) + "}", 20),
-            "tensor \"w\": shape [2,3] of F32 does not fill its 20 bytes"));
-  CHECK(Has(ParseError("{" + tensor("w", "F32", "[4611686018427387904, 4]", 0, 16) + "}", 16),
-            "tensor \"w\": shape"));
-  CHECK(Has(ParseError("{" + tensor("w", "F32", "[1]", 8, 4) + "}", 8),
-            "data_offsets [8, 4] end before they begin"));
-  CHECK(Has(ParseError("{" + tensor("w", "Q4", "[1]", 0, 4) + "}", 4),
-            "tensor \"w\": unknown dtype \"Q4\""));
-  CHECK(Has(ParseError("{" + tensor("w", "F32", "[-1]", 0, 4) + "}", 4),
-            "shape must hold integers >= 0"));
-  CHECK(Has(ParseError("{" + tensor("w", "F32", "[1.5]", 0, 4) + "}", 4),
-            "shape must hold integers >= 0"));
-  CHECK(Has(ParseError(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}})", 4),
-            "tensor \"w\": data_offsets must be two integers >= 0"));
-  CHECK(Has(ParseError(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", 4),
-            "data_offsets must be two integers"));
-  CHECK(Has(ParseError(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4),
-            "dtype must be a string"));
-  CHECK(Has(ParseError(R"({"w": 3})", 4), "tensor \"w\": must be an object"));
-  CHECK(Has(ParseError(R"({"__metadata__": {"k": 1}})", 0), "__metadata__ \"k\" must be a string"));
-  CHECK(Has(ParseError(R"([1, 2])", 0), "not a JSON object"));
-  CHECK(Has(ParseError("{\"w\": ", 0), "not a JSON object"));
+  struct Case {
+    std::string header;
+    std::uint64_t data_bytes;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"{" + tensor("a", "F32", "[2]", 0, 8) + ", " + tensor("b", "F32", "[2]", 4, 12) + "}", 12,
+       "tensor \"b\": data_offsets [4, 12] overlap the tensor before it, which ends at 8"},
+      {"{" + tensor("a", "F32", "[2]", 0, 8) + "}", 4,
+       "tensor \"a\": data_offsets [0, 8] overrun the 4 bytes of data"},
+      {"{" + tensor("a", "F32", "[1]", 4, 8) + "}", 8,
+       "tensor \"a\": data_offsets [4, 8] leave a gap"},
+      {"{" + tensor("a", "F32", "[1]", 0, 4) + "}", 8,
+       "the tensors cover 4 of the 8 bytes of data"},
+      {"{" + tensor("w", "F32", "[2, 3]", 0, 20) + "}", 20,
+       "tensor \"w\": shape [2,3] of F32 does not fill its 20 bytes"},
+      {"{" + tensor("w", "F32", "[4611686018427387904, 4]", 0, 16) + "}", 16,
+       "tensor \"w\": shape"},
+      {"{" + tensor("w", "F32", "[1]", 8, 4) + "}", 8, "data_offsets [8, 4] end before they begin"},
+      {"{" + tensor("w", "Q4", "[1]", 0, 4) + "}", 4, "tensor \"w\": unknown dtype \"Q4\""},
+      {"{" + tensor("w", "F32", "[-1]", 0, 4) + "}", 4, "shape must hold integers >= 0"},
+      {"{" + tensor("w", "F32", "[1.5]", 0, 4) + "}", 4, "shape must hold integers >= 0"},
+      {R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}})", 4,
+       "tensor \"w\": data_offsets must be two integers >= 0"},
+      {R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", 4,
+       "data_offsets must be two integers"},
+      {R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4, "dtype must be a string"},
+      {R"({"w": 3})", 4, "tensor \"w\": must be an object"},
+      {R"({"__metadata__": {"k": 1}})", 0, "__metadata__ \"k\" must be a string"},
+      {R"([1, 2])", 0, "not a JSON object"},
+      {"{\"w\": ", 0, "not a JSON object"},
+  };
+  for (const Case& c : cases) {
+    const std::string header = c.header;
+    CAPTURE(header);
+    CHECK(Has(ParseError(c.header, c.data_bytes), c.error));
+  }
 }
 
 TEST_CASE("the header length is checked against the file and the cap before anything is read") {
