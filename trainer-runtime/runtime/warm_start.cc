@@ -87,7 +87,15 @@ absl::StatusOr<int> WarmStartVariables(const WarmStartSettings& settings,
     const auto renamed = settings.var_name_to_prev_var_name.find(v->name);
     const std::string& prev =
         renamed == settings.var_name_to_prev_var_name.end() ? v->name : renamed->second;
-    transposed_source[prev] = Matches(transpose, v->name);
+    const bool transposed = Matches(transpose, v->name);
+    const auto [it, added] = transposed_source.emplace(prev, transposed);
+    if (!added && it->second != transposed) {
+      // One source tensor read both ways: which one the user meant is not ours to guess.
+      return absl::InvalidArgumentError("warm start: " + source + " tensor " + prev +
+                                        " seeds variables both transposed and not (" + v->name +
+                                        " is " + (transposed ? "" : "not ") +
+                                        "matched by vars_to_transpose)");
+    }
   }
   // Every variable is checked before any is written: a failed warm start leaves the initial
   // values whole.

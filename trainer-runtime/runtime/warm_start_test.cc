@@ -283,6 +283,16 @@ TEST_CASE("a safetensors file from PyTorch warm-starts renamed and transposed va
                                        {&vector});
   REQUIRE_FALSE(not_matrix.ok());
   CHECK(Has(not_matrix.status(), "holds shape [2], not a matrix to transpose"));
+  // One source tensor for two variables, one of them transposed: refused, not guessed.
+  Variable square = Var("square/kernel", {1, 2}, 0.0f), flat = Var("flat", {2}, 0.0f);
+  auto both = WarmStartVariables(
+      {.ckpt_to_initialize_from = file,
+       .var_name_to_prev_var_name = {{"square/kernel", "fc1.bias"}, {"flat", "fc1.bias"}},
+       .vars_to_transpose = {"square"}},
+      {&square, &flat});
+  CHECK(Has(both.status(),
+            "tensor fc1.bias seeds variables both transposed and not (flat is not "
+            "matched by vars_to_transpose)"));
   auto bad =
       WarmStartVariables({.ckpt_to_initialize_from = file, .vars_to_transpose = {"("}}, {&vector});
   CHECK(Has(bad.status(), "vars_to_transpose: \"(\" is not a regular expression"));

@@ -53,8 +53,9 @@ struct WarmStartSettings {
 
 // Copies the matching variables' values from the checkpoint into `variables`. Every failure
 // names the checkpoint (or the file): one that cannot be read or holds none (NotFound, DataLoss), a
-// bad regular expression, and MapToSource's (var_name_map.h): an unused rename, a matched variable
-// the checkpoint lacks (both names), or holds with another shape (both shapes; a checkpoint
+// bad regular expression, one source tensor that would seed variables both transposed and not,
+// and MapToSource's (var_name_map.h): an unused rename, a matched variable the checkpoint lacks
+// (both names), or holds with another shape (both shapes, the transposed one too; a checkpoint
 // written before shapes were recorded: both element counts). Nothing is copied unless every
 // matched variable can be.
 // Returns how many variables were warm-started.
