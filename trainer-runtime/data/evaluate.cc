@@ -1,6 +1,5 @@
 #include "taas/data/evaluate.h"
 
-#include <exception>
 #include <optional>
 #include <utility>
 
@@ -41,20 +40,25 @@ absl::StatusOr<std::map<std::string, double>> EvaluateInBatches(DatasetView view
   pipeline_options.prefetch = options.prefetch;
   // One pass in the data set's order: no shuffle, no repeat, the last batch kept.
   TAAS_ASSIGN_OR_RETURN(auto pipeline, Pipeline::Create(std::move(view), pipeline_options));
+  return EvaluateStream(*pipeline, score);
+}
+
+absl::StatusOr<std::map<std::string, double>> EvaluateStream(BatchStream& stream,
+                                                             const ScoreBatch& score) {
   std::map<std::string, double> sums;  // each metric's sum over the examples
   std::optional<BatchMetrics> first;
   std::int64_t examples = 0;
   for (std::int64_t index = 0;; ++index) {
-    std::optional<Batch> batch;
-    try {
-      batch = pipeline->Next();
-    } catch (const std::exception& e) {
-      return absl::InternalError("evaluation: cannot prepare " +
-                                 BatchName(index, examples, options.batch_size) + ": " + e.what());
+    absl::StatusOr<std::optional<Batch>> batch = stream.NextBatch();
+    if (!batch.ok()) {
+      return absl::Status(batch.status().code(), "evaluation: batch " + std::to_string(index + 1) +
+                                                     " (from example " + std::to_string(examples) +
+                                                     "): " + std::string(batch.status().message()));
     }
-    if (!batch) break;
-    const std::int64_t size = batch->images.shape()[0];
-    absl::StatusOr<BatchMetrics> scored = score(*batch);
+    if (!batch->has_value()) break;
+    const Batch& ready = **batch;
+    const std::int64_t size = ready.images.shape()[0];
+    absl::StatusOr<BatchMetrics> scored = score(ready);
     if (!scored.ok()) {
       return absl::Status(scored.status().code(),
                           "evaluation: " + BatchName(index, examples, size) + ": " +
@@ -72,6 +76,9 @@ absl::StatusOr<std::map<std::string, double>> EvaluateInBatches(DatasetView view
     }
     for (const auto& [name, mean] : *scored) sums[name] += mean * static_cast<double>(size);
     examples += size;
+  }
+  if (examples == 0) {
+    return absl::InvalidArgumentError("evaluation: the stream gave no examples to score");
   }
   for (auto& [name, sum] : sums) sum /= static_cast<double>(examples);
   return sums;

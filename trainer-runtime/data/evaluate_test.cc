@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <string>
+#include <vector>
 
+#include "taas/data/stream_pipeline.h"
 #include "tiny_dataset.h"
 
 namespace taas::data {
@@ -78,6 +81,64 @@ TEST_CASE("errors name the batch and what is wrong") {
             .status()
             .message() ==
         "evaluation: batch 2 (examples 5-9) returned accuracy, the first batch accuracy, loss");
+}
+
+// A stream of `n` records "0", "1", ...: example i has its one input and its label i % 10; record
+// `bad` (if any) does not decode.
+absl::StatusOr<std::unique_ptr<StreamPipeline>> NumberStream(int n, std::int64_t batch_size,
+                                                             int bad = -1) {
+  std::vector<std::string> records;
+  for (int i = 0; i < n; ++i) records.push_back(std::to_string(i));
+  StreamOptions options;
+  options.batch_size = batch_size;
+  options.example_shape = {1};
+  return StreamPipeline::Create(
+      std::make_shared<MemoryRecordDataset>(std::vector<std::vector<std::string>>{records}),
+      [bad](std::string_view record) -> absl::StatusOr<DecodedExample> {
+        const int i = std::stoi(std::string(record));
+        if (i == bad) return absl::DataLossError("not a number");
+        return DecodedExample{{static_cast<float>(i)}, i % 10};
+      },
+      options);
+}
+
+TEST_CASE("a stream is scored to its end, each metric the mean over all its examples") {
+  for (const std::int64_t batch_size : {1, 3, 7, 64}) {
+    CAPTURE(batch_size);
+    auto stream = NumberStream(25, batch_size);
+    REQUIRE(stream.ok());
+    std::multiset<int> seen;
+    auto metrics = EvaluateStream(**stream, [&](const Batch& batch) {
+      double sum = 0;
+      const std::int64_t n = batch.images.shape()[0];
+      for (std::int64_t b = 0; b < n; ++b) {
+        seen.insert(static_cast<int>(batch.images.data()[b]));
+        sum += batch.labels[static_cast<std::size_t>(b)];
+      }
+      return absl::StatusOr<BatchMetrics>(BatchMetrics{{"label", sum / static_cast<double>(n)}});
+    });
+    REQUIRE(metrics.ok());
+    CHECK(seen.size() == 25);
+    CHECK(*seen.begin() == 0);
+    CHECK(*seen.rbegin() == 24);
+    // Labels 0-9, 0-9, 0-4: a mean of 100 / 25 whatever the batches are.
+    CHECK((*metrics)["label"] == doctest::Approx(100.0 / 25.0));
+  }
+}
+
+TEST_CASE("a stream's errors are named with the batch they stopped") {
+  const auto constant = [](const Batch&) {
+    return absl::StatusOr<BatchMetrics>(BatchMetrics{{"loss", 1.0}});
+  };
+  auto stream = NumberStream(20, 4, /*bad=*/9);
+  REQUIRE(stream.ok());
+  const absl::Status failed = EvaluateStream(**stream, constant).status();
+  CHECK(failed.code() == absl::StatusCode::kDataLoss);
+  const std::string message(failed.message());
+  CAPTURE(message);
+  // Batches 1 and 2 (examples 0-7) were scored; the third holds the bad record.
+  CHECK(message.rfind("evaluation: batch 3 (from example 8): memory part 0: record 9", 0) == 0);
+  CHECK(message.find("not a number") != std::string::npos);
 }
 
 }  // namespace
