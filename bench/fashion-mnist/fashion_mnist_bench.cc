@@ -1,10 +1,14 @@
 // Trains one Fashion-MNIST model in this process with taas::nn and prints one JSON line:
-//   {"impl": "taas", "model": "cnn", "examples_per_sec": ..., "peak_rss_mb": ...,
+//   {"impl": "taas", "model": "cnn", "input": "idx", "examples_per_sec": ..., "peak_rss_mb": ...,
 //    "test_accuracy": ..., ...}
 // Usage: fashion_mnist_bench --model mlp|cnn [--epochs N] [--steps N] [--batch_size N]
 //                            [--threads N] [--seed N] [--data_dir DIR] [--profile 1]
-//                            [--conv1_chunk N]
+//                            [--conv1_chunk N] [--train_files GLOB --decode_threads N]
 // --profile 1 prints each layer's CPU time per step (meaningful with --threads 1).
+// --train_files streams the training set from TFRecord files (fashion-mnist-to-tfrecord's,
+// taas/fashion_mnist/tfrecords.h) through data::StreamPipeline, with the in-memory pipeline's
+// shuffle buffer and prefetch, instead of the IDX files in memory; the test set stays IDX, so
+// the two runs differ only in the input (bench/fashion-mnist/tfrecord.sh compares them).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -16,6 +20,7 @@
 #include "taas/bench/measure.h"
 #include "taas/data/idx.h"
 #include "taas/fashion_mnist/local_trainer.h"
+#include "taas/fashion_mnist/tfrecords.h"
 #include "taas/nn/compute.h"
 #include "taas/nn/conv2d.h"
 #include "taas/nn/max_pool2d.h"
@@ -46,7 +51,9 @@ int main(int argc, char** argv) {
                                               {"seed", "1"},
                                               {"data_dir", taas::data::kFashionMnistDir},
                                               {"profile", "0"},
-                                              {"conv1_chunk", "0"}};
+                                              {"conv1_chunk", "0"},
+                                              {"train_files", ""},
+                                              {"decode_threads", "1"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc) return Fail("bad argument " + arg);
@@ -90,7 +97,25 @@ int main(int argc, char** argv) {
   const bool profile = flags["profile"] == "1";
   if (profile) (*model)->network().EnableTiming(true);
   const double cpu_start = CpuSeconds();
-  auto result = taas::fashion_mnist::TrainLocally(**model, train_set, test_set, options);
+  absl::StatusOr<taas::fashion_mnist::LocalTrainingResult> result;
+  std::string input = "idx";
+  if (flags["train_files"].empty()) {
+    result = taas::fashion_mnist::TrainLocally(**model, train_set, test_set, options);
+  } else {
+    taas::data::StreamOptions stream_options;
+    stream_options.batch_size = batch_size;
+    stream_options.example_shape = (*model)->example_shape();
+    stream_options.shuffle_buffer = options.shuffle_buffer;
+    stream_options.seed = seed;
+    stream_options.repeat = true;
+    stream_options.decode_threads = std::stoi(flags["decode_threads"]);
+    stream_options.prefetch = 4;  // as TrainLocally's in-memory pipeline
+    auto stream = taas::fashion_mnist::OpenTfRecordStream({flags["train_files"]}, stream_options);
+    if (!stream.ok()) return Fail(std::string(stream.status().message()));
+    input = "tfrecord";
+    result =
+        taas::fashion_mnist::TrainLocally(**model, **stream, train_set->count, test_set, options);
+  }
   if (!result.ok()) return Fail(std::string(result.status().message()));
   // Includes the test evaluation, a small share of the total.
   const double cpu_seconds = CpuSeconds() - cpu_start;
@@ -110,11 +135,12 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "{\"impl\": \"taas\", \"model\": \"%s\", \"batch_size\": %lld, \"steps\": %lld, "
+      "{\"impl\": \"taas\", \"model\": \"%s\", \"input\": \"%s\", \"batch_size\": %lld, "
+      "\"steps\": %lld, "
       "\"threads\": %d, \"train_seconds\": %.3f, \"examples_per_sec\": %.1f, "
       "\"examples_per_cpu_sec\": %.1f, \"peak_rss_mb\": %.1f, \"final_loss\": %.4f, "
       "\"test_accuracy\": %.4f}\n",
-      flags["model"].c_str(), static_cast<long long>(batch_size),
+      flags["model"].c_str(), input.c_str(), static_cast<long long>(batch_size),
       static_cast<long long>(result->steps), taas::nn::ComputeThreads(), result->seconds,
       result->examples_per_second, result->examples / cpu_seconds, PeakRssMb(), result->last_loss,
       result->test_accuracy);

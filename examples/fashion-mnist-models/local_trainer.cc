@@ -9,6 +9,19 @@
 #include "taas/optim/moving_average.h"
 
 namespace taas::fashion_mnist {
+namespace {
+
+// A batch's accuracy and mean loss, as evaluate() reports them.
+data::ScoreBatch ScoreWith(Model& model) {
+  return [&model](const data::Batch& batch) -> absl::StatusOr<data::BatchMetrics> {
+    TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.Evaluate(batch));
+    const double examples = static_cast<double>(std::max<std::int64_t>(1, stats.examples));
+    return data::BatchMetrics{{"accuracy", static_cast<double>(stats.correct) / examples},
+                              {"loss", static_cast<double>(stats.loss)}};
+  };
+}
+
+}  // namespace
 
 absl::StatusOr<std::map<std::string, double>> EvaluateDataset(
     Model& model, std::shared_ptr<const data::ImageDataset> dataset, std::int64_t batch_size,
@@ -17,21 +30,18 @@ absl::StatusOr<std::map<std::string, double>> EvaluateDataset(
   options.batch_size = batch_size;
   options.example_shape = model.example_shape();
   options.device = device;  // where the model's variables are
-  return data::EvaluateInBatches(
-      std::move(dataset), options,
-      [&model](const data::Batch& batch) -> absl::StatusOr<data::BatchMetrics> {
-        TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.Evaluate(batch));
-        const double examples = static_cast<double>(std::max<std::int64_t>(1, stats.examples));
-        return data::BatchMetrics{{"accuracy", static_cast<double>(stats.correct) / examples},
-                                  {"loss", static_cast<double>(stats.loss)}};
-      });
+  return data::EvaluateInBatches(std::move(dataset), options, ScoreWith(model));
+}
+
+absl::StatusOr<std::map<std::string, double>> EvaluateStream(Model& model,
+                                                             data::BatchStream& stream) {
+  return data::EvaluateStream(stream, ScoreWith(model));
 }
 
 absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
                                                  std::shared_ptr<const data::ImageDataset> train,
                                                  std::shared_ptr<const data::ImageDataset> test,
                                                  const LocalTrainingOptions& options) {
-  if (options.threads > 0) nn::SetComputeThreads(options.threads);
   data::PipelineOptions pipeline_options;
   pipeline_options.batch_size = options.batch_size;
   pipeline_options.shuffle_buffer = options.shuffle_buffer;
@@ -39,8 +49,17 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
   pipeline_options.repeat = true;
   pipeline_options.prefetch = 4;
   pipeline_options.example_shape = model.example_shape();
-  const std::int64_t steps_per_epoch = (train->count + options.batch_size - 1) / options.batch_size;
   TAAS_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(train, pipeline_options));
+  return TrainLocally(model, *pipeline, train->count, std::move(test), options);
+}
+
+absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model, data::BatchStream& train,
+                                                 std::int64_t train_examples,
+                                                 std::shared_ptr<const data::ImageDataset> test,
+                                                 const LocalTrainingOptions& options) {
+  if (options.threads > 0) nn::SetComputeThreads(options.threads);
+  const std::int64_t steps_per_epoch =
+      (train_examples + options.batch_size - 1) / options.batch_size;
   TAAS_ASSIGN_OR_RETURN(
       auto optimizer,
       optim::CreateOptimizer(options.optimizer.value_or(model.DefaultOptimizer(steps_per_epoch))));
@@ -73,8 +92,8 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
 
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t step = 0; step < options.steps; ++step) {
-    std::optional<data::Batch> batch = pipeline->Next();
-    if (!batch) return absl::InternalError("training pipeline ended early");
+    TAAS_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, train.NextBatch());
+    if (!batch) return absl::InternalError("the training input ended early (it should repeat)");
     TAAS_ASSIGN_OR_RETURN(const BatchStats stats, model.TrainStep(*batch));
     TAAS_RETURN_IF_ERROR(optimizer->ClipByGlobalNorm(gradients));
     for (std::size_t v = 0; v < variables.size(); ++v) {

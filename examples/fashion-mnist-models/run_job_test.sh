@@ -5,9 +5,12 @@
 # it leaves in TAAS_TERMINATION_MESSAGE_PATH), which beats chance clearly, and the evaluator scored
 # the final checkpoint: the job waits for it after the chief's success (--evaluator-grace-seconds).
 # It polls for checkpoints often so that it also scores the first one (at half the steps).
-# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY
+# Each PATTERN after those (an extended regular expression) must match a line of the job's
+# console, where every replica's lines stand behind its name ("[...-worker-0] ...").
+# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY [PATTERN...]
 set -euo pipefail
 launcher="$1" build_dir="$2" job="$3" steps="$4" min_accuracy="$5"
+shift 5
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-example-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 fail() { tail -n 40 "$work/log"; echo "FAIL: $1"; exit 1; }
@@ -28,6 +31,10 @@ chief="$(sed -n 's/.*msg="final test accuracy" .* accuracy=\([0-9.]*\).*/\1/p' "
 python3 -c "import sys; sys.exit(0 if abs(float('$accuracy') - float('${chief:-nan}')) < 1e-4 else 1)" ||
   fail "the last line's accuracy $accuracy is not the chief's final test accuracy ${chief:-(none)}"
 echo "final test accuracy $accuracy after $steps global steps; the evaluator scored steps" $scored
+for pattern in "$@"; do
+  grep -qE -- "$pattern" "$work/log" || fail "no line of the job's console matches: $pattern"
+  echo "matched: $pattern"
+done
 python3 -c "import sys; sys.exit(0 if float('$accuracy') >= float('$min_accuracy') else 1)" ||
   { echo "FAIL: accuracy $accuracy < $min_accuracy"; exit 1; }
 echo "1 passed, 0 failed"

@@ -3,7 +3,9 @@
 #include <limits>
 #include <utility>
 
+#include "taas/data/pipeline.h"
 #include "taas/fashion_mnist/local_trainer.h"
+#include "taas/fashion_mnist/tfrecords.h"
 #include "taas/nn/compute.h"
 #include "taas/optim/moving_average.h"
 #include "taas/runtime/model_args.h"
@@ -23,6 +25,9 @@ absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args
   flags.Choice("optimizer", {"sgd", "momentum", "adam"}, &optimizer);
   flags.Double("learning_rate", 1e-9, 1e6, &learning_rate);
   flags.Switch("moving_averages", &moving_averages_);
+  flags.List("train_files", &train_files_);
+  flags.List("test_files", &test_files_);
+  flags.Int("decode_threads", 1, 64, &decode_threads_);
   TAAS_RETURN_IF_ERROR(ParseModelArgs(flags, args));
   seed_ = static_cast<std::uint64_t>(seed);
   if (!optimizer.empty()) optimizer_name_ = optimizer;
@@ -74,33 +79,75 @@ absl::Status FashionMnistTrainer::build_model(ModelBuilder& builder) {
     }
   }
 
-  if (info.role == Role::kEvaluator) return LoadTestSet();
+  // The evaluator scores the test set only; with --test_files it opens them per evaluation.
+  if (info.role == Role::kEvaluator) return test_files_.empty() ? LoadTestSet() : absl::OkStatus();
+  TAAS_RETURN_IF_ERROR(OpenTrainingInput(info, replica_batch, builder.logger()));
+  builder.logger().Info("fashion-mnist model built",
+                        {{"model", model_name_},
+                         {"variables", static_cast<std::int64_t>(variables.size())},
+                         {"moving_averages", !shadows_.empty()}});
+  return absl::OkStatus();
+}
+
+absl::Status FashionMnistTrainer::OpenTrainingInput(const TrainerInfo& info,
+                                                    std::int64_t replica_batch,
+                                                    const Logger& logger) {
+  // The same shard, shuffle buffer, seed and prefetch from memory and from disk, so that the two
+  // train alike (bench/fashion-mnist/tfrecord.sh compares them).
+  const std::uint64_t seed = seed_ * 1000 + static_cast<std::uint64_t>(info.replica_id_in_sync());
+  const int num_shards = std::max(1, info.num_replicas_in_sync());
+  if (!train_files_.empty()) {
+    data::StreamOptions options;
+    options.batch_size = replica_batch;
+    options.example_shape = model_->example_shape();
+    options.shuffle_buffer = 10000;
+    options.seed = seed;
+    options.repeat = true;
+    options.shard_index = info.replica_id_in_sync();
+    options.num_shards = num_shards;
+    options.decode_threads = decode_threads_;
+    options.prefetch = 4;
+    options.device = info.device;
+    TAAS_ASSIGN_OR_RETURN(auto stream, OpenTfRecordStream(train_files_, options));
+    const data::ShardPlan& plan = stream->plan();
+    logger.Info("training from TFRecord files",
+                {{"shard_files", static_cast<std::int64_t>(plan.parts.size())},
+                 {"by_file", plan.by_part()},
+                 {"decode_threads", decode_threads_}});
+    input_ = std::move(stream);
+    return absl::OkStatus();
+  }
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
   TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
   data::PipelineOptions options;
   options.batch_size = replica_batch;
   options.shuffle_buffer = 10000;
-  options.seed = seed_ * 1000 + static_cast<std::uint64_t>(info.replica_id_in_sync());
+  options.seed = seed;
   options.repeat = true;
   options.shard_index = info.replica_id_in_sync();
-  options.num_shards = std::max(1, info.num_replicas_in_sync());
+  options.num_shards = num_shards;
   options.prefetch = 4;
   options.example_shape = model_->example_shape();
   options.device = info.device;  // the replica's GPU, if any: batches go there ahead of use
-  TAAS_ASSIGN_OR_RETURN(pipeline_,
+  TAAS_ASSIGN_OR_RETURN(auto pipeline,
                         data::Pipeline::Create(
                             std::make_shared<const data::ImageDataset>(std::move(train)), options));
-  builder.logger().Info("fashion-mnist model built",
-                        {{"model", model_name_},
-                         {"variables", static_cast<std::int64_t>(variables.size())},
-                         {"shard_examples", pipeline_->shard_size()},
-                         {"moving_averages", !shadows_.empty()}});
+  logger.Info("training from the IDX files in memory",
+              {{"data_dir", data_dir_}, {"shard_examples", pipeline->shard_size()}});
+  input_ = std::move(pipeline);
   return absl::OkStatus();
 }
 
 StepResult FashionMnistTrainer::train(Session& session) {
-  batch_ = pipeline_->Next();  // repeating: never ends
   StepResult result;
+  // Repeating: it never ends, but a record on disk may be corrupt (named by file and offset).
+  absl::StatusOr<std::optional<data::Batch>> next = input_->NextBatch();
+  if (!next.ok() || !next->has_value()) {
+    result.error = next.ok() ? absl::InternalError("the training input ended (it should repeat)")
+                             : next.status();
+    return result;
+  }
+  batch_ = std::move(**next);
   auto stats = model_->Step(*batch_);
   if (!stats.ok()) {
     result.error = stats.status();
@@ -143,10 +190,23 @@ absl::Status FashionMnistTrainer::LoadTestSet() {
 absl::StatusOr<std::map<std::string, double>> FashionMnistTrainer::evaluate(Session& session) {
   // The evaluator loads the test set in build_model; the chief (TAAS_EVAL_ON_CHIEF, after_train)
   // on its first evaluation. An error is the job's: the runtime names it in the job's result.
-  TAAS_RETURN_IF_ERROR(LoadTestSet());
+  const std::int64_t batch_size = eval_batch_size_ > 0 ? eval_batch_size_ : batch_size_;
+  std::unique_ptr<data::StreamPipeline> test_stream;
+  if (!test_files_.empty()) {
+    // One pass over the files in their order, opened afresh for each evaluation.
+    data::StreamOptions options;
+    options.batch_size = batch_size;
+    options.example_shape = model_->example_shape();
+    options.decode_threads = decode_threads_;
+    options.device = session.info().device;
+    TAAS_ASSIGN_OR_RETURN(test_stream, OpenTfRecordStream(test_files_, options));
+  } else {
+    TAAS_RETURN_IF_ERROR(LoadTestSet());
+  }
   SwapAverages();
-  auto metrics = EvaluateDataset(
-      *model_, test_, eval_batch_size_ > 0 ? eval_batch_size_ : batch_size_, session.info().device);
+  auto metrics = test_stream != nullptr
+                     ? EvaluateStream(*model_, *test_stream)
+                     : EvaluateDataset(*model_, test_, batch_size, session.info().device);
   SwapAverages();
   return metrics;
 }

@@ -178,7 +178,7 @@ done
 
 # Checks of the built images (after --test and --from-build).
 if [ "$mode" = test ] || [ -n "$from_build" ]; then
-  trainer_binaries="${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp taas}"
+  trainer_binaries="${TAAS_TRAINER_BINARIES:-fashion-mnist-cnn fashion-mnist-mlp fashion-mnist-to-tfrecord taas}"
   failures=0
   expect() { # DESCRIPTION COMMAND...
     local what="$1"

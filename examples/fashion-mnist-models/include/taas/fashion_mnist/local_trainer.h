@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "taas/data/batch.h"
 #include "taas/data/idx.h"
 #include "taas/fashion_mnist/models.h"
 
@@ -47,6 +48,14 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
                                                  std::shared_ptr<const data::ImageDataset> train,
                                                  std::shared_ptr<const data::ImageDataset> test,
                                                  const LocalTrainingOptions& options);
+// The same from the batches `train` gives (a repeating stream, e.g. TFRecord files through
+// data::StreamPipeline, which shuffles by its own options: shuffle_buffer is not read);
+// `train_examples` is an epoch's size, which with options.batch_size (the stream's) sets the
+// optimizer's decay. A stream's error ends the training and is returned as it is.
+absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model, data::BatchStream& train,
+                                                 std::int64_t train_examples,
+                                                 std::shared_ptr<const data::ImageDataset> test,
+                                                 const LocalTrainingOptions& options);
 
 // "accuracy" and "loss" (the mean) of `model` over the whole of `dataset`, one pass in batches
 // of `batch_size` put on `device`, the one the model's variables are on (data::EvaluateInBatches:
@@ -54,5 +63,9 @@ absl::StatusOr<LocalTrainingResult> TrainLocally(Model& model,
 absl::StatusOr<std::map<std::string, double>> EvaluateDataset(
     Model& model, std::shared_ptr<const data::ImageDataset> dataset, std::int64_t batch_size = 100,
     Device device = Device::Cpu());
+// The same over every batch of a non-repeating `stream` (a test set on disk:
+// data::EvaluateStream).
+absl::StatusOr<std::map<std::string, double>> EvaluateStream(Model& model,
+                                                             data::BatchStream& stream);
 
 }  // namespace taas::fashion_mnist

@@ -20,6 +20,13 @@
 // runtime's choice, TAAS_COMPUTE_THREADS), --seed=N, --optimizer=sgd|momentum|adam,
 // --learning_rate=F,
 // --moving_averages=true|false.
+//
+// From disk instead of the IDX files in memory (tfrecords.h; examples/fashion-mnist-tfrecord):
+// --train_files=GLOB[,GLOB...] streams the training set from TFRecord files of tf.train.Examples
+// (data::StreamPipeline: each replica's shard by file when there are as many files as replicas,
+// else by record; the same shuffle buffer; batches prefetched onto the replica's device),
+// --test_files=GLOB[,GLOB...] scores evaluate() on such files, --decode_threads=N (1) decodes
+// records on N threads.
 #pragma once
 
 #include <deque>
@@ -27,7 +34,7 @@
 #include <optional>
 #include <string>
 
-#include "taas/data/pipeline.h"
+#include "taas/data/batch.h"
 #include "taas/fashion_mnist/models.h"
 #include "taas/runtime/dist_model.h"
 
@@ -46,6 +53,9 @@ class FashionMnistTrainer : public DistModel {
   absl::Status ParseArgs(const std::vector<std::string>& args);
   // The test set, loaded on first use.
   absl::Status LoadTestSet();
+  // This replica's shard of the training set, shuffled, repeated and prefetched.
+  absl::Status OpenTrainingInput(const TrainerInfo& info, std::int64_t replica_batch,
+                                 const Logger& logger);
   void SwapAverages();
 
   std::string model_name_;
@@ -57,10 +67,13 @@ class FashionMnistTrainer : public DistModel {
   std::optional<std::string> optimizer_name_;
   std::optional<float> learning_rate_;
   bool moving_averages_ = true;
+  std::vector<std::string> train_files_;  // empty: the IDX files of data_dir_
+  std::vector<std::string> test_files_;
+  int decode_threads_ = 1;
 
   std::unique_ptr<Model> model_;
-  std::unique_ptr<data::Pipeline> pipeline_;
-  std::optional<data::Batch> batch_;  // the batch of the running step
+  std::unique_ptr<data::BatchStream> input_;  // the IDX Pipeline or a StreamPipeline
+  std::optional<data::Batch> batch_;          // the batch of the running step
   std::shared_ptr<const data::ImageDataset> test_;
   float average_decay_ = 0.0f;
   std::deque<Variable> shadows_;  // deque: registered addresses never move
