@@ -41,6 +41,28 @@ test('an all-reduce form sends no parameter-server fields and no mode', () => {
   assert.equal(ps.mode, 'async');
 });
 
+test('a data claim is sent with its mount path; without one neither is', () => {
+  const form = { name: 'j', image: 'i', dataClaim: 'fmnist-data', dataMountPath: '/data' };
+  assert.deepEqual(logic.formBody(form, [], []), { ...form, command: [], args: [] });
+  const none = logic.formBody({ ...form, dataClaim: '' }, [], []);
+  assert.equal('dataClaim' in none, false);
+  assert.equal('dataMountPath' in none, false);
+});
+
+test('the data inputs are checked as typed: a claim name and an absolute mount path', () => {
+  const errors = (dataClaim, dataMountPath) => [...logic.dataInputErrors({ dataClaim, dataMountPath }).keys()];
+  assert.deepEqual(errors('', 'relative'), []); // no claim: nothing is mounted
+  assert.deepEqual(errors(undefined, undefined), []);
+  assert.deepEqual(errors('fmnist-data.v2', '/data'), []);
+  assert.deepEqual(errors('fmnist-data', '/mnt/data/'), []);
+  for (const claim of ['Data', 'my_claim', '-data', 'data-', 'a'.repeat(254), 'data claim']) {
+    assert.deepEqual(errors(claim, '/data'), ['dataClaim'], claim);
+  }
+  for (const path of ['data', '', '/', '/data/../etc', '/data/./x', '/data//x', '/..', undefined]) {
+    assert.deepEqual(errors('data', path), ['dataMountPath'], String(path));
+  }
+});
+
 test('smoothing is a debiased exponential moving average that skips gaps', () => {
   assert.deepEqual(logic.smooth([1, 2, 3], 0), [1, 2, 3]);
   const s = logic.smooth([2, null, 2, 4], 0.5);

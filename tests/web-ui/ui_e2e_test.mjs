@@ -138,6 +138,20 @@ try {
     await waitFor('the PS fields again', async () => (await page.locator('input[name=psReplicas]').count()) === 1, 10000);
   });
 
+  await check('a data claim previews as a read-only volume the API server accepts; a relative path is refused', async () => {
+    await page.locator('input[name=dataClaim]').fill('fmnist-data');
+    const preview = page.getByTestId('yaml-preview');
+    await waitFor('a preview with the claim mounted', async () => {
+      const y = await preview.textContent();
+      return y.includes('claimName: fmnist-data') && y.includes('mountPath: /data') && y.includes('readOnly: true');
+    }, 30000);
+    await page.locator('input[name=dataMountPath]').fill('data');
+    await waitText(page.locator('[data-field-error=dataMountPath]'), 'absolute path');
+    await shot('new-job-data.png');
+    await page.locator('input[name=dataClaim]').fill('');
+    await waitFor('the mount path hidden again', async () => (await page.locator('input[name=dataMountPath]').count()) === 0, 10000);
+  });
+
   await check('the new-job form previews the TFJob and creates it', async () => {
     await page.locator('input[name=name]').fill(job);
     await page.locator('input[name=psReplicas]').fill('1');

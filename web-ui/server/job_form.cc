@@ -9,6 +9,7 @@
 
 #include "taas/base/json_fields.h"
 #include "taas/contract/env.h"
+#include "taas/contract/job_secret.h"
 #include "taas/contract/ports.h"
 #include "taas/tfjob/defaults.h"
 #include "taas/tfjob/validation.h"
@@ -272,6 +273,83 @@ std::vector<FormField> ProgramFields() {
   };
 }
 
+// ---- data from a PersistentVolumeClaim ----
+
+constexpr std::string_view kDataClaimKey = "dataClaim";
+// The pod volume the claim becomes (the job secret's volume has a name of its own).
+constexpr std::string_view kDataVolume = "data";
+const std::string kAnyVolumes = "spec.tfReplicaSpecs[*].template.spec.volumes";
+
+// What is wrong with a data mount path ("" when nothing): an absolute, clean path, not the root
+// and not over or under the job secret's mount, which the operator adds to every replica.
+std::string MountPathProblem(const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    return "dataMountPath \"" + path + "\" must be an absolute path (it starts with /)";
+  }
+  if (path == "/") return "dataMountPath must not be / (the data would hide the container's files)";
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) return "dataMountPath must not contain control characters";
+  }
+  const std::string padded = path + "/";
+  if (padded.find("/../") != std::string::npos || padded.find("/./") != std::string::npos ||
+      path.find("//") != std::string::npos) {
+    return "dataMountPath \"" + path + "\" must not hold . or .. segments or empty ones";
+  }
+  const std::string secret(contract::kJobSecretMountPath);
+  const auto inside = [](const std::string& a, const std::string& b) {
+    return a == b || a.rfind(b + "/", 0) == 0;
+  };
+  if (inside(path, secret) || inside(secret, path)) {
+    return "dataMountPath \"" + path + "\" would overlap the job secret's mount, " + secret;
+  }
+  return "";
+}
+
+// The claim is mounted read-only at the same path in the replicas that read data (workers, chief,
+// evaluator: kWorkerLike); parameter servers read none. The claim should be ReadOnlyMany or
+// ReadWriteMany when the replicas may land on several nodes (docs/web-ui.md).
+std::vector<FormField> DataFields() {
+  return {
+      {.key = kDataClaimKey,
+       .default_value = "",
+       .path =
+           "spec.tfReplicaSpecs.Worker.template.spec.volumes[0].persistentVolumeClaim.claimName",
+       .belongs = kAnyVolumes,
+       .check = [](const FormValues&, const json& v) -> std::string {
+         const std::string name = v.get<std::string>();
+         if (name.empty() || IsDns1123Subdomain(name)) return "";
+         return "dataClaim \"" + name +
+                "\" is not a PersistentVolumeClaim name (a DNS-1123 subdomain: lower-case letters, "
+                "digits, '-' and '.')";
+       },
+       .apply =
+           [](const FormValues&, const json& v, tfjob::TFJob& job) {
+             if (v == "") return;
+             const json volume = {
+                 {"name", kDataVolume},
+                 {"persistentVolumeClaim", {{"claimName", v}, {"readOnly", true}}}};
+             for (ReplicaType type : kWorkerLike) {
+               auto spec = job.spec.replica_specs.find(type);
+               if (spec == job.spec.replica_specs.end()) continue;
+               spec->second.pod_template["spec"]["volumes"].push_back(volume);
+             }
+           }},
+      {.key = "dataMountPath",
+       .default_value = "/data",
+       .path = kWorkerContainer + ".volumeMounts[0].mountPath",
+       .belongs = kAnyContainer + ".volumeMounts",
+       .check = [](const FormValues&, const json& v) -> std::string {
+         return MountPathProblem(v.get<std::string>());
+       },
+       .apply =
+           [](const FormValues& form, const json& v, tfjob::TFJob& job) {
+             if (form.at(kDataClaimKey) == "") return;
+             const json mount = {{"name", kDataVolume}, {"mountPath", v}, {"readOnly", true}};
+             ForContainers(job, kWorkerLike, [&](json& c) { c["volumeMounts"].push_back(mount); });
+           }},
+  };
+}
+
 std::vector<FormField> TrainingFields() {
   using tfjob::RestartPolicy;
   return {
@@ -338,8 +416,8 @@ std::vector<FormField> TrainingFields() {
 const std::vector<FormField>& FormFields() {
   static const auto* kFields = [] {
     auto* fields = new std::vector<FormField>();
-    for (auto section :
-         {IdentityFields, ReplicaFields, ResourceFields, ProgramFields, TrainingFields}) {
+    for (auto section : {IdentityFields, ReplicaFields, ResourceFields, ProgramFields, DataFields,
+                         TrainingFields}) {
       for (FormField& field : section()) fields->push_back(std::move(field));
     }
     return fields;

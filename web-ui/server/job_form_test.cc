@@ -203,6 +203,88 @@ TEST_CASE("a priority class goes to every replica's pods") {
         "priorityClassName");
 }
 
+TEST_CASE("a data claim is mounted read-only in the replicas that read data, not the PS's") {
+  json body = ValidForm();
+  body["chief"] = true;
+  body["evaluator"] = true;
+  body["dataClaim"] = "fashion-mnist-tfrecord";
+  body["dataMountPath"] = "/data/fashion-mnist";
+  const json specs = Built(body)["spec"]["tfReplicaSpecs"];
+  for (const char* type : {"Chief", "Worker", "Evaluator"}) {
+    CAPTURE(type);
+    const json& pod = specs[type]["template"]["spec"];
+    REQUIRE(pod["volumes"].size() == 1);
+    CHECK(pod["volumes"][0] ==
+          json({{"name", "data"},
+                {"persistentVolumeClaim",
+                 {{"claimName", "fashion-mnist-tfrecord"}, {"readOnly", true}}}}));
+    CHECK(pod["containers"][0]["volumeMounts"] ==
+          json::array(
+              {{{"name", "data"}, {"mountPath", "/data/fashion-mnist"}, {"readOnly", true}}}));
+  }
+  CHECK_FALSE(specs["PS"]["template"]["spec"].contains("volumes"));
+  CHECK_FALSE(specs["PS"]["template"]["spec"]["containers"][0].contains("volumeMounts"));
+  // Without a claim nothing is mounted, whatever the path says.
+  body.erase("dataClaim");
+  const json plain = Built(body)["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"];
+  CHECK_FALSE(plain.contains("volumes"));
+  CHECK_FALSE(plain["containers"][0].contains("volumeMounts"));
+  // The default mount path is /data.
+  body["dataClaim"] = "data.team-a";
+  body.erase("dataMountPath");
+  CHECK(Built(body)["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+                   ["volumeMounts"][0]["mountPath"] == "/data");
+}
+
+TEST_CASE("a data claim's name and mount path are checked, whatever JSON they hold") {
+  const std::string claim =
+      "spec.tfReplicaSpecs.Worker.template.spec.volumes[0].persistentVolumeClaim.claimName";
+  const std::string mount =
+      "spec.tfReplicaSpecs.Worker.template.spec.containers[0].volumeMounts[0].mountPath";
+  auto errors_with = [](const char* key, json value) {
+    json form = ValidForm();
+    form["dataClaim"] = "data";
+    form[key] = std::move(value);
+    return Parse(form);
+  };
+  for (const json& bad :
+       {json("Data"), json("my_claim"), json("-data"), json(std::string(254, 'a')), json(7),
+        json(true), json::array({"data"}), json::object()}) {
+    CAPTURE(bad.dump());
+    const std::vector<FieldError> errors = errors_with("dataClaim", bad);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].field == claim);
+    CHECK(errors[0].form_key == "dataClaim");
+  }
+  CHECK(errors_with("dataClaim", "Data")[0].message ==
+        "dataClaim \"Data\" is not a PersistentVolumeClaim name (a DNS-1123 subdomain: "
+        "lower-case letters, digits, '-' and '.')");
+  for (const json& bad : {json("data"), json(""), json("/"), json("/data/../etc"),
+                          json("/data/./x"), json("/data//x"), json("/data\n"),
+                          json("/var/run/secrets/taas/job"), json("/var/run/secrets/taas/job/data"),
+                          json("/var/run"), json(1), json::array({"/data"}), json::object()}) {
+    CAPTURE(bad.dump());
+    const std::vector<FieldError> errors = errors_with("dataMountPath", bad);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].field == mount);
+    CHECK(errors[0].form_key == "dataMountPath");
+  }
+  CHECK(errors_with("dataMountPath", "data")[0].message ==
+        "dataMountPath \"data\" must be an absolute path (it starts with /)");
+  CHECK(errors_with("dataMountPath", "/var/run/secrets/taas")[0].message ==
+        "dataMountPath \"/var/run/secrets/taas\" would overlap the job secret's mount, "
+        "/var/run/secrets/taas/job");
+  for (const char* good : {"/data", "/mnt/fashion-mnist", "/data/v2.1", "/data/"}) {
+    CAPTURE(good);
+    CHECK(errors_with("dataMountPath", good).empty());
+  }
+  // The API server's errors about the volumes and mounts land on these inputs.
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[Evaluator].template.spec.volumes[0].persistentVolumeClaim."
+                  "claimName") == "dataClaim");
+  CHECK(FormKeyOf("spec.tfReplicaSpecs[Chief].template.spec.containers[0].volumeMounts[0]."
+                  "mountPath") == "dataMountPath");
+}
+
 TEST_CASE("strategy collective builds a job of workers without PS replicas or TF_SYNC") {
   json body = ValidForm();
   for (const char* ps_field : {"psReplicas", "psCpu", "psMemory", "mode"}) body.erase(ps_field);

@@ -234,7 +234,7 @@ export interface MetricsAnswer {
 }
 
 // The New-job form's keys (job_form.cc), and the body a create request sends.
-export type FormKey = 'namespace' | 'name' | 'strategy' | 'psReplicas' | 'workerReplicas' | 'chief' | 'evaluator' | 'gpusPerWorker' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory' | 'image' | 'command' | 'args' | 'mode' | 'restartPolicy' | 'priorityClassName' | 'backoffLimit';
+export type FormKey = 'namespace' | 'name' | 'strategy' | 'psReplicas' | 'workerReplicas' | 'chief' | 'evaluator' | 'gpusPerWorker' | 'psCpu' | 'psMemory' | 'workerCpu' | 'workerMemory' | 'image' | 'command' | 'args' | 'dataClaim' | 'dataMountPath' | 'mode' | 'restartPolicy' | 'priorityClassName' | 'backoffLimit';
 
 export interface JobForm {
   /** required; TFJob field metadata.name */
@@ -265,6 +265,10 @@ export interface JobForm {
   command?: string[];
   /** at most 64 items; TFJob field spec.tfReplicaSpecs.Worker.template.spec.containers[0].args */
   args?: string[];
+  /** TFJob field spec.tfReplicaSpecs.Worker.template.spec.volumes[0].persistentVolumeClaim.claimName */
+  dataClaim?: string;
+  /** TFJob field spec.tfReplicaSpecs.Worker.template.spec.containers[0].volumeMounts[0].mountPath */
+  dataMountPath?: string;
   /** TFJob field spec.tfReplicaSpecs.Worker.template.spec.containers[0].env[TF_SYNC] */
   mode?: 'sync' | 'async';
   /** TFJob field spec.tfReplicaSpecs.Worker.restartPolicy */

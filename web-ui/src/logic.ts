@@ -13,7 +13,8 @@ export function isAllReduce(form: Pick<JobForm, 'strategy'>): boolean {
 }
 
 // What the form sends: all of it, but with all-reduce neither the parameter-server fields nor the
-// mode (all-reduce is synchronous), which its inputs hide.
+// mode (all-reduce is synchronous), which its inputs hide, and without a data claim no mount path
+// (its input is hidden too).
 export function formBody(form: JobForm, command: string[], args: string[]): JobForm {
   const body: JobForm = { ...form, command, args };
   if (isAllReduce(form)) {
@@ -22,7 +23,34 @@ export function formBody(form: JobForm, command: string[], args: string[]): JobF
     delete body.psMemory;
     delete body.mode;
   }
+  if (!form.dataClaim) {
+    delete body.dataClaim;
+    delete body.dataMountPath;
+  }
   return body;
+}
+
+// A PersistentVolumeClaim's name: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.',
+// starting and ending with a letter or digit, at most 253 characters).
+const DNS_1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+// The data claim's inputs checked as they are typed, before the server's answer: the claim's name
+// and the mount path's shape. The server checks both again (job_form.cc) and has the last word,
+// with rules of its own (not over the job secret's mount); its errors replace these.
+export function dataInputErrors(form: Pick<JobForm, 'dataClaim' | 'dataMountPath'>): Map<FormKey, string> {
+  const errors = new Map<FormKey, string>();
+  const claim = form.dataClaim ?? '';
+  if (claim === '') return errors;
+  if (claim.length > 253 || !DNS_1123_SUBDOMAIN.test(claim)) {
+    errors.set('dataClaim', 'a claim name is lower-case letters, digits, - and . (a DNS-1123 subdomain)');
+  }
+  const path = form.dataMountPath ?? '';
+  if (!path.startsWith('/')) {
+    errors.set('dataMountPath', 'an absolute path, starting with /');
+  } else if (path === '/' || /(^|\/)\.\.?(\/|$)/.test(path) || path.includes('//')) {
+    errors.set('dataMountPath', 'a folder other than /, without . or .. segments');
+  }
+  return errors;
 }
 
 // Where the form shows each error: next to its input (the server names it: `formKey`), the first

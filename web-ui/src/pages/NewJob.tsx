@@ -4,6 +4,7 @@ import { api, ApiError, ClusterView, ConfigAnswer, FieldError, JobForm } from '.
 import { CapacityHint, ErrorBanners, useDryRun, YamlPreview } from '../components/form/feedback';
 import { FormState } from '../components/form/fields';
 import {
+  DataSection,
   IdentitySection,
   ProgramSection,
   ProgramTexts,
@@ -11,7 +12,7 @@ import {
   ResourcesSection,
   TrainingSection,
 } from '../components/form/sections';
-import { formBody, placeErrors } from '../logic';
+import { dataInputErrors, formBody, placeErrors } from '../logic';
 import { navigate, usePoll } from '../util';
 
 // What a new form holds; a key left out is the server's default (job_form.cc).
@@ -30,6 +31,8 @@ const DEFAULTS: JobForm = {
   mode: 'sync',
   restartPolicy: 'OnFailure',
   backoffLimit: 3,
+  dataClaim: '',
+  dataMountPath: '/data',
 };
 
 function lines(text: string): string[] {
@@ -80,7 +83,8 @@ export function NewJobPage(props: { config: ConfigAnswer }) {
   };
   const state: FormState = {
     form,
-    errors: byKey,
+    // The data inputs' own checks until the server answers for them (its word wins).
+    errors: new Map([...dataInputErrors(form), ...byKey]),
     set: (key, value) => {
       changed();
       setForm((f) => ({ ...f, [key]: value }));
@@ -120,6 +124,7 @@ export function NewJobPage(props: { config: ConfigAnswer }) {
               setTexts(t);
             }}
           />
+          <DataSection state={state} />
           <TrainingSection state={state} />
           <button type="submit" aria-busy={busy ? 'true' : 'false'} disabled={busy || props.config.readOnly} data-testid="submit">
             Create job

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { FormKey, JobForm } from '../../api';
 import { inputEvent, named, recorder, render } from '../../testing/render';
 import type { FormState } from './fields';
-import { IdentitySection, ProgramSection, ReplicasSection, ResourcesSection, TrainingSection } from './sections';
+import { DataSection, IdentitySection, ProgramSection, ReplicasSection, ResourcesSection, TrainingSection } from './sections';
 
 function state(form: JobForm, errors: [FormKey, string][] = []): FormState {
   return { form, errors: new Map(errors), set: () => {} };
@@ -60,4 +60,20 @@ test('the restart policies are offered with ExitCode explained', () => {
     ['OnFailure', 'ExitCode', 'Never', 'Always'],
   );
   assert.match(r.html, /exit ≥ 128/);
+});
+
+test('the data section asks for a mount path once a claim is named, and shows its errors', () => {
+  const none = render(<DataSection state={state({ dataClaim: '', dataMountPath: '/data' })} />);
+  assert.match(none.html, /name="dataClaim"/);
+  assert.doesNotMatch(none.html, /name="dataMountPath"/);
+  assert.match(none.html, /empty: no data volume/);
+
+  const claimed = render(
+    <DataSection
+      state={state({ dataClaim: 'fmnist-data', dataMountPath: 'data' }, [['dataMountPath', 'an absolute path, starting with /']])}
+    />,
+  );
+  assert.match(claimed.html, /name="dataClaim" value="fmnist-data"/);
+  assert.match(claimed.html, /name="dataMountPath" value="data"/);
+  assert.match(claimed.html, /data-field-error="dataMountPath"/);
 });

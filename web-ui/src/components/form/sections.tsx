@@ -125,6 +125,34 @@ export function ProgramSection(props: {
   );
 }
 
+// Data from a PersistentVolumeClaim, mounted read-only in the workers, the chief and the
+// evaluator (not the parameter servers, which read none); the mount path is asked only once a
+// claim is named (logic.ts formBody sends neither without one).
+export function DataSection({ state }: { state: FormState }) {
+  const claimed = (state.form.dataClaim ?? '') !== '';
+  return (
+    <fieldset>
+      <legend>Data</legend>
+      <div class="grid">
+        <TextField
+          state={state}
+          name="dataClaim"
+          label="PersistentVolumeClaim"
+          hint="empty: no data volume; the claim must exist in the job's namespace"
+        />
+        {claimed && (
+          <TextField
+            state={state}
+            name="dataMountPath"
+            label="Mount path"
+            hint="read-only in workers, chief and evaluator; point the arguments at it"
+          />
+        )}
+      </div>
+    </fieldset>
+  );
+}
+
 export function TrainingSection({ state }: { state: FormState }) {
   return (
     <fieldset>
