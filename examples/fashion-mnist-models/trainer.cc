@@ -94,20 +94,21 @@ absl::Status FashionMnistTrainer::OpenTrainingInput(const TrainerInfo& info,
                                                     const Logger& logger) {
   // The same shard, shuffle buffer, seed and prefetch from memory and from disk, so that the two
   // train alike (bench/fashion-mnist/tfrecord.sh compares them).
-  const std::uint64_t seed = seed_ * 1000 + static_cast<std::uint64_t>(info.replica_id_in_sync());
-  const int num_shards = std::max(1, info.num_replicas_in_sync());
-  if (!train_files_.empty()) {
-    data::StreamOptions options;
+  const auto input = [&]<typename InputOptions>(InputOptions options) {
     options.batch_size = replica_batch;
     options.example_shape = model_->example_shape();
     options.shuffle_buffer = 10000;
-    options.seed = seed;
+    options.seed = seed_ * 1000 + static_cast<std::uint64_t>(info.replica_id_in_sync());
     options.repeat = true;
     options.shard_index = info.replica_id_in_sync();
-    options.num_shards = num_shards;
-    options.decode_threads = decode_threads_;
+    options.num_shards = std::max(1, info.num_replicas_in_sync());
     options.prefetch = 4;
-    options.device = info.device;
+    options.device = info.device;  // the replica's GPU, if any: batches go there ahead of use
+    return options;
+  };
+  if (!train_files_.empty()) {
+    data::StreamOptions options = input(data::StreamOptions{});
+    options.decode_threads = decode_threads_;
     TAAS_ASSIGN_OR_RETURN(auto stream, OpenTfRecordStream(train_files_, options));
     const data::ShardPlan& plan = stream->plan();
     logger.Info("training from TFRecord files",
@@ -119,16 +120,7 @@ absl::Status FashionMnistTrainer::OpenTrainingInput(const TrainerInfo& info,
   }
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
   TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
-  data::PipelineOptions options;
-  options.batch_size = replica_batch;
-  options.shuffle_buffer = 10000;
-  options.seed = seed;
-  options.repeat = true;
-  options.shard_index = info.replica_id_in_sync();
-  options.num_shards = num_shards;
-  options.prefetch = 4;
-  options.example_shape = model_->example_shape();
-  options.device = info.device;  // the replica's GPU, if any: batches go there ahead of use
+  const data::PipelineOptions options = input(data::PipelineOptions{});
   TAAS_ASSIGN_OR_RETURN(auto pipeline,
                         data::Pipeline::Create(
                             std::make_shared<const data::ImageDataset>(std::move(train)), options));
