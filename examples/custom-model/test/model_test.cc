@@ -1,12 +1,19 @@
-// Unit tests of the model without the runtime: its arguments, and its network learning a small
-// batch of its own (no data set, no processes).
+// Unit tests of the model without the runtime: its arguments, its network learning a small
+// batch of its own, and reading files of its own (no data set, no processes).
 #include "model.h"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "taas/data/example.h"
+#include "taas/data/tfrecord.h"
 
 namespace custom_model {
 namespace {
@@ -90,6 +97,102 @@ TEST_CASE("arguments, spelled and refused as taas's own flags are") {
     CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK(std::string(parsed.status().message()).rfind("model arguments: ", 0) == 0);
   }
+}
+
+// A fresh folder for a test's files, removed after it.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + "-" + std::to_string(std::random_device{}()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string File(const std::string& name, const std::string& bytes) const {
+    std::ofstream(path / name, std::ios::binary) << bytes;
+    return (path / name).string();
+  }
+};
+
+// Every example of a one-pass stream of `files`: the first pixel of each and its label.
+std::vector<std::pair<float, std::int32_t>> ReadAll(const std::vector<std::string>& files,
+                                                    const Options& options) {
+  taas::data::StreamOptions stream;
+  stream.batch_size = 2;
+  auto opened = OpenFiles(files, options, stream);
+  REQUIRE(opened.ok());
+  std::vector<std::pair<float, std::int32_t>> examples;
+  for (;;) {
+    auto batch = (*opened)->NextBatch();
+    REQUIRE(batch.ok());
+    if (!batch->has_value()) break;
+    const taas::data::Batch& ready = **batch;
+    REQUIRE(ready.images.shape() == taas::Shape{ready.images.shape()[0], 784});
+    for (std::int64_t i = 0; i < ready.images.shape()[0]; ++i) {
+      examples.emplace_back(ready.images.data()[i * 784], ready.labels[static_cast<size_t>(i)]);
+    }
+  }
+  return examples;
+}
+
+TEST_CASE("--train_files reads TFRecord files of Examples: 784 pixel bytes and a label") {
+  TempDir dir("custom-model-tfrecord");
+  std::string records;
+  for (int i = 0; i < 3; ++i) {
+    taas::data::Features features;
+    features["image_raw"] = taas::data::BytesList{std::string(784, static_cast<char>(51 * i))};
+    features["label"] = taas::data::Int64List{i + 4};
+    records += taas::data::EncodeTfRecord(taas::data::SerializeExample(features));
+  }
+  const std::string file = dir.File("train-0.tfrecord", records);
+  auto options = ParseArgs({"--train_files=" + dir.path.string() + "/train-*.tfrecord"});
+  REQUIRE(options.ok());
+  REQUIRE(options->train_files.size() == 1);
+  const auto examples = ReadAll(options->train_files, *options);
+  REQUIRE(examples.size() == 3);
+  CHECK(examples[1].first == doctest::Approx(0.2));  // 51 / 255
+  CHECK(examples[2].second == 6);
+
+  // A record cut short is an error naming the file, not a crash.
+  dir.File("train-0.tfrecord", records.substr(0, records.size() - 5));
+  taas::data::StreamOptions stream;
+  auto opened = OpenFiles({file}, *options, stream);
+  REQUIRE(opened.ok());
+  absl::Status failed;
+  for (int i = 0; i < 4 && failed.ok(); ++i) failed = (*opened)->NextBatch().status();
+  CHECK(std::string(failed.message()).find(file) != std::string::npos);
+}
+
+TEST_CASE("--train_files reads CSV files: a header, the label column, pixel columns scaled") {
+  TempDir dir("custom-model-csv");
+  std::string header = "label";
+  std::string row0 = "3", row1 = "9";
+  for (int p = 1; p <= 784; ++p) {
+    header += ",pixel" + std::to_string(p);
+    row0 += ",255";
+    row1 += ",0";
+  }
+  const std::string file = dir.File("train.csv", header + "\n" + row0 + "\n" + row1 + "\n");
+  auto options = ParseArgs({"--train_files=" + file});
+  REQUIRE(options.ok());
+  const auto examples = ReadAll(options->train_files, *options);
+  REQUIRE(examples.size() == 2);
+  CHECK(examples[0] == std::pair<float, std::int32_t>{1.0f, 3});
+  CHECK(examples[1] == std::pair<float, std::int32_t>{0.0f, 9});
+
+  // Columns the file does not have are named in the error, once the file is read.
+  options->columns = {"x1", "x2"};
+  auto opened = OpenFiles({file}, *options, {});
+  REQUIRE(opened.ok());
+  const absl::Status failed = (*opened)->NextBatch().status();
+  CHECK(std::string(failed.message()).find("x1") != std::string::npos);
+}
+
+TEST_CASE("files that are neither TFRecord nor CSV are refused by name") {
+  const Options options;
+  const absl::Status refused = OpenFiles({"/data/train.parquet"}, options, {}).status();
+  CHECK(refused.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(refused.message()).find("/data/train.parquet") != std::string::npos);
 }
 
 }  // namespace
