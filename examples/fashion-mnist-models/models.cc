@@ -41,6 +41,10 @@ absl::StatusOr<BatchStats> Model::Evaluate(const data::Batch& batch) {
   return ReadStats(*stats, batch.images.shape()[0]);
 }
 
+absl::StatusOr<const Tensor*> Model::Logits(const data::Batch& batch) {
+  return network_.Forward(batch.images, false);
+}
+
 Mlp::Mlp(std::uint64_t seed) {
   using nn::Activation;
   using nn::DenseOptions;

@@ -217,6 +217,36 @@ std::vector<Setting> Settings() {
                  c.eval_on_chief_steps = *steps;
                  return absl::OkStatus();
                }});
+  s.push_back({"predict_output", std::string(contract::kPredictOutputEnv),
+               "predict instead of training: write the model's outputs to this .csv or .npy file",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v.empty()) return Invalid(w, "must not be empty");
+                 c.predict_output = v;
+                 return absl::OkStatus();
+               }});
+  s.push_back({"predict_input", std::string(contract::kPredictInputEnv),
+               "the files to predict on: patterns, comma-separated",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 c.predict_inputs.clear();
+                 for (std::size_t start = 0; start <= v.size();) {
+                   const std::size_t comma = std::min(v.find(',', start), v.size());
+                   if (comma == start) return Invalid(w, "an empty pattern in \"" + v + "\"");
+                   c.predict_inputs.push_back(v.substr(start, comma - start));
+                   start = comma + 1;
+                 }
+                 return absl::OkStatus();
+               }});
+  s.push_back({"predict_checkpoint", std::string(contract::kPredictCheckpointEnv),
+               "the checkpoint to predict with, a prefix such as DIR/model.ckpt-400 (the model "
+               "dir's newest that verifies)",
+               [](const std::string& w, const std::string& v, RuntimeConfig& c) -> absl::Status {
+                 if (v.empty()) return Invalid(w, "must not be empty");
+                 c.predict_checkpoint = v;
+                 return absl::OkStatus();
+               }});
+  s.push_back(Make("predict_batch_size", std::string(contract::kPredictBatchSizeEnv),
+                   "examples per batch when predicting (100)", IntInRange(1, std::int64_t{1} << 20),
+                   &RuntimeConfig::predict_batch_size));
   s.push_back(Make("evaluator_nice", "TAAS_EVALUATOR_NICE",
                    "CPU priority (nice) of the evaluator, e.g. 10 to put it below training on "
                    "shared cores (0: as started)",
@@ -720,6 +750,20 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
     c.worker_addresses = {"local"};
   } else {
     TAAS_RETURN_IF_ERROR(ParseTfConfig(tf_config->second, c));
+  }
+  if (!c.predict_output.empty()) {
+    if (c.predict_inputs.empty()) {
+      return Invalid(std::string(contract::kPredictInputEnv),
+                     "predicting (" + std::string(contract::kPredictOutputEnv) +
+                         " is set) needs the input files");
+    }
+    // Predicting is one process that scores, as an evaluator does, whatever its TF_CONFIG says.
+    c.info.role = Role::kEvaluator;
+    c.info.is_chief = false;
+    c.info.predicting = true;
+  } else if (!c.predict_inputs.empty() || !c.predict_checkpoint.empty()) {
+    return Invalid(std::string(contract::kPredictOutputEnv),
+                   "the predict settings need the output file too");
   }
   c.info.num_ps = static_cast<int>(c.ps_addresses.size());
   c.info.num_workers = static_cast<int>(c.worker_addresses.size());

@@ -2,6 +2,7 @@
 
 #include "exit_code.h"
 #include "internal.h"
+#include "taas/data/batch.h"
 #include "taas/job_report/job_report.h"
 #include "taas/runtime/model_args.h"
 
@@ -105,6 +106,18 @@ absl::StatusOr<std::map<std::string, double>> DistModel::evaluate(Session&) {
   return std::map<std::string, double>{};
 }
 void DistModel::after_train(Session&, bool) {}
+
+absl::StatusOr<std::unique_ptr<data::BatchStream>> DistModel::predict_inputs(
+    Session&, const PredictRequest&) {
+  return absl::UnimplementedError(
+      "this model does not predict: its DistModel overrides neither predict_inputs nor predict "
+      "(docs/trainer-runtime.md, \"Predict\")");
+}
+absl::StatusOr<PredictOutputs> DistModel::predict(Session&, const data::Batch&) {
+  return absl::UnimplementedError(
+      "this model does not predict: its DistModel does not override predict "
+      "(docs/trainer-runtime.md, \"Predict\")");
+}
 
 namespace runtime {
 

@@ -18,6 +18,7 @@
 #include "taas/contract/model_dir.h"
 #include "taas/metrics/metrics.h"
 #include "taas/runtime/dist_model.h"
+#include "taas/runtime/predict.h"
 
 namespace taas {
 
@@ -81,6 +82,9 @@ int RunCollectiveTrainer(Context& ctx);
 // on loopback); a name (a Kubernetes service) means every interface.
 std::string BindHost(const config::RuntimeConfig& cfg);
 int RunEvaluator(Context& ctx);
+// Predicting (config predict_output set; predict.cc): restores the checkpoint, runs the model's
+// predict on its predict_inputs and writes the output file; the exit code.
+int RunPredict(Context& ctx);
 
 // Chooses the device of each model replica (config::ChooseDevices, with the CUDA devices the
 // registered CUDA memory sees, if this binary has one), readies each GPU (its engine's probe:
@@ -111,6 +115,11 @@ struct BuiltModel {
   std::unique_ptr<ReplicaState> replica;
 };
 absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const TrainerInfo& info);
+
+// taas::Predict with the context's logger and factory, for the model `info` describes (its
+// predicting set): RunPredict's and taas::Predict's one path.
+absl::StatusOr<PredictSummary> PredictWith(Context& ctx, const TrainerInfo& info,
+                                           const PredictOptions& options);
 
 // One train() call of `built` through `session`, into `result`, with what every driver does
 // around it: the engine's hooks before and after (taas/runtime/engine.h), the step's own error,

@@ -272,6 +272,7 @@ int RunRole(Context& ctx, config::RuntimeConfig& cfg) {
                                {"compute_threads", threads.threads},
                                {"compute_threads_from", threads.chosen_by},
                                {"omp_wait_policy", wait_policy ? wait_policy : "unset"}});
+  if (info.predicting) return RunPredict(ctx);
   switch (info.role) {
     case Role::kPs:
       return RunParameterServer(ctx);

@@ -36,6 +36,14 @@ inline constexpr std::string_view kSaveSummariesSecsEnv = "TAAS_SAVE_SUMMARIES_S
 // that the kubelet's SIGKILL never cuts a save; `taas run` waits a replica's grace period too.
 inline constexpr std::string_view kTerminationGraceSecsEnv = "TAAS_TERMINATION_GRACE_SECS";
 inline constexpr int kKubernetesTerminationGracePeriodSecs = 30;
+// Predicting (`taas predict` sets them for the model's binary; docs/trainer-runtime.md "Predict"):
+// the output file (.csv or .npy; set, the process predicts instead of taking its TF_CONFIG role),
+// the input patterns (comma-separated), a checkpoint prefix (default: the model dir's newest that
+// verifies) and the examples per batch.
+inline constexpr std::string_view kPredictOutputEnv = "TAAS_PREDICT_OUTPUT";
+inline constexpr std::string_view kPredictInputEnv = "TAAS_PREDICT_INPUT";
+inline constexpr std::string_view kPredictCheckpointEnv = "TAAS_PREDICT_CHECKPOINT";
+inline constexpr std::string_view kPredictBatchSizeEnv = "TAAS_PREDICT_BATCH_SIZE";
 // The TFJob's name, for the replicas' log lines.
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
 // The port of the replica's Prometheus endpoint (ports.h).

@@ -48,6 +48,9 @@ class Model {
   absl::StatusOr<BatchStats> TrainStep(const data::Batch& batch);
   // Forward only, in inference mode.
   absl::StatusOr<BatchStats> Evaluate(const data::Batch& batch);
+  // The logits [batch, kClasses] in inference mode, on the images' device, valid until the next
+  // call.
+  absl::StatusOr<const Tensor*> Logits(const data::Batch& batch);
 
   virtual std::string name() const = 0;
   // {784} for the MLP, {28, 28, 1} (NHWC) for the CNN.

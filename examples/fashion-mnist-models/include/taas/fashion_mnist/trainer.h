@@ -27,6 +27,9 @@
 // else by record; the same shuffle buffer; batches prefetched onto the replica's device),
 // --test_files=GLOB[,GLOB...] scores evaluate() on such files, --decode_threads=N (1) decodes
 // records on N threads.
+//
+// `taas predict` (predict_inputs, predict) writes each image's 10 logits, its class and, when the
+// IDX labels file is beside the images, its label.
 #pragma once
 
 #include <deque>
@@ -48,6 +51,12 @@ class FashionMnistTrainer : public DistModel {
   StepResult train(Session& session) override;
   absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override;
   void after_train(Session& session, bool is_chief) override;
+  // `taas predict`: the request's IDX image files (Fashion-MNIST's format; each file's labels, a
+  // "-labels-idx1-ubyte" file beside it, when there is one), in order; the logits of the weights
+  // evaluate() scores (the moving averages, when kept).
+  absl::StatusOr<std::unique_ptr<data::BatchStream>> predict_inputs(
+      Session& session, const PredictRequest& request) override;
+  absl::StatusOr<PredictOutputs> predict(Session& session, const data::Batch& batch) override;
 
  private:
   absl::Status ParseArgs(const std::vector<std::string>& args);

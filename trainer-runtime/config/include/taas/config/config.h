@@ -56,6 +56,14 @@ struct RuntimeConfig {
   // eval_on_chief_steps global steps when that is > 0.
   bool eval_on_chief = false;
   std::int64_t eval_on_chief_steps = 0;
+  // Predicting (TAAS_PREDICT_OUTPUT set): the process builds the model as an evaluator
+  // (info.predicting), restores predict_checkpoint (empty: the model dir's newest that verifies),
+  // runs it on predict_inputs in batches of predict_batch_size and writes predict_output; it
+  // ignores TF_CONFIG's role and trains nothing.
+  std::string predict_output;
+  std::vector<std::string> predict_inputs;
+  std::string predict_checkpoint;
+  std::int64_t predict_batch_size = 100;
   // The evaluator's nice value (0: as started). Where it shares cores with training (a local
   // run), a higher one leaves training the CPU; the evaluator then scores what it gets to.
   int evaluator_nice = 0;

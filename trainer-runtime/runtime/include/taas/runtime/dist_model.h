@@ -54,6 +54,11 @@
 
 namespace taas {
 
+namespace data {
+struct Batch;
+class BatchStream;
+}  // namespace data
+
 // The exit codes (taas/contract/exit_codes.h, which the operator's and the launcher's restart
 // rules read too).
 using contract::kExitBadConfig;
@@ -94,6 +99,9 @@ struct TrainerInfo {
   std::int64_t max_steps = 0;
   std::string model_dir;          // Checkpoints and chief summaries; the evaluator's under eval/.
   std::vector<std::string> args;  // The model's own arguments (after `--`).
+  // The process scores inputs with a checkpoint (`taas predict`, TAAS_PREDICT_OUTPUT) and never
+  // trains: build_model need not open the training data. role is kEvaluator then.
+  bool predicting = false;
 
   // Model replicas whose gradients every step averages, and this one's place among them (TF's
   // num_replicas_in_sync): shard the data by these, and split a worker's batch of B into
@@ -211,6 +219,25 @@ struct StepResult {
   absl::Status error;
 };
 
+// What `taas predict` (TAAS_PREDICT_INPUT, docs/trainer-runtime.md "Predict") asks a model to
+// read: the patterns as the user gave them, in batches of batch_size (the last one smaller), in
+// order, not shuffled, not repeated, onto `device` (the model's).
+struct PredictRequest {
+  std::vector<std::string> inputs;
+  std::int64_t batch_size = 100;
+  Device device = Device::Cpu();
+};
+
+// What the model computed for one batch of inputs.
+struct PredictOutputs {
+  // [batch, k] (or [batch], read as [batch, 1]) on any device: a classifier's logits, a
+  // regression's values; one row per example of the batch, the same k for every batch.
+  Tensor outputs;
+  // The outputs are logits of classes: each example's predicted class is the argmax of its row
+  // (the first of equal ones), written beside them.
+  bool classes = false;
+};
+
 // Runs on the chief after variables are initialised and before other replicas start, only when no
 // checkpoint of this job exists (a checkpoint always wins). It may set Variable values (warm
 // start; taas::WarmStart in taas/runtime/warm_start.h makes one from another job's checkpoint, as
@@ -250,6 +277,19 @@ class DistModel {
 
   // After training, with the final parameter values pulled (best effort on non-chief workers).
   virtual void after_train(Session& session, bool is_chief);
+
+  // Predicting (`taas predict`, taas::Predict in taas/runtime/predict.h): the runtime builds the
+  // model (TrainerInfo::predicting), restores a checkpoint into its variables and state as the
+  // evaluator does, then calls predict_inputs once and predict once per batch, with the values
+  // evaluate() would score (a model that evaluates other weights, such as moving averages, swaps
+  // them in predict as it does in evaluate). predict_inputs opens the request's files with any
+  // reader of taas/data (the same the model evaluates with) and returns its batches;
+  // Batch::labels (or targets), when the inputs have them, are written beside the predictions.
+  // Both default to Unimplemented ("this model does not predict"); an error is the model's, with
+  // the file or batch named.
+  virtual absl::StatusOr<std::unique_ptr<data::BatchStream>> predict_inputs(
+      Session& session, const PredictRequest& request);
+  virtual absl::StatusOr<PredictOutputs> predict(Session& session, const data::Batch& batch);
 };
 
 // Runs the replica TF_CONFIG names; returns the process exit code. `factory` is called once per
