@@ -14,7 +14,18 @@ std::string Usage() {
          "                [--env KEY=VALUE]... [--progress-secs S] [--verbose]\n"
          "                [--evaluator-grace-seconds S]\n"
          "                [--ui-port N] [--no-ui] [--keep-ui] [--ui-assets DIR] [--local-gpus N]\n"
+         "       taas predict JOB.yaml --model-dir DIR --input FILES --output FILE.csv|.npy ...\n"
+         "                (a trained model's predictions; taas predict --help)\n"
          "       taas new NAME [DIR]   (a model project from the SDK's template; taas new --help)";
+}
+
+void LocateLauncher(const std::string& self_path, std::string& launcher_dir, std::string& build_dir,
+                    bool& build_dir_given) {
+  std::error_code ec;
+  const fs::path self = fs::canonical(self_path, ec);
+  launcher_dir = ec ? "" : self.parent_path().string();
+  build_dir_given = !build_dir.empty();
+  if (!build_dir_given) build_dir = ec ? "." : self.parent_path().parent_path().string();
 }
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
@@ -51,14 +62,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args,
   if (!parsed->positional.empty()) o.job_file = parsed->positional.front();
   if (o.help) return o;
   if (o.job_file.empty()) return absl::InvalidArgumentError("no job file\n" + usage);
-  std::error_code ec;
-  const fs::path self = fs::canonical(self_path, ec);
-  o.launcher_dir = ec ? "" : self.parent_path().string();
-  o.build_dir_given = !o.build_dir.empty();
-  if (!o.build_dir_given) {
-    // build/launcher/taas -> build
-    o.build_dir = ec ? "." : self.parent_path().parent_path().string();
-  }
+  LocateLauncher(self_path, o.launcher_dir, o.build_dir, o.build_dir_given);
   if (o.ui_assets.empty()) o.ui_assets = (fs::path(o.build_dir) / "web-ui" / "dist").string();
   return o;
 }

@@ -53,6 +53,11 @@ struct Options {
   bool help = false;
 };
 
+// Where the `taas` executable at `self_path` is (`launcher_dir`, "" when unknown) and, unless
+// `build_dir` was given, the build tree it sits in (build/launcher/taas -> build).
+void LocateLauncher(const std::string& self_path, std::string& launcher_dir, std::string& build_dir,
+                    bool& build_dir_given);
+
 // What `taas run --help` prints.
 std::string Usage();
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -44,6 +45,22 @@ std::string Describe(const BinaryPlace& place) {
 }
 
 }  // namespace
+
+BinarySearchInputs SearchInputsOfProcess(std::string bin_dir, std::string build_dir,
+                                         bool build_dir_given, std::string manifest_path,
+                                         std::string launcher_dir) {
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return {.bin_dir = std::move(bin_dir),
+          .bin_path_env = env(kBinPathEnv),
+          .build_dir = std::move(build_dir),
+          .build_dir_given = build_dir_given,
+          .manifest_path = std::move(manifest_path),
+          .launcher_dir = std::move(launcher_dir),
+          .path_env = env("PATH")};
+}
 
 std::vector<BinaryPlace> BinaryPlaces(const BinarySearchInputs& in) {
   std::vector<BinaryPlace> places;

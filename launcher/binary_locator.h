@@ -34,6 +34,12 @@ struct BinarySearchInputs {
   std::string path_env;       // PATH
 };
 
+// The inputs of a launcher run (`taas run`, `taas predict`): its flags and manifest, with
+// TAAS_BIN_PATH and PATH from this process's environment.
+BinarySearchInputs SearchInputsOfProcess(std::string bin_dir, std::string build_dir,
+                                         bool build_dir_given, std::string manifest_path,
+                                         std::string launcher_dir);
+
 // The places in the order they are searched: --bin-dir; TAAS_BIN_PATH's folders; --build-dir;
 // the nearest `build` folder beside the manifest or above it (a user's repository keeps its build
 // there); the build tree the launcher sits in; the launcher's own folder (an installed SDK puts

@@ -142,21 +142,6 @@ tfjob::StatusOptions StatusOptionsOf(const Options& options) {
   return status;
 }
 
-// Where this run looks for the executables that commands under /opt/taas/bin name.
-BinarySearchInputs BinarySearchInputsOf(const Options& options) {
-  const auto env = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string(value ? value : "");
-  };
-  return {.bin_dir = options.bin_dir,
-          .bin_path_env = env(kBinPathEnv),
-          .build_dir = options.build_dir,
-          .build_dir_given = options.build_dir_given,
-          .manifest_path = options.job_file,
-          .launcher_dir = options.launcher_dir,
-          .path_env = env("PATH")};
-}
-
 // Runs one job: sets its replicas up, drives the job loop until the job finished or the user
 // interrupts, reports on the console and to the web UI.
 class JobRunner final : private LoopReporter {
@@ -351,8 +336,11 @@ absl::Status JobRunner::Prepare() {
   TAAS_ASSIGN_OR_RETURN(const std::vector<int> ports,
                         FreePorts(2 * tfjob::TotalReplicas(job_.spec)));
   const AvailableCpus cpus = ReadAvailableCpus();
-  const ReplicaSettings settings{BinaryPlaces(BinarySearchInputsOf(options_)), model_dir_,
-                                 options_.env, LocalComputeDefaults(job_.spec, cpus.cpus, environ)};
+  const ReplicaSettings settings{BinaryPlaces(SearchInputsOfProcess(
+                                     options_.bin_dir, options_.build_dir, options_.build_dir_given,
+                                     options_.job_file, options_.launcher_dir)),
+                                 model_dir_, options_.env,
+                                 LocalComputeDefaults(job_.spec, cpus.cpus, environ)};
   if (auto share = settings.defaults.find(std::string(contract::kComputeThreadsEnv));
       share != settings.defaults.end()) {
     Say("replicas compute with " + share->second + " thread(s) each: " + std::to_string(cpus.cpus) +
