@@ -7,10 +7,19 @@
 # It polls for checkpoints often so that it also scores the first one (at half the steps).
 # Each PATTERN after those (an extended regular expression) must match a line of the job's
 # console, where every replica's lines stand behind its name ("[...-worker-0] ...").
-# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY [PATTERN...]
+# With --predict TEST_IMAGES (an IDX images file with its labels file beside it), `taas predict`
+# then scores them with the job's model dir, and the accuracy of its output (the class column
+# against the label column) must be the evaluator's score of the same, final, checkpoint.
+# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY [--predict TEST_IMAGES]
+#                        [PATTERN...]
 set -euo pipefail
 launcher="$1" build_dir="$2" job="$3" steps="$4" min_accuracy="$5"
 shift 5
+test_images=""
+if [ "${1:-}" = --predict ]; then
+  test_images="$2"
+  shift 2
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-example-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 fail() { tail -n 40 "$work/log"; echo "FAIL: $1"; exit 1; }
@@ -37,4 +46,21 @@ for pattern in "$@"; do
 done
 python3 -c "import sys; sys.exit(0 if float('$accuracy') >= float('$min_accuracy') else 1)" ||
   { echo "FAIL: accuracy $accuracy < $min_accuracy"; exit 1; }
+if [ -n "$test_images" ]; then
+  evaluated="$(sed -n "s/.*msg=\"evaluated checkpoint\" .* global_step=$steps metrics=\".*accuracy=\([0-9.]*\).*/\1/p" "$work/log" | tail -n1)"
+  [ -n "$evaluated" ] || fail "the evaluator's score of step $steps names no accuracy"
+  "$launcher" predict "$job" --build-dir "$build_dir" --model-dir "$work/model" \
+      --input "$test_images" --output "$work/predictions.csv" >"$work/predict.log" 2>&1 ||
+    { cat "$work/predict.log"; fail "taas predict failed"; }
+  grep -q "checkpoint=$work/model/model.ckpt-$steps " "$work/predict.log" ||
+    { cat "$work/predict.log"; fail "taas predict did not use the final checkpoint"; }
+  python3 - "$work/predictions.csv" "$evaluated" <<'PY' || fail "the predictions' accuracy"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+accuracy = sum(r["class"] == r["label"] for r in rows) / len(rows)
+print(f"taas predict: {len(rows)} examples, accuracy {accuracy:.6f}; the evaluator's {sys.argv[2]}")
+sys.exit(0 if abs(accuracy - float(sys.argv[2])) < 5e-7 else 1)
+PY
+  [ ! -e "$work/predictions.csv.partial" ] || fail "taas predict left its partial file"
+fi
 echo "1 passed, 0 failed"
