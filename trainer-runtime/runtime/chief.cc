@@ -113,14 +113,34 @@ std::vector<checkpoint::Entry> CheckpointEntries(const std::vector<Variable*>& v
   return entries;
 }
 
+namespace {
+
+// OK when `entry` fits `v`: its shape when the checkpoint recorded one, else its element count.
+// Otherwise InvalidArgument naming the checkpoint, the variable and both shapes.
+absl::Status CheckEntryFits(const checkpoint::Checkpoint& c, const checkpoint::Entry& entry,
+                            const Variable& v, std::string_view what) {
+  const bool fits = entry.shape ? *entry.shape == v.value.shape()
+                                : static_cast<std::int64_t>(entry.values.size()) == v.value.size();
+  if (fits) return absl::OkStatus();
+  const std::string held = entry.shape ? ShapeString(*entry.shape)
+                                       : std::to_string(entry.values.size()) + " elements";
+  return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
+                                    std::string(what) + " " + v.name + " is " + held +
+                                    " in the checkpoint, " + ShapeString(v.value.shape()) +
+                                    " in the model");
+}
+
+}  // namespace
+
 absl::Status RestoreVariables(const checkpoint::Checkpoint& c,
                               const std::vector<Variable*>& variables) {
   for (auto* v : variables) {
     const auto* entry = c.Find(v->name);
-    if (!entry || static_cast<std::int64_t>(entry->values.size()) != v->value.size()) {
-      return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
-                                        (entry ? "another size for " : "no variable ") + v->name);
+    if (!entry) {
+      return absl::InvalidArgumentError("checkpoint " + c.path +
+                                        " does not match the model: no variable " + v->name);
     }
+    TAAS_RETURN_IF_ERROR(CheckEntryFits(c, *entry, *v, "variable"));
     std::copy(entry->values.begin(), entry->values.end(), v->value.data());
   }
   return absl::OkStatus();
@@ -132,11 +152,7 @@ absl::Status RestoreState(const checkpoint::Checkpoint& c, const std::vector<Var
   std::string missing;
   for (const Variable* s : states) {
     const checkpoint::Entry* entry = c.Find(s->name);
-    if (entry && static_cast<std::int64_t>(entry->values.size()) != s->value.size()) {
-      return absl::InvalidArgumentError(
-          "checkpoint " + c.path + " holds " + std::to_string(entry->values.size()) +
-          " elements for state " + s->name + ", the model " + std::to_string(s->value.size()));
-    }
+    if (entry) TAAS_RETURN_IF_ERROR(CheckEntryFits(c, *entry, *s, "state"));
     if (!entry) missing += (missing.empty() ? "" : ",") + s->name;
     entries.push_back(entry);
   }

@@ -179,13 +179,24 @@ TEST_CASE("a checkpoint without state restores with one warning; another size is
   CHECK((*local)->RestoreCheckpoint(dir.Sub("old")).ok());
 
   REQUIRE(checkpoint::Save(dir.Sub("other"), 5, {{"weight", {0.5f}}, {"mean", {1, 2}}}, 5).ok());
-  const std::string expected = "holds 2 elements for state mean, the model 1";
+  const std::string expected = "state mean is 2 elements in the checkpoint, [1] in the model";
   const absl::Status restored = (*local)->RestoreCheckpoint(dir.Sub("other"));
   CHECK(restored.code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(restored.message()).find(expected) != std::string::npos);
   Trained refused = Train(dir.Sub("other"), 7);
   CHECK(refused.code == kExitModelError);
   CHECK(refused.log.find(expected) != std::string::npos);
+
+  // A recorded shape must be the model's, even where the element counts agree (a transposed
+  // kernel would restore as garbage): the error names the variable and both shapes.
+  REQUIRE(checkpoint::Save(dir.Sub("shaped"), 5,
+                           {{"weight", {0.5f}, std::vector<std::int64_t>{1, 1}}, {"mean", {1}}}, 5)
+              .ok());
+  const absl::Status shaped = (*local)->RestoreCheckpoint(dir.Sub("shaped"));
+  CHECK(shaped.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(shaped.message()).find("does not match the model: variable weight is [1, 1] "
+                                           "in the checkpoint, [1] in the model") !=
+        std::string::npos);
 }
 
 TEST_CASE("LocalModel saves and restores the state, and a warm start restores it by name") {
