@@ -122,12 +122,11 @@ absl::Status CheckEntryFits(const checkpoint::Checkpoint& c, const checkpoint::E
   const bool fits = entry.shape ? *entry.shape == v.value.shape()
                                 : static_cast<std::int64_t>(entry.values.size()) == v.value.size();
   if (fits) return absl::OkStatus();
-  const std::string held = entry.shape ? ShapeString(*entry.shape)
-                                       : std::to_string(entry.values.size()) + " elements";
-  return absl::InvalidArgumentError("checkpoint " + c.path + " does not match the model: " +
-                                    std::string(what) + " " + v.name + " is " + held +
-                                    " in the checkpoint, " + ShapeString(v.value.shape()) +
-                                    " in the model");
+  const std::string held =
+      entry.shape ? ShapeString(*entry.shape) : std::to_string(entry.values.size()) + " elements";
+  return absl::InvalidArgumentError(
+      "checkpoint " + c.path + " does not match the model: " + std::string(what) + " " + v.name +
+      " is " + held + " in the checkpoint, " + ShapeString(v.value.shape()) + " in the model");
 }
 
 }  // namespace

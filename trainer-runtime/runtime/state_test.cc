@@ -194,9 +194,9 @@ TEST_CASE("a checkpoint without state restores with one warning; another size is
               .ok());
   const absl::Status shaped = (*local)->RestoreCheckpoint(dir.Sub("shaped"));
   CHECK(shaped.code() == absl::StatusCode::kInvalidArgument);
-  CHECK(std::string(shaped.message()).find("does not match the model: variable weight is [1, 1] "
-                                           "in the checkpoint, [1] in the model") !=
-        std::string::npos);
+  CHECK(std::string(shaped.message())
+            .find("does not match the model: variable weight is [1, 1] "
+                  "in the checkpoint, [1] in the model") != std::string::npos);
 }
 
 TEST_CASE("LocalModel saves and restores the state, and a warm start restores it by name") {
