@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "predict.h"
 #include "replica_env.h"
 
 namespace taas::launcher {
@@ -101,6 +102,56 @@ TEST_CASE("the build dir defaults to the one holding launcher/taas") {
   CHECK(FindBinary(root.string(), "model") == (root / "examples" / "a" / "model").string());
   CHECK(FindBinary(root.string(), "missing").empty());
   fs::remove_all(root);
+}
+
+TEST_CASE("taas predict's command line, its replica and its environment") {
+  auto o = ParsePredictArgs(
+      {"predict", "job.yaml", "--model-dir", "m", "--input", "a,b*.gz", "--input=c", "--output",
+       "p.csv", "--batch-size=50", "--checkpoint", "m/model.ckpt-4", "--env", "A=1"},
+      "taas");
+  REQUIRE(o.ok());
+  CHECK(o->job_file == "job.yaml");
+  CHECK(o->inputs == std::vector<std::string>{"a,b*.gz", "c"});
+  CHECK(fs::path(o->model_dir).is_absolute());
+  CHECK(fs::path(o->output).is_absolute());
+  CHECK(o->batch_size == 50);
+  CHECK(o->env.at("A") == "1");
+  CHECK(ParsePredictArgs({"predict", "--help"}, "taas")->help);
+  for (const auto& [args, error] :
+       {std::pair{std::vector<std::string>{"predict", "j", "--input", "a", "--output", "p.csv"},
+                  "--model-dir: needed"},
+        {{"predict", "j", "--model-dir", "m", "--output", "p.csv"}, "--input: needed"},
+        {{"predict", "j", "--model-dir", "m", "--input", "a"}, "--output: needed"},
+        {{"predict", "--model-dir", "m", "--input", "a", "--output", "p.csv"}, "no job file"},
+        {{"predict", "j", "--model-dir", "m", "--input", "a", "--output", "p", "--batch-size=0"},
+         "--batch-size"}}) {
+    const auto refused = ParsePredictArgs(args, "taas");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(std::string(refused.status().message()).find(error) == 0);
+  }
+
+  using tfjob::ReplicaType;
+  tfjob::TFJobSpec spec;
+  spec.replica_specs[ReplicaType::kWorker].replicas = 2;
+  CHECK(*PredictingReplica(spec) == ReplicaType::kWorker);
+  spec.replica_specs[ReplicaType::kChief].replicas = 1;
+  CHECK(*PredictingReplica(spec) == ReplicaType::kChief);
+  spec.replica_specs[ReplicaType::kEvaluator].replicas = 1;
+  CHECK(*PredictingReplica(spec) == ReplicaType::kEvaluator);
+  CHECK_FALSE(PredictingReplica({}).ok());
+
+  const auto env = PredictEnvironment({{"TF_CONFIG", "{}"},
+                                       {"TAAS_METRICS_PORT", "9"},
+                                       {"TAAS_TERMINATION_MESSAGE_PATH", "/r"},
+                                       {"TF_LOGDIR", "/old"},
+                                       {"KEPT", "1"}},
+                                      *o);
+  CHECK(env == std::map<std::string, std::string>{{"KEPT", "1"},
+                                                  {"TAAS_PREDICT_BATCH_SIZE", "50"},
+                                                  {"TAAS_PREDICT_CHECKPOINT", "m/model.ckpt-4"},
+                                                  {"TAAS_PREDICT_INPUT", "a,b*.gz,c"},
+                                                  {"TAAS_PREDICT_OUTPUT", o->output},
+                                                  {"TF_LOGDIR", o->model_dir}});
 }
 
 }  // namespace

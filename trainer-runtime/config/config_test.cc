@@ -498,5 +498,27 @@ TEST_CASE("devices: the messages name NVIDIA_VISIBLE_DEVICES, which NVIDIA's dev
         std::string::npos);
 }
 
+TEST_CASE("the predict settings make an evaluator that predicts, whatever TF_CONFIG says") {
+  auto c =
+      ParseConfig({"--predict_batch_size=7"}, {{"TF_CONFIG", kCluster},
+                                               {"TAAS_PREDICT_OUTPUT", "/o/p.csv"},
+                                               {"TAAS_PREDICT_INPUT", "/d/a-*.idx,/d/b"},
+                                               {"TAAS_PREDICT_CHECKPOINT", "/m/model.ckpt-4"}});
+  REQUIRE(c.ok());
+  CHECK(c->info.predicting);
+  CHECK(c->info.role == Role::kEvaluator);
+  CHECK_FALSE(c->info.is_chief);
+  CHECK(c->predict_output == "/o/p.csv");
+  CHECK(c->predict_inputs == std::vector<std::string>{"/d/a-*.idx", "/d/b"});
+  CHECK(c->predict_checkpoint == "/m/model.ckpt-4");
+  CHECK(c->predict_batch_size == 7);
+  CHECK_FALSE(ParseConfig({}, {})->info.predicting);
+  CHECK(ErrorOf({"--predict_output=p.csv"}, {}).find("TAAS_PREDICT_INPUT: ") == 0);
+  CHECK(ErrorOf({"--predict_input=a"}, {}).find("TAAS_PREDICT_OUTPUT: ") == 0);
+  CHECK(ErrorOf({"--predict_output=p.csv", "--predict_input=a,,b"}, {}) ==
+        "--predict_input: an empty pattern in \"a,,b\"");
+  CHECK_FALSE(ParseConfig({"--predict_batch_size=0"}, {}).ok());
+}
+
 }  // namespace
 }  // namespace taas::config
