@@ -13,3 +13,4 @@
 #include "taas/nn/max_pool2d.h"
 #include "taas/nn/relu.h"
 #include "taas/nn/softmax_cross_entropy.h"
+#include "taas/nn/target_losses.h"
