@@ -15,21 +15,14 @@
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/data/batch.h"
 #include "taas/data/numpy.h"
+#include "testing/temp_dir.h"
 
 namespace taas {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "taas-predict-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string Sub(const std::string& name) const { return (path / name).string(); }
-};
+using runtime_testing::TempDir;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -39,7 +32,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST_CASE("CSV predictions: outputs, class, label, targets; complete only after Finish") {
-  TempDir dir;
+  TempDir dir("predict");
   const std::string path = dir.Sub("p.csv");
   auto writer = PredictionWriter::Create(path).value();
   REQUIRE(writer
@@ -72,7 +65,7 @@ TEST_CASE("CSV predictions: outputs, class, label, targets; complete only after 
 }
 
 TEST_CASE("NPY predictions read back with numpy's header and the data as written") {
-  TempDir dir;
+  TempDir dir("predict");
   const std::string path = dir.Sub("p.npy");
   auto writer = PredictionWriter::Create(path).value();
   const std::vector<float> first = {1, 2, 4, 3}, second = {9, 8};
@@ -103,7 +96,7 @@ TEST_CASE("NPY predictions read back with numpy's header and the data as written
 }
 
 TEST_CASE("a predictions file is refused for a bad name, and nothing is left when unfinished") {
-  TempDir dir;
+  TempDir dir("predict");
   CHECK(PredictionWriter::Create(dir.Sub("p.txt")).status().code() ==
         absl::StatusCode::kInvalidArgument);
   const auto missing = PredictionWriter::Create(dir.Sub("no/such/p.csv"));
@@ -170,7 +163,7 @@ class Scale final : public DistModel {
 };
 
 TEST_CASE("Predict restores the checkpoint, writes every batch's outputs and the accuracy") {
-  TempDir dir;
+  TempDir dir("predict");
   PredictOptions options;
   options.model_dir = dir.Sub("model");
   options.inputs = {"a,b"};  // a pattern with a comma reaches the model as one
@@ -203,7 +196,7 @@ TEST_CASE("Predict restores the checkpoint, writes every batch's outputs and the
 TEST_CASE(
     "Predict refuses a checkpoint of another model, a corrupt one and outputs that do not "
     "fit, leaving no output") {
-  TempDir dir;
+  TempDir dir("predict");
   PredictOptions options;
   options.model_dir = dir.Sub("model");
   options.inputs = {"a,b"};

@@ -15,21 +15,14 @@
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/runtime/local.h"
 #include "taas/runtime/warm_start.h"
+#include "testing/temp_dir.h"
 
 namespace taas {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "taas-state-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string Sub(const std::string& name) const { return (path / name).string(); }
-};
+using runtime_testing::TempDir;
 
 // The state as after_train saw it (the first replica's), and the frozen pair each model replica
 // of the worker saw at its first train().
@@ -144,7 +137,7 @@ TEST_CASE("a state whose name clashes with a variable's is an error at build tim
 }
 
 TEST_CASE("running statistics survive a checkpoint and resume") {
-  TempDir dir;
+  TempDir dir("state");
   Trained first = Train(dir.Sub("resumed"), 6);
   REQUIRE_MESSAGE(first.code == 0, first.log);
   REQUIRE(first.seen.mean.size() == 1);
@@ -163,7 +156,7 @@ TEST_CASE("running statistics survive a checkpoint and resume") {
 }
 
 TEST_CASE("a checkpoint without state restores with one warning; another size is an error") {
-  TempDir dir;
+  TempDir dir("state");
   // A checkpoint written before the model registered its state: the variable alone.
   REQUIRE(checkpoint::Save(dir.Sub("old"), 5, {{"weight", {0.5f}}}, 5).ok());
   Trained resumed = Train(dir.Sub("old"), 7);
@@ -200,7 +193,7 @@ TEST_CASE("a checkpoint without state restores with one warning; another size is
 }
 
 TEST_CASE("LocalModel saves and restores the state, and a warm start restores it by name") {
-  TempDir dir;
+  TempDir dir("state");
   auto saved = LocalModel::Build([] { return std::make_unique<RunningMeanModel>(); });
   REQUIRE(saved.ok());
   (*saved)->session().state()[0]->value.values()[0] = 0.25f;
@@ -229,7 +222,7 @@ TEST_CASE("LocalModel saves and restores the state, and a warm start restores it
 }
 
 TEST_CASE("every model replica of the worker starts from the chief's state") {
-  TempDir dir;
+  TempDir dir("state");
   // The init fn runs on the chief's first replica only, on the host state.
   Trained two = Train(
       dir.Sub("two"), 3,

@@ -8,20 +8,14 @@
 
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/checkpoint/safetensors.h"
+#include "testing/temp_dir.h"
 
 namespace taas {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "taas-warm-start-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using runtime_testing::TempDir;
 
 bool Has(const absl::Status& status, const std::string& part) {
   return std::string(status.message()).find(part) != std::string::npos;
@@ -47,7 +41,7 @@ std::string PreviousJob(const TempDir& dir) {
 }
 
 TEST_CASE("by default every variable is copied from a model dir's newest checkpoint") {
-  TempDir dir;
+  TempDir dir("warm-start");
   PreviousJob(dir);
   Variable kernel = Var("dense/kernel", {2, 3}, 0.0f), bias = Var("dense/bias", {3}, 0.0f);
   auto copied =
@@ -59,7 +53,7 @@ TEST_CASE("by default every variable is copied from a model dir's newest checkpo
 }
 
 TEST_CASE("patterns match from the start of the name; renames map to the checkpoint's names") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string prefix = PreviousJob(dir);
   Variable kernel = Var("dense/kernel", {2, 3}, 0.0f), bias = Var("dense/bias", {3}, 0.0f),
            logits = Var("logits/kernel", {2, 2}, 0.0f), fresh = Var("new/kernel", {5}, 7.0f);
@@ -81,7 +75,7 @@ TEST_CASE("patterns match from the start of the name; renames map to the checkpo
 }
 
 TEST_CASE("a shape mismatch names the variable, both shapes (or counts) and the checkpoint") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string prefix = PreviousJob(dir);
   Variable kernel = Var("dense/kernel", {4, 3}, 0.0f), bias = Var("dense/bias", {3}, 0.0f);
   auto failed =
@@ -117,7 +111,7 @@ std::string PortedJob(const TempDir& dir) {
 }
 
 TEST_CASE("a checkpoint's shapes are checked, not only its sizes: a transposed kernel is refused") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string prefix = PortedJob(dir);
   Variable transposed = Var("layer1/weights", {3, 2}, 0.0f);
   auto failed = WarmStartVariables({.ckpt_to_initialize_from = prefix}, {&transposed});
@@ -142,7 +136,7 @@ TEST_CASE("a checkpoint's shapes are checked, not only its sizes: a transposed k
 }
 
 TEST_CASE("a renamed variable the checkpoint lacks names both names and the checkpoint") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string prefix = PortedJob(dir);
   Variable kernel = Var("hidden/kernel", {2, 3}, 0.0f), bias = Var("hidden/bias", {3}, 0.0f);
   auto copied =
@@ -184,7 +178,7 @@ TEST_CASE("the name map's checks hold for any source of saved values") {
 }
 
 TEST_CASE("a missing variable, an unused rename, a bad pattern and no checkpoint are errors") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string prefix = PreviousJob(dir);
   Variable other = Var("conv/kernel", {2}, 0.0f);
   auto missing = WarmStartVariables({.ckpt_to_initialize_from = prefix}, {&other});
@@ -204,7 +198,7 @@ TEST_CASE("a missing variable, an unused rename, a bad pattern and no checkpoint
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("dense/(kernel") != std::string::npos);
 
-  TempDir empty;
+  TempDir empty("warm-start");
   auto none = WarmStartVariables({.ckpt_to_initialize_from = empty.path.string()}, {&other});
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().code() == absl::StatusCode::kNotFound);
@@ -236,7 +230,7 @@ std::string TorchFile(const TempDir& dir, const std::vector<float>& weight) {
 }
 
 TEST_CASE("a safetensors file from PyTorch warm-starts renamed and transposed variables") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string file = TorchFile(dir, {1, 2, 3, 4, 5, 6});  // [[1, 2, 3], [4, 5, 6]]
   Variable kernel = Var("dense/kernel", {3, 2}, 0.0f), bias = Var("dense/bias", {2}, 0.0f);
   const WarmStartSettings settings = {
@@ -299,7 +293,7 @@ TEST_CASE("a safetensors file from PyTorch warm-starts renamed and transposed va
 }
 
 TEST_CASE("a hostile or missing safetensors file is an error naming it") {
-  TempDir dir;
+  TempDir dir("warm-start");
   const std::string file = TorchFile(dir, {1, 2, 3, 4, 5, 6});
   Variable bias = Var("fc1.bias", {2}, 0.0f);
   fs::resize_file(file, fs::file_size(file) - 4);
