@@ -77,7 +77,8 @@ TEST_CASE("NPY predictions read back with numpy's header and the data as written
         std::tuple{dir.Sub("p.classes.npy"), data::NpyDtype::kInt32,
                    std::vector<std::int64_t>{3}}}) {
     const std::string bytes = ReadFile(file);
-    CAPTURE(file);
+    const std::string name = file;  // clang 14 cannot capture a structured binding
+    CAPTURE(name);
     const std::uint64_t header_bytes = data::NpyHeaderBytes(bytes, 1 << 16).value();
     CHECK(header_bytes % 64 == 0);  // numpy's alignment of the data
     const data::NpyHeader header =
