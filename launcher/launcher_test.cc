@@ -106,12 +106,12 @@ TEST_CASE("the build dir defaults to the one holding launcher/taas") {
 
 TEST_CASE("taas predict's command line, its replica and its environment") {
   auto o = ParsePredictArgs(
-      {"predict", "job.yaml", "--model-dir", "m", "--input", "a,b*.gz", "--input=c", "--output",
+      {"predict", "job.yaml", "--model-dir", "m", "--input", "b*.gz", "--input=c", "--output",
        "p.csv", "--batch-size=50", "--checkpoint", "m/model.ckpt-4", "--env", "A=1"},
       "taas");
   REQUIRE(o.ok());
   CHECK(o->job_file == "job.yaml");
-  CHECK(o->inputs == std::vector<std::string>{"a,b*.gz", "c"});
+  CHECK(o->inputs == std::vector<std::string>{"b*.gz", "c"});
   CHECK(fs::path(o->model_dir).is_absolute());
   CHECK(fs::path(o->output).is_absolute());
   CHECK(o->batch_size == 50);
@@ -123,6 +123,8 @@ TEST_CASE("taas predict's command line, its replica and its environment") {
         {{"predict", "j", "--model-dir", "m", "--output", "p.csv"}, "--input: needed"},
         {{"predict", "j", "--model-dir", "m", "--input", "a"}, "--output: needed"},
         {{"predict", "--model-dir", "m", "--input", "a", "--output", "p.csv"}, "no job file"},
+        {{"predict", "j", "--model-dir", "m", "--input", "a,b", "--output", "p.csv"},
+         "--input a,b: a pattern may not hold a comma"},
         {{"predict", "j", "--model-dir", "m", "--input", "a", "--output", "p", "--batch-size=0"},
          "--batch-size"}}) {
     const auto refused = ParsePredictArgs(args, "taas");
@@ -149,7 +151,7 @@ TEST_CASE("taas predict's command line, its replica and its environment") {
   CHECK(env == std::map<std::string, std::string>{{"KEPT", "1"},
                                                   {"TAAS_PREDICT_BATCH_SIZE", "50"},
                                                   {"TAAS_PREDICT_CHECKPOINT", "m/model.ckpt-4"},
-                                                  {"TAAS_PREDICT_INPUT", "a,b*.gz,c"},
+                                                  {"TAAS_PREDICT_INPUT", "b*.gz,c"},
                                                   {"TAAS_PREDICT_OUTPUT", o->output},
                                                   {"TF_LOGDIR", o->model_dir}});
 }

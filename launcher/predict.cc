@@ -46,7 +46,7 @@ absl::StatusOr<PredictArgs> ParsePredictArgs(const std::vector<std::string>& arg
   set.KeyValues("env", &o.env);
   set.String("bin-dir", &o.bin_dir);
   set.String("build-dir", &o.build_dir);
-  // --input is repeatable: each value one pattern (a pattern may hold a comma).
+  // --input is repeatable: each value one pattern.
   std::vector<std::string> rest;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -79,6 +79,12 @@ absl::StatusOr<PredictArgs> ParsePredictArgs(const std::vector<std::string>& arg
   }
   for (const std::string& pattern : o.inputs) {
     if (pattern.empty()) return absl::InvalidArgumentError("--input: an empty pattern\n" + usage);
+    // The model's process gets the patterns comma-separated (TAAS_PREDICT_INPUT).
+    if (pattern.find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--input " + pattern + ": a pattern may not hold a comma (give one --input each)\n" +
+          usage);
+    }
   }
   LocateLauncher(self_path, o.launcher_dir, o.build_dir, o.build_dir_given);
   std::error_code ec;
@@ -126,12 +132,6 @@ void Error(const std::string& message) {
 }  // namespace
 
 int RunPredict(const PredictArgs& args) {
-  for (const std::string& pattern : args.inputs) {
-    if (pattern.find(',') != std::string::npos) {
-      Error("--input " + pattern + ": a pattern may not hold a comma (give one --input each)");
-      return 2;
-    }
-  }
   auto manifest = ReadManifest(args.job_file);
   if (!manifest.ok()) {
     Error(std::string(manifest.status().message()));
