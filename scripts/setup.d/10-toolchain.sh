@@ -6,5 +6,5 @@ need_debian_packages \
   libboost-dev libssl-dev zlib1g-dev \
   nlohmann-json3-dev libyaml-cpp-dev doctest-dev libabsl-dev \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-  libdnnl-dev ocl-icd-opencl-dev \
+  libdnnl-dev ocl-icd-opencl-dev libjpeg62-turbo-dev libpng-dev \
   dataset-fashion-mnist

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "example_shape.h"
+#include "random.h"
 #include "taas/data/shuffle_buffer.h"
 
 namespace taas::data {
@@ -238,13 +239,30 @@ std::string Where(const RecordDataset& dataset, std::int64_t part, const Record&
          std::to_string(record.offset);
 }
 
+// RecordContext::seed: the options' seed, the shard, the epoch, the part and the record's index,
+// each mixed in by a splitmix64 step.
+std::uint64_t RecordSeed(const StreamOptions& options, const Taken& taken) {
+  std::uint64_t seed = options.seed;
+  for (const std::uint64_t value :
+       {static_cast<std::uint64_t>(options.shard_index), static_cast<std::uint64_t>(taken.epoch),
+        static_cast<std::uint64_t>(taken.part), static_cast<std::uint64_t>(taken.record.index)}) {
+    std::uint64_t state = seed ^ value;
+    seed = internal::NextRandom(state);
+  }
+  return seed;
+}
+
 // The decoded record, or its error named by where the record is.
-absl::StatusOr<DecodedExample> DecodeRecord(const DecodeFn& decode, const RecordDataset& dataset,
-                                            const Taken& taken, std::int64_t elements,
-                                            std::int64_t target_elements) {
+absl::StatusOr<DecodedExample> DecodeRecord(const ContextDecodeFn& decode,
+                                            const RecordDataset& dataset, const Taken& taken,
+                                            const StreamOptions& options) {
+  const std::int64_t elements = NumElements(options.example_shape);
+  const std::int64_t target_elements = options.target_elements;
   absl::StatusOr<DecodedExample> example;
   try {
-    example = decode(taken.record.bytes);
+    const RecordContext context{taken.part, taken.record.index, taken.epoch,
+                                RecordSeed(options, taken)};
+    example = decode(taken.record.bytes, context);
   } catch (const std::exception& e) {  // a user's decoder: nothing may escape the module
     example = absl::InternalError(std::string("the decoder threw: ") + e.what());
   } catch (...) {
@@ -270,7 +288,7 @@ absl::StatusOr<DecodedExample> DecodeRecord(const DecodeFn& decode, const Record
 }  // namespace
 
 struct StreamPipeline::State {
-  State(std::shared_ptr<const RecordDataset> dataset_in, DecodeFn decode_in,
+  State(std::shared_ptr<const RecordDataset> dataset_in, ContextDecodeFn decode_in,
         StreamOptions options_in, ShardPlan plan_in, std::int64_t decode_ahead)
       : dataset(std::move(dataset_in)),
         decode(std::move(decode_in)),
@@ -288,7 +306,7 @@ struct StreamPipeline::State {
   }
 
   const std::shared_ptr<const RecordDataset> dataset;
-  const DecodeFn decode;
+  const ContextDecodeFn decode;
   const StreamOptions options;
   const ShardPlan plan;
   ShardReader reader;
@@ -299,6 +317,17 @@ struct StreamPipeline::State {
 
 absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
     std::shared_ptr<const RecordDataset> dataset, DecodeFn decode, StreamOptions options) {
+  if (!decode) return absl::InvalidArgumentError("stream: no decode function");
+  return Create(
+      std::move(dataset),
+      ContextDecodeFn([decode = std::move(decode)](std::string_view record, const RecordContext&) {
+        return decode(record);
+      }),
+      std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
+    std::shared_ptr<const RecordDataset> dataset, ContextDecodeFn decode, StreamOptions options) {
   if (dataset == nullptr) return absl::InvalidArgumentError("stream: no data set");
   if (!decode) return absl::InvalidArgumentError("stream: no decode function");
   if (options.batch_size < 1) {
@@ -370,7 +399,6 @@ std::int64_t StreamPipeline::max_examples_held() const {
 
 void StreamPipeline::DecodeLoop() {
   State& s = *state_;
-  const std::int64_t elements = NumElements(s.options.example_shape);
   std::vector<Taken> chunk(static_cast<std::size_t>(s.options.decode_batch));
   for (;;) {
     std::int64_t sequence = 0;
@@ -385,8 +413,7 @@ void StreamPipeline::DecodeLoop() {
       Taken& taken = chunk[i];
       // The error is moved, not copied: one owner at a time, handed over under the queue's lock.
       decoded.push_back(
-          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, elements,
-                                                        s.options.target_elements)
+          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, s.options)
                                          : absl::StatusOr<DecodedExample>(std::move(taken.error))});
     }
     if (!s.in_order.Put(sequence, std::move(decoded))) return;

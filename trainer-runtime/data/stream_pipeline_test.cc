@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "taas/data/example.h"
@@ -411,6 +414,59 @@ TEST_CASE("TFRecord files of Examples, end to end, and a corrupt file's error") 
   INFO(error.message());
   CHECK(Contains(error, dir.File("train-2.tfrecord") + ": record 3 at byte offset "));
   CHECK(Contains(error, "the data's checksum does not match"));
+}
+
+TEST_CASE("a context decoder is told each record's place and a seed that repeats") {
+  using Place = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // part, index, epoch
+  // Every record's seed by its place, as two epochs of a shuffled, repeating stream see them.
+  auto seeds = [](const StreamOptions& options) {
+    std::mutex mu;
+    std::map<Place, std::uint64_t> seen;
+    const ContextDecodeFn decode =
+        [&](std::string_view record,
+            const RecordContext& context) -> absl::StatusOr<DecodedExample> {
+      const int id = std::stoi(std::string(record));
+      CHECK(context.part == id / 3);  // Numbered(4, 3): part = id / 3, index = id % 3
+      CHECK(context.index == id % 3);
+      std::lock_guard<std::mutex> lock(mu);
+      seen[{context.part, context.index, context.epoch}] = context.seed;
+      return DecodedExample{{static_cast<float>(id)}, id % 10};
+    };
+    auto stream = StreamPipeline::Create(Numbered(4, 3), decode, options);
+    REQUIRE(stream.ok());
+    for (int batch = 0; batch < 6; ++batch) REQUIRE((*stream)->NextBatch().ok());  // two epochs
+    stream->reset();
+    return seen;
+  };
+  StreamOptions options = Options(4);
+  options.repeat = true;
+  options.shuffle_buffer = 3;
+  options.seed = 11;
+  // The places of the two epochs read (the decoders may have begun a third, as far as timing let
+  // them).
+  std::vector<Place> places;
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (std::int64_t part = 0; part < 4; ++part) {
+      for (std::int64_t index = 0; index < 3; ++index) places.emplace_back(part, index, epoch);
+    }
+  }
+  const auto one = seeds(options);
+  std::set<std::uint64_t> distinct;
+  for (const Place& place : places) {
+    REQUIRE(one.count(place) == 1);
+    distinct.insert(one.at(place));
+  }
+  CHECK(distinct.size() == 24);  // every record, every epoch, its own seed
+  options.decode_threads = 3;
+  options.decode_batch = 1;
+  auto three = seeds(options);
+  for (const Place& place : places) {
+    REQUIRE(three.count(place) == 1);
+    CHECK(three.at(place) == one.at(place));
+  }
+  options.seed = 12;
+  auto other = seeds(options);
+  CHECK(other.at({0, 0, 0}) != one.at({0, 0, 0}));
 }
 
 }  // namespace

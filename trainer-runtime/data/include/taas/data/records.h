@@ -82,6 +82,24 @@ enum class LabelKind { kClass, kFloatTarget };
 // thread-safe. An error says what is wrong with the record (the pipeline adds where it is).
 using DecodeFn = std::function<absl::StatusOr<DecodedExample>(std::string_view record)>;
 
+// Where a record is in the stream, for a decoder whose example depends on more than the record's
+// bytes: a label the data set keeps per part (the image folders' classes, image_folder.h), a
+// random augmentation that must repeat from run to run whatever the decode threads' timing.
+struct RecordContext {
+  std::int64_t part = 0;
+  std::int64_t index = 0;  // in its part (Record::index)
+  std::int64_t epoch = 0;
+  // The record's own random seed in this epoch: StreamOptions::seed, shard_index, the epoch, the
+  // part and the index mixed, so the same options draw the same numbers on every run and machine,
+  // and every epoch (and replica) draws anew.
+  std::uint64_t seed = 0;
+};
+
+// A DecodeFn that is told where its record is (StreamPipeline::Create takes either). The same
+// contract: thread-safe, an error says what is wrong with the record.
+using ContextDecodeFn = std::function<absl::StatusOr<DecodedExample>(std::string_view record,
+                                                                     const RecordContext& context)>;
+
 // Which parts and records one of `num_shards` model replicas reads, the same on every machine:
 // by part (parts shard_index, shard_index + num_shards, ...) when there are at least as many
 // parts as shards, so each replica opens only its own files; else by record (each replica reads

@@ -65,6 +65,10 @@ class StreamPipeline : public BatchStream {
   // threads; nothing is read before.
   static absl::StatusOr<std::unique_ptr<StreamPipeline>> Create(
       std::shared_ptr<const RecordDataset> dataset, DecodeFn decode, StreamOptions options);
+  // The same, with a decoder told where each record is (records.h: its part, index, epoch and
+  // seed), as the image folders' decoder is (image_folder.h).
+  static absl::StatusOr<std::unique_ptr<StreamPipeline>> Create(
+      std::shared_ptr<const RecordDataset> dataset, ContextDecodeFn decode, StreamOptions options);
   ~StreamPipeline() override;  // Stops and joins the threads.
   StreamPipeline(const StreamPipeline&) = delete;
   StreamPipeline& operator=(const StreamPipeline&) = delete;
