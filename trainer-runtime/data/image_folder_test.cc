@@ -12,6 +12,7 @@
 #include "taas/data/stream_pipeline.h"
 #include "test_files.h"
 #include "test_images.h"
+#include "test_read.h"
 
 namespace taas::data {
 namespace {
@@ -290,15 +291,7 @@ TEST_CASE("a hostile file in a folder stops the stream with an error naming it")
   Write(dir, "root/bee/bad.jpg", "\xff\xd8\xff\xe0 this is no JPEG at all");
   auto files = Folders(dir.File("root"));
   auto stream = Stream(files, Gray(2), StreamOptions{});
-  absl::Status error;
-  for (;;) {
-    auto batch = stream->NextBatch();
-    if (!batch.ok()) {
-      error = batch.status();
-      break;
-    }
-    REQUIRE(batch->has_value());
-  }
+  const absl::Status error = testing::StreamError(*stream);
   CHECK(error.code() == absl::StatusCode::kDataLoss);
   CHECK(Contains(error, dir.File("root/bee/bad.jpg") + ": record 0 at byte offset 0: JPEG: "));
 

@@ -18,6 +18,7 @@
 #include "taas/data/tfrecord.h"
 #include "taas/sim_device/memory.h"
 #include "test_files.h"
+#include "test_read.h"
 
 namespace taas::data {
 namespace {
@@ -403,14 +404,7 @@ TEST_CASE("TFRecord files of Examples, end to end, and a corrupt file's error") 
   testing::WriteRaw(dir.File("train-2.tfrecord"), raw);
   stream = StreamPipeline::Create(*files, *decode, options);
   REQUIRE(stream.ok());
-  absl::Status error;
-  while (error.ok()) {
-    auto batch = (*stream)->NextBatch();
-    if (!batch.ok())
-      error = batch.status();
-    else
-      REQUIRE(batch->has_value());
-  }
+  const absl::Status error = testing::StreamError(**stream);
   INFO(error.message());
   CHECK(Contains(error, dir.File("train-2.tfrecord") + ": record 3 at byte offset "));
   CHECK(Contains(error, "the data's checksum does not match"));

@@ -48,4 +48,14 @@ inline absl::StatusOr<std::vector<int>> FirstFeatures(BatchStream& stream) {
   }
 }
 
+// The error that ends a stream expected to fail, after every batch before it; OK when the stream
+// ends without one.
+inline absl::Status StreamError(BatchStream& stream) {
+  for (;;) {
+    auto batch = stream.NextBatch();
+    if (!batch.ok()) return batch.status();
+    if (!batch->has_value()) return absl::OkStatus();
+  }
+}
+
 }  // namespace taas::data::testing
