@@ -118,10 +118,12 @@ Step JpegReadHeader(JpegDecoder& d, const unsigned char* data, unsigned long siz
   jpeg_create_decompress(&d.cinfo);
   d.cinfo.progress = &d.progress.mgr;
   // libjpeg's whole-image buffers (a progressive image's coefficients, 6 bytes a pixel for YCbCr
-  // at full resolution) stay within 8 bytes a pixel of the limit; more is an error, not an
-  // allocation (libjpeg-turbo has no backing store to spill to).
-  d.cinfo.mem->max_memory_to_use = static_cast<long>(std::min<std::int64_t>(
-      8 * max_pixels, static_cast<std::int64_t>(std::numeric_limits<long>::max())));
+  // at full resolution) stay within 8 bytes a pixel of the limit, beside 16 MiB for its tables
+  // and pools (which the limit counts too); more is an error, not an allocation (libjpeg-turbo
+  // has no backing store to spill to).
+  d.cinfo.mem->max_memory_to_use = static_cast<long>(
+      std::min<std::int64_t>(8 * max_pixels + (std::int64_t{16} << 20),
+                             static_cast<std::int64_t>(std::numeric_limits<long>::max())));
   jpeg_mem_src(&d.cinfo, data, size);
   jpeg_read_header(&d.cinfo, TRUE);
   const J_COLOR_SPACE space = d.cinfo.jpeg_color_space;

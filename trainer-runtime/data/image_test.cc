@@ -122,6 +122,25 @@ TEST_CASE("a colour JPEG decodes to RGB, or to gray by BT.601's weights") {
   CHECK(MaxDifference(Decoded(jpeg, 1).data, Flat(16, 16, {std::uint8_t(luma)}).data) <= 2);
 }
 
+TEST_CASE("a progressive JPEG decodes as the baseline one does") {
+  for (const std::int64_t channels : {1, 3}) {
+    CAPTURE(channels);
+    const Pixels picture = Gradient(9, 7, channels);
+    const std::string progressive = testing::ProgressiveJpeg(picture);
+    CHECK(progressive.find("\xff\xc2") != std::string::npos);  // SOF2: progressive
+    // Under a limit of the image's own size: libjpeg's coefficient buffers fit its memory cap.
+    auto decoded = DecodePixels(progressive, channels, 9 * 7);
+    REQUIRE_MESSAGE(decoded.ok(), decoded.status().message());
+    CHECK(decoded->width == 7);
+    CHECK(decoded->height == 9);
+  }
+  // One pixel wide: its 8 x 8 blocks hold 8 times its pixels, and libjpeg's pools come on top,
+  // beyond 8 bytes a pixel of the limit: the cap's allowance for them decodes it.
+  auto narrow = DecodePixels(testing::ProgressiveJpeg(Gradient(512, 1, 1)), 1, 512);
+  REQUIRE_MESSAGE(narrow.ok(), narrow.status().message());
+  CHECK(narrow->height == 512);
+}
+
 TEST_CASE("PNGs of every colour type decode to 8-bit gray or RGB") {
   SUBCASE("gray and RGB, exactly, and RGB to gray by the integer BT.601 rule") {
     const Pixels gray = Gradient(5, 7, 1);

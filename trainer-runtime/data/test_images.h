@@ -1,11 +1,19 @@
 // Private to the data module's image tests: PNG files written by libpng itself in any colour type
-// and bit depth (the JPEGs come from data::EncodeJpeg), and small pictures to write.
+// and bit depth, progressive JPEGs (the baseline ones come from data::EncodeJpeg), and small
+// pictures to write.
 #pragma once
 
 #include <png.h>
 
+// jpeglib.h needs <cstdio> (FILE) first.
+// clang-format off
+#include <cstdio>
+#include <jpeglib.h>
+// clang-format on
+
 #include <csetjmp>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -66,6 +74,37 @@ inline std::string WritePng(const PngPicture& picture) {
   const bool written = internal::WritePngRows(png, info, picture, rows.data());
   png_destroy_write_struct(&png, &info);
   return written ? out : std::string();
+}
+
+// A progressive JPEG (libjpeg's simple progression: 10 scans for colour) at quality 90, which
+// EncodeJpeg does not write. libjpeg's default error manager exits, which a picture made here from
+// valid pixels never makes it do.
+inline std::string ProgressiveJpeg(const Pixels& pixels) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr errors;
+  cinfo.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = static_cast<JDIMENSION>(pixels.width);
+  cinfo.image_height = static_cast<JDIMENSION>(pixels.height);
+  cinfo.input_components = static_cast<int>(pixels.channels);
+  cinfo.in_color_space = pixels.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 90, TRUE);
+  jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<JSAMPROW>(pixels.data.data() +
+                                        cinfo.next_scanline * pixels.width * pixels.channels);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::string out(reinterpret_cast<char*>(buffer), size);
+  std::free(buffer);
+  jpeg_destroy_compress(&cinfo);
+  return out;
 }
 
 // A height x width picture of `channels` 8-bit samples, each a different value (a gradient), so a
