@@ -8,6 +8,8 @@
 // Model arguments (after `--`): --data_dir=DIR (holding train/ and test/, default
 // /tmp/fashion-mnist-jpeg), --batch_size=N (100), --eval_batch_size=N (500),
 // --decode_threads=N (1), --seed=N (1).
+#include "taas/fashion_mnist/trainer.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -130,14 +132,7 @@ class FashionMnistJpegCnn final : public taas::DistModel {
   void after_train(taas::Session& session, bool is_chief) override {
     if (!is_chief || model_ == nullptr) return;
     const auto metrics = evaluate(session);
-    if (!metrics.ok()) {
-      session.logger().Error("no final test accuracy",
-                             {{"error", std::string(metrics.status().message())}});
-      return;
-    }
-    session.logger().Info("final test accuracy",
-                          {{"accuracy", metrics->at("accuracy")}, {"loss", metrics->at("loss")}});
-    session.ReportFinalMetrics(*metrics);
+    fm::ReportFinalTestAccuracy(session, session.logger().With({{"model", "cnn-jpeg"}}), metrics);
   }
 
  private:

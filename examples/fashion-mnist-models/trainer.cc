@@ -290,22 +290,24 @@ absl::StatusOr<PredictOutputs> FashionMnistTrainer::predict(Session&, const data
   return outputs;
 }
 
+void ReportFinalTestAccuracy(Session& session, const Logger& logger,
+                             const absl::StatusOr<std::map<std::string, double>>& metrics) {
+  if (!metrics.ok()) {
+    logger.Error("no final test accuracy", {{"error", std::string(metrics.status().message())}});
+    return;
+  }
+  logger.Info("final test accuracy",
+              {{"accuracy", metrics->at("accuracy")}, {"loss", metrics->at("loss")}});
+  session.ReportFinalMetrics(*metrics);
+}
+
 void FashionMnistTrainer::after_train(Session& session, bool is_chief) {
   if (!is_chief || model_ == nullptr) return;
   const auto metrics = evaluate(session);
-  if (!metrics.ok()) {
-    // TAAS_EVAL_ON_CHIEF's evaluation would have ended the job with this error; after_train's
-    // score is the book's extra, so it is logged and the job keeps what it has.
-    session.logger().Error("no final test accuracy",
-                           {{"error", std::string(metrics.status().message())}});
-    return;
-  }
-  session.logger().Info("final test accuracy", {{"model", model_name_},
-                                                {"accuracy", metrics->at("accuracy")},
-                                                {"loss", metrics->at("loss")},
-                                                {"moving_averages", !shadows_.empty()}});
-  // The job's result: the runtime shows it on the console, in the TFJob's status and the web UI.
-  session.ReportFinalMetrics(*metrics);
+  ReportFinalTestAccuracy(
+      session,
+      session.logger().With({{"model", model_name_}, {"moving_averages", !shadows_.empty()}}),
+      metrics);
 }
 
 }  // namespace taas::fashion_mnist

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,13 @@
 #include "taas/runtime/dist_model.h"
 
 namespace taas::fashion_mnist {
+
+// The chief's final test score (after_train): `metrics` logged as "final test accuracy" with
+// `logger`'s fields, and reported as the job's result (the console, the TFJob's status, the web
+// UI). An error is logged instead and the job keeps what it has: the score is the book's extra,
+// not a reason to fail a trained job (TAAS_EVAL_ON_CHIEF's evaluations would have failed it).
+void ReportFinalTestAccuracy(Session& session, const Logger& logger,
+                             const absl::StatusOr<std::map<std::string, double>>& metrics);
 
 class FashionMnistTrainer : public DistModel {
  public:
