@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "progress_view.h"
+#include "taas/contract/env.h"
 
 extern char** environ;
 
@@ -44,7 +45,11 @@ JobLoop::JobLoop(tfjob::TFJob& job, std::deque<Replica>& replicas, ProcessTable&
 absl::Status JobLoop::Start(Replica& r) {
   ProcessSpec spec;
   spec.argv = r.argv;
-  spec.env = ProcessEnvironment(r.env, environ);
+  // Each process of a replica is a new incarnation of it (taas/base/fence.h): its peers refuse
+  // an older one, should one outlive its exit (this launcher waits for it before a restart).
+  std::map<std::string, std::string> env = r.env;
+  env[std::string(contract::kReplicaIncarnationEnv)] = std::to_string(r.starts + 1);
+  spec.env = ProcessEnvironment(env, environ);
   spec.on_line = [this, name = r.name](std::string_view line) {
     reporter_.ReplicaOutput(name, line);
   };

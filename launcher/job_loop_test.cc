@@ -205,6 +205,7 @@ TEST_CASE("the first turn starts every replica with its command and environment"
     const ProcessSpec& spec = f.processes.running.at(r.pid).spec;
     CHECK(spec.argv == std::vector<std::string>{"/bin/true"});
     CHECK(std::count(spec.env.begin(), spec.env.end(), "TF_CONFIG={}") == 1);
+    CHECK(std::count(spec.env.begin(), spec.env.end(), "TAAS_REPLICA_INCARNATION=1") == 1);
   }
   CHECK(f.reporter.Count("Started") == 3);
   CHECK(f.reporter.Said("started linear-worker-1 pid=" +
@@ -281,6 +282,10 @@ TEST_CASE("ExitCode: a retryable code is restarted by the job status, a permanen
   f.TurnAt(1s);
   CHECK(w1.starts == 2);
   CHECK(w1.observed.phase == ReplicaPhase::kRunning);
+  // A new incarnation, so that its peers would refuse the old process (taas/base/fence.h).
+  const std::vector<std::string>& env = f.processes.running.at(w1.pid).spec.env;
+  CHECK(std::count(env.begin(), env.end(), "TAAS_REPLICA_INCARNATION=2") == 1);
+  CHECK(std::count(env.begin(), env.end(), "TAAS_REPLICA_INCARNATION=1") == 0);
 
   f.processes.Exit(w1.pid, 1);
   f.TurnAt(100ms);

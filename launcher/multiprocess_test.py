@@ -518,6 +518,76 @@ def scenario_sync_peer_lost(tmp):
             p.wait()
 
 
+def scenario_fenced(tmp):
+    """Issue 37: a replica cut off from its job (SIGSTOP, as a node partitioned away leaves its
+    pod) is replaced by a newer incarnation (TAAS_REPLICA_INCARNATION, as the operator numbers the
+    pod it creates); when the old process comes back, the PS refuses it and it exits fenced
+    instead of training beside its replacement, while the job completes."""
+    ps, w0, w1 = free_ports(3)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{w0}", f"127.0.0.1:{w1}"]}
+    procs, lines, readers = {}, {}, []
+
+    def start(key, incarnation):
+        kind, index = key[0], key[1]
+        env = dict(os.environ)
+        env.update(token_env(tmp, chief=(kind, index) != ("worker", 1)))
+        env.update({"TF_CONFIG": json.dumps({"cluster": cluster,
+                                             "task": {"type": kind, "index": index}}),
+                    "TF_MAX_STEPS": "2000", "TAAS_WAIT_TIMEOUT_SECS": "30",
+                    "TAAS_REPLICA_INCARNATION": str(incarnation),
+                    "TF_LOGDIR": os.path.join(tmp, "model"), "TAAS_LOG_STEPS": "20"})
+        proc = subprocess.Popen([MODEL, "--", "--step_ms=5"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        procs[key], lines[key] = proc, []
+        reader = threading.Thread(target=lambda: [lines[key].append(l.rstrip("\n"))
+                                                  for l in proc.stdout], daemon=True)
+        reader.start()
+        readers.append(reader)
+
+    def wait_line(key, pattern, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for line in list(lines[key]):
+                if re.search(pattern, line):
+                    return line
+            time.sleep(0.05)
+        raise AssertionError(f"{key}: no line matching {pattern!r}:\n" + "\n".join(lines[key]))
+
+    try:
+        for key, incarnation in ((("ps", 0), 1), (("worker", 0), 1), (("worker", 1, "old"), 1)):
+            start(key, incarnation)
+        old = ("worker", 1, "old")
+        wait_line(old, r"msg=training .*global_step=")
+        procs[old].send_signal(signal.SIGSTOP)  # cut off: its node left the cluster
+        new = ("worker", 1, "new")
+        start(new, 2)  # the operator's replacement, one incarnation up
+        wait_line(new, r"msg=training .*global_step=")
+        procs[old].send_signal(signal.SIGCONT)  # the node comes back
+        code = procs[old].wait(timeout=30)
+        wait_line(old, r"exiting: fenced")
+        said = [l for l in lines[old] if "exiting: fenced" in l]
+        assert code == 4, (code, "\n".join(lines[old][-20:]))  # kExitFenced
+        assert len(said) == 1 and "exit_code=4" in said[0], said
+        assert "worker-1 incarnation 1 is fenced: incarnation 2 of worker-1 joined since" \
+            in said[0], said
+        # The old process trained no step after it came back (its first call was refused).
+        resumed_at = max(i for i, l in enumerate(lines[old]) if "global_step=" in l) \
+            if any("global_step=" in l for l in lines[old]) else -1
+        assert resumed_at < lines[old].index(said[0])
+        for key in (("worker", 0), new, ("ps", 0)):
+            assert procs[key].wait(timeout=90) == 0, (key, "\n".join(lines[key][-30:]))
+        wait_line(("ps", 0), r"refused an older incarnation of a replica")
+        assert any(re.search(r"msg=training .*global_step=(19\d\d|2000)", l)
+                   for l in lines[("worker", 0)] + lines[new]), "the job did not reach 2000"
+        print("fenced: the old worker-1 exited 4; the job completed at step 2000")
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+            p.wait()
+
+
 def scenario_restart_after_done(tmp):
     """A replica started again after its job finished (the chief killed between its last steps and
     its exit, restarted under ExitCode) ends at once: the parameter servers are gone for good."""

@@ -18,7 +18,7 @@ void Require(bool condition) {
   if (!condition) std::abort();
 }
 
-const Hello kExpectedHello = {4, 3, std::string(64, 'a')};
+const Hello kExpectedHello = {4, 3, 0, std::string(64, 'a')};
 const OpHeader kExpectedHeader = {7, OpKind::kBroadcast, 4096, 2};
 
 void FuzzHello(std::span<const std::byte> bytes) {
@@ -30,8 +30,10 @@ void FuzzHello(std::span<const std::byte> bytes) {
   const std::size_t whole = kHelloFixedBytes + *token_bytes;
   if (bytes.size() < whole) return;
   const auto hello = bytes.first(whole);
-  if (CheckHello(hello, kExpectedHello).ok()) {
-    const auto expected = EncodeHello(kExpectedHello);
+  if (const auto incarnation = CheckHello(hello, kExpectedHello); incarnation.ok()) {
+    Hello sent = kExpectedHello;  // the peer's incarnation is its own; everything else must match
+    sent.incarnation = *incarnation;
+    const auto expected = EncodeHello(sent);
     Require(std::equal(hello.begin(), hello.end(), expected.begin(), expected.end()));
   }
 }

@@ -9,7 +9,8 @@ namespace {
 
 constexpr std::array<char, 8> kHelloMagic = {'T', 'A', 'A', 'S', 'R', 'I', 'N', 'G'};
 // 2: all-reduces of at most 64 KiB gather every rank's buffer (tcp_ring.cc, kGatherBytes).
-constexpr std::uint32_t kVersion = 2;
+// 3: the hello names the replica's incarnation.
+constexpr std::uint32_t kVersion = 3;
 constexpr std::uint32_t kOpMagic = 0x4f524154;  // "TARO" read little-endian
 
 void PutU32(std::byte* out, std::uint32_t v) {
@@ -49,7 +50,8 @@ std::vector<std::byte> EncodeHello(const Hello& hello) {
   PutU32(out.data() + 8, kVersion);
   PutU32(out.data() + 12, hello.size);
   PutU32(out.data() + 16, hello.rank);
-  PutU32(out.data() + 20, static_cast<std::uint32_t>(hello.token.size()));
+  PutU64(out.data() + 20, hello.incarnation);
+  PutU32(out.data() + 28, static_cast<std::uint32_t>(hello.token.size()));
   std::memcpy(out.data() + kHelloFixedBytes, hello.token.data(), hello.token.size());
   return out;
 }
@@ -64,7 +66,7 @@ absl::StatusOr<std::size_t> HelloTokenBytes(std::span<const std::byte> fixed) {
                                       ", this binary speaks " + std::to_string(kVersion) +
                                       ": every worker must run the same taas version");
   }
-  const std::uint32_t token_bytes = GetU32(fixed.data() + 20);
+  const std::uint32_t token_bytes = GetU32(fixed.data() + 28);
   if (token_bytes > kMaxTokenBytes) {
     return absl::InvalidArgumentError("hello announces a token of " + std::to_string(token_bytes) +
                                       " bytes, more than the " + std::to_string(kMaxTokenBytes) +
@@ -73,7 +75,7 @@ absl::StatusOr<std::size_t> HelloTokenBytes(std::span<const std::byte> fixed) {
   return token_bytes;
 }
 
-absl::Status CheckHello(std::span<const std::byte> hello, const Hello& expected) {
+absl::StatusOr<std::uint64_t> CheckHello(std::span<const std::byte> hello, const Hello& expected) {
   TAAS_ASSIGN_OR_RETURN(const std::size_t token_bytes, HelloTokenBytes(hello));
   if (hello.size() != kHelloFixedBytes + token_bytes) {
     return absl::InvalidArgumentError("hello of " + std::to_string(hello.size()) +
@@ -98,7 +100,7 @@ absl::Status CheckHello(std::span<const std::byte> hello, const Hello& expected)
                                       std::to_string(expected.rank) +
                                       ": TF_CONFIG differs between the workers");
   }
-  return absl::OkStatus();
+  return GetU64(hello.data() + 20);
 }
 
 std::array<std::byte, kOpHeaderBytes> EncodeOpHeader(const OpHeader& header) {

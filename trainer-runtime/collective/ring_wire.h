@@ -14,13 +14,16 @@
 
 namespace taas::collective::ring_wire {
 
-// The hello each side of a new connection sends: who it is, which ring, and the job's token.
-inline constexpr std::size_t kHelloFixedBytes = 24;  // magic, version, size, rank, token length
+// The hello each side of a new connection sends: who it is (its rank and its replica's
+// incarnation, taas/base/fence.h), which ring, and the job's token.
+// magic, version, size, rank, incarnation, token length
+inline constexpr std::size_t kHelloFixedBytes = 32;
 inline constexpr std::size_t kMaxTokenBytes = 256;
 
 struct Hello {
   std::uint32_t size = 0;
   std::uint32_t rank = 0;
+  std::uint64_t incarnation = 0;
   std::string token;
 };
 
@@ -29,9 +32,10 @@ std::vector<std::byte> EncodeHello(const Hello& hello);
 // many bytes follow; InvalidArgument for a fixed part that is not a taas ring hello.
 absl::StatusOr<std::size_t> HelloTokenBytes(std::span<const std::byte> fixed);
 // Checks a whole hello (fixed part and token) against the ring's size, the rank this connection
-// must come from, and the job's token. PermissionDenied for a wrong token, InvalidArgument for
-// anything else that does not match.
-absl::Status CheckHello(std::span<const std::byte> hello, const Hello& expected);
+// must come from, and the job's token, and returns the incarnation the peer names (the caller
+// fences it). PermissionDenied for a wrong token, InvalidArgument for anything else that does not
+// match.
+absl::StatusOr<std::uint64_t> CheckHello(std::span<const std::byte> hello, const Hello& expected);
 
 // The header of each operation on each connection.
 enum class OpKind : std::uint32_t { kAllReduceSum = 1, kAllReduceMean = 2, kBroadcast = 3 };

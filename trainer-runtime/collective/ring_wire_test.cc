@@ -5,21 +5,24 @@
 namespace taas::collective::ring_wire {
 namespace {
 
-const Hello kExpected = {3, 1, "0123abcd"};
+const Hello kExpected = {3, 1, 7, "0123abcd"};
 
 TEST_CASE("a hello round-trips and is checked field by field") {
   const auto bytes = EncodeHello(kExpected);
   CHECK(HelloTokenBytes(bytes).value() == kExpected.token.size());
-  CHECK(CheckHello(bytes, kExpected).ok());
+  CHECK(CheckHello(bytes, kExpected).value() == 7);  // the peer's incarnation, to fence
+  CHECK(CheckHello(EncodeHello({3, 1, 0xfedcba9876543210, kExpected.token}), kExpected).value() ==
+        0xfedcba9876543210);
 
-  const auto other_token = EncodeHello({3, 1, "0123abce"});
-  CHECK(CheckHello(other_token, kExpected).code() == absl::StatusCode::kPermissionDenied);
-  const auto other_size = EncodeHello({4, 1, kExpected.token});
-  CHECK(std::string(CheckHello(other_size, kExpected).message()).find("ring of 4 workers") !=
-        std::string::npos);
-  const auto other_rank = EncodeHello({3, 2, kExpected.token});
-  CHECK(std::string(CheckHello(other_rank, kExpected).message()).find("rank 2, expected 1") !=
-        std::string::npos);
+  const auto other_token = EncodeHello({3, 1, 7, "0123abce"});
+  CHECK(CheckHello(other_token, kExpected).status().code() == absl::StatusCode::kPermissionDenied);
+  const auto other_size = EncodeHello({4, 1, 7, kExpected.token});
+  CHECK(
+      std::string(CheckHello(other_size, kExpected).status().message()).find("ring of 4 workers") !=
+      std::string::npos);
+  const auto other_rank = EncodeHello({3, 2, 7, kExpected.token});
+  CHECK(std::string(CheckHello(other_rank, kExpected).status().message())
+            .find("rank 2, expected 1") != std::string::npos);
 }
 
 TEST_CASE("hostile hellos: wrong magic, version, announced sizes") {
@@ -32,11 +35,11 @@ TEST_CASE("hostile hellos: wrong magic, version, announced sizes") {
   CHECK(std::string(HelloTokenBytes(version).status().message()).find("version 9") !=
         std::string::npos);
   auto huge = bytes;
-  huge[23] = std::byte{0x7f};  // a token of ~2 GB announced
+  huge[31] = std::byte{0x7f};  // a token of ~2 GB announced
   CHECK(HelloTokenBytes(huge).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(HelloTokenBytes(std::span(bytes).first(5)).status().code() ==
         absl::StatusCode::kInvalidArgument);
-  CHECK(CheckHello(std::span(bytes).first(bytes.size() - 1), kExpected).code() ==
+  CHECK(CheckHello(std::span(bytes).first(bytes.size() - 1), kExpected).status().code() ==
         absl::StatusCode::kInvalidArgument);
 }
 

@@ -145,8 +145,11 @@ absl::Status ReceiveAll(int fd, std::span<std::byte> bytes, Clock::time_point de
   return absl::OkStatus();
 }
 
-// Reads a whole hello (its fixed part announces the token's length) and checks it.
-absl::Status ReceiveHello(int fd, const ring_wire::Hello& expected, Clock::time_point deadline,
+// Reads a whole hello (its fixed part announces the token's length), checks it, and admits the
+// peer's incarnation to `fence` (a neighbour of an older incarnation than one seen before is
+// refused: taas/base/fence.h).
+absl::Status ReceiveHello(int fd, const ring_wire::Hello& expected, const std::string& peer,
+                          IncarnationFence& fence, Clock::time_point deadline,
                           const std::string& what) {
   std::vector<std::byte> hello(ring_wire::kHelloFixedBytes);
   TAAS_RETURN_IF_ERROR(ReceiveAll(fd, hello, deadline, what));
@@ -154,7 +157,8 @@ absl::Status ReceiveHello(int fd, const ring_wire::Hello& expected, Clock::time_
   hello.resize(ring_wire::kHelloFixedBytes + token_bytes);
   TAAS_RETURN_IF_ERROR(
       ReceiveAll(fd, std::span(hello).subspan(ring_wire::kHelloFixedBytes), deadline, what));
-  return ring_wire::CheckHello(hello, expected);
+  TAAS_ASSIGN_OR_RETURN(const std::uint64_t incarnation, ring_wire::CheckHello(hello, expected));
+  return fence.Admit({peer, incarnation});
 }
 
 void TuneSocket(int fd) {
@@ -614,6 +618,12 @@ class TcpRing final : public Collective {
   std::thread worker_;
 };
 
+// The hello this rank sends: who it is, in which ring, with the job's token.
+ring_wire::Hello OwnHello(const TcpRingOptions& options) {
+  return {static_cast<std::uint32_t>(options.addresses.size()),
+          static_cast<std::uint32_t>(options.rank), options.incarnation, options.token};
+}
+
 // Connects to the next rank and exchanges hellos, retrying until `deadline` (the next rank may
 // start later, or be an old process on its way out).
 absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& address,
@@ -625,16 +635,16 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
   absl::Status last;
   double backoff = 0.05;
   bool logged = false;
+  // The next rank's incarnations across attempts: an older one than seen is on its way out.
+  IncarnationFence fence;
   while (Clock::now() < deadline) {
     auto fd = ConnectOnce(address, deadline);
     absl::Status status = fd.status();
     if (fd.ok()) {
-      status = SendAll(
-          fd->get(),
-          ring_wire::EncodeHello({size, static_cast<std::uint32_t>(options.rank), options.token}),
-          deadline, what);
+      status = SendAll(fd->get(), ring_wire::EncodeHello(OwnHello(options)), deadline, what);
       if (status.ok()) {
-        status = ReceiveHello(fd->get(), {size, next, options.token}, deadline, what);
+        status = ReceiveHello(fd->get(), {size, next, 0, options.token},
+                              RingPeerName(options, static_cast<int>(next)), fence, deadline, what);
         if (status.code() == absl::StatusCode::kUnavailable) {
           status = absl::UnavailableError(
               "rank " + std::to_string(next) +
@@ -673,6 +683,8 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
       "accepting rank " + std::to_string(prev) + " (" + options.addresses[prev] + ")";
   // The last connection refused: a timeout names why, or a wrong token would read as silence.
   absl::Status refused;
+  // The previous rank's incarnations across connections: an older one than seen is refused.
+  IncarnationFence fence;
   while (true) {
     if (absl::Status ready = WaitReady(listener, POLLIN, deadline, what); !ready.ok()) {
       if (refused.ok()) return ready;
@@ -685,13 +697,11 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
     TuneSocket(fd.get());
     // A stranger gets a few seconds to say hello, never the whole wait.
     const auto hello_deadline = std::min(deadline, After(5));
-    absl::Status status = ReceiveHello(fd.get(), {size, prev, options.token}, hello_deadline, what);
-    if (status.ok()) {
-      status = SendAll(
-          fd.get(),
-          ring_wire::EncodeHello({size, static_cast<std::uint32_t>(options.rank), options.token}),
-          deadline, what);
-    }
+    absl::Status status =
+        ReceiveHello(fd.get(), {size, prev, 0, options.token},
+                     RingPeerName(options, static_cast<int>(prev)), fence, hello_deadline, what);
+    if (status.ok())
+      status = SendAll(fd.get(), ring_wire::EncodeHello(OwnHello(options)), deadline, what);
     if (status.ok()) return fd;
     logger.Warning("refused a connection to the all-reduce ring",
                    {{"error", std::string(status.message())}});

@@ -187,6 +187,10 @@ std::vector<Setting> Settings() {
                    "seconds a wait for a peer lasts before it is logged and reported as a stall, "
                    "0 = off (30)",
                    ParseSeconds, &RuntimeConfig::stall_secs));
+  s.push_back(Make("replica_incarnation", std::string(contract::kReplicaIncarnationEnv),
+                   "which (re)creation of this replica's pod or process this is, set by the "
+                   "operator and `taas run`: peers refuse an older one than they saw (0)",
+                   IntAtLeast(0), &RuntimeConfig::replica_incarnation));
   s.push_back(Make("termination_grace_secs", std::string(contract::kTerminationGraceSecsEnv),
                    "seconds from SIGTERM within which the job's state is saved and the replica "
                    "exits; keep it under the pod's terminationGracePeriodSeconds (25)",
@@ -475,6 +479,7 @@ absl::Status ParseTfConfig(const std::string& text, RuntimeConfig& c) {
   }
   c.info.role = *role;
   c.info.task_index = static_cast<int>(index);
+  c.replica_name = PeerName(type, static_cast<int>(index));
   c.listen_address = cluster[type][static_cast<std::size_t>(index)];
   c.ps_addresses = cluster["ps"];
   const bool has_chief = cluster.count("chief") || cluster.count("master");

@@ -23,14 +23,20 @@ std::chrono::system_clock::time_point Deadline(double secs) {
              std::chrono::duration<double>(secs));
 }
 
-// Sets a call's deadline and credentials: the job token always, the chief token for the calls
-// only the chief may make (when this replica has it).
+// Sets a call's deadline, credentials and caller: the job token always, the chief token for the
+// calls only the chief may make (when this replica has it), and the replica's name and
+// incarnation when it has a name (the PS fences older incarnations: taas/base/fence.h).
 void PrepareCall(grpc::ClientContext& context, double timeout_secs, const PsTokens& tokens,
-                 bool chief_call) {
+                 const ReplicaIncarnation& caller, bool chief_call) {
   context.set_deadline(Deadline(timeout_secs));
   context.AddMetadata(std::string(contract::kJobTokenMetadata), tokens.job);
   if (chief_call && !tokens.chief.empty()) {
     context.AddMetadata(std::string(contract::kChiefTokenMetadata), tokens.chief);
+  }
+  if (!caller.replica.empty()) {
+    context.AddMetadata(std::string(contract::kReplicaMetadata), caller.replica);
+    context.AddMetadata(std::string(contract::kReplicaIncarnationMetadata),
+                        std::to_string(caller.incarnation));
   }
 }
 
@@ -105,10 +111,10 @@ struct PsClient::Impl {
   template <class Request, class Reply, class Call>
   void Run(FanOut<Request, Reply>& f, const std::vector<int>& ps_of_call,
            const std::vector<std::string>& peers, double timeout_secs, const PsTokens& tokens,
-           StallWatch* stalls, Call call) {
+           const ReplicaIncarnation& caller, StallWatch* stalls, Call call) {
     Countdown countdown(peers);
     for (std::size_t i = 0; i < ps_of_call.size(); ++i) {
-      PrepareCall(f.contexts[i], timeout_secs, tokens, /*chief_call=*/false);
+      PrepareCall(f.contexts[i], timeout_secs, tokens, caller, /*chief_call=*/false);
       call(stubs[static_cast<std::size_t>(ps_of_call[i])]->async(), &f.contexts[i], &f.requests[i],
            &f.replies[i], [&f, i, &countdown](grpc::Status s) {
              f.statuses[i] = std::move(s);
@@ -126,6 +132,7 @@ PsClient::PsClient(std::vector<std::string> addresses, const PsClientOptions& op
       chunk_bytes_(options.chunk_bytes),
       lanes_(std::max(options.lanes, 1)),
       tokens_(options.tokens),
+      caller_(options.caller),
       limits_(options.limits),
       stalls_(options.stalls),
       impl_(std::make_unique<Impl>()) {
@@ -174,7 +181,7 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
     peers.push_back(PeerOf(i));
     f.requests[static_cast<std::size_t>(i)].set_lane(lane(i));
   }
-  impl_->Run(f, all, peers, timeout_secs, tokens_, stalls_,
+  impl_->Run(f, all, peers, timeout_secs, tokens_, caller_, stalls_,
              [](auto* async, auto* ctx, auto* req, auto* reply, auto done) {
                async->GetStatus(ctx, req, reply, std::move(done));
              });
@@ -235,7 +242,7 @@ absl::Status PsClient::Initialize(int ps, const TrainingSpec& spec, std::int64_t
     for (const auto& slot : s.slots) SetFloats(shard->add_slots(), slot);
   }
   grpc::ClientContext ctx;
-  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
+  PrepareCall(ctx, timeout_secs, tokens_, caller_, /*chief_call=*/true);
   rpc::InitializeReply reply;
   return FromGrpc(impl_->stubs[static_cast<std::size_t>(ps)]->Initialize(&ctx, req, &reply),
                   Describe(ps) + " Initialize");
@@ -307,7 +314,7 @@ absl::StatusOr<PullInfo> PsClient::Pull(const std::vector<VariablePlacement>& pl
   Countdown countdown(std::move(peers));
   for (std::size_t i = 0; i < calls.size(); ++i) {
     Call* call = calls[i].get();
-    PrepareCall(call->context, timeout_secs, tokens_, /*chief_call=*/false);
+    PrepareCall(call->context, timeout_secs, tokens_, caller_, /*chief_call=*/false);
     call->request_buffer = SerializeToBuffer(call->request);
     const auto ps = static_cast<std::size_t>(call->ps);
     const std::string what = Describe(call->ps) + " Pull";
@@ -376,8 +383,9 @@ class PushCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
         countdown_(countdown),
         call_(call) {}
 
-  void Start(grpc::GenericStub* stub, double timeout_secs, const PsTokens& tokens) {
-    PrepareCall(context_, timeout_secs, tokens, /*chief_call=*/false);
+  void Start(grpc::GenericStub* stub, double timeout_secs, const PsTokens& tokens,
+             const ReplicaIncarnation& caller) {
+    PrepareCall(context_, timeout_secs, tokens, caller, /*chief_call=*/false);
     stub->PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
     StartRead(&in_);
     WriteNext();
@@ -532,7 +540,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
                                            limits_.max_header_bytes, &countdown, call++);
   }
   for (std::size_t ps = 0; ps < n; ++ps) {
-    if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs, tokens_);
+    if (calls[ps]) calls[ps]->Start(impl_->generic[ps].get(), timeout_secs, tokens_, caller_);
   }
   countdown.Wait(stalls_);
   PushInfo info;
@@ -583,7 +591,7 @@ absl::StatusOr<PushInfo> PsClient::Push(const std::vector<VariablePlacement>& pl
 absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snapshot(
     int ps, double timeout_secs) {
   grpc::ClientContext ctx;
-  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
+  PrepareCall(ctx, timeout_secs, tokens_, caller_, /*chief_call=*/true);
   rpc::SnapshotRequest req;
   req.set_lane(lane(ps));
   rpc::SnapshotReply reply;
@@ -606,7 +614,7 @@ absl::StatusOr<std::pair<std::int64_t, std::vector<ShardState>>> PsClient::Snaps
 
 absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
   grpc::ClientContext ctx;
-  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
+  PrepareCall(ctx, timeout_secs, tokens_, caller_, /*chief_call=*/true);
   rpc::ShutdownRequest req;
   req.set_exit(exit);
   req.set_lane(lane(ps));
@@ -617,7 +625,7 @@ absl::Status PsClient::Shutdown(int ps, bool exit, double timeout_secs) {
 
 absl::Status PsClient::CheckpointSaved(int ps, std::int64_t step, double timeout_secs) {
   grpc::ClientContext ctx;
-  PrepareCall(ctx, timeout_secs, tokens_, /*chief_call=*/true);
+  PrepareCall(ctx, timeout_secs, tokens_, caller_, /*chief_call=*/true);
   rpc::CheckpointSavedRequest req;
   req.set_step(step);
   req.set_lane(lane(ps));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "taas/base/fence.h"
 #include "taas/ps/auth.h"
 #include "taas/ps/client.h"
 #include "taas/ps/server.h"
@@ -155,6 +156,54 @@ TEST_CASE("every call needs the job token, and control calls the chief's") {
   REQUIRE(chief.Pull(placement, params, 5).ok());
   CHECK(value == std::vector<float>{1, 2, 3});
   CHECK(chief.Snapshot(0, 5).ok());
+}
+
+// Issue 37: a pod on a node that was only cut off runs beside its replacement; the PS refuses it.
+TEST_CASE("a PS refuses every call of an older incarnation of a replica, the chief's included") {
+  Cluster cluster(1);
+  auto as = [&](ReplicaIncarnation caller) {
+    PsClientOptions options = Options(/*lanes=*/1);
+    options.caller = std::move(caller);
+    return PsClient(cluster.addresses, options, Quiet());
+  };
+  PsClient old_chief = as({"chief-0", 1});
+  RequireReachable(old_chief);
+  auto placement = PlaceVariables({{"w", 3}}, 1, 1 << 20);
+  InitAll(old_chief, placement, {{1, 2, 3}}, false, 1);
+  PsClient old_worker = as({"worker-1", 3});
+  std::vector<float> value(3), grad(3, 1.0f);
+  std::vector<ParamBuffers> params = {{value, grad}};
+  REQUIRE(old_worker.Pull(placement, params, 5).ok());
+
+  // The replacements join: every call of the old incarnations is refused from then on.
+  PsClient chief = as({"chief-0", 2});
+  REQUIRE(chief.Pull(placement, params, 5).ok());
+  PsClient worker = as({"worker-1", 4});
+  REQUIRE(worker.Push(placement, params, {0}, 0, 5).ok());
+  auto pull = old_worker.Pull(placement, params, 5);
+  REQUIRE_FALSE(pull.ok());
+  CHECK(IsFenced(pull.status()));
+  CHECK(std::string(pull.status().message())
+            .find("worker-1 incarnation 3 is fenced: incarnation 4 "
+                  "of worker-1 joined since") != std::string::npos);
+  auto push = old_worker.Push(placement, params, {0}, 0, 5);
+  REQUIRE_FALSE(push.ok());
+  CHECK(IsFenced(push.status()));
+  CHECK(IsFenced(old_chief.Snapshot(0, 5).status()));
+  CHECK(IsFenced(old_chief.CheckpointSaved(0, 7, 5)));
+  CHECK(IsFenced(old_chief.Shutdown(0, /*exit=*/true, 5)));
+  TrainingSpec spec;
+  spec.optimizer = Sgd(1.0f);
+  CHECK(IsFenced(old_chief.Initialize(0, spec, 0, {{"w/part_0", {9, 9, 9}, {}}}, 5)));
+  CHECK(IsFenced(old_chief.Statuses(5).status()));
+  CHECK_FALSE(cluster.servers[0]->LastSavedCheckpoint().has_value());
+
+  // The new incarnations, another replica, and a caller that names none go on.
+  REQUIRE(chief.Pull(placement, params, 5).ok());
+  CHECK(value == std::vector<float>{0, 1, 2});  // one push applied, nothing of the old chief's
+  CHECK(as({"worker-0", 0}).Pull(placement, params, 5).ok());
+  CHECK(OneLane(cluster.addresses).Pull(placement, params, 5).ok());
+  REQUIRE(chief.CheckpointSaved(0, 7, 5).ok());
 }
 
 // A terminating PS serves until the chief saved the job's state (docs/trainer-runtime.md, Faults).

@@ -45,6 +45,16 @@ absl::StatusOr<ParameterStore*> LaneStore(
 
 using Stores = std::vector<std::unique_ptr<ParameterStore>>;
 
+// One line per call refused for coming from an older incarnation of its replica (the caller exits
+// on the refusal, so this is once per fenced process and PS).
+void LogFenced(const Logger& logger, const grpc::Status& refusal) {
+  const absl::Status status = FromGrpc(refusal, "call");
+  if (IsFenced(status)) {
+    logger.Warning("refused an older incarnation of a replica",
+                   {{"error", std::string(refusal.error_message())}});
+  }
+}
+
 // Elements [offset, offset + count) of a store buffer as a slice that keeps the buffer alive until
 // gRPC has sent it.
 grpc::Slice ValueSlice(const std::shared_ptr<const std::vector<float>>& values, std::int64_t offset,
@@ -371,11 +381,16 @@ class Refused final : public grpc::ServerGenericBidiReactor {
 // Credentials are checked before a byte of the request is read.
 class TensorService final : public grpc::CallbackGenericService {
  public:
-  TensorService(const Stores* stores, const PsTokens* tokens, const PsLimits& limits)
-      : stores_(stores), tokens_(tokens), limits_(limits) {}
+  TensorService(const Stores* stores, const PsTokens* tokens, IncarnationFence* fence,
+                const Logger* logger, const PsLimits& limits)
+      : stores_(stores), tokens_(tokens), fence_(fence), logger_(logger), limits_(limits) {}
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
-    grpc::Status allowed = Authorize(ctx->client_metadata(), *tokens_, /*chief_only=*/false);
-    if (!allowed.ok()) return new Refused(allowed);
+    grpc::Status allowed =
+        Authorize(ctx->client_metadata(), *tokens_, /*chief_only=*/false, *fence_);
+    if (!allowed.ok()) {
+      LogFenced(*logger_, allowed);
+      return new Refused(allowed);
+    }
     if (ctx->method() == kPullMethod) return new PullReactor(stores_, limits_);
     if (ctx->method() == kPushMethod) return new PushReactor(stores_, limits_);
     return new Refused(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no method " + ctx->method()));
@@ -384,12 +399,16 @@ class TensorService final : public grpc::CallbackGenericService {
  private:
   const Stores* stores_;
   const PsTokens* tokens_;
+  IncarnationFence* fence_;
+  const Logger* logger_;
   const PsLimits limits_;
 };
 
 struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   const Stores* stores = nullptr;
   PsTokens tokens;
+  // The highest incarnation of each replica that called (taas/base/fence.h): every call passes it.
+  IncarnationFence fence;
   Logger logger;
   std::unique_ptr<TensorService> tensors;
   std::unique_ptr<grpc::Server> server;
@@ -405,7 +424,8 @@ struct PsServer::Impl final : rpc::ParameterServer::CallbackService {
   template <class Request>
   ParameterStore* Admit(grpc::CallbackServerContext* ctx, const Request& req, bool chief_only,
                         grpc::ServerUnaryReactor** reactor) {
-    grpc::Status refusal = Authorize(ctx->client_metadata(), tokens, chief_only);
+    grpc::Status refusal = Authorize(ctx->client_metadata(), tokens, chief_only, fence);
+    LogFenced(logger, refusal);
     if (refusal.ok()) {
       auto store = LaneStore(*stores, req.lane());
       if (store.ok()) return *store;
@@ -593,8 +613,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const PsServerOptions&
   SetBulkTransportArgs(
       [&](const char* name, int value) { builder.AddChannelArgument(name, value); });
   builder.RegisterService(server->impl_.get());
-  server->impl_->tensors =
-      std::make_unique<TensorService>(&server->stores_, &server->impl_->tokens, options.limits);
+  server->impl_->tensors = std::make_unique<TensorService>(&server->stores_, &server->impl_->tokens,
+                                                           &server->impl_->fence,
+                                                           &server->impl_->logger, options.limits);
   builder.RegisterCallbackGenericService(server->impl_->tensors.get());
   server->impl_->server = builder.BuildAndStart();
   if (!server->impl_->server || server->port_ == 0) {

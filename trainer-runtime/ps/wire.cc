@@ -1,5 +1,6 @@
 #include "wire.h"
 
+#include <charconv>
 #include <string_view>
 
 #include "taas/base/random_token.h"
@@ -47,7 +48,7 @@ grpc::Status CheckSize(std::uint64_t size, std::size_t arrived, std::int64_t max
 }  // namespace
 
 grpc::Status Authorize(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                       const PsTokens& tokens, bool chief_only) {
+                       const PsTokens& tokens, bool chief_only, IncarnationFence& fence) {
   // An unset token on this side (a misconfigured PS) must not match an absent one.
   const std::string_view job = Metadata(metadata, contract::kJobTokenMetadata);
   if (tokens.job.empty() || !ConstantTimeEqual(job, tokens.job)) {
@@ -55,14 +56,25 @@ grpc::Status Authorize(const std::multimap<grpc::string_ref, grpc::string_ref>& 
                         job.empty() ? "no job token: every call to a PS carries the job's token"
                                     : "wrong job token: the caller is not part of this job");
   }
-  if (!chief_only) return grpc::Status::OK;
-  const std::string_view chief = Metadata(metadata, contract::kChiefTokenMetadata);
-  if (tokens.chief.empty() || !ConstantTimeEqual(chief, tokens.chief)) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "only the chief may initialise, snapshot or stop a PS (chief token " +
-                            std::string(chief.empty() ? "missing" : "wrong") + ")");
+  if (chief_only) {
+    const std::string_view chief = Metadata(metadata, contract::kChiefTokenMetadata);
+    if (tokens.chief.empty() || !ConstantTimeEqual(chief, tokens.chief)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "only the chief may initialise, snapshot or stop a PS (chief token " +
+                              std::string(chief.empty() ? "missing" : "wrong") + ")");
+    }
   }
-  return grpc::Status::OK;
+  const std::string_view replica = Metadata(metadata, contract::kReplicaMetadata);
+  if (replica.empty()) return grpc::Status::OK;
+  const std::string_view text = Metadata(metadata, contract::kReplicaIncarnationMetadata);
+  ReplicaIncarnation caller{std::string(replica), 0};
+  const auto [end, error] =
+      std::from_chars(text.data(), text.data() + text.size(), caller.incarnation);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    return Invalid(std::string(contract::kReplicaIncarnationMetadata) + ": \"" +
+                   std::string(text.substr(0, 32)) + "\" is no incarnation number");
+  }
+  return ToGrpc(fence.Admit(caller));
 }
 
 grpc::Status ParseLengthPrefixed(BufferReader& reader, std::int64_t max_bytes, const char* what,

@@ -11,15 +11,19 @@
 
 #include "ps.pb.h"
 #include "rpc_util.h"
+#include "taas/base/fence.h"
 #include "taas/ps/auth.h"
 
 namespace taas::ps {
 
 // Whether a call may proceed: OK; UNAUTHENTICATED without the job token (missing or wrong);
 // PERMISSION_DENIED when `chief_only` and the chief token is missing or wrong. Tokens compare in
-// constant time.
+// constant time. Then the caller's replica and incarnation (taas/contract/job_secret.h's metadata)
+// pass `fence`: FAILED_PRECONDITION (taas::IsFenced) for an older incarnation of a replica than one
+// admitted before, INVALID_ARGUMENT for an incarnation that is no decimal number or a name the
+// fence cannot hold; a call that names no replica is not fenced.
 grpc::Status Authorize(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                       const PsTokens& tokens, bool chief_only);
+                       const PsTokens& tokens, bool chief_only, IncarnationFence& fence);
 
 // Reads a 4-byte little-endian length N and N bytes of `message` (`what` names it in errors): a
 // Push's header (the store checks its shards and sizes) or a reply's header.

@@ -308,6 +308,7 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
     options.rank = info_.worker_rank;
     options.bind_host = BindHost(cfg_);
     options.token = cfg_.job_token;
+    options.incarnation = cfg_.replica_incarnation;
     options.timeout_secs = cfg_.wait_timeout_secs;
     options.chunk_bytes = cfg_.allreduce_chunk_bytes;
     options.stalls = ctx_.stalls;

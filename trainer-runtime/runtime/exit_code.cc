@@ -2,11 +2,13 @@
 
 #include <new>
 
+#include "taas/base/fence.h"
 #include "taas/ps/client.h"
 
 namespace taas::runtime {
 
 int ExitCodeFor(FailureSource source, const absl::Status& status) {
+  if (IsFenced(status)) return kExitFenced;
   switch (source) {
     case FailureSource::kConfig:
       return kExitBadConfig;
@@ -61,8 +63,11 @@ absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Se
 int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
          std::string_view cause, const absl::Status& status) {
   const int code = ExitCodeFor(source, status);
+  const std::string said = code == kExitFenced
+                               ? "fenced: a newer incarnation of this replica replaced it"
+                               : std::string(cause);
   logger.Log(source == FailureSource::kTerminated ? LogLevel::kWarning : LogLevel::kError,
-             "exiting: " + std::string(cause),
+             "exiting: " + said,
              {{"step", global_step},
               {"exit_code", code},
               {"transient", code >= kExitTransient},

@@ -29,6 +29,8 @@ enum class FailureSource {
 // The exit code, line for line as the switch in exit_code.cc decides it:
 //
 //   source   status code                                         exit code
+//   any      a fencing refusal (taas::IsFenced: a PS or ring     kExitFenced (4): a newer
+//            neighbour saw a newer incarnation of this replica)  incarnation replaced this one
 //   kConfig  any                                                 kExitBadConfig (2)
 //   kModel   any                                                 kExitModelError (3)
 //   kData    any                                                 kExitModelError (3)
@@ -58,7 +60,8 @@ absl::Status CallModel(std::string_view hook, const std::function<absl::Status()
 absl::StatusOr<std::map<std::string, double>> EvaluateModel(DistModel& model, Session& session);
 
 // Logs the one line that explains a failed exit (`exiting: <cause>` with the exit code, the last
-// global step and the error; a warning for kTerminated, which is no failure of the job) and
+// global step and the error; a warning for kTerminated, which is no failure of the job; for a
+// fencing refusal `exiting: fenced: a newer incarnation of this replica replaced it`) and
 // returns the exit code for `source` and `status`.
 int Exit(const Logger& logger, std::int64_t global_step, FailureSource source,
          std::string_view cause, const absl::Status& status);

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "taas/base/fence.h"
+
 namespace taas::runtime {
 namespace {
 
@@ -54,6 +56,17 @@ TEST_CASE("a replica ended by SIGTERM exits transient, so the job comes back fro
   for (StatusCode code : kAllCodes) {
     CHECK(ExitCodeFor(FailureSource::kTerminated, Of(code)) == kExitTransient);
   }
+}
+
+TEST_CASE("a fencing refusal exits fenced from wherever it came, and permanently") {
+  const absl::Status fenced = CheckIncarnation("worker-1", 4, 3);
+  for (FailureSource source : {FailureSource::kPeer, FailureSource::kWait, FailureSource::kServer,
+                               FailureSource::kTerminated}) {
+    CHECK(ExitCodeFor(source, fenced) == kExitFenced);
+  }
+  // A refusal of another kind with the same code is the PS's usual answer.
+  CHECK(ExitCodeFor(FailureSource::kPeer, Of(StatusCode::kFailedPrecondition)) == kExitModelError);
+  CHECK(kExitFenced < 128);
 }
 
 TEST_CASE("permanent codes are 1..127 and the transient one is >= 128") {

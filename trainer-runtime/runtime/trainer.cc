@@ -19,6 +19,7 @@
 #include "exit_code.h"
 #include "internal.h"
 #include "progress.h"
+#include "taas/base/fence.h"
 #include "taas/checkpoint/checkpoint.h"
 #include "taas/contract/env.h"
 #include "taas/contract/metric_names.h"
@@ -81,11 +82,13 @@ class Patience {
   StallWatch::Wait watched_;
 };
 
-// The PS client's settings from the config: tokens, lanes and limits (taas/ps/client.h).
+// The PS client's settings from the config: tokens, who calls, lanes and limits
+// (taas/ps/client.h).
 ps::PsClientOptions ClientOptions(const config::RuntimeConfig& cfg, StallWatch* stalls) {
   ps::PsClientOptions o;
   o.lanes = cfg.ps_lanes;
   o.tokens = {cfg.job_token, cfg.chief_token};
+  o.caller = {cfg.replica_name, cfg.replica_incarnation};
   o.limits.max_message_bytes = cfg.ps_max_message_bytes;
   o.stalls = stalls;
   return o;
@@ -556,6 +559,8 @@ Trainer::Outcome Trainer::PullState(const ps::PullInfo& pulled) {
 }
 
 Trainer::Outcome Trainer::PullFailed(const absl::Status& s) {
+  // A newer incarnation of this replica replaced it: nothing to wait for or restore.
+  if (IsFenced(s)) return Exiting(Fail(FailureSource::kPeer, "pull refused", s));
   if (s.code() == absl::StatusCode::kFailedPrecondition) {
     if (!info_.is_chief) {
       return Wait("waiting for the chief to initialise or restore the variables", s,
@@ -608,6 +613,7 @@ Trainer::Outcome Trainer::PushGradients(Step& step) {
                              cfg_.wait_timeout_secs, /*pull_values=*/true);
   if (!pushed.ok()) {
     const absl::Status& s = pushed.status();
+    if (IsFenced(s)) return Exiting(Fail(FailureSource::kPeer, "push refused", s));
     if (s.code() == absl::StatusCode::kFailedPrecondition || ps::IsTransient(s)) {
       // The next pull waits for the PS or the chief's restore. Failed pushes count towards the
       // same timeout as failed pulls: a sync step that never completes must end too.

@@ -33,6 +33,10 @@ inline constexpr std::string_view kPodIpEnv = "TAAS_POD_IP";
 // gRPC metadata keys (lower case, as HTTP/2 requires).
 inline constexpr std::string_view kJobTokenMetadata = "x-taas-job-token";
 inline constexpr std::string_view kChiefTokenMetadata = "x-taas-chief-token";
+// Who calls (taas::ReplicaIncarnation): the replica's name ("worker-1") and its incarnation
+// (decimal), so that a PS refuses an older incarnation of a replica it has seen (fencing).
+inline constexpr std::string_view kReplicaMetadata = "x-taas-replica";
+inline constexpr std::string_view kReplicaIncarnationMetadata = "x-taas-replica-incarnation";
 
 inline constexpr std::size_t kTokenBytes = 32;  // Random bytes per token; hex doubles the length.
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/base/fence.h"
 #include "taas/base/log.h"
 #include "taas/base/stall_watch.h"
 #include "taas/collective/collective.h"
@@ -41,6 +42,9 @@ struct TcpRingOptions {
   std::string bind_host = "0.0.0.0";
   // The job's token (hex text, taas/contract/job_secret.h); a peer must prove the same one.
   std::string token;
+  // This rank's replica incarnation (taas/base/fence.h), named in its hellos; a neighbour of an
+  // older incarnation than one this rank has seen of it while forming the ring is refused.
+  std::uint64_t incarnation = 0;
   // Longest wait for anything: forming the ring (peers start in any order) and any operation's
   // progress (no byte moving for this long fails it).
   double timeout_secs = 600;

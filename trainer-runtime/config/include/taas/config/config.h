@@ -33,6 +33,11 @@ struct RuntimeConfig {
   std::vector<std::string> worker_names;
   std::string listen_address;  // This replica's own address from TF_CONFIG ("" if none).
   std::string job_name;        // For log lines (TAAS_JOB_NAME), may be empty.
+  // This replica as its peers name it (taas::PeerName of TF_CONFIG's task: "worker-1"), and which
+  // (re)creation of its pod or process this is (TAAS_REPLICA_INCARNATION, taas/base/fence.h): both
+  // named in every connection, so that peers refuse an older incarnation. "" and 0 without them.
+  std::string replica_name;
+  std::uint64_t replica_incarnation = 0;
 
   // Checkpoints and summaries are each due when either period passed since the last one, 0 = that
   // period off (taas/runtime's schedule.h).

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "taas/base/fence.h"
 #include "taas/base/log.h"
 #include "taas/base/stall_watch.h"
 #include "taas/base/status.h"
@@ -76,6 +77,10 @@ struct PsClientOptions {
   // Every call carries tokens.job; Initialize, Snapshot and Shutdown tokens.chief too (the
   // chief's; a worker has none and does not make those calls).
   PsTokens tokens;
+  // Who calls: every call names this replica and its incarnation, so that a PS refuses an older
+  // incarnation of it than one it has seen (taas/base/fence.h); a caller with no name (the PS
+  // bench) is not fenced.
+  ReplicaIncarnation caller;
   PsLimits limits;  // What a reply may make this client receive.
   // Where a call that waits long on a PS is reported, naming the PS tasks still awaited ("ps-0");
   // not owned, may be null (no reports).
@@ -150,6 +155,7 @@ class PsClient {
   std::int64_t chunk_bytes_;
   int lanes_;
   PsTokens tokens_;
+  ReplicaIncarnation caller_;
   PsLimits limits_;
   StallWatch* stalls_;
   std::unique_ptr<Impl> impl_;

@@ -62,6 +62,7 @@ class BatchStream;
 // The exit codes (taas/contract/exit_codes.h, which the operator's and the launcher's restart
 // rules read too).
 using contract::kExitBadConfig;
+using contract::kExitFenced;
 using contract::kExitModelError;
 using contract::kExitOk;
 using contract::kExitTransient;
