@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -312,6 +313,48 @@ json BuildPod(const tf::TFJob& job, tf::ReplicaType type, int index, const Build
   }
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+}
+
+void SetIncarnation(json& pod, std::uint64_t incarnation) {
+  json& metadata = pod["metadata"];
+  if (!metadata.contains("annotations") || !metadata["annotations"].is_object())
+    metadata["annotations"] = json::object();
+  metadata["annotations"][std::string(tf::kAnnotationReplicaIncarnation)] =
+      std::to_string(incarnation);
+  json& spec = pod["spec"];
+  if (!jf::Array(spec, "containers")) return;
+  for (auto& container : spec["containers"]) {
+    if (jf::StringOr(container, "name", "") != tf::kDefaultContainerName) continue;
+    json env = WithoutNamed(jf::Array(container, "env") ? container["env"] : json::array(),
+                            contract::kReplicaIncarnationEnv);
+    env.push_back(
+        {{"name", contract::kReplicaIncarnationEnv},
+         {"valueFrom",
+          {{"fieldRef",
+            {{"fieldPath", "metadata.annotations['" +
+                               std::string(tf::kAnnotationReplicaIncarnation) + "']"}}}}}});
+    container["env"] = std::move(env);
+  }
+}
+
+std::uint64_t PodIncarnation(const json& pod) {
+  const json* annotations = jf::Find(pod, "metadata");
+  if (annotations != nullptr) annotations = jf::Find(*annotations, "annotations");
+  if (annotations == nullptr) return 0;
+  const std::string text =
+      jf::StringOr(*annotations, std::string(tf::kAnnotationReplicaIncarnation), "");
+  std::uint64_t out = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return text.empty() || error != std::errc() || end != text.data() + text.size() ? 0 : out;
+}
+
+std::uint64_t NextIncarnation(std::uint64_t newest_seen,
+                              std::chrono::system_clock::time_point now) {
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::uint64_t clock = millis > 0 ? static_cast<std::uint64_t>(millis) : 0;
+  const std::uint64_t above = newest_seen == UINT64_MAX ? newest_seen : newest_seen + 1;
+  return std::max(above, clock);
 }
 
 json BuildService(const tf::TFJob& job, tf::ReplicaType type, int index,
@@ -626,6 +669,12 @@ json TrimMetadata(const json& object) {
       if (key.rfind(tf::kLabelPrefix, 0) == 0) kept[key] = value;
     }
     out["labels"] = std::move(kept);
+  }
+  if (auto annotations = meta->find("annotations");
+      annotations != meta->end() && annotations->is_object()) {
+    const std::string key(tf::kAnnotationReplicaIncarnation);
+    if (auto it = annotations->find(key); it != annotations->end())
+      out["annotations"] = {{key, *it}};
   }
   if (const json* owner = FindOwner(object)) {
     json ref = json::object();

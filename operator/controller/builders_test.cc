@@ -765,6 +765,53 @@ TEST_CASE("every pod mounts the job token; the chief and the PS also the chief t
         Keys{"job-token"});
 }
 
+// Issue 37: a pod replaced while its node was only cut off is fenced by its replacement.
+TEST_CASE("a pod is numbered as an incarnation of its replica, once, and the number survives") {
+  tf::TFJob job = PsWorkers();
+  json pod = taas::controller::BuildPod(job, tf::ReplicaType::kWorker, 1, BuildOptions{});
+  CHECK(taas::controller::PodIncarnation(pod) == 0);
+  CHECK(Env(pod, "TAAS_REPLICA_INCARNATION") == nullptr);
+  taas::controller::SetIncarnation(pod, 1764650000123);
+  taas::controller::SetIncarnation(pod, 1764650000124);  // numbered again: replaced, not doubled
+  CHECK(pod["metadata"]["annotations"]["taas.dev/replica-incarnation"] == "1764650000124");
+  CHECK(pod["metadata"]["annotations"]["a"] == "b");  // the template's stay
+  CHECK(taas::controller::PodIncarnation(pod) == 1764650000124);
+  // The runtime reads the annotation: one value in the pod, no copy to drift from it.
+  int named = 0;
+  for (const auto& e : pod["spec"]["containers"][0]["env"])
+    named += e["name"] == "TAAS_REPLICA_INCARNATION";
+  CHECK(named == 1);
+  const json* env = Env(pod, "TAAS_REPLICA_INCARNATION");
+  REQUIRE(env != nullptr);
+  CHECK((*env)["valueFrom"]["fieldRef"]["fieldPath"] ==
+        "metadata.annotations['taas.dev/replica-incarnation']");
+  CHECK_FALSE(pod["spec"]["containers"][1].contains("env"));  // the sidecar
+  // The cache keeps it, and nothing else of the annotations.
+  json trimmed = pod;
+  taas::controller::TrimCachedPod(trimmed);
+  CHECK(taas::controller::PodIncarnation(trimmed) == 1764650000124);
+  CHECK(trimmed["metadata"]["annotations"].size() == 1);
+  for (const json& hostile : {json("12x"), json(""), json(7), json("-1"), json(nullptr),
+                              json("99999999999999999999999")}) {
+    json odd = pod;
+    odd["metadata"]["annotations"]["taas.dev/replica-incarnation"] = hostile;
+    CHECK(taas::controller::PodIncarnation(odd) == 0);
+  }
+}
+
+TEST_CASE("the next incarnation is above every one seen and at least the clock's milliseconds") {
+  using std::chrono::milliseconds;
+  const std::chrono::system_clock::time_point now(milliseconds(1764650000000));
+  CHECK(taas::controller::NextIncarnation(0, now) == 1764650000000);
+  // A pod still observed from a clock that ran ahead (another operator's, before a failover).
+  CHECK(taas::controller::NextIncarnation(1764650009000, now) == 1764650009001);
+  // Later pods of the replica get higher numbers, whatever was seen of the earlier ones.
+  CHECK(taas::controller::NextIncarnation(0, now + milliseconds(1)) >
+        taas::controller::NextIncarnation(0, now));
+  CHECK(taas::controller::NextIncarnation(UINT64_MAX, now) == UINT64_MAX);
+  CHECK(taas::controller::NextIncarnation(5, std::chrono::system_clock::time_point()) == 6);
+}
+
 TEST_CASE("a template's own variables and volume of the same names are replaced, not doubled") {
   json tmpl = Template({{{"name", "TAAS_JOB_TOKEN_FILE"}, {"value", "/tmp/forged"}}});
   tmpl["spec"]["volumes"] = {{{"name", "taas-job-secret"}, {"emptyDir", json::object()}},

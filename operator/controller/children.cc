@@ -19,9 +19,13 @@ using internal::kExpectationTimeout;
 
 std::function<absl::Status()> Controller::CreatePodTask(const JobContext& ctx, const tf::TFJob& job,
                                                         tf::ReplicaRef ref,
+                                                        std::uint64_t newest_incarnation,
                                                         std::atomic<bool>& blocked) {
   std::string pod_name = tf::ReplicaName(ctx.name, ref.type, ref.index);
   json pod = BuildPod(job, ref.type, ref.index, options_.build);
+  // A new incarnation of the replica: its peers refuse the previous pod, should that still run on
+  // a node that was only cut off (taas/base/fence.h).
+  SetIncarnation(pod, NextIncarnation(newest_incarnation, std::chrono::system_clock::now()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_[ctx.key].pods[pod_name] = {ref, SteadyClock::now() + kExpectationTimeout};

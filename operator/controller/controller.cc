@@ -366,6 +366,7 @@ Observation Controller::Observe(const JobContext& job, const Watched& watched) {
     seen_pod.deleting = exp.deleting.count(seen_pod.uid) != 0;
     seen_pod.termination_message = TerminationMessage(*pod);
     seen_pod.node = PodNodeName(*pod);
+    seen_pod.incarnation = PodIncarnation(*pod);
     pod_names.insert(seen_pod.name);
   }
   for (auto it = exp.pods.begin(); it != exp.pods.end();) {
@@ -472,7 +473,9 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
     acted = WriteDecidedStatus(ctx, object, job, seen, now, decision, gone);
   } else if (decision.delete_pods.empty()) {
     for (const auto& ref : decision.create_pods)
-      tasks.push_back(CreatePodTask(ctx, job, ref, create_blocked));
+      tasks.push_back(CreatePodTask(
+          ctx, job, ref, NewestIncarnation(seen, tf::ReplicaName(ctx.name, ref.type, ref.index)),
+          create_blocked));
     for (const auto& svc : decision.delete_services) tasks.push_back(DeleteServiceTask(ctx, svc));
     tf::TFJob decided_job = job;
     Decision decided = decision;
@@ -488,7 +491,9 @@ absl::Status Controller::Act(const JobContext& ctx, const json& object, tf::TFJo
     for (const auto& pod : decision.delete_pods) tasks.push_back(DeletePodTask(ctx, pod));
     for (const auto& svc : decision.delete_services) tasks.push_back(DeleteServiceTask(ctx, svc));
     for (const auto& ref : decision.create_pods)
-      tasks.push_back(CreatePodTask(ctx, job, ref, create_blocked));
+      tasks.push_back(CreatePodTask(
+          ctx, job, ref, NewestIncarnation(seen, tf::ReplicaName(ctx.name, ref.type, ref.index)),
+          create_blocked));
     acted = pool_->RunAll(std::move(tasks));
   }
   if (gone) return absl::OkStatus();

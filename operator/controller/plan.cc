@@ -1,5 +1,6 @@
 #include "taas/controller/plan.h"
 
+#include <algorithm>
 #include <map>
 
 #include "taas/controller/progress.h"
@@ -181,6 +182,13 @@ std::vector<tf::ObservedReplica> ReplicasForStatus(const Observation& seen,
     replicas.push_back(pending);
   }
   return replicas;
+}
+
+std::uint64_t NewestIncarnation(const Observation& seen, const std::string& pod_name) {
+  std::uint64_t newest = 0;
+  for (const ObservedPod& pod : seen.pods)
+    if (pod.name == pod_name) newest = std::max(newest, pod.incarnation);
+  return newest;
 }
 
 Decision Decide(const tf::TFJob& job, const RestartLedger& ledger, const Observation& seen,

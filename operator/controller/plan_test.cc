@@ -177,6 +177,16 @@ TEST_CASE("the ledger round-trips through the status JSON and is absent when emp
   CHECK(LedgerFromStatus(json{{"restartedPods", "not-a-list"}}).empty());
 }
 
+TEST_CASE("the newest incarnation of a replica is the highest of its pods still observed") {
+  Observation seen;
+  CHECK(taas::controller::NewestIncarnation(seen, "mnist-worker-1") == 0);
+  seen.pods.push_back({"mnist-worker-1", "old", std::nullopt, true, std::nullopt, "", 7});
+  seen.pods.push_back({"mnist-worker-1", "older", std::nullopt, true, std::nullopt, "", 5});
+  seen.pods.push_back({"mnist-worker-0", "other", std::nullopt, false, std::nullopt, "", 9});
+  CHECK(taas::controller::NewestIncarnation(seen, "mnist-worker-1") == 7);
+  CHECK(taas::controller::NewestIncarnation(seen, "mnist-ps-0") == 0);
+}
+
 TEST_CASE("a pod in the way of a replica blocks it instead of a doomed create") {
   tf::TFJob job = Job();
   Observation seen = AllRunning();

@@ -48,6 +48,10 @@ inline constexpr std::string_view kAnnotationVolcanoTaskSpec = "volcano.sh/task-
 // Volcano's name as pods' spec.schedulerName (and as --gang-scheduler-name's value, in any case).
 inline constexpr std::string_view kVolcanoSchedulerName = "volcano";
 
+// Which (re)creation of its replica a pod is (taas/base/fence.h), in decimal: the operator sets it
+// on every pod it creates, and the pod's TAAS_REPLICA_INCARNATION is read from it (downward API).
+inline constexpr std::string_view kAnnotationReplicaIncarnation = "taas.dev/replica-incarnation";
+
 using Labels = std::map<std::string, std::string>;
 
 // operator-name and job-name: selects every pod and service of one job.

@@ -5,7 +5,9 @@
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -74,6 +76,21 @@ nlohmann::json BuildPod(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType 
 // and the parameter servers; on the `tensorflow` container the token-file variables for what is
 // mounted and the pod's IP (downward API status.podIP).
 
+// Numbers a pod built by BuildPod as incarnation `incarnation` of its replica
+// (taas/base/fence.h): the annotation tfjob::kAnnotationReplicaIncarnation, and on the
+// `tensorflow` container contract::kReplicaIncarnationEnv read from it (downward API), so that the
+// number is written once in the pod and the runtime names it in every connection.
+void SetIncarnation(nlohmann::json& pod, std::uint64_t incarnation);
+// The incarnation a pod's annotation names; 0 when absent or no decimal number.
+std::uint64_t PodIncarnation(const nlohmann::json& pod);
+// The incarnation of a replica's next pod: above `newest_seen` (the highest of the replica's pods
+// still observed) and at least the milliseconds since the epoch at `now`. The clock is what keeps
+// it growing across pods long deleted and across operator restarts without a write of its own: a
+// replica is recreated only after its previous pod is gone, seconds at least (a failed node's
+// pods after --node-failure-seconds), far more than the clocks of an operator and its successor
+// differ. Pure.
+std::uint64_t NextIncarnation(std::uint64_t newest_seen, std::chrono::system_clock::time_point now);
+
 // The headless service of replica (type, index): same name and labels as the pod, selecting it,
 // exposing every port of the `tensorflow` container (the `tfjob-port` at least).
 nlohmann::json BuildService(const taas::tfjob::TFJob& job, taas::tfjob::ReplicaType type, int index,
@@ -138,12 +155,14 @@ std::optional<std::string> TerminationMessage(const nlohmann::json& pod);
 
 // What the operator's caches keep of a pod or service: exactly what ObserveReplica,
 // ControllerUid/ControllerName and the informers read (name, namespace, uid, resourceVersion,
-// timestamps, the training.kubeflow.org labels, the TFJob controller reference; for pods the
+// timestamps, the training.kubeflow.org labels, the replica-incarnation annotation, the TFJob
+// controller reference; for pods the
 // phase, reason, message, a False PodScheduled condition and the `tensorflow` container's
 // restartCount/state/lastState, with TerminationMessage's text; spec.nodeName). Everything else
 // is dropped: with thousands of pods the cache is most of the operator's memory.
 // ObserveReplica(Trim(pod)) == ObserveReplica(pod), TerminationMessage(Trim(pod)) ==
-// TerminationMessage(pod) and PodNodeName(Trim(pod)) == PodNodeName(pod).
+// TerminationMessage(pod), PodNodeName(Trim(pod)) == PodNodeName(pod) and PodIncarnation(Trim(pod))
+// == PodIncarnation(pod).
 void TrimCachedPod(nlohmann::json& pod);
 void TrimCachedService(nlohmann::json& service);
 

@@ -136,8 +136,11 @@ class Controller {
   absl::Status EnsureJobAccess(const JobContext& ctx, const taas::tfjob::TFJob& job);
   absl::Status EnsureJobSecret(const JobContext& ctx, const taas::tfjob::TFJob& job);
   absl::Status EnsureNetworkPolicy(const JobContext& ctx, const taas::tfjob::TFJob& job);
+  // `newest_incarnation`: the highest incarnation of the replica's pods observed
+  // (NewestIncarnation); the pod is numbered above it (NextIncarnation).
   std::function<absl::Status()> CreatePodTask(const JobContext& ctx, const taas::tfjob::TFJob& job,
                                               taas::tfjob::ReplicaRef ref,
+                                              std::uint64_t newest_incarnation,
                                               std::atomic<bool>& blocked);
   // Queued behind every pod creation; builds the service from the job when it runs.
   std::function<absl::Status()> CreateServiceTask(std::shared_ptr<const JobContext> ctx,

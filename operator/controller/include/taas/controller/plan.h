@@ -4,6 +4,7 @@
 // unit tested without an API server.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -32,6 +33,8 @@ struct ObservedPod {
   std::optional<std::string> termination_message;
   // The node it is bound to (spec.nodeName); empty while unscheduled.
   std::string node;
+  // Which (re)creation of its replica it is (PodIncarnation in builders.h; 0: not numbered).
+  std::uint64_t incarnation = 0;
 };
 
 // One service controlled by the job.
@@ -108,6 +111,11 @@ struct Decision {
 // terminating) plus the expected pods as Pending.
 std::vector<taas::tfjob::ObservedReplica> ReplicasForStatus(const Observation& seen,
                                                             const RestartLedger& ledger);
+
+// The highest incarnation of the observed pods named `pod_name` (those still terminating
+// included); 0 when none is observed. NextIncarnation (builders.h) numbers its next pod above it.
+// Pure.
+std::uint64_t NewestIncarnation(const Observation& seen, const std::string& pod_name);
 
 // The whole decision for `job` (defaulted and validated; its `status` is the one last written)
 // given what is observed now. Pure.
