@@ -588,6 +588,50 @@ def scenario_fenced(tmp):
             p.wait()
 
 
+def scenario_sigterm_startup(tmp):
+    """Issue 37: SIGTERM while a replica still waits for its peers at start-up (the parameter
+    servers; the all-reduce ring's neighbours) ends the wait at once, not at its deadline: nothing
+    was trained, so nothing is saved, and the replica exits with the transient code."""
+    for name, cluster in (("ps", {"ps": ["127.0.0.1:%d" % free_ports(1)[0]],
+                                  "worker": ["127.0.0.1:%d" % free_ports(1)[0]]}),
+                          ("ring", {"worker": ["127.0.0.1:%d" % p for p in free_ports(2)]})):
+        model_dir = os.path.join(tmp, name + "-model")
+        env = dict(os.environ)
+        env.update(token_env(tmp, chief=True))
+        env.update({"TF_CONFIG": json.dumps({"cluster": cluster,
+                                             "task": {"type": "worker", "index": 0}}),
+                    "TAAS_WAIT_TIMEOUT_SECS": "60", "TF_LOGDIR": model_dir})
+        proc = subprocess.Popen([MODEL], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: [lines.append(l.rstrip("\n"))
+                                                  for l in proc.stdout], daemon=True)
+        reader.start()
+        waiting = "waiting for parameter servers" if name == "ps" else \
+            "waiting for the next rank of the all-reduce ring"
+        deadline = time.time() + 30
+        while not any(waiting in l for l in list(lines)) and time.time() < deadline:
+            time.sleep(0.05)
+        assert any(waiting in l for l in lines), (name, "\n".join(lines))
+        time.sleep(0.5)  # well into the wait
+        signalled = time.time()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError(f"{name}: SIGTERM did not end the start-up wait")
+        took = time.time() - signalled
+        reader.join()
+        said = [l for l in lines if "exiting: terminated by SIGTERM" in l]
+        assert code == 150, (name, code, "\n".join(lines))
+        assert len(said) == 1 and "nothing to save yet" in said[0] and "exit_code=150" in said[0], \
+            (name, said, "\n".join(lines))
+        assert took < 2, (name, took)
+        assert not os.path.exists(os.path.join(model_dir, "checkpoint")), name
+        print(f"{name}: SIGTERM during the start-up wait ended it {took:.2f} s later, exit 150")
+
+
 def scenario_restart_after_done(tmp):
     """A replica started again after its job finished (the chief killed between its last steps and
     its exit, restarted under ExitCode) ends at once: the parameter servers are gone for good."""

@@ -618,6 +618,15 @@ class TcpRing final : public Collective {
   std::thread worker_;
 };
 
+// How often forming the ring looks at options.stopped.
+constexpr double kStopCheckSecs = 0.25;
+
+bool Stopped(const TcpRingOptions& options) { return options.stopped && options.stopped(); }
+
+absl::Status StoppedError(const std::string& what) {
+  return absl::CancelledError("stopped " + what + ": the replica is terminating");
+}
+
 // The hello this rank sends: who it is, in which ring, with the job's token.
 ring_wire::Hello OwnHello(const TcpRingOptions& options) {
   return {static_cast<std::uint32_t>(options.addresses.size()),
@@ -638,6 +647,7 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
   // The next rank's incarnations across attempts: an older one than seen is on its way out.
   IncarnationFence fence;
   while (Clock::now() < deadline) {
+    if (Stopped(options)) return StoppedError(what);
     auto fd = ConnectOnce(address, deadline);
     absl::Status status = fd.status();
     if (fd.ok()) {
@@ -665,7 +675,9 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
                   {{"next", options.addresses[next]}, {"detail", std::string(status.message())}});
       logged = true;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    const auto resume = std::min(deadline, After(backoff));
+    while (Clock::now() < resume && !Stopped(options))
+      std::this_thread::sleep_until(std::min(resume, After(kStopCheckSecs)));
     backoff = std::min(backoff * 2, 1.0);
   }
   return absl::DeadlineExceededError(what + ": gave up after " + SecsText(options.timeout_secs) +
@@ -686,7 +698,12 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
   // The previous rank's incarnations across connections: an older one than seen is refused.
   IncarnationFence fence;
   while (true) {
-    if (absl::Status ready = WaitReady(listener, POLLIN, deadline, what); !ready.ok()) {
+    // Woken every kStopCheckSecs to see whether the replica is terminating.
+    absl::Status ready =
+        WaitReady(listener, POLLIN, std::min(deadline, After(kStopCheckSecs)), what);
+    if (Stopped(options)) return StoppedError(what);
+    if (ready.code() == absl::StatusCode::kDeadlineExceeded && Clock::now() < deadline) continue;
+    if (!ready.ok()) {
       if (refused.ok()) return ready;
       return absl::Status(ready.code(),
                           std::string(ready.message()) +

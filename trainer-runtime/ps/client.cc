@@ -194,7 +194,8 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::Statuses(double timeout_secs) {
   return out;
 }
 
-absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(double timeout_secs) {
+absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(
+    double timeout_secs, const std::function<bool()>& stopped) {
   const auto start = std::chrono::steady_clock::now();
   double backoff = 0.1;
   bool logged = false;
@@ -220,7 +221,18 @@ absl::StatusOr<std::vector<PsStatus>> PsClient::WaitForServers(double timeout_se
           {{"error", std::string(statuses.status().message())}, {"timeout_secs", timeout_secs}});
       logged = true;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    // The backoff in slices, so that a termination ends the wait at once.
+    const auto resume = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(backoff));
+    while (std::chrono::steady_clock::now() < resume) {
+      if (stopped && stopped()) {
+        return absl::CancelledError("stopped waiting for the parameter servers (" + Peers() +
+                                    "): the replica is terminating");
+      }
+      std::this_thread::sleep_until(
+          std::min(resume, std::chrono::steady_clock::now() + std::chrono::milliseconds(250)));
+    }
     backoff = std::min(backoff * 2, 2.0);
   }
 }

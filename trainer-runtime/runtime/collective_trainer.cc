@@ -194,6 +194,13 @@ int CollectiveTrainer::Run() {
   std::optional<Failure> failure = BuildReplicas();
   if (!failure && TrainingAlreadyDone(info_, ctx_.logger)) return kExitOk;
   if (!failure) failure = FormGroup();
+  if (failure) {
+    // Terminated while the ring formed: nothing was trained, so there is nothing to save.
+    if (auto deadline = TerminationRequested(ctx_)) {
+      return ExitTerminated(ctx_, *deadline, ctx_.global_step,
+                            "nothing to save yet: it was still forming the all-reduce ring");
+    }
+  }
   if (!failure) {
     // The first failure wins: it aborts the group, so the worker's other replicas stop at once
     // with a status that only echoes it.
@@ -313,6 +320,7 @@ std::optional<Failure> CollectiveTrainer::FormGroup() {
     options.chunk_bytes = cfg_.allreduce_chunk_bytes;
     options.stalls = ctx_.stalls;
     options.peer_names = cfg_.worker_names;
+    options.stopped = [this] { return TerminationRequested(ctx_).has_value(); };
     auto ring = collective::ConnectTcpRing(options, ctx_.logger);
     if (!ring.ok()) {
       return Failure{FailureSource::kPeer, "cannot form the all-reduce ring", ring.status()};

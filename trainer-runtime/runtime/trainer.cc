@@ -487,7 +487,13 @@ void Trainer::PlaceVariables() {
 }
 
 std::optional<int> Trainer::Prepare() {
-  auto reachable = client_.WaitForServers(cfg_.wait_timeout_secs);
+  // A termination during the waits below ends them at once: nothing was trained, nothing to save.
+  auto reachable = client_.WaitForServers(
+      cfg_.wait_timeout_secs, [this] { return TerminationRequested(ctx_).has_value(); });
+  if (auto deadline = TerminationRequested(ctx_); deadline && !reachable.ok()) {
+    return ExitTerminated(ctx_, *deadline, 0,
+                          "nothing to save yet: it was still waiting for the parameter servers");
+  }
   if (!reachable.ok()) {
     return Fail(FailureSource::kPeer, "parameter servers unreachable", reachable.status());
   }
@@ -498,6 +504,10 @@ std::optional<int> Trainer::Prepare() {
   while (true) {
     absl::Status s = InitializeOrRestore(/*first_time=*/true);
     if (s.ok()) break;
+    if (auto deadline = TerminationRequested(ctx_)) {
+      return ExitTerminated(ctx_, *deadline, 0,
+                            "nothing to save yet: the parameter servers were not initialised");
+    }
     if (!ps::IsTransient(s)) {
       return Fail(FailureSource::kPeer, "cannot initialise the parameter servers", s);
     }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct TcpRingOptions {
   // awaited by peer_names[rank] ("worker-1"; "rank 1" without names); not owned, may be null.
   StallWatch* stalls = nullptr;
   std::vector<std::string> peer_names;
+  // When given and true, forming the ring stops within a quarter of a second, Cancelled (the
+  // replica is terminating: docs/trainer-runtime.md, "Faults").
+  std::function<bool()> stopped;
 };
 
 // The name of `rank` in the stall lines: options.peer_names[rank], else "rank N".

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -110,8 +111,11 @@ class PsClient {
   absl::StatusOr<std::vector<PsStatus>> Statuses(double timeout_secs);
 
   // Retries Statuses with backoff until every PS answers; logs one line naming the missing PS
-  // while waiting. DeadlineExceeded after `timeout_secs`.
-  absl::StatusOr<std::vector<PsStatus>> WaitForServers(double timeout_secs);
+  // while waiting. DeadlineExceeded after `timeout_secs`; Cancelled within a quarter of a second
+  // of `stopped` (when given) returning true (the replica is terminating: docs/trainer-runtime.md,
+  // "Faults").
+  absl::StatusOr<std::vector<PsStatus>> WaitForServers(
+      double timeout_secs, const std::function<bool()>& stopped = nullptr);
 
   // Replaces PS `ps`'s whole state (chief: init or restore).
   absl::Status Initialize(int ps, const TrainingSpec& spec, std::int64_t step,
