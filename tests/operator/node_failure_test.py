@@ -9,7 +9,9 @@ heartbeats or pod updates) and its Ready condition turns False. The test asserts
 replaced on the other node within 90 s (Kubernetes alone would evict it after its 300 s
 toleration, and the pod would then stay Terminating, as the node never confirms), that one
 NodeFailure event names the node and the replica, that no restart is counted and nothing is
-failed, and that the job then succeeds when worker 0 does.
+failed, and that the replacement is a newer incarnation of the replica. The node then comes back
+(Ready again, as a node that was only cut off): the replacement keeps running, no old pod
+reappears, nothing is replaced again, and the job then succeeds when worker 0 does.
 
 Usage: node_failure_test.py --operator BIN --crd FILE --cluster taas-cluster
 """
@@ -30,6 +32,7 @@ LOST = f"{JOB}-worker-1"
 THRESHOLD_S = 5  # --node-failure-seconds: short, so the test is quick
 REPLACED_WITHIN_S = 90  # the issue's bound (Kubernetes' own: 300 s, then stuck Terminating)
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # the nodes kwok manages (docs/test-cluster.md)
+INCARNATION_ANNOTATION = "taas.dev/replica-incarnation"  # tfjob::kAnnotationReplicaIncarnation
 
 
 def now_rfc3339():
@@ -130,6 +133,26 @@ def main():
         check(not e2e.has_condition(env, NS, JOB, "Restarting"), "the job says Restarting")
         check(not e2e.has_condition(env, NS, JOB, "Failed"), "the job failed")
         check(e2e.event_count(env, NS, "RestartingReplica") == 0, "a restart event was posted")
+        # The replacement is a newer incarnation of the replica, so the runtime would fence the
+        # old pod should it still run (docs/operator.md, "What it cannot know, and the fence").
+        incarnation = lambda p: int(p["metadata"]["annotations"][INCARNATION_ANNOTATION])
+        check(incarnation(after) > incarnation(before),
+              f"the replacement's incarnation {incarnation(after)} is not above the old pod's "
+              f"{incarnation(before)}")
+
+        # The node comes back (it was only cut off): kwok manages it again and it turns Ready.
+        # The replacement keeps running, no old pod reappears, nothing is replaced again.
+        env.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}=fake")
+        wait_for(f"{node} Ready again", lambda: ready_status(env, node) == "True", 30)
+        time.sleep(THRESHOLD_S + 1)  # past another threshold: a second replacement would show
+        now = e2e.pod(env, NS, LOST)
+        check(now is not None and now["metadata"]["uid"] == after["metadata"]["uid"] and
+              running_pod(env, LOST) is not None,
+              f"{LOST} is not the replacement, Running, once {node} came back: {now}")
+        uids = [p["metadata"]["uid"] for p in e2e.live_pods(env, NS, JOB)]
+        check(before["metadata"]["uid"] not in uids, "the old pod reappeared")
+        check(e2e.pods_running(env, NS, JOB, 3), "not every replica is Running")
+        check(len(e2e.events(env, NS, "NodeFailure")) == 1, "a second NodeFailure event")
 
         # The job goes on and ends as any other: worker 0's success is the job's.
         env.finish_pod(NS, f"{JOB}-worker-0", 0)
