@@ -673,8 +673,11 @@ json TrimMetadata(const json& object) {
   if (auto annotations = meta->find("annotations");
       annotations != meta->end() && annotations->is_object()) {
     const std::string key(tf::kAnnotationReplicaIncarnation);
-    if (auto it = annotations->find(key); it != annotations->end())
-      out["annotations"] = {{key, *it}};
+    if (auto it = annotations->find(key); it != annotations->end()) {
+      json kept = json::object();
+      kept[key] = *it;
+      out["annotations"] = std::move(kept);
+    }
   }
   if (const json* owner = FindOwner(object)) {
     json ref = json::object();
