@@ -45,9 +45,10 @@ inline constexpr std::string_view kPredictInputEnv = "TAAS_PREDICT_INPUT";
 inline constexpr std::string_view kPredictCheckpointEnv = "TAAS_PREDICT_CHECKPOINT";
 inline constexpr std::string_view kPredictBatchSizeEnv = "TAAS_PREDICT_BATCH_SIZE";
 // Which (re)creation of its replica this pod or process is (taas/base/fence.h): the operator
-// numbers each pod it creates for a replica one above the last (status.replicaIncarnations), the
-// local launcher each start of a replica's process; the runtime names it in every connection, and
-// its peers refuse an older incarnation than one they have seen. Unset: 0 (unnumbered).
+// numbers each pod it creates for a replica above every pod of it it still sees (its
+// taas.dev/replica-incarnation annotation, read through the downward API), the local launcher each
+// start of a replica's process; the runtime names it in every connection, and its peers refuse an
+// older incarnation than one they have seen. Unset: 0 (unnumbered).
 inline constexpr std::string_view kReplicaIncarnationEnv = "TAAS_REPLICA_INCARNATION";
 // The TFJob's name, for the replicas' log lines.
 inline constexpr std::string_view kJobNameEnv = "TAAS_JOB_NAME";
