@@ -291,7 +291,7 @@ TEST_CASE(
   REQUIRE((*built)->session().state().size() == 1);
   CHECK((*built)->session().state()[0]->name == "frozen");
 
-  TempDir dir;
+  TempDir dir("state");
   std::vector<float> seen;
   REQUIRE(TrainFrozen(dir.Sub("job"), 4, &seen) == 0);
   CHECK(seen == std::vector<float>{5});  // its gradient was written, never applied
