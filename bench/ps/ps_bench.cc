@@ -159,7 +159,14 @@ class PsRound {
  public:
   PsRound(const Cluster& cluster, std::size_t bytes, std::int64_t chunk_bytes, bool one_call,
           const taas::Logger& logger)
-      : client_(cluster.addresses, {chunk_bytes, cluster.lanes, cluster.tokens, {}}, logger),
+      : client_(cluster.addresses,
+                {.chunk_bytes = chunk_bytes,
+                 .lanes = cluster.lanes,
+                 .tokens = cluster.tokens,
+                 .caller = {},  // not a replica: never fenced
+                 .limits = {},
+                 .stalls = nullptr},
+                logger),
         one_call_(one_call),
         n_(static_cast<std::int64_t>(bytes / sizeof(float))),
         value_(static_cast<std::size_t>(n_)),
