@@ -20,7 +20,8 @@ namespace {
 // A record taken from the shard, or the error that ends it.
 struct Taken {
   std::int64_t epoch = 0;
-  absl::Status error;  // reading failed; the shard is done after it
+  absl::Status error;      // reading failed; the shard is done after it unless `skippable`
+  bool skippable = false;  // a part's reader failed under BadRecords::kSkip: the next part follows
   std::int64_t part = 0;
   Record record;
 };
@@ -31,11 +32,13 @@ struct Taken {
 class ShardReader {
  public:
   ShardReader(std::shared_ptr<const RecordDataset> dataset, ShardPlan plan, bool repeat,
-              bool shuffle_parts, std::uint64_t seed, int shard_index, int num_shards)
+              bool shuffle_parts, bool skip_bad, std::uint64_t seed, int shard_index,
+              int num_shards)
       : dataset_(std::move(dataset)),
         plan_(std::move(plan)),
         repeat_(repeat),
         shuffle_parts_(shuffle_parts),
+        skip_bad_(skip_bad),
         part_order_state_(seed ^ 0x5eedf11e5ULL),  // apart from the shuffle buffer's sequence
         shard_name_("shard " + std::to_string(shard_index) + " of " + std::to_string(num_shards)) {
     StartEpoch();
@@ -48,7 +51,8 @@ class ShardReader {
     std::lock_guard<std::mutex> lock(mu_);
     std::size_t n = 0;
     while (n < chunk.size() && TakeLocked(chunk[n])) {
-      if (!chunk[n++].error.ok()) break;
+      const Taken& taken = chunk[n++];
+      if (!taken.error.ok() && !taken.skippable) break;
     }
     sequence = n > 0 ? next_sequence_++ : next_sequence_;
     return n;
@@ -58,6 +62,7 @@ class ShardReader {
   // The next record or error; false once the shard is done.
   bool TakeLocked(Taken& taken) {
     taken.error = absl::OkStatus();
+    taken.skippable = false;
     for (;;) {
       if (done_) return false;
       if (reader_ == nullptr) {
@@ -82,6 +87,14 @@ class ShardReader {
         reader_ = *std::move(opened);
       }
       absl::StatusOr<bool> got = reader_->Next(taken.record);
+      if (!got.ok() && skip_bad_) {  // the reader is done after an error: on to the next part
+        taken.error = got.status();
+        taken.skippable = true;
+        taken.epoch = epoch_;
+        taken.part = current_part_;
+        reader_.reset();
+        return true;
+      }
       if (!got.ok()) return Fail(taken, got.status());
       if (!*got) {
         reader_.reset();
@@ -120,6 +133,7 @@ class ShardReader {
   const ShardPlan plan_;
   const bool repeat_;
   const bool shuffle_parts_;
+  const bool skip_bad_;
   std::mutex mu_;  // guards everything below
   std::uint64_t part_order_state_;
   const std::string shard_name_;
@@ -134,10 +148,14 @@ class ShardReader {
   bool done_ = false;
 };
 
-// One record's outcome: its example, or the error that ends the stream.
+// One record's outcome: its example, or its error.
 struct Decoded {
   std::int64_t epoch = 0;
   absl::StatusOr<DecodedExample> example;
+  // The error is a bad record's (BadRecords::kSkip may leave it out), not the shard's end; and a
+  // reader's, after which the rest of the part was not read.
+  bool skippable = false;
+  bool rest_of_part = false;
 };
 
 // Chunks of decoded examples put back in read order. A decode thread waits while its chunk is
@@ -295,7 +313,8 @@ struct StreamPipeline::State {
         options(std::move(options_in)),
         plan(std::move(plan_in)),
         reader(dataset, plan, options.repeat, options.shuffle_buffer > 1 && plan.by_part(),
-               options.seed, options.shard_index, options.num_shards),
+               options.bad_records == BadRecords::kSkip, options.seed, options.shard_index,
+               options.num_shards),
         in_order((decode_ahead + options.decode_batch - 1) / options.decode_batch),
         ready(options.prefetch),
         decode_ahead(decode_ahead) {}
@@ -313,6 +332,7 @@ struct StreamPipeline::State {
   InOrder in_order;
   ReadyBatches ready;
   const std::int64_t decode_ahead;
+  std::atomic<std::int64_t> skipped{0};  // written by the batching thread only
 };
 
 absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
@@ -351,6 +371,10 @@ absl::StatusOr<std::unique_ptr<StreamPipeline>> StreamPipeline::Create(
     return absl::InvalidArgumentError("stream: target_elements must be >= 0, got " +
                                       std::to_string(options.target_elements));
   }
+  if (options.max_skipped_records < 0) {
+    return absl::InvalidArgumentError("stream: max_skipped_records must be >= 0, got " +
+                                      std::to_string(options.max_skipped_records));
+  }
   if (options.decode_ahead < 0 || options.shuffle_buffer < 0) {
     return absl::InvalidArgumentError("stream: decode_ahead and shuffle_buffer must be >= 0");
   }
@@ -387,6 +411,14 @@ StreamPipeline::~StreamPipeline() {
 
 const ShardPlan& StreamPipeline::plan() const { return state_->plan; }
 
+std::int64_t StreamPipeline::skipped_records() const { return state_->skipped.load(); }
+
+bool LogSkippedRecord(std::int64_t count) {
+  if (count <= kSkippedRecordsLogged) return count >= 1;
+  while (count % 10 == 0) count /= 10;
+  return count == 1;
+}
+
 std::int64_t StreamPipeline::max_examples_held() const {
   const StreamOptions& o = state_->options;
   const std::int64_t window_chunks = (state_->decode_ahead + o.decode_batch - 1) / o.decode_batch;
@@ -412,9 +444,11 @@ void StreamPipeline::DecodeLoop() {
     for (std::size_t i = 0; i < n; ++i) {
       Taken& taken = chunk[i];
       // The error is moved, not copied: one owner at a time, handed over under the queue's lock.
-      decoded.push_back(
-          {taken.epoch, taken.error.ok() ? DecodeRecord(s.decode, *s.dataset, taken, s.options)
-                                         : absl::StatusOr<DecodedExample>(std::move(taken.error))});
+      const bool read = taken.error.ok();
+      decoded.push_back({taken.epoch,
+                         read ? DecodeRecord(s.decode, *s.dataset, taken, s.options)
+                              : absl::StatusOr<DecodedExample>(std::move(taken.error)),
+                         read || taken.skippable, !read});
     }
     if (!s.in_order.Put(sequence, std::move(decoded))) return;
   }
@@ -450,6 +484,34 @@ absl::StatusOr<std::optional<Batch>> Assemble(std::vector<DecodedExample>& examp
 
 }  // namespace
 
+namespace {
+
+// Counts a skipped record, logs it when LogSkippedRecord says so and tells on_skipped; the error
+// that ends the stream once more than max_skipped_records were skipped, else OK.
+absl::Status CountSkipped(std::atomic<std::int64_t>& skipped, const StreamOptions& o,
+                          const Decoded& bad) {
+  const std::int64_t count = skipped.load() + 1;
+  skipped.store(count);
+  const std::string error(bad.example.status().message());
+  if (count > o.max_skipped_records) {
+    return absl::DataLossError("stream: " + std::to_string(count) +
+                               " bad records skipped, more than StreamOptions::"
+                               "max_skipped_records (" +
+                               std::to_string(o.max_skipped_records) +
+                               "); the last: " + std::string(error) +
+                               ": repair or drop the corrupt files, or raise the bound");
+  }
+  if (LogSkippedRecord(count)) {
+    o.logger.Warning(
+        count <= kSkippedRecordsLogged ? "skipped a bad record" : "skipped bad records",
+        {{"skipped", count}, {"rest_of_part_skipped", bad.rest_of_part}, {"error", error}});
+  }
+  if (o.on_skipped) o.on_skipped(count);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void StreamPipeline::BatchLoop() {
   State& s = *state_;
   const StreamOptions& o = s.options;
@@ -461,6 +523,7 @@ void StreamPipeline::BatchLoop() {
   std::vector<DecodedExample> batch;
   std::int64_t batch_epoch = 0;
   bool input_done = false;
+  bool any_good = false;  // a record decoded: a stream of skipped records alone is an error
   for (;;) {
     while (!buffer.full() && !input_done) {
       Decoded decoded;
@@ -479,6 +542,12 @@ void StreamPipeline::BatchLoop() {
         }
         decoded = std::move(chunk[next++]);
       }
+      if (!decoded.example.ok() && decoded.skippable && o.bad_records == BadRecords::kSkip) {
+        absl::Status bound = CountSkipped(s.skipped, o, decoded);
+        if (bound.ok()) continue;
+        s.ready.Push(std::move(bound));
+        return;
+      }
       if (!decoded.example.ok()) {
         s.ready.Push(std::move(decoded.example).status());
         return;
@@ -489,8 +558,19 @@ void StreamPipeline::BatchLoop() {
       }
       buffer_epoch = decoded.epoch;
       buffer.Push(*std::move(decoded.example));
+      any_good = true;
     }
     if (buffer.empty()) {  // the input is done: the last batch, then the end
+      if (const std::int64_t skipped = s.skipped.load(); skipped > 0 && !any_good) {
+        s.ready.Push(absl::DataLossError(
+            "stream: every record of shard " + std::to_string(o.shard_index) + " of " +
+            std::to_string(o.num_shards) + " was bad (" + std::to_string(skipped) +
+            " skipped): nothing to train on; the files are corrupt or the decoder does not "
+            "fit them (see the logged errors)"));
+        return;
+      } else if (skipped > 0) {
+        o.logger.Warning("the stream skipped bad records", {{"skipped", skipped}});
+      }
       if (!batch.empty() && !o.drop_remainder) {
         if (!s.ready.Push(Assemble(batch, batch_epoch, o))) return;
       }

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "taas/data/example.h"
@@ -281,6 +283,124 @@ TEST_CASE("a record that does not decode ends the stream naming its part, index 
   CHECK_FALSE(after->has_value());
 }
 
+// What a Logger wrote to a temporary file.
+struct CapturedLog {
+  CapturedLog() : file(std::tmpfile()) { REQUIRE(file != nullptr); }
+  ~CapturedLog() { std::fclose(file); }
+  std::string Text() const {
+    std::fflush(file);
+    std::rewind(file);
+    std::string text;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) {
+      text.append(buffer, n);
+    }
+    return text;
+  }
+  std::FILE* file;
+};
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+bool Has(const std::string& text, const std::string& what) { return Count(text, what) > 0; }
+
+// The ids of every batch until the end or an error, and the error.
+std::pair<std::vector<int>, absl::Status> ReadAll(BatchStream& stream, int columns = 1) {
+  std::vector<int> ids;
+  for (;;) {
+    auto batch = stream.NextBatch();
+    if (!batch.ok()) return {ids, batch.status()};
+    if (!batch->has_value()) return {ids, absl::OkStatus()};
+    for (std::int64_t b = 0; b < (*batch)->images.shape()[0]; ++b) {
+      ids.push_back(static_cast<int>((*batch)->images.data()[columns * b]));
+    }
+  }
+}
+
+TEST_CASE("bad records stop the stream by default, as tf.data does without ignore_errors()") {
+  CHECK(StreamOptions().bad_records == BadRecords::kStop);
+  auto dataset = std::make_shared<MemoryRecordDataset>(
+      std::vector<std::vector<std::string>>{{"0", "bad", "2"}});
+  auto [ids, error] = ReadAll(*Make(dataset, Options(1)));
+  CHECK(ids == std::vector<int>{0});
+  CHECK(Contains(error, "memory part 0: record 1 at byte offset 1: the record says bad"));
+}
+
+TEST_CASE("skip: bad records are left out in order, counted, logged and reported") {
+  // Bad records at several places, across parts and decode batches: the rest reads in order.
+  auto dataset = std::make_shared<MemoryRecordDataset>(std::vector<std::vector<std::string>>{
+      {"0", "bad", "2", "bad", "bad"}, {"bad", "6", "7"}, {"8", "9", "bad"}});
+  CapturedLog log;
+  std::vector<std::int64_t> reported;
+  StreamOptions options = Options(2);
+  options.bad_records = BadRecords::kSkip;
+  options.decode_threads = 2;
+  options.decode_batch = 2;
+  options.logger = Logger(log.file);
+  options.on_skipped = [&reported](std::int64_t skipped) { reported.push_back(skipped); };
+  auto stream = Make(dataset, options);
+  auto [ids, error] = ReadAll(*stream);
+  CHECK(error.ok());
+  CHECK(ids == std::vector<int>{0, 2, 6, 7, 8, 9});
+  CHECK(stream->skipped_records() == 5);
+  CHECK(reported == std::vector<std::int64_t>{1, 2, 3, 4, 5});
+  const std::string text = log.Text();
+  INFO(text);
+  CHECK(Count(text, "skipped a bad record") == 5);
+  CHECK(Has(text, "memory part 0: record 3 at byte offset 5: the record says bad"));
+  CHECK(Has(text, "memory part 2: record 2 at byte offset 2"));
+  CHECK(Has(text, "the stream skipped bad records"));
+}
+
+TEST_CASE("skipped records are logged one by one, then at each power of ten") {
+  CHECK_FALSE(LogSkippedRecord(0));
+  for (std::int64_t n = 1; n <= kSkippedRecordsLogged; ++n) CHECK(LogSkippedRecord(n));
+  CHECK_FALSE(LogSkippedRecord(kSkippedRecordsLogged + 1));
+  CHECK_FALSE(LogSkippedRecord(99));
+  CHECK(LogSkippedRecord(100));
+  CHECK_FALSE(LogSkippedRecord(200));
+  CHECK(LogSkippedRecord(1000));
+  CHECK(LogSkippedRecord(1000000));
+}
+
+TEST_CASE("skip has a bound: more than max_skipped_records stops, and so does no good record") {
+  std::vector<std::string> part;
+  for (int i = 0; i < 300; ++i) part.push_back(i % 3 == 0 ? std::to_string(i) : "bad");
+  CapturedLog log;
+  StreamOptions options = Options(1);
+  options.bad_records = BadRecords::kSkip;
+  options.max_skipped_records = 150;
+  options.logger = Logger(log.file);
+  auto stream = Make(
+      std::make_shared<MemoryRecordDataset>(std::vector<std::vector<std::string>>{part}), options);
+  auto [ids, error] = ReadAll(*stream);
+  CHECK(error.code() == absl::StatusCode::kDataLoss);
+  CHECK(Contains(error,
+                 "151 bad records skipped, more than StreamOptions::max_skipped_records "
+                 "(150); the last: memory part 0: record 226 at byte offset "));
+  CHECK(ids.size() == 76);  // 0, 3, ..., 225: the good records before the bound was passed
+  CHECK(stream->skipped_records() == 151);
+  const std::string text = log.Text();
+  CHECK(Count(text, "skipped a bad record") == kSkippedRecordsLogged);
+  CHECK(Count(text, "skipped bad records") == 1);  // at 100
+  // Nothing but bad records and a bound they do not pass: no records is still an error.
+  options.max_skipped_records = 1000;
+  auto [none, empty] = ReadAll(*Make(std::make_shared<MemoryRecordDataset>(
+                                         std::vector<std::vector<std::string>>{{"bad"}, {"bad"}}),
+                                     options));
+  CHECK(none.empty());
+  CHECK(empty.code() == absl::StatusCode::kDataLoss);
+  CHECK(Contains(empty, "every record of shard 0 of 1 was bad (2 skipped): nothing to train on"));
+  StreamOptions negative = Options(1);
+  negative.max_skipped_records = -1;
+  CHECK(Contains(StreamPipeline::Create(Numbered(1, 1), DecodeNumber, negative).status(),
+                 "max_skipped_records must be >= 0"));
+}
+
 TEST_CASE("inputs of the wrong size and a throwing decoder are errors, not crashes") {
   StreamOptions options = Options(2);
   options.example_shape = {2};
@@ -461,6 +581,57 @@ TEST_CASE("a context decoder is told each record's place and a seed that repeats
   options.seed = 12;
   auto other = seeds(options);
   CHECK(other.at({0, 0, 0}) != one.at({0, 0, 0}));
+}
+
+TEST_CASE("skip on TFRecord files: a corrupt length skips the rest of its file, counted once") {
+  testing::TempDir dir;
+  std::vector<std::string> files;
+  for (int file = 0; file < 3; ++file) {
+    std::string bytes;
+    for (int i = 0; i < 4; ++i) {
+      const int id = file * 4 + i;
+      bytes += EncodeTfRecord(SerializeExample(
+          {{"image", FloatList{static_cast<float>(id), 0.5f}}, {"label", Int64List{id % 10}}}));
+    }
+    files.push_back(bytes);
+  }
+  const std::size_t record_bytes = files[0].size() / 4;
+  files[0][record_bytes + 2] ^= 1;       // record 1's length: records 1 to 3 cannot be framed
+  files[1][2 * record_bytes - 1] ^= 1;   // record 1's data checksum
+  files[2].resize(files[2].size() - 3);  // record 3 truncated
+  for (int file = 0; file < 3; ++file) {
+    testing::WriteRaw(dir.File("train-" + std::to_string(file) + ".tfrecord"), files[file]);
+  }
+  auto dataset = TfRecordDataset::Create({dir.File("train-*")});
+  REQUIRE(dataset.ok());
+  ExampleSpec spec;
+  spec.input_feature = "image";
+  spec.label_feature = "label";
+  spec.example_shape = {2};
+  spec.num_classes = 10;
+  auto decode = MakeExampleDecoder(spec);
+  REQUIRE(decode.ok());
+  CapturedLog log;
+  StreamOptions options = Options(3);
+  options.example_shape = {2};
+  options.bad_records = BadRecords::kSkip;
+  options.logger = Logger(log.file);
+  auto stream = StreamPipeline::Create(*dataset, *decode, options);
+  REQUIRE(stream.ok());
+  auto [ids, error] = ReadAll(**stream, 2);
+  CHECK(error.ok());
+  // A reader's error ends its file (the reader cannot tell what follows a bad record from a
+  // bad frame): file 0 loses records 1-3, file 1 records 5-7, file 2 record 11.
+  CHECK(ids == std::vector<int>{0, 4, 8, 9, 10});
+  CHECK((*stream)->skipped_records() == 3);
+  const std::string text = log.Text();
+  INFO(text);
+  CHECK(Has(text, dir.File("train-0.tfrecord") + ": record 1 at byte offset " +
+                      std::to_string(record_bytes)));
+  CHECK(Has(text, "the length's checksum does not match"));
+  CHECK(Has(text, "the data's checksum does not match"));
+  CHECK(Has(text, "truncated"));
+  CHECK(Count(text, "rest_of_part_skipped=true") == 3);
 }
 
 }  // namespace

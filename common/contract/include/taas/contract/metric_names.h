@@ -33,5 +33,8 @@ inline constexpr std::string_view kStallPeerLabel = "peer";
 // grows while the process runs, so it is served as a counter (TYPE counter). The scrapers
 // (taas/prometheus/text.h) read samples by name and skip TYPE lines either way.
 inline constexpr std::string_view kStalledSecondsTotalMetric = "taas_stalled_seconds_total";
+// Bad records the replica's input streams left out under data::BadRecords::kSkip
+// (taas/data/stream_pipeline.h), every stream of the process together; a counter.
+inline constexpr std::string_view kSkippedRecordsTotalMetric = "taas_data_skipped_records_total";
 
 }  // namespace taas::contract

@@ -18,18 +18,41 @@
 // number of decode threads or on timing: decoded examples are put back in read order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "taas/base/log.h"
 #include "taas/base/status.h"
 #include "taas/data/batch.h"
 #include "taas/data/records.h"
 #include "taas/tensor/tensor.h"
 
 namespace taas::data {
+
+// What the stream does with a bad record: one its reader cannot frame (a bad CRC, a truncated
+// record, a lying length) or one the decode function refuses. A part that cannot be opened, and a
+// shard without records, stop the stream under either policy: they are the job's configuration,
+// not its data.
+enum class BadRecords {
+  // The stream ends with the record's error, after the batches before it: tf.data's behaviour
+  // without ignore_errors(), so a job moved from TensorFlow fails where it failed there.
+  kStop,
+  // The record is left out, logged and counted (StreamOptions::on_skipped), and the stream goes
+  // on; past max_skipped_records it stops. A reader's error skips the rest of its part (what
+  // follows a bad TFRecord length cannot be framed), counted as one record.
+  kSkip,
+};
+
+// Records skipped under BadRecords::kSkip logged one by one; after them, one line at each power
+// of ten (100, 1000, ...) and one at the end of the stream, each with the count.
+inline constexpr std::int64_t kSkippedRecordsLogged = 10;
+// Whether the `count`th skipped record (from 1) gets a log line.
+bool LogSkippedRecord(std::int64_t count);
 
 struct StreamOptions {
   std::int64_t batch_size = 32;
@@ -56,6 +79,17 @@ struct StreamOptions {
   // Where the batches' images go (the replica's TrainerInfo::device), copied by the batching
   // thread ahead of use. A device this binary has no engine for is an InvalidArgument of Create.
   Device device = Device::Cpu();
+  BadRecords bad_records = BadRecords::kStop;
+  // Under kSkip, the stream stops with an error once more than this many records were skipped, so
+  // a wholly corrupt data set does not train on nothing. Counted over the whole stream (every
+  // epoch).
+  std::int64_t max_skipped_records = 100;
+  // Where skipped records are logged (a copy; give it the replica's fields).
+  Logger logger = Logger(stderr);
+  // Called on the batching thread after each skipped record with the count so far: the runtime
+  // serves it as contract::kSkippedRecordsMetric (ModelBuilder::SkippedRecordsCounter). Must not
+  // block.
+  std::function<void(std::int64_t skipped)> on_skipped = {};
 };
 
 class StreamPipeline : public BatchStream {
@@ -75,7 +109,8 @@ class StreamPipeline : public BatchStream {
 
   // Blocks until the next batch is ready. Errors (a part that cannot be opened, a corrupt record,
   // a record that does not decode, a failing device) name the part, the record and its offset,
-  // and come after every batch before them; the stream is done after one. Called from one
+  // and come after every batch before them; the stream is done after one. Under BadRecords::kSkip
+  // a bad record is no error until more than max_skipped_records were skipped. Called from one
   // thread.
   absl::StatusOr<std::optional<Batch>> NextBatch() override;
 
@@ -83,6 +118,9 @@ class StreamPipeline : public BatchStream {
   // decoded ahead and being decoded, the batch being filled and the ready batches. Memory is
   // about this times the example's bytes, plus decode_batch records per decode thread.
   std::int64_t max_examples_held() const;
+
+  // Records skipped so far under BadRecords::kSkip. Thread-safe.
+  std::int64_t skipped_records() const;
 
   // The parts and records this replica reads.
   const ShardPlan& plan() const;
