@@ -1,7 +1,10 @@
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "exit_code.h"
 #include "internal.h"
+#include "taas/contract/metric_names.h"
 #include "taas/data/batch.h"
 #include "taas/job_report/job_report.h"
 #include "taas/runtime/model_args.h"
@@ -45,6 +48,27 @@ void ModelBuilder::SetOptimizer(const optim::OptimizerConfig& config) {
 }
 
 void ModelBuilder::SetBatchSize(std::int64_t batch_size) { state_->batch_size = batch_size; }
+
+std::function<void(std::int64_t)> ModelBuilder::SkippedRecordsCounter() {
+  metrics::Gauges* gauges = state_->gauges;
+  SkippedRecords* sum = state_->skipped_records;
+  if (gauges != nullptr) {
+    gauges->DescribeCounter(contract::kSkippedRecordsTotalMetric,
+                            "Bad records this replica's input streams skipped");
+    std::lock_guard<std::mutex> lock(sum->mu);
+    gauges->Set(contract::kSkippedRecordsTotalMetric, static_cast<double>(sum->total));
+  }
+  // The stream's own count so far: each call adds what it grew by.
+  auto counted = std::make_shared<std::int64_t>(0);
+  return [gauges, sum, counted](std::int64_t skipped) {
+    std::lock_guard<std::mutex> lock(sum->mu);
+    sum->total += skipped - *counted;
+    *counted = skipped;
+    if (gauges != nullptr) {
+      gauges->Set(contract::kSkippedRecordsTotalMetric, static_cast<double>(sum->total));
+    }
+  };
+}
 
 void ModelBuilder::SetEngine(EngineHooks* engine) { state_->engine = engine; }
 
@@ -126,6 +150,8 @@ absl::StatusOr<std::unique_ptr<BuiltModel>> BuildModel(Context& ctx, const Train
   built->state.info = &info;
   built->state.logger = &ctx.logger;
   built->state.global_step = &built->global_step;
+  built->state.gauges = ctx.gauges;
+  built->state.skipped_records = &ctx.skipped_records;
   TAAS_RETURN_IF_ERROR(CallModel("the model factory", [&] {
     built->model = ctx.factory();
     return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,13 @@
 
 namespace taas {
 
+// The bad records every input stream of the process skipped (ModelBuilder::SkippedRecordsCounter),
+// summed under one lock so that the counter served never goes back.
+struct SkippedRecords {
+  std::mutex mu;
+  std::int64_t total = 0;  // guarded by mu
+};
+
 struct ModelBuilder::State {
   const TrainerInfo* info = nullptr;
   const Logger* logger = nullptr;
@@ -33,7 +41,9 @@ struct ModelBuilder::State {
   optim::OptimizerConfig optimizer;
   std::int64_t batch_size = 0;
   EngineHooks* engine = nullptr;
-  std::vector<std::string> errors;  // Reported after build_model returns.
+  std::vector<std::string> errors;            // Reported after build_model returns.
+  metrics::Gauges* gauges = nullptr;          // the Context's
+  SkippedRecords* skipped_records = nullptr;  // the Context's
 };
 
 struct Session::State {
@@ -64,6 +74,7 @@ struct Context {
   std::function<std::unique_ptr<DistModel>()> factory;
   // The last global step this replica saw, for the line that explains a failed exit.
   std::atomic<std::int64_t> global_step{0};
+  SkippedRecords skipped_records;
 };
 
 // Once SIGTERM or SIGINT came: the replica's deadline, TAAS_TERMINATION_GRACE_SECS from the

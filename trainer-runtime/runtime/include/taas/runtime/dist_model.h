@@ -141,6 +141,12 @@ class ModelBuilder {
   // Examples per train() call on this replica, for examples/sec when StepResult::examples is 0.
   void SetBatchSize(std::int64_t batch_size);
 
+  // What a stream's data::StreamOptions::on_skipped takes: each call gives that stream's count of
+  // skipped bad records, and the runtime serves the sum over the process's streams on its metrics
+  // port (contract::kSkippedRecordsTotalMetric). One per stream; thread-safe; valid while the
+  // runtime runs the model.
+  std::function<void(std::int64_t skipped)> SkippedRecordsCounter();
+
   // An engine that keeps tensors of its own (LibTorch: taas/torch/module.h registers itself
   // here) and needs the runtime's calls around each step (taas/runtime/engine.h). Not owned; one
   // per model (a second replaces the first).
