@@ -18,20 +18,14 @@ MLP_EPOCHS="${MLP_EPOCHS:-20}"
 CNN_EPOCHS="${CNN_EPOCHS:-10}"
 TAAS_THREADS="${TAAS_THREADS:-2}"
 MODELS="${MODELS:-mlp cnn}"
-TF_VERSION="2.21.0"
-VENV="$TAAS_CACHE/bench-venv"
+VENV="$TAAS_BENCH_VENV"
 RESULTS="$(mktemp -d "${TMPDIR:-/tmp}/taas-bench-XXXXXX")"
 trap 'rm -rf "$RESULTS"' EXIT
 
 [ -d /usr/share/datasets/fashion-mnist ] ||
   die "Fashion-MNIST is missing: run scripts/setup.sh (Debian package dataset-fashion-mnist)"
 
-if ! "$VENV/bin/python" -c 'import tensorflow' >/dev/null 2>&1; then
-  log "creating $VENV with tensorflow-cpu==$TF_VERSION (once)"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q "tensorflow-cpu==$TF_VERSION"
-fi
+bench_peer_install tensorflow "tensorflow-cpu==$TAAS_TF_VERSION"
 
 log "building fashion_mnist_bench in $TAAS_BUILD"
 taas_build fashion_mnist_bench >/dev/null

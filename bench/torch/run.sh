@@ -27,7 +27,7 @@ source "$TAAS_ROOT/scripts/lib/build.sh"
 
 STEPS="${STEPS:-1000}"
 PEER="${PEER:-install}"
-VENV="$TAAS_CACHE/bench-venv"
+VENV="$TAAS_BENCH_VENV"
 prepare=0
 [ "${1:-}" = --prepare ] && prepare=1
 
@@ -37,10 +37,8 @@ prepare=0
 peer_python=""
 case "$PEER" in
   install | auto)
-    if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1 && [ "$PEER" = install ]; then
-      log "installing torch==$TAAS_TORCH_VERSION into $VENV (once: ~3 GB with its nvidia-* wheels)"
-      python3 -m venv "$VENV"
-      "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TAAS_TORCH_VERSION"
+    if [ "$PEER" = install ]; then
+      bench_peer_install torch "torch==$TAAS_TORCH_VERSION" "~3 GB with its nvidia-* wheels"
     fi
     if "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
       peer_python="$VENV/bin/python"

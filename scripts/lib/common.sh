@@ -14,8 +14,22 @@ TAAS_CUDA_DIR="$TAAS_CACHE/cuda-$TAAS_CUDA_VERSION"
 TAAS_TORCH_VERSION=2.11.0
 TAAS_TORCH_DIR="$TAAS_CACHE/libtorch-$TAAS_TORCH_VERSION"
 
+# The benchmarks' Python peers live in one venv, installed on first use by the bench scripts,
+# never by the test setup: TensorFlow (tensorflow-cpu) and PyTorch (torch==TAAS_TORCH_VERSION).
+TAAS_TF_VERSION=2.21.0
+TAAS_BENCH_VENV="$TAAS_CACHE/bench-venv"
+
 log() { printf '[taas] %s\n' "$*" >&2; }
 die() { printf '[taas] error: %s\n' "$*" >&2; exit 1; }
+
+# bench_peer_install MODULE REQUIREMENT [NOTE]: pip-installs REQUIREMENT into $TAAS_BENCH_VENV
+# (created if missing) unless its Python already imports MODULE.
+bench_peer_install() {
+  "$TAAS_BENCH_VENV/bin/python" -c "import $1" >/dev/null 2>&1 && return 0
+  log "installing $2 into $TAAS_BENCH_VENV (once${3:+: $3})"
+  python3 -m venv "$TAAS_BENCH_VENV"
+  "$TAAS_BENCH_VENV/bin/pip" install -q --disable-pip-version-check "$2"
+}
 
 # Phase markers: where a run's time goes, read back into a table by scripts/test-timings
 # (docs/development.md, "Where the time goes"). Each phase prints two lines on stderr:
