@@ -477,15 +477,34 @@ TEST_CASE("on a device, batches arrive there") {
   CHECK(Drain(*stream) == std::vector<std::vector<int>>{{3, 4, 5}, {6}});
 }
 
+// File `file`'s bytes: the TFRecords of Examples file * 4 to file * 4 + 3, each an image
+// {id, 0.5} and the label id % 10.
+std::string ExampleFile(int file) {
+  std::string bytes;
+  for (int i = 0; i < 4; ++i) {
+    const int id = file * 4 + i;
+    bytes += EncodeTfRecord(SerializeExample(
+        {{"image", FloatList{static_cast<float>(id), 0.5f}}, {"label", Int64List{id % 10}}}));
+  }
+  return bytes;
+}
+
+// The decoder of ExampleFile's Examples.
+DecodeFn ImageLabelDecoder() {
+  ExampleSpec spec;
+  spec.input_feature = "image";
+  spec.label_feature = "label";
+  spec.example_shape = {2};
+  spec.num_classes = 10;
+  auto decode = MakeExampleDecoder(spec);
+  REQUIRE(decode.ok());
+  return *decode;
+}
+
 TEST_CASE("TFRecord files of Examples, end to end, and a corrupt file's error") {
   testing::TempDir dir;
   for (int file = 0; file < 3; ++file) {
-    std::string bytes;
-    for (int i = 0; i < 4; ++i) {
-      const int id = file * 4 + i;
-      bytes += EncodeTfRecord(SerializeExample(
-          {{"image", FloatList{static_cast<float>(id), 0.5f}}, {"label", Int64List{id % 10}}}));
-    }
+    const std::string bytes = ExampleFile(file);
     if (file == 1) {
       testing::WriteGz(dir.File("train-1.tfrecord.gz"), bytes);
     } else {
@@ -494,17 +513,11 @@ TEST_CASE("TFRecord files of Examples, end to end, and a corrupt file's error") 
   }
   auto files = TfRecordDataset::Create({dir.File("train-*")});
   REQUIRE(files.ok());
-  ExampleSpec spec;
-  spec.input_feature = "image";
-  spec.label_feature = "label";
-  spec.example_shape = {2};
-  spec.num_classes = 10;
-  auto decode = MakeExampleDecoder(spec);
-  REQUIRE(decode.ok());
+  const DecodeFn decode = ImageLabelDecoder();
   StreamOptions options = Options(5);
   options.example_shape = {2};
   options.decode_threads = 2;
-  auto stream = StreamPipeline::Create(*files, *decode, options);
+  auto stream = StreamPipeline::Create(*files, decode, options);
   REQUIRE(stream.ok());
   std::vector<int> ids;
   for (;;) {
@@ -522,7 +535,7 @@ TEST_CASE("TFRecord files of Examples, end to end, and a corrupt file's error") 
   auto raw = testing::ReadRaw(dir.File("train-2.tfrecord"));
   raw[raw.size() - 1] ^= 1;  // the last record's checksum
   testing::WriteRaw(dir.File("train-2.tfrecord"), raw);
-  stream = StreamPipeline::Create(*files, *decode, options);
+  stream = StreamPipeline::Create(*files, decode, options);
   REQUIRE(stream.ok());
   const absl::Status error = testing::StreamError(**stream);
   INFO(error.message());
@@ -585,16 +598,7 @@ TEST_CASE("a context decoder is told each record's place and a seed that repeats
 
 TEST_CASE("skip on TFRecord files: a corrupt length skips the rest of its file, counted once") {
   testing::TempDir dir;
-  std::vector<std::string> files;
-  for (int file = 0; file < 3; ++file) {
-    std::string bytes;
-    for (int i = 0; i < 4; ++i) {
-      const int id = file * 4 + i;
-      bytes += EncodeTfRecord(SerializeExample(
-          {{"image", FloatList{static_cast<float>(id), 0.5f}}, {"label", Int64List{id % 10}}}));
-    }
-    files.push_back(bytes);
-  }
+  std::vector<std::string> files = {ExampleFile(0), ExampleFile(1), ExampleFile(2)};
   const std::size_t record_bytes = files[0].size() / 4;
   files[0][record_bytes + 2] ^= 1;       // record 1's length: records 1 to 3 cannot be framed
   files[1][2 * record_bytes - 1] ^= 1;   // record 1's data checksum
@@ -604,19 +608,12 @@ TEST_CASE("skip on TFRecord files: a corrupt length skips the rest of its file, 
   }
   auto dataset = TfRecordDataset::Create({dir.File("train-*")});
   REQUIRE(dataset.ok());
-  ExampleSpec spec;
-  spec.input_feature = "image";
-  spec.label_feature = "label";
-  spec.example_shape = {2};
-  spec.num_classes = 10;
-  auto decode = MakeExampleDecoder(spec);
-  REQUIRE(decode.ok());
   CapturedLog log;
   StreamOptions options = Options(3);
   options.example_shape = {2};
   options.bad_records = BadRecords::kSkip;
   options.logger = Logger(log.file);
-  auto stream = StreamPipeline::Create(*dataset, *decode, options);
+  auto stream = StreamPipeline::Create(*dataset, ImageLabelDecoder(), options);
   REQUIRE(stream.ok());
   auto [ids, error] = ReadAll(**stream, 2);
   CHECK(error.ok());
