@@ -222,7 +222,7 @@ TEST_CASE(
 
   // The newest checkpoint's data cut short: a named one is refused; the dir falls back to the
   // newest that verifies (step 1, of another shape here).
-  fs::resize_file(prefix + ".data", 4);
+  fs::resize_file(prefix + ".safetensors", 4);
   options.checkpoint = prefix;
   CHECK(Predict(factory, options).status().code() == absl::StatusCode::kDataLoss);
   CHECK(fs::directory_iterator(dir.path)->path().filename() == "model");

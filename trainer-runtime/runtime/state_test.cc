@@ -172,7 +172,7 @@ TEST_CASE("a checkpoint without state restores with one warning; another size is
   CHECK((*local)->RestoreCheckpoint(dir.Sub("old")).ok());
 
   REQUIRE(checkpoint::Save(dir.Sub("other"), 5, {{"weight", {0.5f}}, {"mean", {1, 2}}}, 5).ok());
-  const std::string expected = "state mean is 2 elements in the checkpoint, [1] in the model";
+  const std::string expected = "state mean is [2] in the checkpoint, [1] in the model";
   const absl::Status restored = (*local)->RestoreCheckpoint(dir.Sub("other"));
   CHECK(restored.code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(restored.message()).find(expected) != std::string::npos);
