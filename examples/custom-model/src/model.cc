@@ -185,9 +185,9 @@ absl::Status Model::build_model(taas::ModelBuilder& builder) {
   }
   if (!options_.train_files.empty()) {
     // Your files, streamed (by file when there are at least as many files as replicas).
-    TAAS_ASSIGN_OR_RETURN(
-        train_, OpenFiles(options_.train_files, options_,
-                          TrainingInput<taas::data::StreamOptions>(options_, info)));
+    TAAS_ASSIGN_OR_RETURN(train_,
+                          OpenFiles(options_.train_files, options_,
+                                    TrainingInput<taas::data::StreamOptions>(options_, info)));
     return absl::OkStatus();
   }
   TAAS_ASSIGN_OR_RETURN(auto train, LoadSplit(options_.data_dir, "train"));
