@@ -1,6 +1,7 @@
 """One instance as a whole: its layout, processes, ports and API, whether it is healthy, and the
 commands that look at or end it (env, status, down, and the watchdog of `up --owner-pid`)."""
 
+import json
 import shutil
 import time
 
@@ -20,8 +21,18 @@ OPTIONAL_COMPONENTS = ("coscheduler",)
 WATCHDOG = "watchdog"
 STOP_ORDER = (WATCHDOG, *reversed(CORE_COMPONENTS + OPTIONAL_COMPONENTS))
 DOWN_LOCK_TIMEOUT_S = 60
-CRD_ESTABLISHED_TIMEOUT = "60s"
+CRD_ESTABLISHED_S = 60
+CRD_POLL_S = 0.2
 WATCH_POLL_S = 2
+
+
+def established(crd) -> bool:
+    """Whether a CRD as kubectl reads it (any JSON) has its Established condition True."""
+    status = crd.get("status") if isinstance(crd, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+        for c in conditions)
 
 
 class Instance:
@@ -87,11 +98,31 @@ class Instance:
             raise Failure(f"{failure}:\n{result.reason()}")
 
     def install_crds(self, log_name, failure, files, crds, server_side=False):
-        """Applies CRD `files` and waits until `crds` (crd/NAME) are established."""
+        """Applies CRD `files` and waits until `crds` (crd/NAME) are established. Not `kubectl
+        wait --for=condition=established`: right after the apply, before the API server has
+        written any condition, that fails at once (".status.conditions accessor error: <nil> is
+        of the type <nil>"), as it did twice on a loaded machine."""
         apply = ["apply", *(["--server-side"] if server_side else [])]
         self.kubectl_logged(log_name, failure, *apply, *(a for f in files for a in ("-f", f)))
-        self.kubectl_logged(log_name, failure, "wait", "--for", "condition=established",
-                            "--timeout", CRD_ESTABLISHED_TIMEOUT, *crds)
+        deadline = time.monotonic() + CRD_ESTABLISHED_S
+        pending = list(crds)
+        while True:
+            pending = [crd for crd in pending if not self.crd_established(crd)]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise Failure(f"{failure}: {', '.join(pending)} not established within "
+                              f"{CRD_ESTABLISHED_S}s")
+            time.sleep(CRD_POLL_S)
+
+    def crd_established(self, crd):
+        result = self.kubectl.run("get", crd, "-o", "json")
+        if not result.ok:
+            return False
+        try:
+            return established(json.loads(result.out))
+        except ValueError:
+            return False
 
     def require(self):
         if not self.layout.kubeconfig.is_file():
