@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Builds the GPU proof's bundle (bench/gpu/README.md): a folder of at most 60 MiB that a machine
 # with GPUs runs in one call (its run.sh), with nothing installed there but the NVIDIA driver and
-# a python3 with PyTorch's CUDA 13 wheels: no compiler, no Debian packages, no network.
+# a python3 with PyTorch 2.11 and its CUDA 13 wheels: no compiler, no Debian packages, no network.
 #
 #   bench/gpu/bundle.sh [OUT]          # OUT: build/gpu-bundle
 #
-# OUT holds bin/ (fashion-mnist-cnn, gpu_bench), tests/ (the `gpu` tests) and lib/ (every shared
-# library they load except the base C/C++ runtime, the driver, and the CUDA runtime, cuBLAS,
-# cuDNN and NCCL, whose names it writes to `cuda-libraries` for run.sh to find in the machine's
-# wheels), each file xz-compressed (run.sh unpacks them), data/ (Fashion-MNIST's four files),
-# run.sh, table.py and torch_cnn.py. The binaries come from a tree of their own
-# (TAAS_BUNDLE_BUILD, build-gpu-bundle/) configured as build/ but for sm_90 SASS alone (no PTX: a
-# newer nvcc's PTX would not load on the machines' 13.0 driver) and with RPATH $ORIGIN/../lib
-# (DT_RPATH, which also serves the bundled libraries' own dependencies); its C++ objects are
-# build/'s, from ccache. It checks that every binary's libraries resolve in the bundle, in the
-# base runtime or in the CUDA wheels, and that `env -i run.sh --self-check` runs the bundle's CPU
-# parts with an empty environment (ctest's gpu_bundle runs this script).
+# OUT holds bin/ (fashion-mnist-cnn, fashion-mnist-torch: the torch engine's models, gpu_bench),
+# tests/ (the `gpu` tests) and lib/ (every shared library they load except the base C/C++
+# runtime, the driver, the CUDA runtime, cuBLAS, cuDNN and NCCL, whose names it writes to
+# `cuda-libraries` for run.sh to find in the machine's wheels, and LibTorch (libtorch*, libc10*,
+# ~900 MB), whose names it writes to `torch-libraries` for run.sh to find in the machine's
+# PyTorch, the same torch==2.11.0 wheel scripts/setup.d/46-libtorch.sh unpacks here), each file
+# xz-compressed (run.sh unpacks them), data/ (Fashion-MNIST's four files), run.sh, table.py,
+# torch_cnn.py and torch_peer.py (bench/torch's ResNet, which torch_cnn.py imports). The binaries
+# come from a tree of their own (TAAS_BUNDLE_BUILD, build-gpu-bundle/) configured as build/ but
+# for sm_90 SASS alone (no PTX: a newer nvcc's PTX would not load on the machines' 13.0 driver)
+# and with RPATH $ORIGIN/../lib (DT_RPATH, which also serves the bundled libraries' own
+# dependencies); its C++ objects are build/'s, from ccache. It checks that every binary's
+# libraries resolve in the bundle, in the base runtime, in the CUDA wheels or in LibTorch, and
+# that `env -i run.sh --self-check` runs the bundle's CPU parts with an empty environment (ctest's
+# gpu_bundle runs this script).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
 TAAS_BUILD="${TAAS_BUNDLE_BUILD:-$TAAS_ROOT/build-gpu-bundle}"
@@ -28,9 +32,12 @@ BASE_LIBRARIES=" linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libstd
 libgcc_s.so.1 libpthread.so.0 libdl.so.2 librt.so.1 "
 DRIVER=libcuda.so.1
 WHEELS="$TAAS_CUDA_DIR/nvidia"
+TORCH_LIB="$TAAS_TORCH_DIR/torch/lib"
 
 [ -f "$TAAS_CUDA_DIR/.taas-wheels" ] ||
   die "no CUDA wheels in $TAAS_CUDA_DIR: scripts/setup.sh installs them (setup.d/45-cuda.sh)"
+[ -f "$TAAS_TORCH_DIR/.taas-wheels" ] ||
+  die "no LibTorch in $TAAS_TORCH_DIR: scripts/setup.sh installs it (setup.d/46-libtorch.sh)"
 for tool in strip objdump xz ldd; do
   need_command "$tool" "it is part of binutils, xz-utils and libc-bin"
 done
@@ -47,7 +54,7 @@ taas_configure -DCMAKE_CUDA_ARCHITECTURES=90-real -DCMAKE_BUILD_WITH_INSTALL_RPA
   '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags
 mapfile -t tests < <(ctest --test-dir "$TAAS_BUILD" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: //p')
 [ ${#tests[@]} -gt 0 ] || die "$TAAS_BUILD lists no test labelled gpu: is TAAS_WITH_CUDA on?"
-tools=(fashion-mnist-cnn gpu_bench)
+tools=(fashion-mnist-cnn fashion-mnist-torch gpu_bench)
 log "building ${tools[*]} ${tests[*]}"
 cmake --build "$TAAS_BUILD" --target "${tools[@]}" "${tests[@]}" -- -j"$(nproc)" \
   >"$work/build.log" ||
@@ -67,12 +74,14 @@ for name in "${tests[@]}"; do
 done
 
 # `soname path` for every library a binary loads, as the loader resolves it with the bundle's
-# libraries first, then the CUDA wheels' (as run.sh sets LD_LIBRARY_PATH); "not found" for a
-# library it cannot find.
+# libraries first, then the CUDA wheels', then LibTorch's (as run.sh sets LD_LIBRARY_PATH);
+# "not found" for a library it cannot find. LibTorch's folder is searched only for a binary that
+# links LibTorch: its libgomp would otherwise stand in for the system's that oneDNN is built with.
 cuda_path="$(printf '%s:' "$WHEELS"/*/lib)"
 closure() {
-  local soname path
-  LD_LIBRARY_PATH="$stage/lib:$cuda_path" ldd "$1" |
+  local soname path torch_path=""
+  objdump -p "$1" | grep -E 'NEEDED +(libc10|libtorch)' >/dev/null && torch_path="$TORCH_LIB"
+  LD_LIBRARY_PATH="$stage/lib:$cuda_path$torch_path" ldd "$1" |
     sed -n 's/^\t*\(\S*\) => \(not found\|\S*\).*/\1 \2/p' |
     while read -r soname path; do
       [ "$path" = "not found" ] || path="$(realpath -m "$path")"  # $ORIGIN/../lib's ".."
@@ -87,6 +96,8 @@ for binary in "$stage"/bin/* "$stage"/tests/*; do
     [ "$path" != "not found" ] || die "$(basename "$binary") needs $soname, which is nowhere here"
     if [[ "$path" == "$TAAS_CUDA_DIR"/* ]]; then
       echo "$soname" >>"$work/cuda-libraries"
+    elif [[ "$path" == "$TAAS_TORCH_DIR"/* ]]; then
+      :  # LibTorch's, from the machine's PyTorch (listed by the check below)
     elif [ ! -e "$stage/lib/$soname" ]; then
       strip --strip-unneeded -o "$stage/lib/$soname" "$(realpath "$path")"
     fi
@@ -94,11 +105,17 @@ for binary in "$stage"/bin/* "$stage"/tests/*; do
 done
 
 # --- check what the binaries load ----------------------------------------------------------------
-# Every library of every binary resolves in the bundle, in the base runtime or in the wheels.
+# Every library of every binary resolves in the bundle, in the base runtime, in the wheels or in
+# LibTorch. LibTorch's own libraries (torch/lib: libtorch_cpu, libc10, libc10_cuda; what they
+# load besides, libcupti, LibTorch finds by its RUNPATH in the PyTorch's nvidia wheels) are the
+# machine's PyTorch's: their names go to torch-libraries. The bundle carries none of them.
+: >"$work/torch-libraries"
 for binary in "$stage"/bin/* "$stage"/tests/*; do
   while read -r soname path; do
     case "$path" in
       "$stage"/lib/* | "$TAAS_CUDA_DIR"/*) ;;
+      "$TORCH_LIB"/*) echo "$soname" >>"$work/torch-libraries" ;;
+      "$TAAS_TORCH_DIR"/nvidia/*) ;;
       *) base_or_driver "$soname" ||
         die "$(basename "$binary"): $soname resolves to $path, outside the bundle" ;;
     esac
@@ -118,11 +135,17 @@ for file in "$stage"/{bin,tests,lib}/*; do
   cp "$packed" "$OUT.partial/$(basename "$(dirname "$file")")/$(basename "$file").xz"
 done
 sort -u "$work/cuda-libraries" >"$OUT.partial/cuda-libraries"
+sort -u "$work/torch-libraries" >"$OUT.partial/torch-libraries"
+[ -s "$OUT.partial/torch-libraries" ] || die "fashion-mnist-torch loads no LibTorch library"
+! ls "$stage/lib" | grep -E '^lib(torch|c10)' ||
+  die "the bundle would carry LibTorch's libraries (above): they are the machine's PyTorch's"
 cp "$DATA"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz "$OUT.partial/data/"
-cp "$TAAS_ROOT"/bench/gpu/{run.sh,table.py,torch_cnn.py} "$OUT.partial/"
+cp "$TAAS_ROOT"/bench/gpu/{run.sh,table.py,torch_cnn.py} "$TAAS_ROOT/bench/torch/torch_peer.py" \
+  "$OUT.partial/"
 {
   echo "commit $(git -C "$TAAS_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "built $(date -u +%FT%TZ) for sm_90 with $(cat "$TAAS_CUDA_DIR/.taas-wheels")"
+  echo "built $(date -u +%FT%TZ) for sm_90 with $(cat "$TAAS_CUDA_DIR/.taas-wheels"), against\
+ LibTorch $(cat "$TAAS_TORCH_DIR/.taas-wheels")"
   # The newest symbol versions of the base runtime any file uses: the oldest glibc and
   # libstdc++ the bundle runs on.
   echo "needs $(for version in GLIBC GLIBCXX; do
@@ -135,7 +158,8 @@ $(du -sh "$OUT.partial"/* | sort -h | tail -n 4 | paste -sd' ')"
 
 # --- check the bundle as a GPU machine runs it ----------------------------------------------------
 # Its CPU parts from the bundle alone, with an empty environment (no GPU here: the gpu tests skip).
-env -i /bin/bash "$OUT.partial/run.sh" --self-check --cuda-libs "$WHEELS" ||
+env -i /bin/bash "$OUT.partial/run.sh" --self-check --cuda-libs "$WHEELS" \
+  --torch-libs "$TORCH_LIB" ||
   die "run.sh --self-check failed in an empty environment (above)"
 
 rm -rf "$OUT"

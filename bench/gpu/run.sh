@@ -3,17 +3,21 @@
 # builds (build/gpu-bundle/run.sh), on a machine with NVIDIA GPUs, a driver for CUDA 13 and a
 # python3 with PyTorch's CUDA 13 wheels: no build, no network, none of our Debian packages. It
 # runs the `gpu` tests, trains the Fashion-MNIST CNN with taas on the CPU, on one GPU and on every
-# GPU, trains the same CNN with PyTorch on one GPU (eager and CUDA graphs: torch_cnn.py), measures
-# cuBLAS, cuDNN and NCCL (gpu_bench), and prints one table against the targets.
+# GPU, trains the same CNN with PyTorch on one GPU (eager and CUDA graphs: torch_cnn.py), trains
+# the torch engine's ResNet (fashion-mnist-torch) and PyTorch's same ResNet eager on one GPU,
+# measures cuBLAS, cuDNN and NCCL (gpu_bench), and prints one table against the targets.
 #
 #   ./run.sh                         # everything
 #   STEPS=500 ./run.sh               # a quick look
-#   ./run.sh --self-check [--cuda-libs DIR]
+#   ./run.sh --self-check [--cuda-libs DIR] [--torch-libs DIR]
 #                                    # what the build machine checks (no GPU there): unpacks,
-#                                    # runs --help, a few CPU steps, and each gpu test (skipped)
+#                                    # runs both trainers' --help, a few CPU steps, and each gpu
+#                                    # test (skipped)
 #
 # The CUDA runtime, cuBLAS, cuDNN and NCCL (the bundle's `cuda-libraries`) come from python3's
-# nvidia-* wheels, or from --cuda-libs DIR (a wheels' nvidia/ folder); the driver from the system.
+# nvidia-* wheels, or from --cuda-libs DIR (a wheels' nvidia/ folder); LibTorch (its
+# `torch-libraries`: the bundle carries none) from python3's PyTorch (torch/lib), or from
+# --torch-libs DIR; the driver from the system.
 # Run from the source tree (bench/gpu/run.sh), it builds the bundle first and runs that.
 #
 # Environment: STEPS (3000 steps of each GPU run), CPU_STEPS (300), BATCH_SIZE (100 per replica),
@@ -31,11 +35,13 @@ fi
 
 SELF_CHECK=0
 CUDA_LIBS=""
+TORCH_LIBS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --self-check) SELF_CHECK=1 ;;
     --cuda-libs) [ $# -gt 1 ] || die "--cuda-libs needs a folder"; CUDA_LIBS="$2"; shift ;;
-    *) die "unknown argument $1 (--self-check, --cuda-libs DIR)" ;;
+    --torch-libs) [ $# -gt 1 ] || die "--torch-libs needs a folder"; TORCH_LIBS="$2"; shift ;;
+    *) die "unknown argument $1 (--self-check, --cuda-libs DIR, --torch-libs DIR)" ;;
   esac
   shift
 done
@@ -95,9 +101,29 @@ nvidia-cuda-runtime, nvidia-cublas, nvidia-cudnn-cu13, nvidia-nccl-cu13); instal
   (IFS=:; echo "${dirs[*]}")
 }
 
-# Runs one of the bundle's binaries with its libraries: the bundle's first, then the CUDA ones.
+# The folder holding `torch-libraries` (libtorch_cpu.so, libc10.so...): the installed PyTorch's
+# torch/lib, the libraries `import torch` loads, which bundle.sh took from the same wheel
+# (torch==2.11.0, scripts/setup.d/46-libtorch.sh). Their own CUDA dependencies (libcupti) they
+# find by their RUNPATH in the PyTorch's nvidia wheels.
+torch_library_path() {
+  local dir="$TORCH_LIBS" name
+  if [ -z "$dir" ]; then
+    dir="$(python3 -c 'import os, torch
+print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)" ||
+      die "python3 cannot import torch (PyTorch 2.11, the CUDA 13 build), whose \
+libraries the torch-engine trainer loads; install it or pass --torch-libs SITE-PACKAGES/torch/lib"
+  fi
+  while read -r name; do
+    [ -e "$dir/$name" ] || die "$name is not in $dir: the torch engine needs PyTorch 2.11's \
+libraries (the bundle $(grep '^built' "$BUNDLE/MANIFEST"))"
+  done <"$BUNDLE/torch-libraries"
+  echo "$dir"
+}
+
+# Runs one of the bundle's binaries with its libraries: the bundle's first, then the CUDA ones,
+# then LibTorch's (bundle.sh resolves them in the same order).
 with_libs() {
-  LD_LIBRARY_PATH="$WORK/lib:$CUDA_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+  LD_LIBRARY_PATH="$WORK/lib:$CUDA_PATH:$TORCH_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
 }
 
 # --- the gpu tests ------------------------------------------------------------------------------
@@ -122,17 +148,20 @@ run_tests() {
 
 # --- taas and PyTorch training --------------------------------------------------------------------
 # One taas run as one all-reduce worker in a fresh model dir, evaluated on the test set at the
-# end: `name device replicas steps`; prints "examples/s accuracy secs devices" (the median of the
-# progress windows after the first, which holds cuDNN's plans and NCCL's connections), or fails
-# showing the end of the trainer's log. Every wait below is bounded: the device time is short.
+# end: `name device replicas steps [trainer model-args...]` (the trainer: fashion-mnist-cnn by
+# default; the batch and data arguments are added); prints "examples/s accuracy secs devices"
+# (the median of the progress windows after the first, which holds cuDNN's plans and NCCL's
+# connections), or fails showing the end of the trainer's log. Every wait below is bounded: the device time is short.
 train_taas() {
-  local name="$1" device="$2" replicas="$3" steps="$4" start=$SECONDS
+  local name="$1" device="$2" replicas="$3" steps="$4" trainer="${5:-fashion-mnist-cnn}"
+  local start=$SECONDS
+  shift $(($# < 5 ? $# : 5))
   local logfile="$RESULTS_DIR/taas-$name.log"
   (cd "$WORK" && with_libs env TAAS_DEVICE="$device" TAAS_STRATEGY=collective \
     TAAS_REPLICAS_PER_WORKER="$replicas" TF_MAX_STEPS="$steps" TF_LOGDIR="$WORK/model-$name" \
     TAAS_EVAL_ON_CHIEF=end TAAS_LOG_STEPS=$((steps < 200 ? 1 : 100)) \
     TAAS_CHECK_VARIABLES_STEPS=1000 TF_SAVE_SUMMARIES_STEPS=0 OMP_WAIT_POLICY=PASSIVE timeout 300 \
-    "$WORK/bin/fashion-mnist-cnn" -- --batch_size=$((BATCH_SIZE * replicas)) \
+    "$WORK/bin/$trainer" -- "$@" --batch_size=$((BATCH_SIZE * replicas)) \
     --data_dir="$BUNDLE/data") >"$logfile" 2>&1 ||
     { tail -n 30 "$logfile" >&2; log "taas $name: the trainer failed (its log above)"; return 1; }
   python3 - "$logfile" "$((SECONDS - start))" <<'PY'
@@ -155,23 +184,30 @@ print(f"{statistics.median(steady) if steady else 0:.0f} {accuracy} {sys.argv[2]
 PY
 }
 
-# PyTorch's run in `mode` (eager, graphs) on the first GPU: its JSON line into torch-MODE.json.
+# PyTorch's run of `name` (eager, graphs: the CNN; resnet-eager: the ResNet) on the first GPU: its
+# JSON line into torch-NAME.json.
 train_torch() {
-  local mode="$1" logfile="$RESULTS_DIR/torch-$1.log"
+  local name="$1" model=cnn mode="$1" logfile="$RESULTS_DIR/torch-$1.log"
+  [[ "$name" != resnet-* ]] || { model=resnet; mode="${name#resnet-}"; }
   CUDA_VISIBLE_DEVICES="$FIRST_GPU" timeout 300 python3 "$BUNDLE/torch_cnn.py" \
-    --data_dir="$BUNDLE/data" --mode="$mode" --steps="$STEPS" --batch_size="$BATCH_SIZE" \
-    >"$RESULTS_DIR/torch-$mode.json" 2>"$logfile" ||
-    { tail -n 30 "$logfile" >&2; log "PyTorch $mode failed (its log above)"; return 0; }
-  log "PyTorch $mode: $(cat "$RESULTS_DIR/torch-$mode.json")"
+    --data_dir="$BUNDLE/data" --model="$model" --mode="$mode" --steps="$STEPS" \
+    --batch_size="$BATCH_SIZE" >"$RESULTS_DIR/torch-$name.json" 2>"$logfile" ||
+    { tail -n 30 "$logfile" >&2; log "PyTorch $name failed (its log above)"; return 0; }
+  log "PyTorch $name: $(cat "$RESULTS_DIR/torch-$name.json")"
 }
 
 # --- the self-check and the whole run -----------------------------------------------------------
-# The trainer's --help with every symbol bound at start (LD_BIND_NOW): a library of the machine
-# too old for the bundle (glibc, libstdc++, the CUDA wheels') fails here, saying which.
+# Each trainer's --help with every symbol bound at start (LD_BIND_NOW): a library of the machine
+# too old for the bundle (glibc, libstdc++, the CUDA wheels') or a LibTorch other than the one it
+# was built against fails here, saying which.
 preflight() {
-  LD_BIND_NOW=1 with_libs "$WORK/bin/fashion-mnist-cnn" --help >"$RESULTS_DIR/preflight.log" 2>&1 ||
-    { cat "$RESULTS_DIR/preflight.log" >&2; die "the bundle's trainer cannot start here (above): \
-the bundle $(grep '^needs' "$BUNDLE/MANIFEST"), and it took the CUDA libraries from $CUDA_PATH"; }
+  local trainer
+  for trainer in fashion-mnist-cnn fashion-mnist-torch; do
+    LD_BIND_NOW=1 with_libs "$WORK/bin/$trainer" --help >"$RESULTS_DIR/preflight.log" 2>&1 ||
+      { cat "$RESULTS_DIR/preflight.log" >&2; die "the bundle's $trainer cannot start here \
+(above): the bundle $(grep '^needs' "$BUNDLE/MANIFEST"), and it took the CUDA libraries from \
+$CUDA_PATH and LibTorch from $TORCH_PATH"; }
+  done
 }
 
 self_check() {
@@ -183,8 +219,8 @@ self_check() {
   run_tests
   read -r passed skipped failed failures <"$RESULTS_DIR/tests"
   [ "$failed" -eq 0 ] || die "gpu tests failed: $failures"
-  log "self-check passed: the trainer's --help with every symbol bound, 3 CPU steps, $passed \
-gpu tests passed and $skipped skipped"
+  log "self-check passed: both trainers' --help with every symbol bound (LibTorch from \
+$TORCH_PATH), 3 CPU steps, $passed gpu tests passed and $skipped skipped"
 }
 
 machine_line() {
@@ -216,6 +252,7 @@ visible_gpus() {
 
 unpack
 CUDA_PATH="$(cuda_library_path)"
+TORCH_PATH="$(torch_library_path)"
 preflight
 if [ "$SELF_CHECK" = 1 ]; then
   self_check
@@ -235,9 +272,13 @@ CUDA_VISIBLE_DEVICES="$FIRST_GPU" train_taas gpu1 cuda 1 "$STEPS" >"$RESULTS_DIR
 if [ "$GPUS" -gt 1 ]; then
   train_taas gpus cuda "$GPUS" "$STEPS" >"$RESULTS_DIR/taas-gpus" || true
 fi
+# The torch engine's ResNet and PyTorch's, eager, on the same GPU, batch, steps and data.
+CUDA_VISIBLE_DEVICES="$FIRST_GPU" train_taas resnet1 cuda 1 "$STEPS" fashion-mnist-torch \
+  --model=resnet >"$RESULTS_DIR/taas-resnet1" || true
 if [ "${SKIP_TORCH:-0}" != 1 ]; then
   train_torch eager
   train_torch graphs
+  train_torch resnet-eager
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   log "cuBLAS, cuDNN and NCCL (gpu_bench)"

@@ -3,10 +3,11 @@
 (bench/gpu/README.md), read from the run's results folder:
 
   tests            "passed skipped failed failed-names" of the gpu tests
-  taas-cpu, taas-gpu1, taas-gpus
-                   "examples/s accuracy secs devices" of each taas run
-  torch-eager.json, torch-graphs.json
-                   torch_cnn.py's JSON line
+  taas-cpu, taas-gpu1, taas-gpus, taas-resnet1
+                   "examples/s accuracy secs devices" of each taas run (taas-resnet1: the torch
+                   engine's ResNet, fashion-mnist-torch, on one GPU)
+  torch-eager.json, torch-graphs.json, torch-resnet-eager.json
+                   torch_cnn.py's JSON line (the CNN eager and in CUDA graphs, the ResNet eager)
   gpu_bench.log    gpu_bench's `name: value unit (detail)` lines
 
 A figure that is missing (a part skipped or failed) shows as n/a, and its target as not met.
@@ -20,6 +21,7 @@ import sys
 
 # The targets (bench/gpu/README.md, issue 29).
 TORCH_EAGER_RATIO = 1.0  # taas examples/s over PyTorch eager's, at least
+RESNET_EAGER_RATIO = 0.95  # the torch engine's ResNet over PyTorch eager's (issue 34), at least
 ACCURACY_POINTS = 0.5  # |taas - PyTorch| test accuracy, in points, at most
 CEILING_FACTOR = 1.5  # the kernels-only ceiling over taas's examples/s, at most
 SCALING = 0.9  # all GPUs' examples/s over GPUs x one GPU's, at least
@@ -46,10 +48,10 @@ def number(value):
 def read_results(folder):
     results = {"tests": read_fields(os.path.join(folder, "tests"),
                                     ("passed", "skipped", "failed", "failures"))}
-    for run in ("cpu", "gpu1", "gpus"):
+    for run in ("cpu", "gpu1", "gpus", "resnet1"):
         results[run] = read_fields(os.path.join(folder, f"taas-{run}"),
                                    ("rate", "accuracy", "secs", "devices"))
-    for mode in ("eager", "graphs"):
+    for mode in ("eager", "graphs", "resnet-eager"):
         try:
             with open(os.path.join(folder, f"torch-{mode}.json")) as f:
                 results[mode] = json.loads(f.read())
@@ -118,6 +120,19 @@ def rows(results, gpus, steps, cpu_steps, total_secs):
                     f"{fmt(accuracy, '{:.4f}')} / {fmt(peer, '{:.4f}')}",
                     f"within {ACCURACY_POINTS} points",
                     met(None if gap is None else gap <= ACCURACY_POINTS)))
+    resnet = number(results["resnet1"].get("rate"))
+    resnet_eager = number(results["resnet-eager"].get("examples_per_sec"))
+    ratio = resnet / resnet_eager if resnet and resnet_eager else None
+    out += [
+        (f"taas ResNet (torch engine), 1 GPU, {steps} steps, examples/s", fmt(resnet), "", ""),
+        ("PyTorch eager ResNet, 1 GPU, examples/s", fmt(resnet_eager), "", ""),
+        ("taas ResNet / PyTorch eager ResNet", fmt(ratio, "{:.2f}x"),
+         f">= {RESNET_EAGER_RATIO:.2f}x",
+         met(None if ratio is None else ratio >= RESNET_EAGER_RATIO)),
+        ("test accuracy, taas ResNet / PyTorch ResNet",
+         f"{fmt(number(results['resnet1'].get('accuracy')), '{:.4f}')} / "
+         f"{fmt(number(results['resnet-eager'].get('accuracy')), '{:.4f}')}", "", ""),
+    ]
     ceiling = bench_figure(results["bench"], "CNN kernels-only ceiling")
     out.append(("cuDNN+cuBLAS kernels-only ceiling, examples/s", fmt(ceiling),
                 f"taas >= ceiling / {CEILING_FACTOR}",

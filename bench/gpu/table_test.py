@@ -35,6 +35,9 @@ class TableTest(unittest.TestCase):
               json.dumps({"examples_per_sec": 50000.0, "accuracy": 0.9080}) + "\n")
         write(self.path, "torch-graphs.json",
               json.dumps({"examples_per_sec": 80000.0, "accuracy": 0.9120}) + "\n")
+        write(self.path, "taas-resnet1", "19000 0.9210 25 cuda:0_NVIDIA_H100\n")
+        write(self.path, "torch-resnet-eager.json",
+              json.dumps({"examples_per_sec": 20000.0, "accuracy": 0.9190}) + "\n")
         write(self.path, "gpu_bench.log",
               "device 0: NVIDIA H100 80GB HBM3, sm_90\n"
               "cuBLAS SGEMM 8192^3 FP32: 51.20 TFLOP/s (76.5% of 66.9 TFLOP/s peak)\n"
@@ -50,6 +53,10 @@ class TableTest(unittest.TestCase):
         self.assertEqual(rows["test accuracy, taas / PyTorch eager"][2], "yes")  # 0.3 points
         self.assertEqual(rows["test accuracy, taas / PyTorch graphs"][2], "NO")  # 0.7 points
         self.assertEqual(rows["cuDNN+cuBLAS kernels-only ceiling, examples/s"][2], "yes")
+        self.assertEqual(rows["taas ResNet (torch engine), 1 GPU, 3000 steps, examples/s"][0],
+                         "19,000")
+        self.assertEqual(rows["taas ResNet / PyTorch eager ResNet"], ("0.95x", ">= 0.95x", "yes"))
+        self.assertEqual(rows["test accuracy, taas ResNet / PyTorch ResNet"][0], "0.9210 / 0.9190")
         self.assertEqual(rows["taas CNN, 4 GPUs, examples/s (of linear)"],
                          ("220,000 (92%)", ">= 90% of linear", "yes"))
         self.assertEqual(rows["NCCL all-reduce 256 MiB, bus GB/s"][0], "350.5")
@@ -67,8 +74,15 @@ class TableTest(unittest.TestCase):
         self.assertIn("nn_cuda_engine_test", rows["gpu tests"][0])
         self.assertEqual(rows["taas / PyTorch eager"], ("n/a", ">= 1.0x", "n/a"))
         self.assertEqual(rows["test accuracy, taas / PyTorch eager"][2], "n/a")
+        self.assertEqual(rows["taas ResNet / PyTorch eager ResNet"], ("n/a", ">= 0.95x", "n/a"))
         self.assertEqual(rows["the whole run, seconds"][2], "NO")
         self.assertNotIn("NCCL all-reduce 256 MiB, bus GB/s", rows)  # one GPU
+
+    def test_a_resnet_below_its_target_is_not_met(self):
+        write(self.path, "taas-resnet1", "18900 0.92 25 cuda:0\n")
+        write(self.path, "torch-resnet-eager.json", json.dumps({"examples_per_sec": 20000.0}))
+        rows = by_figure(table.rows(table.read_results(self.path), 1, 3000, 300, 200))
+        self.assertEqual(rows["taas ResNet / PyTorch eager ResNet"], ("0.94x", ">= 0.95x", "NO"))
 
     def test_usage(self):
         self.assertEqual(table.main([]), 2)

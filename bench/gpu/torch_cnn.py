@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""taas's Fashion-MNIST CNN in PyTorch: the peer bench/gpu/run.sh measures taas against on the
-same GPU, in the same run (bench/gpu/README.md).
+"""taas's Fashion-MNIST models in PyTorch: the peers bench/gpu/run.sh measures taas against on
+the same GPU, in the same run (bench/gpu/README.md).
 
-The same model as `fashion-mnist-cnn` (examples/fashion-mnist-models/models.cc): Conv32 3x3 -
-MaxPool 2 - Conv64 3x3 - MaxPool 2 - Conv64 3x3 - Flatten - Dense64 - Dense10, valid padding,
-ReLU, Glorot-uniform kernels and zero biases (Keras's defaults, not PyTorch's); Adam with
-learning rate 1e-3, betas 0.9 and 0.999 and Keras's epsilon 1e-7; softmax cross-entropy; the
-same batch, steps and data (the four IDX files, pixels divided by 255); full float32 (TF32 off
-for convolutions and matrix products, as taas's CUDA engine computes). What differs, on
-purpose: the training set lives on the GPU and each epoch is one random permutation (taas
-shuffles through a 10,000-example buffer and copies each batch from the host); PyTorch's Adam
-adds epsilon to sqrt(v) / sqrt(1 - beta2^t) where Keras adds it to sqrt(v) (a 1e-7 difference);
-PyTorch's own random initial values and order.
+--model=cnn (the built-in engine's CNN, the default) is the same model as `fashion-mnist-cnn`
+(examples/fashion-mnist-models/models.cc): Conv32 3x3 - MaxPool 2 - Conv64 3x3 - MaxPool 2 - Conv64
+3x3 - Flatten - Dense64 - Dense10, valid padding, ReLU, Glorot-uniform kernels and zero biases
+(Keras's defaults, not PyTorch's); Adam with learning rate 1e-3, betas 0.9 and 0.999 and Keras's
+epsilon 1e-7; softmax cross-entropy; the same batch, steps and data (the four IDX files, pixels
+divided by 255); full float32 (TF32 off for convolutions and matrix products, as taas's CUDA engine
+computes). What differs, on purpose: the training set lives on the GPU and each epoch is one random
+permutation (taas shuffles through a 10,000-example buffer and copies each batch from the host);
+PyTorch's Adam adds epsilon to sqrt(v) / sqrt(1 - beta2^t) where Keras adds it to sqrt(v) (a 1e-7
+difference); PyTorch's own random initial values and order.
+
+--model=resnet is the torch engine's ResNet-style CNN (examples/torch-models/models.cc) as
+bench/torch/torch_peer.py defines it for the CPU benchmark (imported from there, or from beside
+this file in the bundle), with PyTorch's own initialisers and the same Adam, in eager mode only.
+It keeps PyTorch's default precision settings (full_float32 is the CNN's only): taas's torch engine
+is LibTorch, the same library, which it leaves at the same defaults, so both compute alike.
 
 Modes: `eager` (each step's kernels launched one by one, Adam's default implementation) and
 `graphs` (the whole step, forward, backward and Adam with capturable=True, captured once in a
 CUDA graph and replayed: PyTorch's fastest form of a small model's step).
 
-Prints one JSON line: mode, device, steps, batch_size, examples_per_sec (the median of the
+Prints one JSON line: model, mode, device, steps, batch_size, examples_per_sec (the median of the
 windows of --log_steps steps after the first, each ended by reading the loss, as taas's trainer
 reads its loss every log_steps and bench/gpu/run.sh takes the median of its windows after the
 first), accuracy (the test set's, after training), final_loss, secs, torch (its version).
@@ -34,6 +40,10 @@ import statistics
 import struct
 import sys
 import time
+
+# torch_peer.py (the ResNet): beside this file in the bundle, in bench/torch/ in the source tree.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "torch")]
 
 # The IDX files of one split, as Debian's dataset-fashion-mnist names them.
 SPLITS = {
@@ -107,7 +117,10 @@ def full_float32(torch):
         torch.backends.cudnn.allow_tf32 = False
 
 
-def build_model(torch):
+def build_model(torch, name="cnn"):
+    if name == "resnet":
+        import torch_peer  # imports torch: only here, so that the reader works without it
+        return torch_peer.ResNet()
     nn = torch.nn
     model = nn.Sequential(
         nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
@@ -220,6 +233,7 @@ def evaluate(torch, model, images, labels):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data_dir", required=True, help="the four Fashion-MNIST IDX files")
+    p.add_argument("--model", choices=("cnn", "resnet"), default="cnn")
     p.add_argument("--mode", choices=("eager", "graphs"), default="eager")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--steps", type=int, default=3000)
@@ -231,6 +245,8 @@ def parse_args(argv):
         p.error("--steps, --batch_size and --log_steps must be at least 1")
     if args.mode == "graphs" and args.device != "cuda":
         p.error("--mode=graphs needs --device=cuda (CUDA graphs)")
+    if args.mode == "graphs" and args.model != "cnn":
+        p.error("--mode=graphs is measured for --model=cnn only (the ResNet's peer is eager)")
     return args
 
 
@@ -251,10 +267,11 @@ def main(argv):
         print("torch_cnn: no CUDA device for PyTorch (torch.cuda.is_available() is False)",
               file=sys.stderr)
         return 2
-    full_float32(torch)
+    if args.model == "cnn":
+        full_float32(torch)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    model = build_model(torch).to(device)
+    model = build_model(torch, args.model).to(device)
     generator = torch.Generator(device=device)
     generator.manual_seed(args.seed)
     batches = Batches(torch, *as_tensors(torch, train_split, device), args.batch_size, generator)
@@ -263,7 +280,7 @@ def main(argv):
     secs = time.perf_counter() - start
     accuracy = evaluate(torch, model, *as_tensors(torch, test_split, device))
     name = torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu"
-    print(json.dumps({"mode": args.mode, "device": name, "steps": args.steps,
+    print(json.dumps({"model": args.model, "mode": args.mode, "device": name, "steps": args.steps,
                       "batch_size": args.batch_size,
                       "examples_per_sec": round(statistics.median(rates), 1),
                       "accuracy": round(accuracy, 4), "final_loss": round(final_loss, 4),

@@ -4,6 +4,7 @@ test set when Debian's dataset-fashion-mnist is installed), its arguments, and, 
 importable, a few training steps on the CPU. The GPU machines run the rest (bench/gpu/run.sh)."""
 import contextlib
 import gzip
+import importlib.util
 import io
 import json
 import os
@@ -89,13 +90,24 @@ class ReaderTest(unittest.TestCase):
 
 
 class ArgumentsTest(unittest.TestCase):
-    def test_graphs_need_cuda_and_counts_must_be_positive(self):
+    def test_graphs_need_cuda_and_the_cnn_and_counts_must_be_positive(self):
         for argv in (["--data_dir=x", "--mode=graphs", "--device=cpu"],
+                     ["--data_dir=x", "--mode=graphs", "--model=resnet"],
+                     ["--data_dir=x", "--model=vgg"],
                      ["--data_dir=x", "--steps=0"]):
             with self.subTest(argv), contextlib.redirect_stderr(io.StringIO()):
                 with self.assertRaises(SystemExit):
                     torch_cnn.parse_args(argv)
         self.assertEqual(torch_cnn.parse_args(["--data_dir=x"]).steps, 3000)
+        self.assertEqual(torch_cnn.parse_args(["--data_dir=x"]).model, "cnn")
+        self.assertEqual(torch_cnn.parse_args(["--data_dir=x", "--model=resnet"]).model, "resnet")
+
+    def test_finds_the_resnet_of_bench_torch(self):
+        # The ResNet is torch_peer.py's, one definition for the CPU and the GPU peers.
+        spec = importlib.util.find_spec("torch_peer")
+        self.assertIsNotNone(spec, "torch_cnn.py's path holds no torch_peer.py")
+        self.assertEqual(os.path.realpath(spec.origin), os.path.realpath(os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "torch", "torch_peer.py")))
 
     def test_a_missing_data_dir_is_a_clear_error(self):
         err = io.StringIO()
@@ -115,19 +127,21 @@ def torch_available():
 @unittest.skipUnless(torch_available(), "torch is not installed here (the GPU machines have it)")
 class CpuTrainingTest(unittest.TestCase):
     def test_a_few_steps_on_the_cpu_print_one_json_line(self):
-        with tempfile.TemporaryDirectory() as path:
-            write_split(path, "train", 64)
-            write_split(path, "test", 20)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                code = torch_cnn.main([f"--data_dir={path}", "--device=cpu", "--steps=6",
-                                       "--batch_size=8", "--log_steps=2"])
-            self.assertEqual(code, 0)
-            result = json.loads(out.getvalue())
-            self.assertEqual((result["mode"], result["device"], result["steps"]),
-                             ("eager", "cpu", 6))
-            self.assertGreater(result["examples_per_sec"], 0)
-            self.assertTrue(0.0 <= result["accuracy"] <= 1.0)
+        # The ResNet is bench/torch/torch_peer.py's, found from the source tree.
+        for model in ("cnn", "resnet"):
+            with self.subTest(model), tempfile.TemporaryDirectory() as path:
+                write_split(path, "train", 64)
+                write_split(path, "test", 20)
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    code = torch_cnn.main([f"--data_dir={path}", "--device=cpu", "--steps=6",
+                                           "--batch_size=8", "--log_steps=2", f"--model={model}"])
+                self.assertEqual(code, 0)
+                result = json.loads(out.getvalue())
+                self.assertEqual((result["model"], result["mode"], result["device"],
+                                  result["steps"]), (model, "eager", "cpu", 6))
+                self.assertGreater(result["examples_per_sec"], 0)
+                self.assertTrue(0.0 <= result["accuracy"] <= 1.0)
 
 
 if __name__ == "__main__":
