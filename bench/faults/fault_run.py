@@ -3,11 +3,16 @@
 prints what survived.
 
 Two parts, run side by side:
-  local    runs the Fashion-MNIST CNN job under `taas run`, one job after another, and SIGKILLs a
-           random replica (PS, a worker, the chief, the evaluator) every few seconds;
+  local    runs the Fashion-MNIST CNN job under `taas run`, one job after another, and every few
+           seconds SIGKILLs a random replica (PS, a worker, the chief, the evaluator) or preempts
+           the whole job: SIGTERM to `taas run` (as Kueue's preemption or a drain ends every pod),
+           then `taas run` again with the same --model-dir, which resumes from the checkpoint the
+           chief saved on the signal;
   cluster  creates TFJobs in a test control plane (scripts/cluster/taas-cluster, kwok nodes)
            with taas-operator running against it, finishes their pods as a kubelet would, and
-           SIGKILLs then restarts the operator or the kube-apiserver every few seconds.
+           every few seconds SIGKILLs then restarts the operator or the kube-apiserver, or makes a
+           node that holds job pods NotReady (the operator replaces its pods after
+           --node-failure-seconds) and hands it back a while later.
 
 It prints, per part and in total:
   jobs succeeded       jobs that reached Succeeded, of those started;
@@ -17,7 +22,9 @@ It prints, per part and in total:
                        after a restart;
   longest stall        the longest time without progress (local: the chief's global step;
                        cluster: a job waiting for the operator), with the number of faults
-                       injected during it: a stall that spans at most one fault is one restart.
+                       injected during it: a stall that spans at most one fault is one restart;
+  steps re-done        local, per preemption: the job's global step when it ended on the SIGTERM
+                       (the PS's) minus the step of the checkpoint it resumed from.
 """
 
 import argparse
@@ -34,6 +41,9 @@ import threading
 import time
 
 ALIVE_PHASES = ("Pending", "Running", "")
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # the nodes kwok manages (docs/test-cluster.md)
+NODE_FAILURE_S = 10  # the operator's --node-failure-seconds here
+NODE_BACK_S = (20, 40)  # how long a failed node stays NotReady before it comes back
 
 
 def log(msg):
@@ -85,6 +95,7 @@ class Part:
         self.stalls = Stalls()
         self.kills = {}
         self.recoveries = []  # seconds from a fault until progress resumed
+        self.redone = []  # per preemption: global steps trained after the saved one
         self.notes = []
 
     def killed(self, what):
@@ -108,6 +119,9 @@ class Part:
             r = sorted(self.recoveries)
             lines.append(f"{self.name}: recovery after a fault: median {r[len(r) // 2]:.1f} s, "
                          f"longest {r[-1]:.1f} s ({len(r)} faults)")
+        if self.redone:
+            lines.append(f"{self.name}: steps re-done after a preemption: "
+                         f"{', '.join(map(str, self.redone))} (most {max(self.redone)})")
         lines += [f"{self.name}: note: {n}" for n in self.notes]
         return lines
 
@@ -196,6 +210,7 @@ class LocalRun:
                                    "fault; see its log")
 
     def one_job(self, number):
+        """One job to its end: `taas run` again with the same model dir after each preemption."""
         part = self.part
         part.jobs_started += 1
         model_dir = tempfile.mkdtemp(prefix=f"taas-faults-job{number}-")
@@ -208,12 +223,35 @@ class LocalRun:
             cmd += ["--env", kv]
         log(f"local: job {number}: {' '.join(cmd)}")
         out = open(log_path, "w")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                bufsize=1)
-        pids = {}  # replica name -> every pid it has had
+        pids = {}  # replica name -> every pid it has had, over every launch of the job
         state = {"step": -1, "progress_at": time.monotonic(), "restarted": False}
         checkpoints = CheckpointWatch(model_dir, part)
         lock = threading.Lock()
+        while True:
+            rc, preempted = self.launch(number, cmd, out, pids, state, checkpoints, lock)
+            if not (preempted and rc == 128 + signal.SIGTERM):
+                break
+            self.preempted(number, model_dir)
+            with lock:
+                state["restarted"] = True  # the resumed steps must not go below the checkpoint
+            log(f"local: job {number} preempted; resuming it: taas run with --model-dir "
+                f"{model_dir}")
+        out.close()
+        with lock:
+            checkpoints.check()
+        if rc == 0:
+            part.jobs_succeeded += 1
+            log(f"local: job {number} succeeded at step {state['step']}; its log: {log_path}")
+            shutil.rmtree(model_dir, ignore_errors=True)  # a failed job's model dir stays
+        else:
+            log(f"local: job {number} FAILED with {rc}; its log: {log_path}, model dir {model_dir}")
+        return rc == 0
+
+    def launch(self, number, cmd, out, pids, state, checkpoints, lock):
+        """One `taas run` of the job, with faults, to its end: (exit code, preempted)."""
+        part = self.part
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                bufsize=1)
 
         def reader():
             for line in proc.stdout:
@@ -252,6 +290,7 @@ class LocalRun:
         # that spans two faults is a restart that did not recover, not two faults close together.
         next_kill = time.monotonic() + self.rng.uniform(*self.args.kill_every)
         killed_at = None
+        preempted = False
         while proc.poll() is None:
             time.sleep(0.2)
             now = time.monotonic()
@@ -269,22 +308,50 @@ class LocalRun:
                 log(f"local: job {number} still running at the deadline; interrupting it")
                 proc.send_signal(signal.SIGINT)
                 break
-            if killed_at is None and now >= next_kill and now < self.deadline \
-                    and state["step"] >= 0:
-                if self.kill_one(pids, lock):
+            if killed_at is None and not preempted and now >= next_kill \
+                    and now < self.deadline and state["step"] >= 0:
+                if self.rng.random() < self.args.preempt_share:
+                    log(f"local: SIGTERM taas run of job {number} (pid {proc.pid}): preempted")
+                    proc.send_signal(signal.SIGTERM)
+                    self.part.killed("preemption (SIGTERM to the job)")
+                    preempted = True
+                elif self.kill_one(pids, lock):
                     killed_at = now
         rc = proc.wait()
         t.join(timeout=10)
-        out.close()
-        with lock:
-            checkpoints.check()
-        if rc == 0:
-            part.jobs_succeeded += 1
-            log(f"local: job {number} succeeded at step {state['step']}; its log: {log_path}")
-            shutil.rmtree(model_dir, ignore_errors=True)  # a failed job's model dir stays
-        else:
-            log(f"local: job {number} FAILED with {rc}; its log: {log_path}, model dir {model_dir}")
-        return rc == 0
+        return rc, preempted
+
+    # A PS-mode job's lines on SIGTERM (docs/trainer-runtime.md, "Faults"), in its replicas' logs.
+    SAVED_RE = re.compile(r'msg="checkpoint on termination saved" .*global_step=(\d+)')
+    ENDED_RE = re.compile(r'msg="terminating: done waiting" .*global_step=(\d+)')
+
+    def preempted(self, number, model_dir):
+        """Reads what the preemption cost from the replicas' logs: the step the chief saved on
+        the signal against the PS's step when it ended (the steps the resumed job re-does)."""
+        logs = os.path.join(model_dir, "logs")
+        job = os.path.splitext(os.path.basename(self.args.job))[0]
+
+        def last(replica_suffix, pattern):
+            names = [n for n in os.listdir(logs) if n.endswith(replica_suffix)] \
+                if os.path.isdir(logs) else []
+            found = None
+            for name in names:
+                with open(os.path.join(logs, name), errors="replace") as f:
+                    for line in f:
+                        m = pattern.search(line)
+                        if m:
+                            found = int(m.group(1))
+            return found
+
+        saved = last("-worker-0.log", self.SAVED_RE)
+        ended = last("-ps-0.log", self.ENDED_RE)
+        if saved is None or ended is None:
+            self.part.notes.append(f"job{number} ({job}): a preemption saved no checkpoint on the "
+                                   f"signal (saved {saved}, PS ended at {ended}): it resumes from "
+                                   "the last periodic one")
+            return
+        self.part.redone.append(max(0, ended - saved))
+        log(f"local: job {number}: saved step {saved} on the signal; the PS ended at {ended}")
 
     def kill_one(self, pids, lock):
         with lock:
@@ -338,8 +405,18 @@ class Cluster:
                     "$PATH", self.env.get("PATH", ""))
         self.state = os.path.dirname(self.env["KUBECONFIG"])
         self.kubectl("apply", "--server-side", "-f", self.args.crd)
-        self.kubectl("wait", "--for", "condition=established", "--timeout", "60s",
-                     "crd/tfjobs.kubeflow.org")
+        # Not `kubectl wait --for=condition=established`, which fails at once while the API
+        # server has written no condition yet.
+        start = time.monotonic()
+        while time.monotonic() - start < 60:
+            p = self.kubectl("get", "crd/tfjobs.kubeflow.org", "-o",
+                             "jsonpath={.status.conditions[?(@.type=='Established')].status}",
+                             check=False)
+            if p is not None and p.stdout.strip() == "True":
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("the TFJob CRD was not established within 60 s")
 
     def down(self):
         subprocess.run([self.args.cluster, "down", "--name", self.name])
@@ -391,7 +468,8 @@ class Cluster:
     def start_operator(self):
         # The operator's own lease timings (15 s lease, 10 s renew deadline), as deployed.
         cmd = [self.args.operator, "--kubeconfig", self.env["KUBECONFIG"], "--health-port", "0",
-               "--health-address", "127.0.0.1", "--workers", "4", "--lease-namespace", "default"]
+               "--health-address", "127.0.0.1", "--workers", "4", "--lease-namespace", "default",
+               "--node-failure-seconds", str(NODE_FAILURE_S)]
         self.operator = subprocess.Popen(cmd, stdout=self.operator_log, stderr=subprocess.STDOUT,
                                          env=self.env)
 
@@ -415,6 +493,36 @@ class Cluster:
             log(f"cluster: taas-operator exited by itself with {code}; restarting it")
             time.sleep(1)
             self.start_operator()
+
+    # ---- nodes ----
+    def fail_node(self):
+        """Makes a node that holds job pods NotReady as a dead kubelet leaves it (kwok stops
+        managing it: its annotation removed, Ready False; tests/operator/node_failure_test.py),
+        then hands it back, as a node that was only cut off, NODE_BACK_S later. The operator
+        replaces its pods after --node-failure-seconds; a replacement beside its old pod is a
+        duplicate."""
+        p = self.kubectl("get", "pods", "-n", "default", "-o", "json", check=False)
+        if p is None or p.returncode != 0:
+            return
+        nodes = sorted({pod["spec"].get("nodeName") for pod in json.loads(p.stdout)["items"]
+                        if pod["spec"].get("nodeName")
+                        and pod.get("status", {}).get("phase") == "Running"})
+        if not nodes:
+            return
+        node = self.rng.choice(nodes)
+        log(f"cluster: node {node} NotReady")
+        self.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}-")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {"status": {"conditions": [{
+            "type": "Ready", "status": "False", "reason": "KubeletNotReady",
+            "message": "fault run: the kubelet stopped", "lastHeartbeatTime": now,
+            "lastTransitionTime": now}]}}
+        self.kubectl("patch", "node", node, "--subresource=status", "--type=strategic",
+                     "-p", json.dumps(patch))
+        self.part.killed("node NotReady")
+        self.stop.wait(self.rng.uniform(*NODE_BACK_S))
+        self.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}=fake", check=False)
+        log(f"cluster: node {node} handed back to kwok")
 
     # ---- jobs ----
     def tfjob(self, name):
@@ -487,29 +595,38 @@ class Cluster:
                 log(f"cluster: TFJob {name} FAILED")
 
     def finish_ready_jobs(self):
-        """Worker 0 (the chief) of a job running for a while exits 0, so the job succeeds."""
+        """Worker 0 (the chief) of a job running for a while exits 0, then its evaluator, as a
+        real one does once it scored the final checkpoint: the operator waits up to two minutes
+        for an evaluator after the chief's success, which kwok's evaluator would always use up."""
         now = time.monotonic()
         for name, job in self.jobs.items():
             if job["running"] is None or job["finished"] is not None:
                 continue
             if now - job["running"] < self.args.job_seconds:
                 continue
-            p = subprocess.run([self.args.cluster, "finish-pod", "--name", self.name,
-                                "--timeout", "20", "default", f"{name}-worker-0", "0"],
-                               env=self.env, capture_output=True, text=True)
-            if p.returncode == 0:
+            finished = True
+            for replica in ("worker-0", "evaluator-0"):
+                p = subprocess.run([self.args.cluster, "finish-pod", "--name", self.name,
+                                    "--timeout", "20", "default", f"{name}-{replica}", "0"],
+                                   env=self.env, capture_output=True, text=True)
+                finished = finished and p.returncode == 0
+                if p.returncode == 0:
+                    log(f"cluster: {name}-{replica} finished with 0")
+            if finished:
                 job["finished"] = time.monotonic()
-                log(f"cluster: {name}-worker-0 finished with 0")
 
     def faults(self):
         while not self.stop.wait(self.rng.uniform(*self.args.cluster_fault_every)):
             if time.monotonic() >= self.deadline:
                 return
             try:
-                if self.rng.random() < 0.5:
+                fault = self.rng.random()
+                if fault < 1 / 3:
                     self.restart_operator()
-                else:
+                elif fault < 2 / 3:
                     self.restart_apiserver()
+                else:
+                    self.fail_node()
             except Exception as e:  # a fault that could not be injected is noted, not fatal
                 self.part.notes.append(f"fault not injected: {e}")
 
@@ -570,6 +687,9 @@ def main():
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--grace", type=float, default=600,
                         help="seconds after the deadline the last jobs may take to finish")
+    parser.add_argument("--preempt-share", type=float, default=0.25,
+                        help="the share of local faults that preempt the whole job (SIGTERM to "
+                        "taas run, then run it again) instead of SIGKILLing a replica")
     parser.add_argument("--job-every", type=float, default=15)
     parser.add_argument("--job-seconds", type=float, default=20)
     args = parser.parse_args()
