@@ -41,7 +41,6 @@ import threading
 import time
 
 ALIVE_PHASES = ("Pending", "Running", "")
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # the nodes kwok manages (docs/test-cluster.md)
 NODE_FAILURE_S = 10  # the operator's --node-failure-seconds here
 NODE_BACK_S = (20, 40)  # how long a failed node stays NotReady before it comes back
 
@@ -495,12 +494,16 @@ class Cluster:
             self.start_operator()
 
     # ---- nodes ----
+    def node_command(self, command, node):
+        """`taas-cluster node-down` (what a dead kubelet leaves) or `node-up` (it comes back)."""
+        subprocess.run([self.args.cluster, command, "--name", self.name, node], env=self.env,
+                       check=True, capture_output=True, text=True)
+
     def fail_node(self):
         """Makes a node that holds job pods NotReady as a dead kubelet leaves it (kwok stops
-        managing it: its annotation removed, Ready False; tests/operator/node_failure_test.py),
-        then hands it back, as a node that was only cut off, NODE_BACK_S later. The operator
-        replaces its pods after --node-failure-seconds; a replacement beside its old pod is a
-        duplicate."""
+        managing it, Ready False: `taas-cluster node-down`), then hands it back, as a node that
+        was only cut off, NODE_BACK_S later. The operator replaces its pods after
+        --node-failure-seconds; a replacement beside its old pod is a duplicate."""
         p = self.kubectl("get", "pods", "-n", "default", "-o", "json", check=False)
         if p is None or p.returncode != 0:
             return
@@ -510,18 +513,11 @@ class Cluster:
         if not nodes:
             return
         node = self.rng.choice(nodes)
+        self.node_command("node-down", node)
         log(f"cluster: node {node} NotReady")
-        self.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}-")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        patch = {"status": {"conditions": [{
-            "type": "Ready", "status": "False", "reason": "KubeletNotReady",
-            "message": "fault run: the kubelet stopped", "lastHeartbeatTime": now,
-            "lastTransitionTime": now}]}}
-        self.kubectl("patch", "node", node, "--subresource=status", "--type=strategic",
-                     "-p", json.dumps(patch))
         self.part.killed("node NotReady")
         self.stop.wait(self.rng.uniform(*NODE_BACK_S))
-        self.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}=fake", check=False)
+        self.node_command("node-up", node)
         log(f"cluster: node {node} handed back to kwok")
 
     # ---- jobs ----

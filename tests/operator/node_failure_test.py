@@ -4,7 +4,7 @@
 A real control plane (scripts/cluster/taas-cluster, two kwok nodes), the TFJob CRD and
 taas-operator with a short --node-failure-seconds run a PS-mode TFJob (1 PS, 2 workers under
 ExitCode, backoffLimit 0, so one counted restart would fail it). The node holding worker 1 is made
-NotReady as a dead kubelet leaves it: kwok stops managing it (its annotation removed: no more
+NotReady as a dead kubelet leaves it (`taas-cluster node-down`): kwok stops managing it (no more
 heartbeats or pod updates) and its Ready condition turns False. The test asserts that worker 1 is
 replaced on the other node within 90 s (Kubernetes alone would evict it after its 300 s
 toleration, and the pod would then stay Terminating, as the node never confirms), that one
@@ -17,8 +17,6 @@ Usage: node_failure_test.py --operator BIN --crd FILE --cluster taas-cluster
 """
 
 import argparse
-import datetime
-import json
 import sys
 import time
 import traceback
@@ -31,25 +29,7 @@ JOB = "mnist"
 LOST = f"{JOB}-worker-1"
 THRESHOLD_S = 5  # --node-failure-seconds: short, so the test is quick
 REPLACED_WITHIN_S = 90  # the issue's bound (Kubernetes' own: 300 s, then stuck Terminating)
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # the nodes kwok manages (docs/test-cluster.md)
 INCARNATION_ANNOTATION = "taas.dev/replica-incarnation"  # tfjob::kAnnotationReplicaIncarnation
-
-
-def now_rfc3339():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def fail_node(env, node):
-    """What a node whose kubelet died looks like: nobody renews its status, and Ready is False
-    (the node lifecycle controller then taints it node.kubernetes.io/not-ready)."""
-    env.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}-")
-    now = now_rfc3339()
-    patch = {"status": {"conditions": [{
-        "type": "Ready", "status": "False", "reason": "KubeletNotReady",
-        "message": "node_failure_test: the kubelet stopped", "lastHeartbeatTime": now,
-        "lastTransitionTime": now}]}}
-    env.kubectl("patch", "node", node, "--subresource=status", "--type=strategic",
-                "-p", json.dumps(patch))
 
 
 def ready_status(env, node):
@@ -97,7 +77,7 @@ def main():
         log(f"{LOST} runs on {node}, with {on_node}; failing {node}")
 
         failed_at = time.time()
-        fail_node(env, node)
+        env.cluster_node_command("node-down", node)
         # The node stays NotReady: kwok no longer writes it (else it would be Ready again).
         wait_for(f"{node} NotReady", lambda: ready_status(env, node) == "False", 10)
 
@@ -142,7 +122,7 @@ def main():
 
         # The node comes back (it was only cut off): kwok manages it again and it turns Ready.
         # The replacement keeps running, no old pod reappears, nothing is replaced again.
-        env.kubectl("annotate", "node", node, f"{KWOK_ANNOTATION}=fake")
+        env.cluster_node_command("node-up", node)
         wait_for(f"{node} Ready again", lambda: ready_status(env, node) == "True", 30)
         time.sleep(THRESHOLD_S + 1)  # past another threshold: a second replacement would show
         now = e2e.pod(env, NS, LOST)

@@ -113,6 +113,11 @@ class Env:
         subprocess.run([self.args.cluster, command, "--name", self.name, "--timeout", "120",
                         *extra, ns, pod, str(code)], check=True, env=self.env)
 
+    def cluster_node_command(self, command, node):
+        """`taas-cluster node-down NODE` (what a dead kubelet leaves) or `node-up NODE`."""
+        subprocess.run([self.args.cluster, command, "--name", self.name, node], check=True,
+                       env=self.env)
+
     # ---- operator ----
     def start_operator(self, *extra, identity=None, kubeconfig=None):
         index = len(self.operators)

@@ -4,7 +4,7 @@ success, 1 on a failure (its message on standard error), 2 without a command."""
 
 import sys
 
-from . import gobuild, instance, pods, up
+from . import gobuild, instance, nodes, pods, up
 from .instance import Instance
 from .layout import DEFAULT_NAME, check_name
 from .parse import whole_number
@@ -33,6 +33,9 @@ USAGE = """usage: taas-cluster COMMAND [OPTIONS]
                               as a kubelet does under restartPolicy Always/OnFailure
   pod-log [--name N] NAMESPACE POD [LINE...]
                               append lines (else stdin) to the pod's log, as `kubectl logs` shows it
+  node-down [--name N] NODE   make a node NotReady as a dead kubelet leaves it: kwok stops
+                              managing it and its Ready condition turns False
+  node-up [--name N] NODE     hand it back to kwok, as a node that was only cut off comes back
   kubectl [--name N] ARGS...  run the cached kubectl against the instance
 
 The instance name defaults to "default"; state lives in ${TAAS_CLUSTER_STATE:-/tmp/taas-cluster}/NAME.
@@ -172,6 +175,25 @@ def cmd_pod_log(settings, args):
     pods.append_log(Instance(settings, values.get("--name", DEFAULT_NAME)), namespace, pod, lines)
 
 
+def node_command(command, args):
+    """(instance name, node) of `node-down`/`node-up`'s arguments."""
+    values, _, rest = split_options(args, ("--name",))
+    if len(rest) != 1:
+        raise Failure(f"usage: taas-cluster {command} [--name N] NODE")
+    pods.check_object_name("node", rest[0])
+    return check_name(values.get("--name", DEFAULT_NAME)), rest[0]
+
+
+def cmd_node_down(settings, args):
+    name, node = node_command("node-down", args)
+    nodes.down(Instance(settings, name), node)
+
+
+def cmd_node_up(settings, args):
+    name, node = node_command("node-up", args)
+    nodes.up(Instance(settings, name), node)
+
+
 def cmd_kubectl(settings, args):
     """--name only as the first argument: everything after it is kubectl's."""
     name = DEFAULT_NAME
@@ -196,6 +218,7 @@ def cmd_watch(settings, args):
 COMMANDS = {"build": cmd_build, "up": cmd_up, "env": cmd_env, "down": cmd_down,
             "status": cmd_status, "finish-pod": cmd_finish_pod,
             "restart-container": cmd_restart_container, "pod-log": cmd_pod_log,
+            "node-down": cmd_node_down, "node-up": cmd_node_up,
             "kubectl": cmd_kubectl, "_watch": cmd_watch, "_go": cmd_go}
 
 

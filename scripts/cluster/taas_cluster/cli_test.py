@@ -70,6 +70,22 @@ class ParsePodCommand(unittest.TestCase):
                 cli.parse_pod_command("finish-pod", args)
 
 
+class NodeCommand(unittest.TestCase):
+    def test_arguments(self):
+        self.assertEqual(cli.node_command("node-down", ["taas-node-1"]),
+                         ("default", "taas-node-1"))
+        self.assertEqual(cli.node_command("node-up", ["--name", "x", "taas-node-0"]),
+                         ("x", "taas-node-0"))
+
+    def test_refusals(self):
+        for args, message in (([], "usage: taas-cluster node-down"),
+                              (["a", "b"], "usage: taas-cluster node-down"),
+                              (["Node/../x"], "bad node name"),
+                              (["--name"], "--name needs a value")):
+            with self.assertRaisesRegex(Failure, message):
+                cli.node_command("node-down", args)
+
+
 class Main(unittest.TestCase):
     def run_main(self, argv):
         err = io.StringIO()
