@@ -226,11 +226,13 @@ class LocalRun:
         state = {"step": -1, "progress_at": time.monotonic(), "restarted": False}
         checkpoints = CheckpointWatch(model_dir, part)
         lock = threading.Lock()
+        preemptions = 0
         while True:
             rc, preempted = self.launch(number, cmd, out, pids, state, checkpoints, lock)
             if not (preempted and rc == 128 + signal.SIGTERM):
                 break
-            self.preempted(number, model_dir)
+            self.preempted(number, model_dir, preemptions)
+            preemptions += 1
             with lock:
                 state["restarted"] = True  # the resumed steps must not go below the checkpoint
             log(f"local: job {number} preempted; resuming it: taas run with --model-dir "
@@ -324,30 +326,29 @@ class LocalRun:
     SAVED_RE = re.compile(r'msg="checkpoint on termination saved" .*global_step=(\d+)')
     ENDED_RE = re.compile(r'msg="terminating: done waiting" .*global_step=(\d+)')
 
-    def preempted(self, number, model_dir):
-        """Reads what the preemption cost from the replicas' logs: the step the chief saved on
-        the signal against the PS's step when it ended (the steps the resumed job re-does)."""
+    def preempted(self, number, model_dir, index):
+        """Reads what preemption `index` (from 0) of job `number` cost from the replicas' logs,
+        which every `taas run` of the job appends to: the step the chief saved on the signal
+        against the PS's step when it ended (the steps the resumed job re-does)."""
         logs = os.path.join(model_dir, "logs")
-        job = os.path.splitext(os.path.basename(self.args.job))[0]
 
-        def last(replica_suffix, pattern):
-            names = [n for n in os.listdir(logs) if n.endswith(replica_suffix)] \
+        def nth(replica_suffix, pattern):
+            """The step of the index-th line matching `pattern`, or None: a preemption that
+            saved nothing leaves no line, and an earlier preemption's must not stand in."""
+            names = sorted(n for n in os.listdir(logs) if n.endswith(replica_suffix)) \
                 if os.path.isdir(logs) else []
-            found = None
+            steps = []
             for name in names:
                 with open(os.path.join(logs, name), errors="replace") as f:
-                    for line in f:
-                        m = pattern.search(line)
-                        if m:
-                            found = int(m.group(1))
-            return found
+                    steps += [int(m.group(1)) for m in map(pattern.search, f) if m]
+            return steps[index] if index < len(steps) else None
 
-        saved = last("-worker-0.log", self.SAVED_RE)
-        ended = last("-ps-0.log", self.ENDED_RE)
+        saved = nth("-worker-0.log", self.SAVED_RE)
+        ended = nth("-ps-0.log", self.ENDED_RE)
         if saved is None or ended is None:
-            self.part.notes.append(f"job{number} ({job}): a preemption saved no checkpoint on the "
-                                   f"signal (saved {saved}, PS ended at {ended}): it resumes from "
-                                   "the last periodic one")
+            self.part.notes.append(f"job{number}: preemption {index + 1} saved no checkpoint on "
+                                   f"the signal (saved {saved}, PS ended at {ended}): it resumes "
+                                   "from the last periodic one")
             return
         self.part.redone.append(max(0, ended - saved))
         log(f"local: job {number}: saved step {saved} on the signal; the PS ended at {ended}")
