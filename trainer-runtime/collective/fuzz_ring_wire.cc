@@ -1,7 +1,7 @@
 // libFuzzer target: the bytes a stranger sends the TCP ring before any data (ring_wire.h): the
-// hello a new connection opens with and the header of each operation. The first input byte picks
-// which; the rest is what arrived. Nothing may crash or announce more than the limits, and only
-// the exact bytes the expected peer would send may pass.
+// hello a new connection opens with, the formation frames after it and the header of each
+// operation. The first input byte picks which; the rest is what arrived. Nothing may crash or
+// announce more than the limits, and only the exact bytes the expected peer would send may pass.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -46,15 +46,28 @@ void FuzzHeader(std::span<const std::byte> bytes) {
   }
 }
 
+void FuzzFormationFrame(std::span<const std::byte> bytes) {
+  const auto frame = ParseFormationFrame(bytes.first(std::min(bytes.size(), kFormationFrameBytes)));
+  if (!frame.ok()) return;
+  const auto expected = EncodeFormationFrame(*frame);
+  Require(std::equal(bytes.begin(), bytes.begin() + kFormationFrameBytes, expected.begin(),
+                     expected.end()));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::span<const std::byte> rest(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
-  if (data[0] % 2 == 0) {
-    FuzzHello(rest);
-  } else {
-    FuzzHeader(rest);
+  switch (data[0] % 3) {
+    case 0:
+      FuzzHello(rest);
+      break;
+    case 1:
+      FuzzHeader(rest);
+      break;
+    default:
+      FuzzFormationFrame(rest);
   }
   return 0;
 }

@@ -10,7 +10,9 @@ namespace {
 constexpr std::array<char, 8> kHelloMagic = {'T', 'A', 'A', 'S', 'R', 'I', 'N', 'G'};
 // 2: all-reduces of at most 64 KiB gather every rank's buffer (tcp_ring.cc, kGatherBytes).
 // 3: the hello names the replica's incarnation.
-constexpr std::uint32_t kVersion = 3;
+// 4: formation frames (the seal, the fence notice) follow the hellos.
+constexpr std::uint32_t kVersion = 4;
+constexpr std::array<char, 8> kFormationMagic = {'T', 'A', 'A', 'S', 'F', 'O', 'R', 'M'};
 constexpr std::uint32_t kOpMagic = 0x4f524154;  // "TARO" read little-endian
 
 void PutU32(std::byte* out, std::uint32_t v) {
@@ -101,6 +103,28 @@ absl::StatusOr<std::uint64_t> CheckHello(std::span<const std::byte> hello, const
                                       ": TF_CONFIG differs between the workers");
   }
   return GetU64(hello.data() + 20);
+}
+
+std::array<std::byte, kFormationFrameBytes> EncodeFormationFrame(const FormationFrame& frame) {
+  std::array<std::byte, kFormationFrameBytes> out{};
+  std::memcpy(out.data(), kFormationMagic.data(), kFormationMagic.size());
+  PutU32(out.data() + 8, static_cast<std::uint32_t>(frame.kind));
+  PutU64(out.data() + 12, frame.incarnation);
+  return out;
+}
+
+absl::StatusOr<FormationFrame> ParseFormationFrame(std::span<const std::byte> bytes) {
+  if (bytes.size() != kFormationFrameBytes ||
+      std::memcmp(bytes.data(), kFormationMagic.data(), kFormationMagic.size()) != 0) {
+    return absl::InvalidArgumentError("the neighbour sent bytes that are no ring formation frame");
+  }
+  const std::uint32_t kind = GetU32(bytes.data() + 8);
+  if (kind != static_cast<std::uint32_t>(FormationKind::kSeal) &&
+      kind != static_cast<std::uint32_t>(FormationKind::kFenced)) {
+    return absl::InvalidArgumentError("ring formation frame of unknown kind " +
+                                      std::to_string(kind));
+  }
+  return FormationFrame{static_cast<FormationKind>(kind), GetU64(bytes.data() + 12)};
 }
 
 std::array<std::byte, kOpHeaderBytes> EncodeOpHeader(const OpHeader& header) {

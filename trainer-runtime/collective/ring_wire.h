@@ -37,6 +37,24 @@ absl::StatusOr<std::size_t> HelloTokenBytes(std::span<const std::byte> fixed);
 // match.
 absl::StatusOr<std::uint64_t> CheckHello(std::span<const std::byte> hello, const Hello& expected);
 
+// After the hellos, while the ring forms, a connection carries formation frames (wire version 4):
+// rank 0, once joined to both neighbours, sends kSeal to the next rank, and each rank passes it
+// on once it has both neighbours too, until it returns to rank 0. A rank takes the seal only from
+// its previous rank's newest incarnation: while it waits, a hello of a newer incarnation of that
+// rank replaces the connection, and the old one is sent kFenced (naming the newer incarnation),
+// against the ring's direction, before it is closed. The seal proves every rank on its way had
+// both neighbours, which a pod its replacement's service no longer points at never has.
+enum class FormationKind : std::uint32_t { kSeal = 1, kFenced = 2 };
+struct FormationFrame {
+  FormationKind kind = FormationKind::kSeal;
+  std::uint64_t incarnation = 0;  // kFenced: the newer incarnation admitted instead
+};
+inline constexpr std::size_t kFormationFrameBytes = 20;  // magic, kind, incarnation
+
+std::array<std::byte, kFormationFrameBytes> EncodeFormationFrame(const FormationFrame& frame);
+// InvalidArgument for bytes that are no formation frame (of this size, magic and a known kind).
+absl::StatusOr<FormationFrame> ParseFormationFrame(std::span<const std::byte> bytes);
+
 // The header of each operation on each connection.
 enum class OpKind : std::uint32_t { kAllReduceSum = 1, kAllReduceMean = 2, kBroadcast = 3 };
 struct OpHeader {

@@ -61,5 +61,28 @@ TEST_CASE("operation headers: the same operation passes, another names both side
         absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("formation frames round-trip; anything else is refused") {
+  const auto seal = EncodeFormationFrame({FormationKind::kSeal, 0});
+  CHECK(ParseFormationFrame(seal)->kind == FormationKind::kSeal);
+  const auto fenced =
+      ParseFormationFrame(EncodeFormationFrame({FormationKind::kFenced, 0xfedcba9876543210}));
+  REQUIRE(fenced.ok());
+  CHECK(fenced->kind == FormationKind::kFenced);
+  CHECK(fenced->incarnation == 0xfedcba9876543210);
+
+  auto unknown = seal;
+  unknown[8] = std::byte{3};
+  CHECK(std::string(ParseFormationFrame(unknown).status().message()).find("unknown kind 3") !=
+        std::string::npos);
+  auto garbage = seal;
+  garbage[0] = std::byte{'X'};
+  CHECK(ParseFormationFrame(garbage).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(ParseFormationFrame(std::span(seal).first(19)).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  // An operation header where a formation frame is due (a peer of wire version 3) is no frame.
+  const auto header = EncodeOpHeader({0, OpKind::kAllReduceSum, 4, 0});
+  CHECK(!ParseFormationFrame(std::span(header).first(kFormationFrameBytes)).ok());
+}
+
 }  // namespace
 }  // namespace taas::collective::ring_wire

@@ -147,18 +147,22 @@ absl::Status ReceiveAll(int fd, std::span<std::byte> bytes, Clock::time_point de
 
 // Reads a whole hello (its fixed part announces the token's length), checks it, and admits the
 // peer's incarnation to `fence` (a neighbour of an older incarnation than one seen before is
-// refused: taas/base/fence.h).
-absl::Status ReceiveHello(int fd, const ring_wire::Hello& expected, const std::string& peer,
-                          IncarnationFence& fence, Clock::time_point deadline,
-                          const std::string& what) {
+// refused: taas/base/fence.h); returns that incarnation. `received`: the hello's first bytes when
+// the caller read them already (at most its fixed part).
+absl::StatusOr<std::uint64_t> ReceiveHello(int fd, const ring_wire::Hello& expected,
+                                           const std::string& peer, IncarnationFence& fence,
+                                           Clock::time_point deadline, const std::string& what,
+                                           std::span<const std::byte> received = {}) {
   std::vector<std::byte> hello(ring_wire::kHelloFixedBytes);
-  TAAS_RETURN_IF_ERROR(ReceiveAll(fd, hello, deadline, what));
+  std::copy(received.begin(), received.end(), hello.begin());
+  TAAS_RETURN_IF_ERROR(ReceiveAll(fd, std::span(hello).subspan(received.size()), deadline, what));
   TAAS_ASSIGN_OR_RETURN(const std::size_t token_bytes, ring_wire::HelloTokenBytes(hello));
   hello.resize(ring_wire::kHelloFixedBytes + token_bytes);
   TAAS_RETURN_IF_ERROR(
       ReceiveAll(fd, std::span(hello).subspan(ring_wire::kHelloFixedBytes), deadline, what));
   TAAS_ASSIGN_OR_RETURN(const std::uint64_t incarnation, ring_wire::CheckHello(hello, expected));
-  return fence.Admit({peer, incarnation});
+  TAAS_RETURN_IF_ERROR(fence.Admit({peer, incarnation}));
+  return incarnation;
 }
 
 void TuneSocket(int fd) {
@@ -633,12 +637,51 @@ ring_wire::Hello OwnHello(const TcpRingOptions& options) {
           static_cast<std::uint32_t>(options.rank), options.incarnation, options.token};
 }
 
+int PrevRank(const TcpRingOptions& options) {
+  const int size = static_cast<int>(options.addresses.size());
+  return (options.rank + size - 1) % size;
+}
+int NextRank(const TcpRingOptions& options) {
+  return (options.rank + 1) % static_cast<int>(options.addresses.size());
+}
+
+// What a neighbour's kFenced frame means for this rank: the fencing refusal (taas::IsFenced) naming
+// this replica and both incarnations; Unavailable when the newer one it names is not newer (the
+// neighbour replaced this connection with another of the same incarnation).
+absl::Status FencedBy(const TcpRingOptions& options, const ring_wire::FormationFrame& frame) {
+  TAAS_RETURN_IF_ERROR(CheckIncarnation(RingPeerName(options, options.rank), frame.incarnation,
+                                        options.incarnation));
+  return absl::UnavailableError(
+      "a neighbour replaced this rank's connection with another of "
+      "the same incarnation");
+}
+
+// Reads the frame a neighbour sent against the ring's direction (on the connection to the next
+// rank) while the ring forms: only ever a fence notice, or its hanging up.
+absl::Status ReadNotice(const TcpRingOptions& options, int next_fd, Clock::time_point deadline) {
+  const std::string what = "from rank " + std::to_string(NextRank(options)) + " (" +
+                           options.addresses[static_cast<std::size_t>(NextRank(options))] +
+                           ") while the ring formed";
+  std::array<std::byte, ring_wire::kFormationFrameBytes> bytes{};
+  absl::Status received = ReceiveAll(next_fd, bytes, std::min(deadline, After(5)), what);
+  if (!received.ok()) {
+    return absl::UnavailableError(std::string(received.message()) + " (it restarted?)");
+  }
+  TAAS_ASSIGN_OR_RETURN(const ring_wire::FormationFrame frame,
+                        ring_wire::ParseFormationFrame(bytes));
+  if (frame.kind != ring_wire::FormationKind::kFenced) {
+    return absl::InvalidArgumentError("a seal came " + what + ", against the ring's direction");
+  }
+  return FencedBy(options, frame);
+}
+
 // Connects to the next rank and exchanges hellos, retrying until `deadline` (the next rank may
-// start later, or be an old process on its way out).
+// start later, or be an old process on its way out). A kFenced frame in place of the next rank's
+// hello (it has seen a newer incarnation of this replica) ends it, fenced.
 absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& address,
                             Clock::time_point deadline, const Logger& logger) {
   const auto size = static_cast<std::uint32_t>(options.addresses.size());
-  const auto next = static_cast<std::uint32_t>((options.rank + 1) % static_cast<int>(size));
+  const auto next = static_cast<std::uint32_t>(NextRank(options));
   const std::string what =
       "joining rank " + std::to_string(next) + " (" + options.addresses[next] + ")";
   absl::Status last;
@@ -652,15 +695,24 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
     absl::Status status = fd.status();
     if (fd.ok()) {
       status = SendAll(fd->get(), ring_wire::EncodeHello(OwnHello(options)), deadline, what);
+      // A hello's fixed part is longer than a formation frame: its first bytes tell them apart.
+      std::array<std::byte, ring_wire::kFormationFrameBytes> first{};
+      if (status.ok()) status = ReceiveAll(fd->get(), first, deadline, what);
       if (status.ok()) {
-        status = ReceiveHello(fd->get(), {size, next, 0, options.token},
-                              RingPeerName(options, static_cast<int>(next)), fence, deadline, what);
-        if (status.code() == absl::StatusCode::kUnavailable) {
-          status = absl::UnavailableError(
-              "rank " + std::to_string(next) +
-              " hung up on this rank's hello: it refused it (another job's token, or TF_CONFIG "
-              "differs: see its log) or it is restarting");
+        if (auto frame = ring_wire::ParseFormationFrame(first);
+            frame.ok() && frame->kind == ring_wire::FormationKind::kFenced) {
+          if (absl::Status fenced = FencedBy(options, *frame); IsFenced(fenced)) return fenced;
         }
+        status = ReceiveHello(fd->get(), {size, next, 0, options.token},
+                              RingPeerName(options, static_cast<int>(next)), fence, deadline, what,
+                              first)
+                     .status();
+      }
+      if (status.code() == absl::StatusCode::kUnavailable) {
+        status = absl::UnavailableError(
+            "rank " + std::to_string(next) +
+            " hung up on this rank's hello: it refused it (another job's token, or TF_CONFIG "
+            "differs: see its log) or it is restarting");
       }
       if (status.ok()) return std::move(*fd);
       // A peer that answered with the wrong token, ring or rank will not change its mind.
@@ -684,24 +736,65 @@ absl::StatusOr<Fd> JoinNext(const TcpRingOptions& options, const HostPort& addre
                                      " s (TAAS_WAIT_TIMEOUT_SECS): " + std::string(last.message()));
 }
 
+// The previous rank's connection and the incarnation its hello named.
+struct Previous {
+  Fd fd;
+  std::uint64_t incarnation = 0;
+};
+
+// Accepts one waiting connection and exchanges hellos: the previous rank with this job's token,
+// of an incarnation `fence` admits (a newer one is remembered). An older incarnation is sent a
+// kFenced frame naming the newest admitted before it is closed, so it exits fenced at once.
+absl::StatusOr<Previous> AcceptOne(const TcpRingOptions& options, int listener,
+                                   IncarnationFence& fence, Clock::time_point deadline,
+                                   const std::string& what) {
+  Fd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+  if (fd.get() < 0) return absl::UnavailableError(Errno("accept4") + " " + what);
+  TuneSocket(fd.get());
+  const std::string peer = RingPeerName(options, PrevRank(options));
+  // A stranger gets a few seconds to say hello, never the whole wait.
+  auto incarnation = ReceiveHello(fd.get(),
+                                  {static_cast<std::uint32_t>(options.addresses.size()),
+                                   static_cast<std::uint32_t>(PrevRank(options)), 0, options.token},
+                                  peer, fence, std::min(deadline, After(5)), what);
+  if (IsFenced(incarnation.status())) {
+    const auto notice =
+        ring_wire::EncodeFormationFrame({ring_wire::FormationKind::kFenced, fence.Highest(peer)});
+    (void)SendAll(fd.get(), notice, std::min(deadline, After(5)), what);
+  }
+  TAAS_RETURN_IF_ERROR(incarnation.status());
+  TAAS_RETURN_IF_ERROR(
+      SendAll(fd.get(), ring_wire::EncodeHello(OwnHello(options)), deadline, what));
+  return Previous{std::move(fd), *incarnation};
+}
+
+// What `joined_next` holds while JoinNext runs, and once it was refused as fenced.
+constexpr int kNotJoined = -1;
+constexpr int kJoinFenced = -2;
+
 // Accepts connections until one is the previous rank with this job's token; others (a port
-// scanner, a process of another job) are closed and logged.
-absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
-                                  Clock::time_point deadline, const Logger& logger) {
-  const auto size = static_cast<std::uint32_t>(options.addresses.size());
-  const auto prev = static_cast<std::uint32_t>((options.rank + static_cast<int>(size) - 1) %
-                                               static_cast<int>(size));
-  const std::string what =
-      "accepting rank " + std::to_string(prev) + " (" + options.addresses[prev] + ")";
+// scanner, a process of another job, an older incarnation) are closed and logged. Meanwhile a fence
+// notice on this rank's connection to the next one (`joined_next`, once JoinNext has it), or
+// JoinNext's being fenced, ends the wait: this rank itself was replaced.
+absl::StatusOr<Previous> AcceptPrevious(const TcpRingOptions& options, int listener,
+                                        IncarnationFence& fence,
+                                        const std::atomic<int>& joined_next,
+                                        Clock::time_point deadline, const Logger& logger) {
+  const std::string what = "accepting rank " + std::to_string(PrevRank(options)) + " (" +
+                           options.addresses[static_cast<std::size_t>(PrevRank(options))] + ")";
   // The last connection refused: a timeout names why, or a wrong token would read as silence.
   absl::Status refused;
-  // The previous rank's incarnations across connections: an older one than seen is refused.
-  IncarnationFence fence;
   while (true) {
-    // Woken every kStopCheckSecs to see whether the replica is terminating.
+    // Woken every kStopCheckSecs to see whether the replica is terminating or was fenced.
     absl::Status ready =
         WaitReady(listener, POLLIN, std::min(deadline, After(kStopCheckSecs)), what);
     if (Stopped(options)) return StoppedError(what);
+    const int next_fd = joined_next.load();
+    if (next_fd == kJoinFenced) return absl::CancelledError("stopped " + what);
+    if (next_fd >= 0) {
+      pollfd notice{next_fd, POLLIN, 0};
+      if (::poll(&notice, 1, 0) > 0) TAAS_RETURN_IF_ERROR(ReadNotice(options, next_fd, deadline));
+    }
     if (ready.code() == absl::StatusCode::kDeadlineExceeded && Clock::now() < deadline) continue;
     if (!ready.ok()) {
       if (refused.ok()) return ready;
@@ -709,20 +802,79 @@ absl::StatusOr<Fd> AcceptPrevious(const TcpRingOptions& options, int listener,
                           std::string(ready.message()) +
                               "; the last connection refused: " + std::string(refused.message()));
     }
-    Fd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (fd.get() < 0) continue;
-    TuneSocket(fd.get());
-    // A stranger gets a few seconds to say hello, never the whole wait.
-    const auto hello_deadline = std::min(deadline, After(5));
-    absl::Status status =
-        ReceiveHello(fd.get(), {size, prev, 0, options.token},
-                     RingPeerName(options, static_cast<int>(prev)), fence, hello_deadline, what);
-    if (status.ok())
-      status = SendAll(fd.get(), ring_wire::EncodeHello(OwnHello(options)), deadline, what);
-    if (status.ok()) return fd;
+    auto previous = AcceptOne(options, listener, fence, deadline, what);
+    if (previous.ok()) return previous;
     logger.Warning("refused a connection to the all-reduce ring",
-                   {{"error", std::string(status.message())}});
-    refused = std::move(status);
+                   {{"error", std::string(previous.status().message())}});
+    refused = previous.status();
+  }
+}
+
+// Passes the seal around the ring once this rank has both neighbours (ring_wire.h, formation
+// frames): rank 0 sends it, every other rank waits for it from the previous rank and passes it
+// on, and rank 0's returns. While waiting, a newer incarnation of the previous rank connecting
+// replaces `prev` (the old one is sent kFenced and closed), and a previous rank that hangs up is
+// waited for again: so a replica's old incarnation that joined first never closes the ring.
+absl::Status SealRing(const TcpRingOptions& options, int listener, IncarnationFence& fence,
+                      int next_fd, Previous& prev, Clock::time_point deadline,
+                      const Logger& logger) {
+  const std::string what = "waiting for the all-reduce ring to close (the seal from rank " +
+                           std::to_string(PrevRank(options)) + ", " +
+                           options.addresses[static_cast<std::size_t>(PrevRank(options))] + ")";
+  const auto seal = ring_wire::EncodeFormationFrame({ring_wire::FormationKind::kSeal, 0});
+  if (options.rank == 0) TAAS_RETURN_IF_ERROR(SendAll(next_fd, seal, deadline, what));
+  while (true) {
+    pollfd fds[3] = {{prev.fd.get(), POLLIN, 0}, {listener, POLLIN, 0}, {next_fd, POLLIN, 0}};
+    const int ready = ::poll(fds, 3, MillisUntil(std::min(deadline, After(kStopCheckSecs))));
+    if (Stopped(options)) return StoppedError(what);
+    if (ready < 0 && errno != EINTR) return absl::InternalError(Errno("poll"));
+    if (ready <= 0) {
+      if (Clock::now() < deadline) continue;
+      return absl::DeadlineExceededError(
+          what + ": gave up after " + SecsText(options.timeout_secs) +
+          " s (TAAS_WAIT_TIMEOUT_SECS): a rank of the ring is not joined to both its neighbours");
+    }
+    if (fds[2].revents != 0) TAAS_RETURN_IF_ERROR(ReadNotice(options, next_fd, deadline));
+    if (fds[1].revents & POLLIN) {
+      auto newer = AcceptOne(options, listener, fence, deadline, what);
+      if (!newer.ok()) {
+        logger.Warning("refused a connection to the all-reduce ring",
+                       {{"error", std::string(newer.status().message())}});
+        continue;
+      }
+      if (prev.fd.get() >= 0 && newer->incarnation > prev.incarnation) {
+        const auto notice = ring_wire::EncodeFormationFrame(
+            {ring_wire::FormationKind::kFenced, newer->incarnation});
+        (void)SendAll(prev.fd.get(), notice, std::min(deadline, After(5)), what);
+      }
+      logger.Warning(
+          "a newer connection of the previous rank replaced the one the ring formed with",
+          {{"prev", RingPeerName(options, PrevRank(options))},
+           {"incarnation", std::to_string(newer->incarnation)},
+           {"replaced_incarnation", std::to_string(prev.incarnation)}});
+      prev = std::move(*newer);
+      continue;
+    }
+    if (fds[0].revents != 0) {
+      std::array<std::byte, ring_wire::kFormationFrameBytes> bytes{};
+      if (!ReceiveAll(prev.fd.get(), bytes, std::min(deadline, After(5)), what).ok()) {
+        // Gone before the seal (restarted): its next process connects again.
+        logger.Warning("the previous rank hung up before the ring closed; waiting for it again",
+                       {{"prev", RingPeerName(options, PrevRank(options))}});
+        prev.fd.Reset();
+        continue;
+      }
+      TAAS_ASSIGN_OR_RETURN(const ring_wire::FormationFrame frame,
+                            ring_wire::ParseFormationFrame(bytes));
+      if (frame.kind != ring_wire::FormationKind::kSeal) {
+        return absl::InvalidArgumentError(
+            "the previous rank sent a fence notice along the ring's "
+            "direction while " +
+            what);
+      }
+      if (options.rank != 0) return SendAll(next_fd, seal, deadline, what);
+      return absl::OkStatus();
+    }
   }
 }
 
@@ -765,17 +917,28 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions&
       return prev == after ? prev : prev + ", " + after;
     });
   }
-  std::thread join([&] { next_fd = JoinNext(options, next_address, deadline, logger); });
-  absl::StatusOr<Fd> prev_fd = AcceptPrevious(options, listener.get(), deadline, logger);
+  // The previous rank's incarnations across connections: an older one than seen is refused.
+  IncarnationFence fence;
+  // The connection to the next rank once joined, where a neighbour's fence notice arrives.
+  std::atomic<int> joined_next{kNotJoined};
+  std::thread join([&] {
+    next_fd = JoinNext(options, next_address, deadline, logger);
+    if (next_fd.ok()) joined_next = next_fd->get();
+    if (IsFenced(next_fd.status())) joined_next = kJoinFenced;
+  });
+  absl::StatusOr<Previous> prev =
+      AcceptPrevious(options, listener.get(), fence, joined_next, deadline, logger);
   join.join();
-  if (!next_fd.ok() && !prev_fd.ok()) {
+  if (!next_fd.ok() && !prev.ok()) {
     // Both directions failed: the accepting side knows why it refused the previous rank (a wrong
     // token), the joining side only that the next rank hung up.
     return absl::Status(next_fd.status().code(), std::string(next_fd.status().message()) + "; " +
-                                                     std::string(prev_fd.status().message()));
+                                                     std::string(prev.status().message()));
   }
   TAAS_RETURN_IF_ERROR(next_fd.status());
-  TAAS_RETURN_IF_ERROR(prev_fd.status());
+  TAAS_RETURN_IF_ERROR(prev.status());
+  TAAS_RETURN_IF_ERROR(
+      SealRing(options, listener.get(), fence, next_fd->get(), *prev, deadline, logger));
   watched.End();
   listener.Reset();  // a process started later cannot join a ring already formed
   logger.Info("all-reduce ring formed",
@@ -785,7 +948,7 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectTcpRing(const TcpRingOptions&
                {"prev", options.addresses[(options.rank + size - 1) % size]},
                {"secs", std::chrono::duration<double>(Clock::now() - start).count()}});
   return std::unique_ptr<Collective>(
-      new TcpRing(options, std::move(*next_fd), std::move(*prev_fd), logger));
+      new TcpRing(options, std::move(*next_fd), std::move(prev->fd), logger));
 }
 
 }  // namespace taas::collective

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -32,26 +33,42 @@ struct RingRun {
   // Per rank: the token it proves, and a delay before it joins.
   std::function<std::string(int)> token = [](int) { return std::string(64, 'a'); };
   std::function<double(int)> start_delay = [](int) { return 0.0; };
+  std::function<std::uint64_t(int)> incarnation = [](int) { return std::uint64_t{0}; };
+  // An older incarnation of one rank, still running beside the rank's current process, as a pod
+  // on a node that was only cut off does: it listens where no rank dials (its replacement owns the
+  // rank's address, as the replica's service then points at the replacement). Its line comes last.
+  struct Stale {
+    int rank = 0;
+    std::uint64_t incarnation = 0;
+    double start_delay = 0;
+  };
+  std::optional<Stale> stale;
 };
 
 // Forks one process per rank; each forms the ring and runs `body`. Returns each rank's line.
 std::vector<std::string> RunRing(const RingRun& run, const RankBody& body) {
-  const auto free = collective_testing::FreeLoopbackAddresses(run.ranks);
+  const int processes = run.ranks + (run.stale ? 1 : 0);
+  const auto free = collective_testing::FreeLoopbackAddresses(processes);
   REQUIRE(free.ok());
-  const std::vector<std::string>& addresses = *free;
+  const std::vector<std::string> addresses(free->begin(), free->begin() + run.ranks);
   std::vector<pid_t> children;
   std::vector<int> pipes;
-  for (int rank = 0; rank < run.ranks; ++rank) {
+  for (int process = 0; process < processes; ++process) {
+    const bool stale = process == run.ranks;
+    const int rank = stale ? run.stale->rank : process;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
       ::close(fds[0]);
-      std::this_thread::sleep_for(std::chrono::duration<double>(run.start_delay(rank)));
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(stale ? run.stale->start_delay : run.start_delay(rank)));
       TcpRingOptions options;
       options.addresses = addresses;
+      if (stale) options.addresses[static_cast<std::size_t>(rank)] = free->back();
       options.rank = rank;
+      options.incarnation = stale ? run.stale->incarnation : run.incarnation(rank);
       options.bind_host = "127.0.0.1";
       options.token = run.token(rank);
       options.timeout_secs = run.timeout_secs;
@@ -301,6 +318,35 @@ TEST_CASE("a ring forms whatever order its ranks start in; a wrong token never j
     CHECK(line.find("the last connection refused: the peer proved another job's token") !=
           std::string::npos);
     CHECK(line.find("hung up on this rank's hello") != std::string::npos);
+  }
+}
+
+TEST_CASE("an older incarnation of a rank never closes the ring, whether it joins first or last") {
+  for (const bool stale_first : {true, false}) {
+    CAPTURE(stale_first);
+    RingRun run;
+    run.ranks = 3;
+    run.timeout_secs = 20;
+    run.incarnation = [](int rank) { return std::uint64_t(rank == 1 ? 6 : 1); };
+    // First: the old rank 1 is rank 2's previous rank before its replacement starts, and is
+    // replaced while rank 2 waits for the seal. Last: the replacement joined rank 2 first, and the
+    // old one connects while rank 2 waits for rank 0 (started late) to close the ring.
+    run.start_delay = [stale_first](int rank) {
+      return (stale_first ? rank == 1 : rank == 0) ? 1.0 : 0.0;
+    };
+    run.stale = RingRun::Stale{1, 5, stale_first ? 0.0 : 0.5};
+    const auto lines = RunRing(run, [](Collective& ring, int rank) {
+      std::vector<float> data = {static_cast<float>(rank + 1)};
+      const absl::Status status = ring.AllReduce(data, ReduceOp::kSum).Wait();
+      return status.ok() ? "sum " + std::to_string(static_cast<int>(data[0])) : status.ToString();
+    });
+    REQUIRE(lines.size() == 4);
+    // The ring is ranks 0, 2 and the replacement: 1 + 2 + 3.
+    for (int rank = 0; rank < 3; ++rank) CHECK(lines[static_cast<std::size_t>(rank)] == "sum 6");
+    // The old one is told at once, not left to its timeout.
+    CHECK(lines[3].rfind("connect: FAILED_PRECONDITION: rank 1 incarnation 5 is fenced: "
+                         "incarnation 6 of rank 1 joined since",
+                         0) == 0);
   }
 }
 
