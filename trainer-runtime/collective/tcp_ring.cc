@@ -834,7 +834,7 @@ absl::Status SealRing(const TcpRingOptions& options, int listener, IncarnationFe
           what + ": gave up after " + SecsText(options.timeout_secs) +
           " s (TAAS_WAIT_TIMEOUT_SECS): a rank of the ring is not joined to both its neighbours");
     }
-    if (fds[2].revents != 0) TAAS_RETURN_IF_ERROR(ReadNotice(options, next_fd, deadline));
+    // A connection waiting is taken before the seal: an older incarnation is told it is fenced.
     if (fds[1].revents & POLLIN) {
       auto newer = AcceptOne(options, listener, fence, deadline, what);
       if (!newer.ok()) {
@@ -855,6 +855,8 @@ absl::Status SealRing(const TcpRingOptions& options, int listener, IncarnationFe
       prev = std::move(*newer);
       continue;
     }
+    // Before the notice: the next rank may fail right after passing the seal on (its operation's
+    // failure then names it), which must not read as a failure to form.
     if (fds[0].revents != 0) {
       std::array<std::byte, ring_wire::kFormationFrameBytes> bytes{};
       if (!ReceiveAll(prev.fd.get(), bytes, std::min(deadline, After(5)), what).ok()) {
@@ -867,14 +869,12 @@ absl::Status SealRing(const TcpRingOptions& options, int listener, IncarnationFe
       TAAS_ASSIGN_OR_RETURN(const ring_wire::FormationFrame frame,
                             ring_wire::ParseFormationFrame(bytes));
       if (frame.kind != ring_wire::FormationKind::kSeal) {
-        return absl::InvalidArgumentError(
-            "the previous rank sent a fence notice along the ring's "
-            "direction while " +
-            what);
+        return absl::InvalidArgumentError("the previous rank sent a fence notice while " + what);
       }
       if (options.rank != 0) return SendAll(next_fd, seal, deadline, what);
       return absl::OkStatus();
     }
+    if (fds[2].revents != 0) TAAS_RETURN_IF_ERROR(ReadNotice(options, next_fd, deadline));
   }
 }
 

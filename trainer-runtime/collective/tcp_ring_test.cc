@@ -344,6 +344,7 @@ TEST_CASE("an older incarnation of a rank never closes the ring, whether it join
     // The ring is ranks 0, 2 and the replacement: 1 + 2 + 3.
     for (int rank = 0; rank < 3; ++rank) CHECK(lines[static_cast<std::size_t>(rank)] == "sum 6");
     // The old one is told at once, not left to its timeout.
+    CAPTURE(lines[3]);
     CHECK(lines[3].rfind("connect: FAILED_PRECONDITION: rank 1 incarnation 5 is fenced: "
                          "incarnation 6 of rank 1 joined since",
                          0) == 0);
