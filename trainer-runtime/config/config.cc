@@ -779,7 +779,9 @@ absl::StatusOr<RuntimeConfig> ParseConfig(const std::vector<std::string>& args,
   }
   TAAS_RETURN_IF_ERROR(ChooseStrategy(replicas_source, c));
   if (replicas_source.empty()) {
-    c.info.replicas_to_aggregate = c.info.num_workers;
+    // Every training replica, and at least one: an evaluator's TF_CONFIG may list none (it scores
+    // the checkpoints of a model dir other replicas, or another job, write).
+    c.info.replicas_to_aggregate = std::max(1, c.info.num_workers);
   } else if (c.info.replicas_to_aggregate > c.info.num_workers) {
     return Invalid(replicas_source, std::to_string(c.info.replicas_to_aggregate) + " exceeds the " +
                                         std::to_string(c.info.num_workers) +

@@ -235,6 +235,17 @@ TEST_CASE("a TF_CONFIG without ps means collective training, synchronous over ev
   CHECK(alone->info.strategy == Strategy::kCollective);
 }
 
+TEST_CASE("an evaluator whose TF_CONFIG lists no training replica still aggregates one") {
+  // Found by fuzz_runtime_config: replicas_to_aggregate was the count of training replicas, 0.
+  auto c = ParseConfig({}, {{"TF_CONFIG", R"({"cluster":{"evaluator":["e:4"]},)"
+                                          R"("task":{"type":"evaluator","index":0}})"}});
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->info.role == Role::kEvaluator);
+  CHECK(c->info.num_workers == 0);
+  CHECK(c->info.replicas_to_aggregate == 1);
+  CHECK(c->listen_address == "e:4");
+}
+
 TEST_CASE("a strategy that contradicts TF_CONFIG is an error naming both") {
   CHECK(ErrorOf({}, {{"TF_CONFIG", kWorkersOnly}, {"TAAS_STRATEGY", "parameter_server"}})
             .find("TAAS_STRATEGY=parameter_server: contradicts TF_CONFIG.cluster, which lists no "
