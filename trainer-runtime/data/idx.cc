@@ -1,9 +1,9 @@
 #include "taas/data/idx.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "gz_file.h"
+#include "hex.h"
 
 namespace taas::data {
 namespace {
@@ -27,9 +27,8 @@ absl::StatusOr<std::uint32_t> ReadBigEndian32(GzFile& file, const std::string& w
 absl::Status ExpectMagic(GzFile& file, std::uint32_t expected) {
   TAAS_ASSIGN_OR_RETURN(std::uint32_t magic, ReadBigEndian32(file, "the magic number"));
   if (magic != expected) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "0x%08x, expected 0x%08x", magic, expected);
-    return absl::DataLossError(file.path() + ": bad IDX magic number at byte offset 0: " + text);
+    return absl::DataLossError(file.path() + ": bad IDX magic number at byte offset 0: " +
+                               internal::Hex32(magic) + ", expected " + internal::Hex32(expected));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "hex.h"
 #include "mapped_file.h"
 #include "taas/data/file_patterns.h"
 #include "zip_archive.h"
@@ -328,6 +329,42 @@ class InflatedBytes : public ArrayBytes {
   bool started_ = false;
 };
 
+// A member's bytes, checked against the CRC-32 the archive's directory records for them once the
+// last one is read: a corrupt stored member would otherwise read as data (a deflated one mostly
+// fails to inflate, but not always). A member read only in part is not checked.
+class CrcCheckedBytes : public ArrayBytes {
+ public:
+  CrcCheckedBytes(std::unique_ptr<ArrayBytes> bytes, std::uint64_t size, std::uint32_t expected)
+      : bytes_(std::move(bytes)), left_(size), expected_(expected) {}
+
+  absl::Status Read(char* out, std::size_t size) override {
+    if (size > left_) {
+      return absl::DataLossError("cut short: " + std::to_string(size) + " bytes wanted, " +
+                                 std::to_string(left_) + " left of what the directory declares");
+    }
+    TAAS_RETURN_IF_ERROR(bytes_->Read(out, size));
+    crc_ = crc32_z(crc_, reinterpret_cast<const Bytef*>(out), size);
+    left_ -= size;
+    if (left_ == 0 && !checked_) {
+      checked_ = true;
+      if (crc_ != expected_) {
+        return absl::DataLossError(
+            "the data's CRC-32 is " + internal::Hex32(static_cast<std::uint32_t>(crc_)) +
+            ", the archive's directory records " + internal::Hex32(expected_) +
+            ": the member is corrupt (write the archive again)");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<ArrayBytes> bytes_;
+  std::uint64_t left_;
+  const std::uint32_t expected_;
+  uLong crc_ = crc32_z(0, nullptr, 0);
+  bool checked_ = false;
+};
+
 // One array, open, its header read: what is left to read is its data.
 struct OpenArray {
   std::string name;  // "<path>" or "<path>:<member>", for errors
@@ -368,14 +405,16 @@ absl::StatusOr<OpenArray> Open(const NumpyArray& array, const NumpySpec& spec) {
     }
     const std::string_view data = file.substr(static_cast<std::size_t>(found->data_offset),
                                               static_cast<std::size_t>(found->compressed_bytes));
+    std::unique_ptr<ArrayBytes> bytes;
     if (found->method == internal::ZipMethod::kStored) {
-      open.bytes = std::make_unique<MappedBytes>(data);
+      bytes = std::make_unique<MappedBytes>(data);
     } else {
       auto inflated = std::make_unique<InflatedBytes>(data);
       TAAS_RETURN_IF_ERROR(inflated->Start());
-      open.bytes = std::move(inflated);
+      bytes = std::move(inflated);
     }
     image_bytes = found->uncompressed_bytes;
+    open.bytes = std::make_unique<CrcCheckedBytes>(std::move(bytes), image_bytes, found->crc32);
   }
   std::string header(std::min<std::uint64_t>(kNpyPreambleBytes, image_bytes), '\0');
   if (absl::Status s = open.bytes->Read(header.data(), header.size()); !s.ok()) {
@@ -489,8 +528,9 @@ class NumpyReader : public RecordReader {
 
  private:
   absl::Status Where(const OpenArray& array, const absl::Status& status) {
+    const std::int64_t failed = index_;
     index_ = examples_;  // done
-    return absl::Status(status.code(), array.name + ": example " + std::to_string(index_) + ": " +
+    return absl::Status(status.code(), array.name + ": example " + std::to_string(failed) + ": " +
                                            std::string(status.message()));
   }
 

@@ -267,6 +267,57 @@ TEST_CASE("hostile parts and archives: lengths that disagree, labels that do not
   }
 }
 
+// `archive` with the central directory's CRC-32 of `member` replaced by `crc`.
+std::string WithDirectoryCrc(std::string archive, const std::string& member, std::uint32_t crc) {
+  const std::string entry = std::string("PK\x01\x02", 4);
+  for (std::size_t at = archive.find(entry); at != std::string::npos;
+       at = archive.find(entry, at + 1)) {
+    if (archive.compare(at + 46, member.size(), member) != 0) continue;  // the entry's name
+    std::memcpy(archive.data() + at + 16, &crc, sizeof(crc));
+    return archive;
+  }
+  FAIL("no directory entry for " << member);
+  return archive;
+}
+
+TEST_CASE("a member whose bytes miss its CRC-32 is an error once read, stored or deflated") {
+  TempDir dir;
+  NumpySpec spec;
+  spec.num_classes = 3;
+  // A stored member with one byte of its last example changed: a valid float, caught by its CRC.
+  const std::string stored = ReadFile(Fixture("data.npz"));
+  auto members = internal::ListZipMembers(stored);
+  REQUIRE(members.ok());
+  for (const auto& member : *members) {
+    if (member.name != "x.npy") continue;
+    std::string changed = stored;
+    char& byte = changed[member.data_offset + member.compressed_bytes - 2];
+    byte = static_cast<char>(byte ^ 0x01);
+    WriteRaw(dir.File("changed.npz"), changed);
+  }
+  // A deflated member that inflates cleanly, its directory recording another CRC.
+  WriteRaw(dir.File("wrong_crc.npz"),
+           WithDirectoryCrc(ReadFile(Fixture("data_deflated.npz")), "y.npy", 0x12345678));
+  for (const std::string name : {"changed.npz", "wrong_crc.npz"}) {
+    CAPTURE(name);
+    const std::string path = dir.File(name);
+    const std::string array = name == "changed.npz" ? "x" : "y";
+    CHECK(InspectNumpyPart({{path, "x"}, {path, "y"}}, spec).ok());  // headers alone: not read
+    auto read = ReadExamples({{{path, "x"}, {path, "y"}}}, spec);
+    REQUIRE_FALSE(read.ok());
+    CHECK(read.status().code() == absl::StatusCode::kDataLoss);
+    CHECK(Contains(read.status(), path + ":" + array + ": example 4: the data's CRC-32 is 0x"));
+    CHECK(Contains(read.status(), "the member is corrupt (write the archive again)"));
+  }
+  const std::string wrong = dir.File("wrong_crc.npz");
+  CHECK(Contains(ReadExamples({{{wrong, "x"}, {wrong, "y"}}}, spec).status(),
+                 "the archive's directory records 0x12345678"));
+  // The untouched archives read whole, their CRCs checked.
+  for (const std::string name : {"data.npz", "data_deflated.npz"}) {
+    CHECK(ReadExamples({{{Fixture(name), "x"}, {Fixture(name), "y"}}}, spec).ok());
+  }
+}
+
 // The ids each of `num_shards` streams reads over 3 parts of 10 examples (ids 0 to 29).
 std::vector<std::vector<int>> ShardIds(const std::vector<NumpyPart>& parts, int num_shards) {
   auto dataset = NumpyDataset::Create(parts, {});

@@ -1,11 +1,11 @@
 #include "taas/data/tfrecord.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "gz_file.h"
+#include "hex.h"
 #include "taas/crc32c/crc32c.h"
 #include "taas/data/file_patterns.h"
 
@@ -24,12 +24,6 @@ std::uint32_t Load32(const char* bytes) {
   std::uint32_t value;
   std::memcpy(&value, bytes, 4);  // little-endian hosts only, like the rest of the data plane
   return value;
-}
-
-std::string Hex(std::uint32_t value) {
-  char text[16];
-  std::snprintf(text, sizeof(text), "0x%08x", value);
-  return text;
 }
 
 }  // namespace
@@ -55,8 +49,8 @@ absl::StatusOr<std::uint64_t> DecodeTfRecordHeader(std::string_view header,
   const std::uint32_t stored = Load32(header.data() + 8);
   const std::uint32_t computed = MaskedCrc(header.data(), 8);
   if (stored != computed) {
-    return absl::DataLossError("the length's checksum does not match (stored " + Hex(stored) +
-                               ", computed " + Hex(computed) +
+    return absl::DataLossError("the length's checksum does not match (stored " +
+                               internal::Hex32(stored) + ", computed " + internal::Hex32(computed) +
                                "): the file is corrupt here, or is not a TFRecord file (or is "
                                "compressed in a way the reader was not told)");
   }
@@ -80,8 +74,8 @@ absl::Status CheckTfRecordData(std::string_view data, std::string_view footer) {
   const std::uint32_t stored = Load32(footer.data());
   const std::uint32_t computed = MaskedCrc(data.data(), data.size());
   if (stored != computed) {
-    return absl::DataLossError("the data's checksum does not match (stored " + Hex(stored) +
-                               ", computed " + Hex(computed) +
+    return absl::DataLossError("the data's checksum does not match (stored " +
+                               internal::Hex32(stored) + ", computed " + internal::Hex32(computed) +
                                "): the record is corrupt; write the file again, or drop it from "
                                "the data set");
   }

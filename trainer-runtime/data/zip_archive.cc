@@ -128,6 +128,7 @@ absl::StatusOr<std::vector<ZipMember>> ListZipMembers(std::string_view archive) 
     }
     const auto flags = Load<std::uint16_t>(entries, 8);
     const auto method = Load<std::uint16_t>(entries, 10);
+    const auto crc32 = Load<std::uint32_t>(entries, 16);
     std::uint64_t compressed = Load<std::uint32_t>(entries, 20);
     std::uint64_t uncompressed = Load<std::uint32_t>(entries, 24);
     const std::size_t name_bytes = Load<std::uint16_t>(entries, 28);
@@ -165,6 +166,7 @@ absl::StatusOr<std::vector<ZipMember>> ListZipMembers(std::string_view archive) 
                          Load<std::uint16_t>(archive, at + 28);
     member.compressed_bytes = compressed;
     member.uncompressed_bytes = uncompressed;
+    member.crc32 = crc32;
     if (!Fits(member.data_offset, compressed, directory.offset)) {
       return Corrupt(what + ": its " + std::to_string(compressed) + " bytes at offset " +
                      std::to_string(member.data_offset) + " run past the archive's data");

@@ -21,6 +21,7 @@ struct ZipMember {
   std::uint64_t data_offset = 0;  // of the member's (compressed) bytes in the archive
   std::uint64_t compressed_bytes = 0;
   std::uint64_t uncompressed_bytes = 0;
+  std::uint32_t crc32 = 0;  // of the uncompressed bytes, as the central directory records it
 };
 
 // Every member, in the central directory's order. DataLoss saying what is wrong for an archive
