@@ -8,9 +8,14 @@
 // Model arguments (after `--`): --data_dir=DIR (holding train/ and test/, default
 // /tmp/fashion-mnist-jpeg), --batch_size=N (100), --eval_batch_size=N (500),
 // --decode_threads=N (1), --seed=N (1).
+//
+// `taas predict ... --input DIR` writes each image's 10 logits, its class and its label: DIR
+// holds class folders (the training folder's classes), or is a list file of
+// "path label" lines (taas/data/image_folder.h).
 #include "taas/fashion_mnist/trainer.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -59,7 +64,7 @@ class FashionMnistJpegCnn final : public taas::DistModel {
     builder.SetOptimizer(model_->DefaultOptimizer(steps_per_epoch));
     builder.SetBatchSize(batch_size_);
     builder.AddVariables(model_->variables());
-    if (info.role == taas::Role::kEvaluator) return absl::OkStatus();
+    if (info.role == taas::Role::kEvaluator || info.predicting) return absl::OkStatus();
 
     TAAS_ASSIGN_OR_RETURN(data::ContextDecodeFn decode,
                           data::MakeImageFolderDecoder(train_files_, Spec()));
@@ -103,17 +108,8 @@ class FashionMnistJpegCnn final : public taas::DistModel {
 
   // The test folder once, in order, each metric the mean over its images.
   absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session& session) override {
-    data::ImageFolderOptions folders;
-    folders.class_names = train_files_->class_names();  // the training set's indices
-    TAAS_ASSIGN_OR_RETURN(auto test,
-                          data::ImageFolderDataset::FromFolders(data_dir_ + "/test", folders));
-    TAAS_ASSIGN_OR_RETURN(data::ContextDecodeFn decode, data::MakeImageFolderDecoder(test, Spec()));
-    data::StreamOptions options;
-    options.batch_size = eval_batch_size_;
-    options.example_shape = data::ImageShape(Spec());
-    options.decode_threads = decode_threads_;
-    options.device = session.info().device;
-    TAAS_ASSIGN_OR_RETURN(auto stream, data::StreamPipeline::Create(test, decode, options));
+    TAAS_ASSIGN_OR_RETURN(
+        auto stream, OpenInOrder(data_dir_ + "/test", eval_batch_size_, session.info().device));
     double correct = 0.0;
     double loss = 0.0;
     std::int64_t examples = 0;
@@ -135,7 +131,51 @@ class FashionMnistJpegCnn final : public taas::DistModel {
     fm::ReportFinalTestAccuracy(session, session.logger().With({{"model", "cnn-jpeg"}}), metrics);
   }
 
+  // One input, read as evaluate() reads the test folder: its labels are written beside the
+  // predictions.
+  absl::StatusOr<std::unique_ptr<data::BatchStream>> predict_inputs(
+      taas::Session&, const taas::PredictRequest& request) override {
+    if (request.inputs.size() != 1) {
+      return absl::InvalidArgumentError(
+          "fashion-mnist-jpeg-cnn predicts on one input, a folder of class folders or a list "
+          "file, got " +
+          std::to_string(request.inputs.size()));
+    }
+    TAAS_ASSIGN_OR_RETURN(auto stream,
+                          OpenInOrder(request.inputs[0], request.batch_size, request.device));
+    return std::unique_ptr<data::BatchStream>(std::move(stream));
+  }
+
+  absl::StatusOr<taas::PredictOutputs> predict(taas::Session&, const data::Batch& batch) override {
+    TAAS_ASSIGN_OR_RETURN(const taas::Tensor* logits, model_->Logits(batch));
+    return taas::PredictOutputs{*logits, true};  // a copy on their device
+  }
+
  private:
+  // The images of `input` once, in order, with the training folder's class indices: `input` a
+  // folder of class folders, or a list file.
+  absl::StatusOr<std::unique_ptr<data::StreamPipeline>> OpenInOrder(const std::string& input,
+                                                                    std::int64_t batch_size,
+                                                                    taas::Device device) const {
+    data::ImageFolderOptions folders;
+    std::shared_ptr<data::ImageFolderDataset> images;
+    if (std::filesystem::is_directory(input)) {
+      folders.class_names = train_files_->class_names();  // the training set's indices
+      TAAS_ASSIGN_OR_RETURN(images, data::ImageFolderDataset::FromFolders(input, folders));
+    } else {
+      folders.num_classes = fm::kClasses;
+      TAAS_ASSIGN_OR_RETURN(images, data::ImageFolderDataset::FromListFile(input, folders));
+    }
+    TAAS_ASSIGN_OR_RETURN(data::ContextDecodeFn decode,
+                          data::MakeImageFolderDecoder(images, Spec()));
+    data::StreamOptions options;
+    options.batch_size = batch_size;
+    options.example_shape = data::ImageShape(Spec());
+    options.decode_threads = decode_threads_;
+    options.device = device;
+    return data::StreamPipeline::Create(images, decode, options);
+  }
+
   // The IDX pipeline's input exactly: 28 x 28 gray, no resize, no augmentation, so the two
   // trainings compare.
   static data::ImageSpec Spec() {

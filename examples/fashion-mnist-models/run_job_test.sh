@@ -7,18 +7,25 @@
 # It polls for checkpoints often so that it also scores the first one (at half the steps).
 # Each PATTERN after those (an extended regular expression) must match a line of the job's
 # console, where every replica's lines stand behind its name ("[...-worker-0] ...").
-# With --predict TEST_IMAGES (an IDX images file with its labels file beside it), `taas predict`
-# then scores them with the job's model dir, and the accuracy of its output (the class column
-# against the label column) must be the evaluator's score of the same, final, checkpoint.
-# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY [--predict TEST_IMAGES]
-#                        [PATTERN...]
+# With --predict TEST_IMAGES (the input the model's predict_inputs reads: an IDX images file with
+# its labels file beside it, a folder of class folders), `taas predict` then scores them with the
+# job's model dir, and the accuracy of its output (the class column against the label column)
+# must be the evaluator's score of the same, final, checkpoint. --predict-batch-size N predicts in
+# batches of N (`taas predict --batch-size`): the evaluator's, for an engine whose results depend
+# on the batch's size.
+# Usage: run_job_test.sh LAUNCHER BUILD_DIR JOB_YAML MAX_STEPS MIN_ACCURACY
+#                        [--predict TEST_IMAGES [--predict-batch-size N]] [PATTERN...]
 set -euo pipefail
 launcher="$1" build_dir="$2" job="$3" steps="$4" min_accuracy="$5"
 shift 5
-test_images=""
+test_images="" predict_batch=()
 if [ "${1:-}" = --predict ]; then
   test_images="$2"
   shift 2
+  if [ "${1:-}" = --predict-batch-size ]; then
+    predict_batch=(--batch-size "$2")
+    shift 2
+  fi
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/taas-example-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -50,7 +57,8 @@ if [ -n "$test_images" ]; then
   evaluated="$(sed -n "s/.*msg=\"evaluated checkpoint\" .* global_step=$steps metrics=\".*accuracy=\([0-9.]*\).*/\1/p" "$work/log" | tail -n1)"
   [ -n "$evaluated" ] || fail "the evaluator's score of step $steps names no accuracy"
   "$launcher" predict "$job" --build-dir "$build_dir" --model-dir "$work/model" \
-      --input "$test_images" --output "$work/predictions.csv" >"$work/predict.log" 2>&1 ||
+      --input "$test_images" --output "$work/predictions.csv" "${predict_batch[@]}" \
+      >"$work/predict.log" 2>&1 ||
     { cat "$work/predict.log"; fail "taas predict failed"; }
   grep -q "checkpoint=$work/model/model.ckpt-$steps " "$work/predict.log" ||
     { cat "$work/predict.log"; fail "taas predict did not use the final checkpoint"; }

@@ -1,10 +1,9 @@
 #include "taas/fashion_mnist/trainer.h"
 
-#include <filesystem>
 #include <limits>
 #include <utility>
 
-#include "taas/data/file_patterns.h"
+#include "taas/data/idx_files.h"
 #include "taas/data/pipeline.h"
 #include "taas/fashion_mnist/local_trainer.h"
 #include "taas/fashion_mnist/tfrecords.h"
@@ -13,34 +12,6 @@
 #include "taas/runtime/model_args.h"
 
 namespace taas::fashion_mnist {
-namespace {
-
-// Batches of a pipeline without their labels: the pipeline's batches always carry labels, which
-// are zeros for images that came without a labels file.
-class WithoutLabels final : public data::BatchStream {
- public:
-  explicit WithoutLabels(std::unique_ptr<data::Pipeline> pipeline)
-      : pipeline_(std::move(pipeline)) {}
-  absl::StatusOr<std::optional<data::Batch>> NextBatch() override {
-    TAAS_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, pipeline_->NextBatch());
-    if (batch) batch->labels.clear();
-    return batch;
-  }
-
- private:
-  std::unique_ptr<data::Pipeline> pipeline_;
-};
-
-// Fashion-MNIST's (and MNIST's) name of an images file's labels: "t10k-images-idx3-ubyte.gz" ->
-// "t10k-labels-idx1-ubyte.gz"; empty for another name.
-std::string LabelsFileOf(const std::string& images) {
-  const std::string part = "-images-idx3-ubyte";
-  const std::size_t at = images.rfind(part);
-  if (at == std::string::npos) return "";
-  return images.substr(0, at) + "-labels-idx1-ubyte" + images.substr(at + part.size());
-}
-
-}  // namespace
 
 absl::Status FashionMnistTrainer::ParseArgs(const std::vector<std::string>& args) {
   std::int64_t seed = static_cast<std::int64_t>(seed_);
@@ -236,48 +207,11 @@ absl::StatusOr<std::map<std::string, double>> FashionMnistTrainer::evaluate(Sess
 
 absl::StatusOr<std::unique_ptr<data::BatchStream>> FashionMnistTrainer::predict_inputs(
     Session&, const PredictRequest& request) {
-  TAAS_ASSIGN_OR_RETURN(const std::vector<std::string> files, data::MatchFiles(request.inputs));
-  auto dataset = std::make_shared<data::ImageDataset>();
-  const Shape shape = model_->example_shape();
-  std::int64_t labelled = 0;
-  for (const std::string& file : files) {
-    TAAS_ASSIGN_OR_RETURN(data::IdxImages images, data::ReadIdxImages(file));
-    // The network's input is 28 x 28 x 1: another image size is this input's error, not a layer's.
-    if (images.rows * images.cols != NumElements(shape)) {
-      return absl::InvalidArgumentError(file + ": images of " + std::to_string(images.rows) +
-                                        " x " + std::to_string(images.cols) + " pixels, but the " +
-                                        model_name_ + " takes " + ShapeString(shape) + " (" +
-                                        std::to_string(NumElements(shape)) + " pixels)");
-    }
-    std::vector<std::uint8_t> labels(static_cast<std::size_t>(images.count), 0);
-    const std::string labels_file = LabelsFileOf(file);
-    if (!labels_file.empty() && std::filesystem::exists(labels_file)) {
-      TAAS_ASSIGN_OR_RETURN(labels, data::ReadIdxLabels(labels_file));
-      if (static_cast<std::int64_t>(labels.size()) != images.count) {
-        return absl::DataLossError(labels_file + " has " + std::to_string(labels.size()) +
-                                   " labels but " + file + " has " + std::to_string(images.count) +
-                                   " images");
-      }
-      labelled += images.count;
-    }
-    dataset->count += images.count;
-    dataset->rows = images.rows;
-    dataset->cols = images.cols;
-    dataset->pixels.insert(dataset->pixels.end(), images.pixels.begin(), images.pixels.end());
-    dataset->labels.insert(dataset->labels.end(), labels.begin(), labels.end());
-  }
-  if (labelled != 0 && labelled != dataset->count) {
-    return absl::InvalidArgumentError(
-        "predict inputs: some image files have a labels file beside them and some do not: give "
-        "either kind alone");
-  }
   data::PipelineOptions options;
   options.batch_size = request.batch_size;
-  options.example_shape = shape;
+  options.example_shape = model_->example_shape();
   options.device = request.device;
-  TAAS_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(std::move(dataset), options));
-  if (labelled == 0) return std::make_unique<WithoutLabels>(std::move(pipeline));
-  return pipeline;
+  return data::OpenIdxImageFiles(request.inputs, options);
 }
 
 absl::StatusOr<PredictOutputs> FashionMnistTrainer::predict(Session&, const data::Batch& batch) {

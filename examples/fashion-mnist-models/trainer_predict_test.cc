@@ -111,7 +111,7 @@ TEST_CASE("the trainer predicts IDX images with their labels and refuses images 
   CHECK(other.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(other.status().message()) ==
         dir.Sub("c-images-idx3-ubyte") +
-            ": images of 32 x 32 pixels, but the mlp takes [784] (784 pixels)");
+            ": images of 32 x 32 pixels, but the model takes [784] (784 pixels)");
   WriteLabels(dir.Sub("t-labels-idx1-ubyte"), {1, 2});
   options.inputs = {dir.Sub("t-images-idx3-ubyte")};
   const auto short_labels = Predict(factory, options, args);

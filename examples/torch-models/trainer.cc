@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "taas/data/evaluate.h"
+#include "taas/data/idx_files.h"
 #include "taas/runtime/model_args.h"
 #include "taas/runtime/warm_start.h"
 
@@ -84,6 +86,7 @@ absl::Status TorchTrainer::build_model(ModelBuilder& builder) {
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(replica_batch);
 
+  if (info.predicting) return absl::OkStatus();  // predict_inputs reads what it is given
   if (info.role == Role::kEvaluator) return LoadTestSet();
   TAAS_ASSIGN_OR_RETURN(auto train, data::LoadMnistSplit(data_dir_, "train"));
   TAAS_RETURN_IF_ERROR(data::CheckLabels(train, kClasses));
@@ -157,6 +160,24 @@ absl::StatusOr<std::map<std::string, double>> TorchTrainer::evaluate(Session& se
       });
   classifier_->SetTraining(true);
   return metrics;
+}
+
+absl::StatusOr<std::unique_ptr<data::BatchStream>> TorchTrainer::predict_inputs(
+    Session&, const PredictRequest& request) {
+  data::PipelineOptions options;
+  options.batch_size = request.batch_size;
+  options.example_shape = {28, 28, 1};
+  options.device = request.device;
+  return data::OpenIdxImageFiles(request.inputs, options);
+}
+
+absl::StatusOr<PredictOutputs> TorchTrainer::predict(Session&, const data::Batch& batch) {
+  ::torch::NoGradGuard no_grad;
+  classifier_->SetTraining(false);  // BatchNorm's running statistics, as evaluate() scores
+  // The batch is read only here: from_blob needs a mutable pointer.
+  ::torch::Tensor logits = classifier_->forward(Images(const_cast<data::Batch&>(batch), device_));
+  TAAS_ASSIGN_OR_RETURN(Tensor outputs, bound_->Outputs(logits));
+  return PredictOutputs{std::move(outputs), true};  // the view: no copy
 }
 
 void TorchTrainer::after_train(Session& session, bool is_chief) {

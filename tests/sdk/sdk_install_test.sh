@@ -220,6 +220,21 @@ grep -q 'msg="evaluated on the chief" .*metrics="accuracy=' "$model/logs/sdk-che
   fail "the chief scored the model (job.yaml: TAAS_EVAL_ON_CHIEF)" "$model/logs/sdk-check-worker-0.log"
 ok "the job trained 40 steps and the chief scored the model"
 
+# Its predictions (the template's predict hooks): `taas predict` with the final checkpoint on the
+# test images, whose labels file is beside them: a row an image, its logits, class and label.
+timed predict "$prefix/bin/taas" predict "$project/job.yaml" "${run_args[@]}" --model-dir "$model" \
+  --input /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --output "$tmp/predictions.csv"
+grep -q "checkpoint=$model/model.ckpt-40 " "$tmp/predict.log" ||
+  fail "taas predict used the final checkpoint" "$tmp/predict.log"
+python3 - "$tmp/predictions.csv" <<'PY' || fail "the predictions: every test image, its class and label"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+accuracy = sum(r["class"] == r["label"] for r in rows) / max(1, len(rows))
+print(f"{len(rows)} predictions, accuracy {accuracy:.4f}")
+sys.exit(0 if len(rows) == 10000 and accuracy > 0.3 else 1)
+PY
+ok "taas predict scored the 10,000 test images with the final checkpoint"
+
 # The shared library (TAAS_SDK_SHARED, on by default): the same model linked with taas::shared
 # (CMake) or taas-shared (pkg-config) loads libtaas.so from the prefix and trains alone (no
 # TF_CONFIG) for a few steps. The torch engine links the static libraries only.

@@ -253,6 +253,17 @@ StepResult BoundModule::Result(const ::torch::Tensor& loss, std::int64_t example
   return result;
 }
 
+absl::StatusOr<Tensor> BoundModule::Outputs(const ::torch::Tensor& outputs) {
+  if (!outputs.defined() || (outputs.dim() != 1 && outputs.dim() != 2) ||
+      outputs.scalar_type() != ::torch::kFloat32 || outputs.device() != device_) {
+    return absl::InvalidArgumentError(
+        "the outputs are " + (outputs.defined() ? Describe(outputs) : std::string("undefined")) +
+        ": return float32 [batch] or [batch, k] on the replica's device");
+  }
+  outputs_ = outputs.detach().contiguous();
+  return RuntimeView(outputs_, runtime_device_);
+}
+
 std::vector<Variable*> BoundModule::variables() const {
   std::vector<Variable*> out;
   for (const auto& p : parameters_) out.push_back(&p->variable);

@@ -122,6 +122,32 @@ TEST_CASE("a bound module's parameters and gradients are the runtime's buffers")
   }
 }
 
+TEST_CASE("a module's outputs reach predict as a view of them, and another tensor is refused") {
+  auto local = LocalModel::Build(Factory());
+  REQUIRE(local.ok());
+  TinyModel& model = ModelOf(**local);
+  ::torch::Tensor logits = model.net->forward(Inputs()).detach();
+  auto outputs = model.bound->Outputs(logits);
+  REQUIRE_MESSAGE(outputs.ok(), outputs.status().message());
+  CHECK(outputs->shape() == Shape{8, 2});
+  CHECK(outputs->is_view());
+  CHECK(outputs->data() == logits.data_ptr<float>());  // contiguous already: no copy
+  // A transposed (non-contiguous) tensor is made contiguous and kept alive by the binding.
+  auto transposed = model.bound->Outputs(logits.t());
+  REQUIRE(transposed.ok());
+  CHECK(transposed->shape() == Shape{2, 8});
+  CHECK(transposed->values()[1] == logits[1][0].item<float>());
+  for (const ::torch::Tensor& bad :
+       {logits.to(::torch::kFloat64), logits.reshape({2, 2, 4}), ::torch::Tensor()}) {
+    auto refused = model.bound->Outputs(bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(refused.status().message())
+              .find("return float32 [batch] or [batch, k] on the replica's device") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("each gradient is marked final once per step, and zeroed before the next") {
   auto local = LocalModel::Build(Factory());
   REQUIRE(local.ok());

@@ -6,6 +6,7 @@
 
 #include "taas/data/csv.h"
 #include "taas/data/example.h"
+#include "taas/data/idx_files.h"
 #include "taas/data/tfrecord.h"
 #include "taas/runtime/model_args.h"
 #include "taas/tensor/initializers.h"
@@ -166,6 +167,10 @@ absl::StatusOr<BatchStats> Network::Evaluate(const taas::data::Batch& batch) {
   return Read(*stats, batch.images.shape()[0]);
 }
 
+absl::StatusOr<const taas::Tensor*> Network::Logits(const taas::data::Batch& batch) {
+  return layers_.Forward(batch.images, false);
+}
+
 absl::Status Model::build_model(taas::ModelBuilder& builder) {
   const taas::TrainerInfo& info = builder.info();
   TAAS_ASSIGN_OR_RETURN(options_, ParseArgs(info.args));
@@ -177,6 +182,7 @@ absl::Status Model::build_model(taas::ModelBuilder& builder) {
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(options_.batch_size);
 
+  if (info.predicting) return absl::OkStatus();  // predict_inputs opens what it is given
   if (info.role == taas::Role::kEvaluator) {
     // Test files are opened for each evaluation; the IDX test set is loaded once.
     if (!options_.test_files.empty()) return absl::OkStatus();
@@ -240,6 +246,29 @@ absl::StatusOr<std::map<std::string, double>> Model::evaluate(taas::Session&) {
   evaluation.batch_size = 100;
   evaluation.example_shape = {kPixels};
   return taas::data::EvaluateInBatches(test_, evaluation, score);
+}
+
+absl::StatusOr<std::unique_ptr<taas::data::BatchStream>> Model::predict_inputs(
+    taas::Session&, const taas::PredictRequest& request) {
+  const std::string& first = request.inputs.front();
+  if (EndsWith(first, ".tfrecord") || EndsWith(first, ".tfrecord.gz") || EndsWith(first, ".csv") ||
+      EndsWith(first, ".csv.gz")) {
+    taas::data::StreamOptions stream;
+    stream.batch_size = request.batch_size;
+    stream.device = request.device;
+    return OpenFiles(request.inputs, options_, stream);
+  }
+  taas::data::PipelineOptions idx;
+  idx.batch_size = request.batch_size;
+  idx.example_shape = {kPixels};
+  idx.device = request.device;
+  return taas::data::OpenIdxImageFiles(request.inputs, idx);
+}
+
+absl::StatusOr<taas::PredictOutputs> Model::predict(taas::Session&,
+                                                    const taas::data::Batch& batch) {
+  TAAS_ASSIGN_OR_RETURN(const taas::Tensor* logits, network_->Logits(batch));
+  return taas::PredictOutputs{*logits, true};  // a copy, on the batch's device
 }
 
 }  // namespace custom_model

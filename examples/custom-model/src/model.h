@@ -78,6 +78,8 @@ class Network {
   absl::StatusOr<BatchStats> TrainStep(const taas::data::Batch& batch);
   // Forward only, in inference mode.
   absl::StatusOr<BatchStats> Evaluate(const taas::data::Batch& batch);
+  // The batch's [batch, 10] logits, in inference mode, on the batch's device.
+  absl::StatusOr<const taas::Tensor*> Logits(const taas::data::Batch& batch);
 
  private:
   taas::nn::Sequential layers_;
@@ -94,6 +96,14 @@ class Model final : public taas::DistModel {
   // chief when TAAS_EVAL_ON_CHIEF asks (job.yaml: once training ends).
   // A failure (no test set in --data_dir) is returned: the job ends with it named.
   absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session& session) override;
+  // `taas predict JOB.yaml --model-dir DIR --input FILES --output OUT.csv`: the checkpoint's
+  // logits and class for each example of FILES, TFRecord or CSV files read as --test_files are
+  // (with their labels), or IDX image files (with the labels file beside each, when there is
+  // one); the labels are written beside the predictions.
+  absl::StatusOr<std::unique_ptr<taas::data::BatchStream>> predict_inputs(
+      taas::Session& session, const taas::PredictRequest& request) override;
+  absl::StatusOr<taas::PredictOutputs> predict(taas::Session& session,
+                                               const taas::data::Batch& batch) override;
 
  private:
   Options options_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "taas/data/idx_files.h"
 #include "taas/runtime/model_args.h"
 #include "taas/tensor/device.h"
 
@@ -88,6 +89,7 @@ absl::Status Model::build_model(taas::ModelBuilder& builder) {
   builder.SetOptimizer(optimizer);
   builder.SetBatchSize(options_.batch_size);
 
+  if (info.predicting) return absl::OkStatus();  // predict_inputs opens what it is given
   if (info.role == taas::Role::kEvaluator) {
     TAAS_ASSIGN_OR_RETURN(test_, LoadSplit(options_.data_dir, "test"));
     return absl::OkStatus();
@@ -143,6 +145,26 @@ absl::StatusOr<std::map<std::string, double>> Model::evaluate(taas::Session& ses
       });
   network_->train();
   return metrics;
+}
+
+absl::StatusOr<std::unique_ptr<taas::data::BatchStream>> Model::predict_inputs(
+    taas::Session&, const taas::PredictRequest& request) {
+  taas::data::PipelineOptions options;
+  options.batch_size = request.batch_size;
+  options.example_shape = {28, 28, 1};
+  options.device = request.device;
+  return taas::data::OpenIdxImageFiles(request.inputs, options);
+}
+
+absl::StatusOr<taas::PredictOutputs> Model::predict(taas::Session&,
+                                                    const taas::data::Batch& batch) {
+  torch::NoGradGuard no_grad;
+  network_->eval();  // BatchNorm's running statistics, as evaluate() scores
+  // The batch's images are only read.
+  const torch::Tensor logits =
+      network_->forward(Images(const_cast<taas::data::Batch&>(batch), device_));
+  TAAS_ASSIGN_OR_RETURN(taas::Tensor outputs, bound_->Outputs(logits));
+  return taas::PredictOutputs{std::move(outputs), true};  // the view: no copy
 }
 
 }  // namespace custom_model

@@ -63,6 +63,13 @@ class Model final : public taas::DistModel {
   // chief when TAAS_EVAL_ON_CHIEF asks (job.yaml: once training ends).
   // A failure (no test set in --data_dir) is returned: the job ends with it named.
   absl::StatusOr<std::map<std::string, double>> evaluate(taas::Session& session) override;
+  // `taas predict JOB.yaml --model-dir DIR --input FILES --output OUT.csv`: the checkpoint's
+  // logits and class for each image of the IDX files FILES (with the labels file beside each,
+  // when there is one: the labels are written beside the predictions).
+  absl::StatusOr<std::unique_ptr<taas::data::BatchStream>> predict_inputs(
+      taas::Session& session, const taas::PredictRequest& request) override;
+  absl::StatusOr<taas::PredictOutputs> predict(taas::Session& session,
+                                               const taas::data::Batch& batch) override;
 
  private:
   Options options_;

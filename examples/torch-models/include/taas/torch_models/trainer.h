@@ -45,6 +45,11 @@ class TorchTrainer : public DistModel {
   StepResult train(Session& session) override;
   absl::StatusOr<std::map<std::string, double>> evaluate(Session& session) override;
   void after_train(Session& session, bool is_chief) override;
+  // `taas predict`: the request's IDX image files (each file's labels, a "-labels-idx1-ubyte"
+  // file beside it, when there is one), in order; the logits with BatchNorm's running statistics.
+  absl::StatusOr<std::unique_ptr<data::BatchStream>> predict_inputs(
+      Session& session, const PredictRequest& request) override;
+  absl::StatusOr<PredictOutputs> predict(Session& session, const data::Batch& batch) override;
 
   // The model (for tests).
   Classifier& classifier() { return *classifier_; }

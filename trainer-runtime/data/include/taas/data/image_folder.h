@@ -12,14 +12,17 @@
 // decodes on the pipeline's threads and takes the label from the data set by part.
 //
 //   data::ImageFolderOptions folders;
-//   TAAS_ASSIGN_OR_RETURN(auto files, data::ImageFolderDataset::FromFolders("/data/train",
-//   folders)); data::ImageSpec spec;                        // image.h: 28 x 28 gray, a random crop
-//   of 32 x 32 spec.height = spec.width = 28; spec.channels = 1; spec.resize_height =
-//   spec.resize_width = 32; spec.random_crop = spec.random_flip = true;  // training; the
-//   evaluator's: false TAAS_ASSIGN_OR_RETURN(data::ContextDecodeFn decode,
-//   data::MakeImageFolderDecoder(files, spec)); options.example_shape = data::ImageShape(spec);  //
-//   {28, 28, 1} TAAS_ASSIGN_OR_RETURN(auto stream, data::StreamPipeline::Create(files, decode,
-//   options));
+//   TAAS_ASSIGN_OR_RETURN(auto files,
+//                         data::ImageFolderDataset::FromFolders("/data/train", folders));
+//   data::ImageSpec spec;  // image.h: 28 x 28 gray, a random crop of 32 x 32
+//   spec.height = spec.width = 28;
+//   spec.channels = 1;
+//   spec.resize_height = spec.resize_width = 32;
+//   spec.random_crop = spec.random_flip = true;  // training; the evaluator's: false
+//   TAAS_ASSIGN_OR_RETURN(data::ContextDecodeFn decode,
+//                         data::MakeImageFolderDecoder(files, spec));
+//   options.example_shape = data::ImageShape(spec);  // {28, 28, 1}
+//   TAAS_ASSIGN_OR_RETURN(auto stream, data::StreamPipeline::Create(files, decode, options));
 //
 // The random crop and flip draw from the record's seed (records.h: the pipeline's seed, the
 // replica, the epoch and the file), so a run repeats and every epoch crops anew.

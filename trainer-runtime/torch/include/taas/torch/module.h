@@ -71,6 +71,11 @@ class BoundModule : public EngineHooks {
   // kept alive until the next step), read only when the runtime logs or summarises it.
   StepResult Result(const ::torch::Tensor& loss, std::int64_t examples);
 
+  // What predict() returns as PredictOutputs::outputs for `outputs` (float32, [batch] or
+  // [batch, k], on the replica's device; the logits of a classifier): a view of them, no copy,
+  // kept alive until the next call. InvalidArgument describing the tensor for another.
+  absl::StatusOr<Tensor> Outputs(const ::torch::Tensor& outputs);
+
   // The runtime's variables and state, in registration order (for tests and warm starts).
   std::vector<Variable*> variables() const;
   std::vector<Variable*> states() const;
@@ -94,6 +99,7 @@ class BoundModule : public EngineHooks {
   std::vector<std::unique_ptr<Bound>> parameters_;  // trained
   std::vector<std::unique_ptr<Bound>> states_;      // frozen parameters and buffers
   ::torch::Tensor loss_;                            // the last step's, kept for device_loss
+  ::torch::Tensor outputs_;                         // the last Outputs', kept for the runtime
 };
 
 }  // namespace taas::torch_engine
